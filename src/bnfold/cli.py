@@ -1,0 +1,232 @@
+"""The `bnfold` command line. Commands only: the work is in api.py and below.
+
+Every failure is one line on stderr and a non-zero exit: 2 for usage errors, 1 for model errors.
+Set BNFOLD_DEBUG=1 to see the traceback of an unexpected error.
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+import sys
+
+import click
+
+from . import api
+from .errors import BnfoldError, UsageError
+from .passes import registry
+
+CONFIG_SECTION = "one-optimize"
+TRUE_WORDS = {"true", "1", "yes", "on"}
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="bnfold")
+def main():
+    """Fold batch normalization and its neighbours into conv-like layers of TFLite and Circle models."""
+
+
+def _pass_flags(function):
+    """One boolean --<pass_name> flag per registered pass, generated from the registry."""
+    for spec in reversed(registry.PASSES):
+        kind = "exact" if spec.exact else "LOSSY"
+        function = click.option(f"--{spec.name}", spec.name, is_flag=True, default=False,
+                                help=f"[{kind}] {spec.summary}")(function)
+    return function
+
+
+def _read_config(path: str) -> dict[str, str]:
+    parser = configparser.ConfigParser()
+    try:
+        with open(path, encoding="utf-8") as f:
+            parser.read_file(f)
+    except FileNotFoundError:
+        raise UsageError("configuration file not found", path) from None
+    except (configparser.Error, UnicodeDecodeError) as e:
+        raise UsageError(f"not a valid configuration file: {str(e).splitlines()[0]}", path) from None
+    if not parser.has_section(CONFIG_SECTION):
+        raise UsageError(f"no [{CONFIG_SECTION}] section", path)
+    return dict(parser.items(CONFIG_SECTION))
+
+
+def _selected_passes(passes: str | None, flags: dict[str, bool], config: dict[str, str]) -> list[str] | None:
+    """Passes named on the command line or in the config; None means the default set."""
+    named: list[str] = []
+    if passes is not None:
+        named += [p for p in passes.split(",") if p.strip()]
+    named += [name for name, on in flags.items() if on]
+    for key, value in config.items():
+        if key in ("input_path", "output_path"):
+            continue
+        if key not in registry.BY_NAME:
+            raise UsageError(f"unknown pass {key!r} in [{CONFIG_SECTION}] (see 'bnfold passes')")
+        if value.strip().lower() in TRUE_WORDS:
+            named.append(key)
+    if passes is None and not named:
+        return None
+    registry.resolve(named)  # reject unknown names early
+    return named
+
+
+def _print_counts(before, after) -> None:
+    kinds = sorted(set(before) | set(after), key=lambda k: (-before.get(k, 0), k))
+    width = max([len(k) for k in kinds] + [8])
+    click.echo(f"{'operator':<{width}}  {'before':>7}  {'after':>7}")
+    for k in kinds:
+        b, a = before.get(k, 0), after.get(k, 0)
+        mark = "" if a == b else "  *"
+        click.echo(f"{k:<{width}}  {b:>7}  {a:>7}{mark}")
+    click.echo(f"{'total':<{width}}  {sum(before.values()):>7}  {sum(after.values()):>7}")
+
+
+@main.command()
+@click.argument("input_path", required=False, metavar="IN")
+@click.argument("output_path", required=False, metavar="OUT")
+@click.option("--passes", default=None, metavar="A,B", help="Comma-separated passes to run ('' runs none). Default: the exact default set.")
+@_pass_flags
+@click.option("--config", "config_path", type=str, default=None, help="one-cmds configuration file; reads its [one-optimize] section.")
+@click.option("--report", "report_path", default=None, metavar="R.json", help="Write what every pass folded and skipped, as JSON.")
+@click.option("--external-buffers", is_flag=True, help="Store weights after the flatbuffer (Buffer.offset/size layout).")
+@click.option("--in-place", is_flag=True, help="Allow OUT to be IN (or omit OUT) and overwrite it.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
+def optimize(input_path, output_path, passes, config_path, report_path, external_buffers, in_place, quiet, **flags):
+    """Run passes over IN and write the result to OUT (format from OUT's extension)."""
+    config = _read_config(config_path) if config_path else {}
+    input_path = input_path or config.get("input_path")
+    output_path = output_path or config.get("output_path") or (input_path if in_place else None)
+    if not input_path or not output_path:
+        raise UsageError("need IN and OUT (as arguments or input_path/output_path in --config)")
+    selected = _selected_passes(passes, flags, config)
+    api.refuse_overwrite(input_path, output_path, in_place)
+    fmt = api.format_from_extension(output_path)
+    model = api.load(input_path)
+    before = model.op_counts()
+    report = api.optimize(model, selected)
+    after = model.op_counts()
+    if report_path:
+        _write_text(report_path, report.to_json())
+    api.save(model, output_path, fmt=fmt, external=external_buffers)
+    if not quiet:
+        _print_counts(before, after)
+        for name, (folds, skips) in report.counts().items():
+            click.echo(f"{name}: {folds} folded, {skips} skipped")
+        if not report.converged:
+            click.echo(f"warning: passes still changing the model after {report.rounds} rounds; stopped")
+        click.echo(f"wrote {output_path}")
+
+
+def _write_text(path: str, text: str) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise UsageError("report directory does not exist", path)
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as e:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise UsageError(f"cannot write: {e.strerror}", path) from None
+
+
+@main.command()
+@click.argument("input_path", metavar="IN")
+@click.argument("output_path", metavar="OUT")
+@click.option("--external-buffers", is_flag=True, help="Store weights after the flatbuffer (Buffer.offset/size layout).")
+@click.option("--in-place", is_flag=True, help="Allow OUT to be IN and overwrite it.")
+def convert(input_path, output_path, external_buffers, in_place):
+    """Write IN as OUT, in the format OUT's extension names (.tflite or .circle)."""
+    api.refuse_overwrite(input_path, output_path, in_place)
+    fmt = api.format_from_extension(output_path)
+    model = api.load(input_path)
+    info = api.save(model, output_path, fmt=fmt, external=external_buffers)
+    layout = "offset buffers" if info.external else "standard"
+    click.echo(f"wrote {output_path} ({info.format}, {layout} layout, {info.size} bytes)")
+
+
+@main.command()
+@click.argument("model_path", metavar="MODEL")
+@click.option("--operators", is_flag=True, help="List every operator with its inputs and outputs.")
+@click.option("--tensors", is_flag=True, help="List every tensor.")
+def inspect(model_path, operators, tensors):
+    """Print operator counts of MODEL (and, optionally, its operators and tensors)."""
+    model = api.load(model_path)
+    click.echo(f"{model_path}: {model.format.name}, {len(model.graphs)} subgraph(s), {len(model.buffers)} buffers")
+    for kind, count in sorted(model.op_counts().items(), key=lambda kv: (-kv[1], kv[0])):
+        click.echo(f"{kind:<24} {count}")
+    for gi, graph in enumerate(model.graphs):
+        if operators:
+            click.echo(f"subgraph {gi} {graph.name or ''}".rstrip())
+            for i, op in enumerate(graph.ops):
+                ins = ", ".join("-" if t is None else t.name for t in op.inputs)
+                outs = ", ".join(t.name for t in op.outputs)
+                act = f" [{op.fused_activation}]" if op.fused_activation != "NONE" else ""
+                click.echo(f"  {i:>4} {op.kind}{act} ({ins}) -> ({outs})")
+        if tensors:
+            click.echo(f"subgraph {gi} tensors")
+            for i, t in enumerate(graph.tensors):
+                const = " const" if t.is_const else ""
+                click.echo(f"  {i:>4} {t.name} {t.dtype}{list(t.shape)}{const}")
+
+
+@main.command(name="passes")
+def list_passes():
+    """List the passes, in the order they run, with whether each is exact and on by default."""
+    width = max(len(p.name) for p in registry.PASSES)
+    for p in registry.PASSES:
+        tag = ("exact" if p.exact else "LOSSY") + (", default" if p.default else "")
+        click.echo(f"{p.name:<{width}}  [{tag}]  {p.summary}")
+
+
+@main.group()
+def recipe():
+    """Build models from recipes (recipes/*.toml)."""
+
+
+@recipe.command(name="build")
+@click.argument("recipe_path", metavar="RECIPE.toml")
+@click.argument("output_path", metavar="OUT")
+def recipe_build(recipe_path, output_path):
+    """Build RECIPE into OUT (.tflite or .circle)."""
+    from .recipe.chef import build_file
+
+    model = build_file(recipe_path, output_path)
+    click.echo(f"wrote {output_path} ({sum(len(g.ops) for g in model.graphs)} operators)")
+
+
+def run(argv=None) -> int:
+    """Entry point: runs the CLI and turns every failure into one line and an exit code."""
+    try:
+        main.main(args=argv, prog_name="bnfold", standalone_mode=False)
+        return 0
+    except BnfoldError as e:
+        _fail(str(e))
+        return e.exit_code
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    except click.exceptions.Abort:
+        _fail("interrupted")
+        return 130
+    except click.ClickException as e:
+        _fail(e.format_message().replace("\n", " "))
+        return 2
+    except KeyboardInterrupt:
+        _fail("interrupted")
+        return 130
+    except BrokenPipeError:
+        return 1
+    except Exception as e:  # a bug in bnfold: still one line, traceback only on request
+        if os.environ.get("BNFOLD_DEBUG"):
+            raise
+        _fail(f"internal error: {type(e).__name__}: {e} (set BNFOLD_DEBUG=1 for a traceback)")
+        return 3
+
+
+def _fail(message: str) -> None:
+    first = message.strip().splitlines()[0] if message.strip() else "error"
+    click.echo(f"bnfold: error: {first}", err=True)
+
+
+def entry() -> None:
+    sys.exit(run())

@@ -1,0 +1,38 @@
+"""The project's own error types.
+
+Everything a user can cause (a bad file, a bad flag, a refused conversion) is raised as one of
+these; the CLI turns them into a one-line message and an exit code. Anything else escaping is a
+bug in bnfold.
+"""
+
+
+class BnfoldError(Exception):
+    """Base class. `exit_code` is what the CLI exits with."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, path: str | None = None):
+        super().__init__(message)
+        self.path = path
+
+    def __str__(self) -> str:
+        message = super().__str__()
+        return f"{self.path}: {message}" if self.path else message
+
+
+class ModelError(BnfoldError):
+    """The model file is unreadable, malformed, or cannot be written as asked."""
+
+    exit_code = 1
+
+
+class UsageError(BnfoldError):
+    """The command line or configuration is wrong."""
+
+    exit_code = 2
+
+
+class CheckFailed(BnfoldError):
+    """A value check found outputs outside tolerance."""
+
+    exit_code = 1

@@ -1,0 +1,76 @@
+"""Copying object-API trees between the TFLite and Circle bindings.
+
+Both bindings are generated from near-identical schemas, so an object of class `XT` in one has a
+same-named class in the other with the same field names. Two things need care:
+- union fields (`details`/`detailsType`, ...): the type number is looked up by the value's class
+  name in the target's union enum, since the two schemas number some members differently;
+- fields only one format has: dropped when they hold their default value, refused otherwise
+  (`NotRepresentable`), so a conversion never silently loses information.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# union value field -> the union enum that numbers its type field ("<field>Type")
+UNION_ENUMS = {
+    "details": "QuantizationDetails",
+    "arraySegments": "SparseIndexVector",
+    "arrayIndices": "SparseIndexVector",
+    "builtinOptions": "BuiltinOptions",
+    "builtinOptions2": "BuiltinOptions2",
+}
+
+# deprecated fields that carry no meaning and may be dropped whatever they hold
+DROPPABLE = {("SubGraphT", "deprecatedDataFormat"), ("SubGraphT", "dataFormat")}
+
+
+class NotRepresentable(Exception):
+    """A value the target format has no place for."""
+
+
+def _is_object_api(value) -> bool:
+    return hasattr(value, "Pack") and hasattr(type(value), "InitFromObj")
+
+
+def transcode(value, target, shallow=frozenset()):
+    """Deep-copy `value` into the classes of `target` (an io.formats.Format).
+
+    Top-level fields named in `shallow` are copied by reference, untranslated: the caller
+    replaces them (the writer rebuilds everything the IR models)."""
+    if isinstance(value, list):
+        return [transcode(v, target) for v in value]
+    if value is None or isinstance(value, (int, float, str, bytes, bool, np.ndarray, np.generic)):
+        return value
+    if not _is_object_api(value):
+        raise NotRepresentable(f"unexpected value of type {type(value).__name__}")
+    name = type(value).__name__
+    try:
+        out = target.cls(name)()
+    except AttributeError:
+        raise NotRepresentable(f"{name[:-1]} does not exist in {target.name}") from None
+    defaults = type(value)()
+    for field, item in vars(value).items():
+        if field in shallow:
+            setattr(out, field, item)
+            continue
+        if not hasattr(out, field):
+            if (name, field) in DROPPABLE or _same(item, getattr(defaults, field, None)):
+                continue
+            raise NotRepresentable(f"{name[:-1]}.{field} has no counterpart in {target.name}")
+        if field in UNION_ENUMS and item is not None:
+            member = type(item).__name__[:-1]
+            enum = vars(target.cls(UNION_ENUMS[field]))
+            if member not in enum:
+                raise NotRepresentable(f"{member} does not exist in {target.name}")
+            setattr(out, field + "Type", enum[member])
+        if field.endswith("Type") and field[:-4] in UNION_ENUMS:
+            continue  # set together with its value above
+        setattr(out, field, transcode(item, target))
+    return out
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return a is not None and b is not None and np.array_equal(a, b)
+    return a == b

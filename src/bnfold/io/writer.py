@@ -1,0 +1,462 @@
+"""IR -> flatbuffer file, in one pass over the output.
+
+The tables (operator codes, subgraphs, tensors, operators, signatures, metadata) are packed with
+the bindings' object API into a small builder. Buffer *bytes* never go through the builder: each
+Buffer table gets a placeholder field, and after the tables are finished the data region is
+streamed behind them and the placeholders are patched:
+
+    [ root | tables ... | pad | len | data0 | pad | len | data1 | ... ]     standard layout
+    [ root | tables ... | pad | data0 | pad | data1 | ... ]                  offset-buffer layout
+
+In the standard layout the patched field is the data vector's uoffset (vectors may live anywhere
+after the field that points at them); in the offset layout it is Buffer.offset, with Buffer.size
+set. Data is 16-byte aligned (the schema's force_align). Unchanged buffers are copied file to file
+(`os.copy_file_range`), so neither their bytes nor the input's pages pass through Python.
+
+The standard layout is used unless asked otherwise or the file would reach 2 GB.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import struct
+import tempfile
+from dataclasses import dataclass
+
+import flatbuffers
+import numpy as np
+
+from ..errors import ModelError
+from ..ir.const import Buffer
+from ..ir.model import Model
+from .formats import Format
+from .transcode import NotRepresentable, transcode
+
+TWO_GB = 2**31 - 1
+DATA_ALIGN = 16
+# Buffer table slots (same in both schemas): data:[ubyte] (force_align 16), offset:ulong, size:ulong.
+BUFFER_FIELDS, SLOT_DATA, SLOT_OFFSET, SLOT_SIZE = 3, 0, 1, 2
+BUFFER_LOCATION = b"buffer_location"  # metadata the TFLite converter writes in the offset layout
+OUTSIDE = b"outside flatbuffers"
+
+
+# Fields of each table that the writer rebuilds from the IR.
+REBUILT_FIELDS = {
+    "ModelT": frozenset({"operatorCodes", "subgraphs", "buffers", "metadata", "signatureDefs", "metadataBuffer",
+                         "description", "version"}),
+    "SubGraphT": frozenset({"tensors", "operators", "inputs", "outputs", "name"}),
+    "TensorT": frozenset({"name", "type", "shape", "shapeSignature", "buffer", "quantization"}),
+    "OperatorT": frozenset({"opcodeIndex", "inputs", "outputs", "intermediates", "builtinOptions", "builtinOptionsType"}),
+    "SignatureDefT": frozenset({"inputs", "outputs", "signatureKey", "subgraphIndex"}),
+    "MetadataT": frozenset({"name", "buffer"}),
+    "TensorMapT": frozenset({"name", "tensorIndex"}),
+}
+
+
+def _align(n: int, a: int = DATA_ALIGN) -> int:
+    return (n + a - 1) // a * a
+
+
+class _BufferSlot:
+    """Stands in for a BufferT during Pack: writes the table with a field to patch later."""
+
+    def __init__(self, buffer: Buffer, external: bool):
+        self.buffer = buffer
+        self.external = external and buffer.nbytes > 0
+        self.field = None  # distance of the patch field from the end of the builder
+
+    def Pack(self, builder: flatbuffers.Builder) -> int:
+        builder.StartObject(BUFFER_FIELDS)
+        if self.external:
+            builder.PrependUint64Slot(SLOT_SIZE, self.buffer.nbytes, 0)
+            builder.PrependUint64Slot(SLOT_OFFSET, 1, 0)  # non-default placeholder, patched later
+            self.field = builder.Offset()
+        elif self.buffer.data is not None:
+            builder.Prep(4, 0)
+            builder.PlaceUOffsetT(0)
+            builder.Slot(SLOT_DATA)
+            self.field = builder.Offset()
+        return builder.EndObject()
+
+
+@dataclass
+class WriteInfo:
+    path: str
+    format: str
+    external: bool
+    size: int
+
+
+def save_model(model: Model, path: str, fmt: Format, *, external: bool = False) -> WriteInfo:
+    """Write `model` to `path` atomically: a temporary file in the same directory, then rename."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise ModelError("output directory does not exist", path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".bnfold-", suffix=".tmp", dir=directory)
+    except OSError as e:
+        raise ModelError(f"cannot create a file in {directory}: {e.strerror}", path) from None
+    try:
+        with os.fdopen(fd, "wb") as out:
+            info = serialize(model, out, fmt, external=external)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(e, OSError):
+            raise ModelError(f"cannot write: {e.strerror or e}", path) from None
+        if isinstance(e, ModelError) and e.path is None:
+            e.path = path
+        raise
+    info.path = path
+    return info
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def serialize(model: Model, out, fmt: Format, *, external: bool = False) -> WriteInfo:
+    """Write the model to the open binary file `out`."""
+    plan = _Plan(model, fmt)
+    data_bytes = sum(_align(b.nbytes) + DATA_ALIGN for b in plan.buffers)
+    if not external and data_bytes + plan.tables_estimate >= TWO_GB:
+        external = True  # a standard flatbuffer cannot address this much
+    plan.set_layout(external)
+    builder = flatbuffers.Builder(plan.tables_estimate)
+    slots = [_BufferSlot(b, external and not plan.is_metadata(b)) for b in plan.buffers]
+    root = plan.model_record(slots).Pack(builder)
+    builder.Finish(root, file_identifier=fmt.identifier)
+    tables_size = builder.Offset()
+    head = builder.Head()
+    # lay out the data region and patch the placeholders
+    cursor = tables_size
+    pieces = []
+    for slot in slots:
+        if slot.field is None:
+            continue
+        field_pos = tables_size - slot.field
+        if slot.external:
+            start = _align(cursor)
+            struct.pack_into("<Q", builder.Bytes, head + field_pos, start)
+            pieces.append((start, None, slot.buffer))
+        else:
+            start = _align(cursor + 4)
+            struct.pack_into("<I", builder.Bytes, head + field_pos, start - 4 - field_pos)
+            pieces.append((start, struct.pack("<I", slot.buffer.nbytes), slot.buffer))
+        cursor = start + slot.buffer.nbytes
+    if not external and cursor >= TWO_GB:
+        raise ModelError("model does not fit a 2 GB flatbuffer; write it with --external-buffers")
+    sink = _Sink(out, model.source)
+    sink.write(memoryview(builder.Bytes)[head:])
+    for start, prefix, buffer in pieces:
+        sink.pad_to(start - (4 if prefix else 0))
+        if prefix:
+            sink.write(prefix)
+        sink.write_buffer(buffer)
+    sink.flush()
+    return WriteInfo("", fmt.name, external, sink.position)
+
+
+class _Sink:
+    """Sequential output that copies unchanged input bytes file to file."""
+
+    COPY_THRESHOLD = 1 << 16
+
+    def __init__(self, out, source):
+        self.out = out
+        self.source = source
+        self.position = 0
+        self.pending = bytearray()
+
+    def write(self, data) -> None:
+        self.pending += data
+        self.position += len(data)
+        if len(self.pending) >= 1 << 20:
+            self.flush()
+
+    def pad_to(self, position: int) -> None:
+        if position > self.position:
+            self.write(bytes(position - self.position))
+
+    def flush(self) -> None:
+        if self.pending:
+            self.out.write(self.pending)
+            self.pending = bytearray()
+
+    def write_buffer(self, buffer: Buffer) -> None:
+        n = buffer.nbytes
+        if n < self.COPY_THRESHOLD or buffer.source is None or self.source is None:
+            if n >= 1 << 20:
+                self.flush()
+                self.out.write(memoryview(buffer.data))
+                self.position += n
+            else:
+                self.write(memoryview(buffer.data))
+            return
+        self.flush()
+        self.out.flush()
+        if not self._copy_range(buffer.source, n):
+            self.out.write(memoryview(buffer.data))
+        self.position += n
+
+    def _copy_range(self, offset: int, n: int) -> bool:
+        copy_range = getattr(os, "copy_file_range", None)
+        if copy_range is None:
+            return False
+        src, dst = self.source.fileno(), self.out.fileno()
+        done = 0
+        try:
+            while done < n:
+                step = copy_range(src, dst, n - done, offset + done)
+                if step <= 0:
+                    break
+                done += step
+        except OSError:
+            if done:
+                raise
+            return False
+        if done < n:
+            self.out.write(memoryview(self.source.array[offset + done:offset + n]))
+        return True
+
+
+class _Plan:
+    """Index assignment and record building for one write."""
+
+    def __init__(self, model: Model, fmt: Format):
+        self.model = model
+        self.fmt = fmt
+        self.same = fmt is model.format
+        self.buffers = self._collect_buffers()
+        self.buffer_index = {id(b): i for i, b in enumerate(self.buffers)}
+        self.opcodes = self._collect_opcodes()
+        self.opcode_index = {id(oc): i for i, oc in enumerate(self.opcodes)}
+        self.metadata = list(model.metadata)
+        n_tensors = sum(len(g.tensors) for g in model.graphs)
+        n_ops = sum(len(g.ops) for g in model.graphs)
+        small = sum(b.nbytes for b in self.buffers if b.nbytes < 64)
+        self.tables_estimate = 4096 + 512 * n_tensors + 256 * n_ops + 64 * len(self.buffers) + 2 * small
+
+    # ---- what gets written ---------------------------------------------------------------
+    def _collect_buffers(self) -> list[Buffer]:
+        model = self.model
+        used: dict[int, Buffer] = {}
+
+        def use(b):
+            if b is not None:
+                used.setdefault(id(b), b)
+
+        for g in model.graphs:
+            for t in g.tensors:
+                use(t.buffer)
+        for m in model.metadata:
+            use(m.buffer)
+        for b in model.metadata_buffer or []:
+            use(b)
+        if model.changed:
+            kept = [b for i, b in enumerate(model.buffers) if i == 0 or id(b) in used]
+        else:
+            kept = list(model.buffers)
+        known = {id(b) for b in kept}
+        kept += [b for key, b in used.items() if key not in known]
+        return kept
+
+    def _collect_opcodes(self):
+        model = self.model
+        used = {id(op.opcode): op.opcode for g in model.graphs for op in g.ops}
+        kept = [oc for oc in model.opcodes if id(oc) in used or not model.changed]
+        known = {id(oc) for oc in kept}
+        kept += [oc for key, oc in used.items() if key not in known]
+        return kept
+
+    def is_metadata(self, buffer: Buffer) -> bool:
+        return any(m.buffer is buffer for m in self.metadata)
+
+    def set_layout(self, external: bool) -> None:
+        """Keep the buffer_location metadata truthful when the layout changes."""
+        source_external = bool(self.model.source) and any(
+            getattr(m, "name", None) == BUFFER_LOCATION and m.buffer.data is not None
+            and bytes(m.buffer.data).rstrip(b"\0") == OUTSIDE for m in self.metadata)
+        if external and not source_external:
+            from ..ir.model import Metadata
+
+            self.metadata = [m for m in self.metadata if m.name != BUFFER_LOCATION]
+            buffer = Buffer.from_array(np.frombuffer(OUTSIDE, dtype=np.uint8))
+            self.metadata.append(Metadata(BUFFER_LOCATION, buffer))
+            self.buffers.append(buffer)
+            self.buffer_index[id(buffer)] = len(self.buffers) - 1
+        elif not external and source_external:
+            self.metadata = [m for m in self.metadata if m.name != BUFFER_LOCATION]
+
+    # ---- records -------------------------------------------------------------------------
+    def _base(self, record, cls_name: str):
+        """A fresh target-format record carrying every field of `record` (or defaults); the
+        fields the IR models are the caller's to set, so they are not translated here."""
+        if record is None:
+            return self.fmt.cls(cls_name)()
+        if self.same:
+            return copy.copy(record)
+        try:
+            return transcode(record, self.fmt, shallow=REBUILT_FIELDS.get(cls_name, frozenset()))
+        except NotRepresentable as e:
+            raise ModelError(f"cannot be written as {self.fmt.name}: {e}") from None
+
+    def _refuse(self, what: str):
+        raise ModelError(f"cannot be written as {self.fmt.name}: {what}")
+
+    def model_record(self, slots):
+        model, fmt = self.model, self.fmt
+        rec = self._base(model.record, "ModelT")
+        rec.version = model.version
+        rec.description = model.description
+        rec.operatorCodes = [self._opcode_record(oc) for oc in self.opcodes]
+        rec.subgraphs = [self._graph_record(g) for g in model.graphs]
+        rec.buffers = slots
+        if model.metadata_buffer is not None:
+            rec.metadataBuffer = [self.buffer_index[id(b)] for b in model.metadata_buffer]
+        original = model.record
+        rec.metadata = _list_or_none(self._metadata_records(), original and original.metadata)
+        rec.signatureDefs = _list_or_none([self._signature_record(s) for s in model.signatures],
+                                          original and original.signatureDefs)
+        return rec
+
+    def _opcode_record(self, oc):
+        code = self.fmt.op_codes.get(oc.kind)
+        if code is None:
+            self._refuse(f"operator {oc.kind} does not exist in {self.fmt.name}")
+        rec = oc.record
+        if (self.same and rec is not None and self.fmt.decode_opcode(rec) == code and rec.version == oc.version
+                and rec.customCode == oc.custom_code):
+            return rec
+        return self.fmt.encode_opcode(code, oc.custom_code, oc.version)
+
+    def _metadata_records(self):
+        out = []
+        for m in self.metadata:
+            rec = self._base(m.record, "MetadataT")
+            rec.name = m.name
+            rec.buffer = self.buffer_index[id(m.buffer)]
+            out.append(rec)
+        return out
+
+    def _graph_record(self, graph):
+        fmt = self.fmt
+        index = {id(t): i for i, t in enumerate(graph.tensors)}
+
+        def idx(t):
+            if t is None:
+                return -1
+            try:
+                return index[id(t)]
+            except KeyError:
+                raise ModelError(f"internal: tensor {t.name!r} is used but not in subgraph {graph.name!r}") from None
+
+        rec = self._base(graph.record, "SubGraphT")
+        rec.name = None if graph.name is None else graph.name.encode("utf-8", "surrogateescape")
+        rec.tensors = _list_or_none([self._tensor_record(t) for t in graph.tensors], graph.record and graph.record.tensors)
+        original = graph.record
+        rec.inputs = _indices([idx(t) for t in graph.inputs], original and original.inputs)
+        rec.outputs = _indices([idx(t) for t in graph.outputs], original and original.outputs)
+        rec.operators = _list_or_none([self._op_record(op, idx) for op in graph.ops], original and original.operators)
+        return rec
+
+    def _tensor_record(self, t):
+        rec = self._base(t.record, "TensorT")
+        original = t.record
+        rec.name = t.name.encode("utf-8", "surrogateescape")
+        code = self.fmt.dtype_codes.get(t.dtype)
+        if code is None:
+            self._refuse(f"tensor {t.name!r} has type {t.dtype}, which {self.fmt.name} does not have")
+        rec.type = code
+        if original is None or _as_tuple(original.shape) != t.shape:
+            rec.shape = np.array(t.shape, dtype=np.int32)
+        if original is None or _as_tuple(original.shapeSignature, None) != t.shape_signature:
+            rec.shapeSignature = None if t.shape_signature is None else np.array(t.shape_signature, dtype=np.int32)
+        rec.buffer = self.buffer_index[id(t.buffer)] if t.buffer is not None else 0
+        if t.quantization is not (original.quantization if original is not None else None) or not self.same:
+            rec.quantization = self._convert(t.quantization)
+        return rec
+
+    def _op_record(self, op, idx):
+        rec = self._base(op.record, "OperatorT")
+        rec.opcodeIndex = self.opcode_index[id(op.opcode)]
+        original = op.record
+        rec.inputs = _indices([idx(t) for t in op.inputs], original and original.inputs)
+        rec.outputs = _indices([idx(t) for t in op.outputs], original and original.outputs)
+        rec.intermediates = _indices([idx(t) for t in op.intermediates], original and original.intermediates)
+        if op.options is None:
+            rec.builtinOptionsType, rec.builtinOptions = 0, None
+        else:
+            code = self.fmt.options_codes.get(op.options.type)
+            if code is None:
+                self._refuse(f"{op.options.type} does not exist in {self.fmt.name}")
+            options = self.fmt.cls(op.options.type + "T")()
+            defaults = None
+            for name, value in op.options.fields().items():
+                if not hasattr(options, name):
+                    defaults = defaults or self.model.format.cls(op.options.type + "T")()
+                    if _same_value(value, getattr(defaults, name, None)):
+                        continue  # a field the target lacks, at its default: nothing is lost
+                    self._refuse(f"{op.options.type}.{name} does not exist in {self.fmt.name}")
+                setattr(options, name, self._convert(value))
+            rec.builtinOptionsType, rec.builtinOptions = code, options
+        return rec
+
+    def _signature_record(self, sig):
+        graph_index = self.model.graph_index(sig.graph)
+        index = {id(t): i for i, t in enumerate(sig.graph.tensors)}
+        rec = self._base(sig.record, "SignatureDefT")
+        rec.signatureKey = sig.key
+        rec.subgraphIndex = graph_index
+        rec.inputs = self._tensor_maps(sig.inputs, index, sig.record and sig.record.inputs)
+        rec.outputs = self._tensor_maps(sig.outputs, index, sig.record and sig.record.outputs)
+        return rec
+
+    def _tensor_maps(self, named, index, original):
+        old = original or []
+        return _list_or_none([self._tensor_map(name, index[id(t)], old[i] if i < len(old) else None)
+                              for i, (name, t) in enumerate(named)], original)
+
+    def _tensor_map(self, name, tensor_index, record):
+        rec = self._base(record, "TensorMapT")
+        rec.name = name
+        rec.tensorIndex = tensor_index
+        return rec
+
+    def _convert(self, value):
+        if self.same:
+            return value
+        try:
+            return transcode(value, self.fmt)
+        except NotRepresentable as e:
+            raise ModelError(f"cannot be written as {self.fmt.name}: {e}") from None
+
+
+def _same_value(a, b) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return a is not None and b is not None and np.array_equal(a, b)
+    return a == b
+
+
+def _list_or_none(items: list, original):
+    """An empty list is written as an absent vector when the input had it absent."""
+    return None if not items and original is None else items
+
+
+def _indices(values: list[int], original):
+    if not values and original is None:
+        return None
+    return np.array(values, dtype=np.int32)
+
+
+def _as_tuple(value, empty=()):
+    if value is None:
+        return empty
+    return tuple(int(v) for v in value)

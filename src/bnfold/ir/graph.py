@@ -1,0 +1,303 @@
+"""Graph, Tensor, Op: the IR every pass works on.
+
+The IR is format-neutral: operator kinds, tensor types and option tables are carried by name
+("CONV_2D", "FLOAT32", Options("Conv2DOptions", padding=1, ...)). Whatever a file holds that the
+IR does not model (sparsity, variant tensors, debug metadata, custom options, ...) rides along in
+the `record` of each object and is written back unchanged.
+
+Edges are kept consistent by the Graph's mutation methods (`set_input`, `set_output`,
+`add_op`, `remove_op`, `replace_uses`); `Op.inputs`/`Op.outputs` are tuples so nothing else can
+change them behind the graph's back. `tensor.producer` and `graph.consumers(tensor)` are always
+current.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from .const import NUMPY_DTYPES, Buffer
+
+ACTIVATIONS = ("NONE", "RELU", "RELU_N1_TO_1", "RELU6", "TANH", "SIGN_BIT")
+PADDINGS = ("SAME", "VALID")
+
+# Operators kept by cleanup() even when nothing reads their outputs: they act on state.
+SIDE_EFFECT_KINDS = frozenset({"ASSIGN_VARIABLE", "CALL_ONCE", "VAR_HANDLE", "HASHTABLE_IMPORT", "CUSTOM"})
+
+
+class Options:
+    """A builtin-options table by name, with the object API's field names as attributes."""
+
+    def __init__(self, type: str, **fields):
+        self.__dict__["type"] = type
+        self.__dict__.update(fields)
+
+    def fields(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "type"}
+
+    def copy(self, **changes) -> Options:
+        return Options(self.type, **{**self.fields(), **changes})
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in self.fields().items())
+        return f"Options({self.type}: {inner})"
+
+
+class Tensor:
+    __slots__ = ("name", "dtype", "shape", "shape_signature", "buffer", "quantization", "record", "producer", "_uses")
+
+    def __init__(self, name: str, dtype: str, shape: Sequence[int], buffer: Buffer | None = None, *,
+                 shape_signature: Sequence[int] | None = None, quantization=None, record=None):
+        self.name = name
+        self.dtype = dtype
+        self.shape = tuple(int(d) for d in shape)
+        self.shape_signature = None if shape_signature is None else tuple(int(d) for d in shape_signature)
+        self.buffer = buffer
+        self.quantization = quantization
+        self.record = record
+        self.producer: Op | None = None
+        self._uses: list[Op] = []  # one entry per input slot that reads this tensor
+
+    @property
+    def is_const(self) -> bool:
+        return self.buffer is not None and self.buffer.data is not None and self.buffer.data.size > 0
+
+    @property
+    def data(self) -> np.ndarray | None:
+        """The constant value in the tensor's dtype and shape (raw uint8 for types numpy lacks)."""
+        if not self.is_const:
+            return None
+        raw = self.buffer.data
+        dtype = NUMPY_DTYPES.get(self.dtype)
+        if dtype is None:
+            return raw
+        return raw.view(dtype).reshape(self.shape)
+
+    @data.setter
+    def data(self, array: np.ndarray) -> None:
+        array = np.asarray(array, dtype=NUMPY_DTYPES[self.dtype])
+        self.shape = tuple(int(d) for d in array.shape)
+        self.buffer = Buffer.from_array(array)
+
+    @property
+    def is_quantized(self) -> bool:
+        q = self.quantization
+        return q is not None and (getattr(q, "scale", None) is not None and len(q.scale) > 0)
+
+    def __repr__(self) -> str:
+        kind = "const " if self.is_const else ""
+        return f"Tensor({self.name!r}, {kind}{self.dtype}{list(self.shape)})"
+
+
+class Op:
+    __slots__ = ("opcode", "inputs", "outputs", "options", "record", "intermediates")
+
+    def __init__(self, opcode, inputs: Sequence[Tensor | None], outputs: Sequence[Tensor], options: Options | None = None,
+                 *, record=None, intermediates: Sequence[Tensor] = ()):
+        self.opcode = opcode
+        self.inputs: tuple[Tensor | None, ...] = tuple(inputs)
+        self.outputs: tuple[Tensor, ...] = tuple(outputs)
+        self.options = options
+        self.record = record
+        self.intermediates: tuple[Tensor, ...] = tuple(intermediates)
+
+    @property
+    def kind(self) -> str:
+        return self.opcode.kind
+
+    @property
+    def fused_activation(self) -> str:
+        value = getattr(self.options, "fusedActivationFunction", None) if self.options is not None else None
+        return "NONE" if value is None else ACTIVATIONS[value]
+
+    @fused_activation.setter
+    def fused_activation(self, name: str) -> None:
+        if self.options is None or not hasattr(self.options, "fusedActivationFunction"):
+            raise ValueError(f"{self.kind} has no fused activation")
+        self.options.fusedActivationFunction = ACTIVATIONS.index(name)
+
+    @property
+    def has_fused_activation_slot(self) -> bool:
+        return self.options is not None and hasattr(self.options, "fusedActivationFunction")
+
+    def input(self, i: int) -> Tensor | None:
+        return self.inputs[i] if i < len(self.inputs) else None
+
+    def __repr__(self) -> str:
+        outs = ", ".join(t.name for t in self.outputs)
+        return f"Op({self.kind} -> {outs})"
+
+
+class Graph:
+    """One subgraph: tensors, ops in execution order, inputs and outputs."""
+
+    def __init__(self, name: str | None = None, *, record=None):
+        self.name = name
+        self.record = record
+        self.tensors: list[Tensor] = []
+        self.ops: list[Op] = []
+        self.inputs: list[Tensor] = []
+        self.outputs: list[Tensor] = []
+        self.pinned: set[Tensor] = set()  # tensors a signature names: never removed or renamed
+        self.model = None  # set by Model.add_graph
+
+    # ---- lookups -------------------------------------------------------------------------
+    def consumers(self, tensor: Tensor) -> list[Op]:
+        """Ops reading `tensor`, each once, in execution order of their first read."""
+        seen: dict[int, Op] = {}
+        for op in tensor._uses:
+            seen.setdefault(id(op), op)
+        return list(seen.values())
+
+    def is_observed(self, tensor: Tensor) -> bool:
+        """A tensor the outside world can see: graph input or output, or named by a signature."""
+        return tensor in self.pinned or tensor in self.outputs or tensor in self.inputs
+
+    def has_single_use(self, tensor: Tensor, op: Op) -> bool:
+        """True when `op` is the only reader of `tensor` and nothing outside sees it."""
+        return not self.is_observed(tensor) and all(user is op for user in tensor._uses) and bool(tensor._uses)
+
+    def index_of(self, op: Op) -> int:
+        return self.ops.index(op)
+
+    def tensor(self, name: str) -> Tensor:
+        for t in self.tensors:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+    # ---- construction --------------------------------------------------------------------
+    def unique_name(self, base: str) -> str:
+        names = {t.name for t in self.tensors}
+        if base not in names:
+            return base
+        i = 1
+        while f"{base}_{i}" in names:
+            i += 1
+        return f"{base}_{i}"
+
+    def add_tensor(self, name: str, dtype: str, shape: Sequence[int], buffer: Buffer | None = None, **kw) -> Tensor:
+        if buffer is None and self.model is not None:
+            buffer = self.model.empty_buffer
+        t = Tensor(self.unique_name(name), dtype, shape, buffer, **kw)
+        self.tensors.append(t)
+        return t
+
+    def add_const(self, name: str, array: np.ndarray, dtype: str = "FLOAT32") -> Tensor:
+        array = np.asarray(array, dtype=NUMPY_DTYPES[dtype])
+        return self.add_tensor(name, dtype, array.shape, Buffer.from_array(array))
+
+    def add_op(self, kind_or_opcode, inputs: Sequence[Tensor | None], outputs: Sequence[Tensor],
+               options: Options | None = None, *, before: Op | None = None, after: Op | None = None,
+               version: int = 1, record=None) -> Op:
+        opcode = kind_or_opcode
+        if isinstance(kind_or_opcode, str):
+            opcode = self.model.opcode(kind_or_opcode, version=version)
+        op = Op(opcode, inputs, outputs, options, record=record)
+        if before is not None:
+            self.ops.insert(self.ops.index(before), op)
+        elif after is not None:
+            self.ops.insert(self.ops.index(after) + 1, op)
+        else:
+            self.ops.append(op)
+        self._link(op)
+        return op
+
+    def _link(self, op: Op) -> None:
+        for t in op.inputs:
+            if t is not None:
+                t._uses.append(op)
+        for t in op.outputs:
+            t.producer = op
+
+    def remove_op(self, op: Op) -> None:
+        self.ops.remove(op)
+        for t in op.inputs:
+            if t is not None:
+                t._uses.remove(op)
+        for t in op.outputs:
+            if t.producer is op:
+                t.producer = None
+
+    # ---- rewiring ------------------------------------------------------------------------
+    def set_input(self, op: Op, index: int, tensor: Tensor | None) -> None:
+        inputs = list(op.inputs)
+        while len(inputs) <= index:
+            inputs.append(None)
+        old = inputs[index]
+        if old is not None:
+            old._uses.remove(op)
+        inputs[index] = tensor
+        if tensor is not None:
+            tensor._uses.append(op)
+        op.inputs = tuple(inputs)
+
+    def set_output(self, op: Op, index: int, tensor: Tensor) -> None:
+        outputs = list(op.outputs)
+        old = outputs[index]
+        if old.producer is op:
+            old.producer = None
+        outputs[index] = tensor
+        tensor.producer = op
+        op.outputs = tuple(outputs)
+
+    def replace_uses(self, old: Tensor, new: Tensor, *, only: Iterable[Op] | None = None) -> None:
+        """Make readers of `old` (all, or those in `only`) read `new`. Graph outputs are untouched."""
+        targets = set(map(id, only)) if only is not None else None
+        for op in self.consumers(old):
+            if targets is not None and id(op) not in targets:
+                continue
+            for i, t in enumerate(op.inputs):
+                if t is old:
+                    self.set_input(op, i, new)
+
+    # ---- maintenance ---------------------------------------------------------------------
+    def cleanup(self) -> Graph:
+        """Remove ops nothing needs, then tensors no op or signature refers to."""
+        changed = True
+        while changed:
+            changed = False
+            for op in reversed(self.ops):
+                if op.kind in SIDE_EFFECT_KINDS or not op.outputs:
+                    continue
+                if any(t._uses or self.is_observed(t) for t in op.outputs):
+                    continue
+                self.remove_op(op)
+                changed = True
+        referenced: set[int] = set()
+        for op in self.ops:
+            referenced.update(id(t) for t in op.inputs if t is not None)
+            referenced.update(id(t) for t in op.outputs)
+            referenced.update(id(t) for t in op.intermediates)
+        referenced.update(id(t) for t in self.inputs)
+        referenced.update(id(t) for t in self.outputs)
+        referenced.update(id(t) for t in self.pinned)
+        self.tensors = [t for t in self.tensors if id(t) in referenced]
+        return self
+
+    def toposort(self) -> Graph:
+        """Order ops so every op comes after the producers of its inputs; keeps the current
+        order wherever it is already valid."""
+        position = {id(op): i for i, op in enumerate(self.ops)}
+        pending = {id(op): sum(1 for t in set(op.inputs) if t is not None and t.producer is not None
+                               and id(t.producer) in position) for op in self.ops}
+        ready = [(position[id(op)], op) for op in self.ops if pending[id(op)] == 0]
+        heapq.heapify(ready)
+        ordered: list[Op] = []
+        while ready:
+            _, op = heapq.heappop(ready)
+            ordered.append(op)
+            for out in op.outputs:
+                for user in self.consumers(out):
+                    pending[id(user)] -= sum(1 for t in set(user.inputs) if t is out)
+                    if pending[id(user)] == 0:
+                        heapq.heappush(ready, (position[id(user)], user))
+        if len(ordered) != len(self.ops):
+            raise ValueError(f"subgraph {self.name!r} has a cycle")
+        self.ops = ordered
+        return self
+
+    def __repr__(self) -> str:
+        return f"Graph({self.name!r}, {len(self.ops)} ops, {len(self.tensors)} tensors)"

@@ -1,0 +1,63 @@
+"""fuse_activation_function: a standalone activation becomes its producer's fused activation.
+
+    before:  P(act=a) -> x -> RELU -> y          after:  P(act=combine(a, RELU)) -> y
+
+Exact: the activation is applied to the same values either way. Combination table (the one ONE
+uses): RELU after NONE/RELU -> RELU, after RELU6 -> RELU6; RELU6 after NONE/RELU/RELU6 -> RELU6;
+RELU_N1_TO_1 after NONE/RELU_N1_TO_1 -> RELU_N1_TO_1; anything else is left alone.
+
+TANH is not fused: LiteRT's kernels compute fused activations through an activation *range*
+(NONE, RELU, RELU6, RELU_N1_TO_1) and reject a fused TANH, so the result would not run.
+
+Guards: the producer's output has no other reader and is not a graph output; the producer is an
+operator whose fused activation is applied to its output (not LSTM/RNN cell activations, and not
+CONCATENATION or TRANSPOSE_CONV, which runtimes run without one); float tensors only, since a
+quantized activation may carry its own output scale.
+"""
+
+from __future__ import annotations
+
+from ..ir.graph import Graph
+from .manager import PassLog
+
+ACTIVATION_OPS = ("RELU", "RELU6", "RELU_N1_TO_1")
+PRODUCERS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "CONV_3D", "ADD", "SUB", "MUL", "DIV",
+                       "AVERAGE_POOL_2D", "MAX_POOL_2D"})
+COMBINE = {
+    ("NONE", "RELU"): "RELU", ("RELU", "RELU"): "RELU", ("RELU6", "RELU"): "RELU6",
+    ("NONE", "RELU6"): "RELU6", ("RELU", "RELU6"): "RELU6", ("RELU6", "RELU6"): "RELU6",
+    ("NONE", "RELU_N1_TO_1"): "RELU_N1_TO_1", ("RELU_N1_TO_1", "RELU_N1_TO_1"): "RELU_N1_TO_1",
+}
+
+
+def run(graph: Graph, log: PassLog) -> bool:
+    changed = False
+    for act in [op for op in graph.ops if op.kind in ACTIVATION_OPS]:
+        x = act.input(0)
+        producer = x.producer if x is not None else None
+        if producer is None:
+            continue
+        reason = _refusal(graph, producer, act)
+        if reason:
+            log.skip(act, reason)
+            continue
+        fused = COMBINE[(producer.fused_activation, act.kind)]
+        log.fold(producer, [act], activation=act.kind, before=producer.fused_activation, after=fused)
+        producer.fused_activation = fused
+        graph.set_output(producer, 0, act.outputs[0])
+        graph.remove_op(act)
+        changed = True
+    return changed
+
+
+def _refusal(graph: Graph, producer, act) -> str | None:
+    x = act.inputs[0]
+    if producer.kind not in PRODUCERS:
+        return f"producer {producer.kind} has no fused activation that applies to its output"
+    if not graph.has_single_use(x, act):
+        return "the producer's output has other readers or is a graph output"
+    if x.dtype != "FLOAT32" or act.outputs[0].dtype != "FLOAT32" or x.is_quantized:
+        return f"not float32 ({x.dtype})"
+    if (producer.fused_activation, act.kind) not in COMBINE:
+        return f"{act.kind} after a fused {producer.fused_activation} has no single equivalent"
+    return None

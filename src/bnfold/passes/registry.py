@@ -1,0 +1,52 @@
+"""The one list of passes: names (ONE's flag spellings), what each does, whether it is exact,
+whether it runs by default, and the order they run in. CLI flags are generated from it.
+
+Each pass lives in `bnfold/passes/<name>.py` and exposes `run(graph, log) -> bool`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+from ..errors import UsageError
+
+
+@dataclass(frozen=True)
+class PassSpec:
+    name: str
+    summary: str
+    exact: bool  # changes are exact up to float rounding
+    default: bool  # part of the default set (only exact passes may be)
+
+    def load(self):
+        return importlib.import_module(f"{__package__}.{self.name}").run
+
+
+# Run order matters and is fixed here, not by the command line:
+# - backward folds (BN after a layer) first: they are the most common and free the chain;
+# - fuse_activation_function last, to absorb standalone activations the folds leave behind.
+PASSES: tuple[PassSpec, ...] = (
+    PassSpec("fuse_activation_function",
+             "fuse a standalone RELU/RELU6/RELU_N1_TO_1 into the fused activation of its producer", True, True),
+)
+
+BY_NAME = {p.name: p for p in PASSES}
+assert all(p.exact for p in PASSES if p.default), "a default pass must be exact"
+
+
+def default_passes() -> list[str]:
+    return [p.name for p in PASSES if p.default]
+
+
+def resolve(names) -> list[PassSpec]:
+    """Specs for `names` (any order, duplicates allowed), in registry order."""
+    wanted = set()
+    for name in names:
+        name = name.strip()
+        if not name:
+            continue
+        if name not in BY_NAME:
+            raise UsageError(f"unknown pass {name!r} (see 'bnfold passes')")
+        wanted.add(name)
+    return [p for p in PASSES if p.name in wanted]

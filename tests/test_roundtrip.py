@@ -1,0 +1,119 @@
+"""The reader and writer are lossless: unpacked object trees match field by field, and LiteRT
+computes bit-identical outputs from what bnfold wrote."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bnfold.io.reader import read_model
+from bnfold.io.writer import BUFFER_LOCATION, OUTSIDE, save_model
+from bnfold.io.formats import CIRCLE, TFLITE
+from bnfold.errors import ModelError
+
+from conftest import DATA, FIXTURES, build_recipe, fixture_input, object_tree, run_litert, tree_diff
+
+OFFSET_FIXTURE = "conv_buffer_offset.tflite"
+
+
+def _has_offsets(path) -> bool:
+    return any(b.offset > 1 for b in read_model(str(path)).record.buffers)
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_same_format_same_layout_is_lossless(name, tmp_path):
+    src = DATA / name
+    model = read_model(str(src))
+    out = tmp_path / name
+    save_model(model, str(out), model.format, external=_has_offsets(src))
+    assert tree_diff(object_tree(src), object_tree(out)) == []
+    assert _has_offsets(out) == _has_offsets(src)
+
+
+@pytest.mark.parametrize("name", [n for n in FIXTURES if n.endswith(".tflite")])
+def test_tflite_to_circle_and_back_is_lossless(name, tmp_path):
+    src = DATA / name
+    circle = tmp_path / "model.circle"
+    back = tmp_path / "back.tflite"
+    save_model(read_model(str(src)), str(circle), CIRCLE, external=_has_offsets(src))
+    assert read_model(str(circle)).format is CIRCLE
+    save_model(read_model(str(circle)), str(back), TFLITE, external=_has_offsets(src))
+    assert tree_diff(object_tree(src), object_tree(back)) == []
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+@pytest.mark.parametrize("external", [False, True])
+def test_written_model_runs_bit_identical_in_litert(name, external, tmp_path):
+    src = DATA / name
+    out = tmp_path / (name.rsplit(".", 1)[0] + ".tflite")
+    save_model(read_model(str(src)), str(out), TFLITE, external=external)
+    assert _has_offsets(out) == external
+    x = fixture_input(name)
+    for want, got in zip(run_litert(src, [x]), run_litert(out, [x])):
+        assert want.dtype == got.dtype and want.shape == got.shape
+        assert np.array_equal(want, got)
+
+
+def test_offset_fixture_reads_and_writes_both_layouts(tmp_path):
+    src = DATA / OFFSET_FIXTURE
+    model = read_model(str(src))
+    filt = next(t for t in model.graphs[0].tensors if t.is_const and t.data.ndim == 4)
+    assert filt.buffer.source is not None and filt.data.shape[0] == 6  # read from after the flatbuffer
+    inline = tmp_path / "inline.tflite"
+    save_model(model, str(inline), TFLITE, external=False)
+    assert not _has_offsets(inline)
+    meta = {m.name: bytes(m.buffer.data) for m in read_model(str(inline)).metadata}
+    assert BUFFER_LOCATION not in meta  # no longer true once the weights are inline
+    offsets = tmp_path / "offsets.tflite"
+    save_model(read_model(str(inline)), str(offsets), TFLITE, external=True)
+    meta = {m.name: bytes(m.buffer.data) for m in read_model(str(offsets)).metadata}
+    assert meta[BUFFER_LOCATION] == OUTSIDE
+    def graph_part(path):
+        keep = ("model.subgraphs", "model.operatorCodes", "model.signatureDefs")
+        return [x for x in object_tree(path) if x[0].startswith(keep)]
+
+    assert tree_diff(graph_part(src), graph_part(offsets)) == []
+    for before, after in zip(read_model(str(src)).graphs[0].tensors, read_model(str(offsets)).graphs[0].tensors):
+        assert (before.data is None) == (after.data is None)
+        if before.data is not None:
+            assert np.array_equal(before.data, after.data)
+
+
+def test_constants_are_zero_copy_views_of_the_input():
+    model = read_model(str(DATA / "resnet_v2_mini.tflite"))
+    consts = [t for t in model.graphs[0].tensors if t.is_const]
+    assert consts
+    for t in consts:
+        assert not t.data.flags.writeable  # a view of the read-only mapping
+        assert t.buffer.source is not None
+        assert np.shares_memory(t.buffer.data, model.source.array)
+
+
+def test_multi_subgraph_signatures_and_metadata_round_trip(tmp_path):
+    first = build_recipe("Foundation_While_000", tmp_path)
+    for fmt, ext in ((TFLITE, ".tflite"), (CIRCLE, ".circle")):
+        again = tmp_path / f"again{ext}"
+        save_model(read_model(str(first)), str(again), fmt)
+        back = tmp_path / f"back_{ext[1:]}.tflite"
+        save_model(read_model(str(again)), str(back), TFLITE)
+        assert tree_diff(object_tree(first), object_tree(back)) == []
+    model = read_model(str(first))
+    assert len(model.graphs) == 3 and [g.name for g in model.graphs] == ["main", "cond", "body"]
+    assert model.signatures[0].key == b"serving_default"
+    assert {m.name: bytes(m.buffer.data) for m in model.metadata}[b"min_runtime_version"] == b"1.14.0"
+    x = np.array([[1.0, -2.0, 3.0, 0.5, -0.25]], dtype=np.float32)
+    (y,) = run_litert(first, [x])
+    np.testing.assert_array_equal(y, x * np.array([1.5, -2.0, 0.5, 3.0, -1.0], dtype=np.float32) ** 3)
+
+
+def test_circle_only_operator_round_trips_as_circle_and_is_refused_as_tflite(tmp_path):
+    src = build_recipe("Foundation_InstanceNorm_000", tmp_path)
+    again = tmp_path / "again.circle"
+    save_model(read_model(str(src)), str(again), CIRCLE)
+    assert tree_diff(object_tree(src), object_tree(again)) == []
+    assert read_model(str(again)).op_counts()["INSTANCE_NORM"] == 1
+    target = tmp_path / "no.tflite"
+    with pytest.raises(ModelError, match="INSTANCE_NORM does not exist in tflite"):
+        save_model(read_model(str(src)), str(target), TFLITE)
+    assert not target.exists()
+    assert not list(tmp_path.glob(".bnfold-*"))  # no temporary left behind
