@@ -27,6 +27,8 @@ class PassSpec:
 # - backward folds (BN after a layer) first: they are the most common and free the chain;
 # - fuse_activation_function last, to absorb standalone activations the folds leave behind.
 PASSES: tuple[PassSpec, ...] = (
+    PassSpec("fuse_batchnorm_with_conv",
+             "fold a Mul/Add/Sub/Div batch-norm chain after CONV_2D into its filter and bias", True, True),
     PassSpec("fuse_activation_function",
              "fuse a standalone RELU/RELU6/RELU_N1_TO_1 into the fused activation of its producer", True, True),
 )

@@ -1,0 +1,182 @@
+"""Affine chains: the form batch norm takes in a converted model, and the algebra of folding it.
+
+Inference-time batch norm is y = s·x + t per channel (s = γ/√(σ²+ε), t = β − μ·s). Converters
+lower it to elementwise ops with constant operands. A chain starting at tensor x is a run of
+single-use ops, each combining the running value with a per-channel constant c:
+
+    MUL(v, c) | MUL(c, v):  s ← s·c,  t ← t·c
+    ADD(v, c) | ADD(c, v):  t ← t + c
+    SUB(v, c):              t ← t − c
+    SUB(c, v):              s ← −s,   t ← c − t
+    DIV(v, c):              s ← s/c,  t ← t/c        (c ≠ 0)
+
+so the whole chain is y = act(s·x + t) with the last op's fused activation `act`. The running
+(s, t) is kept in float64 per channel; everything else (which layer, which axis) is the caller's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ir.graph import Graph, Op, Tensor
+
+AFFINE_KINDS = frozenset({"MUL", "ADD", "SUB", "DIV"})
+
+
+@dataclass
+class AffineChain:
+    """y = act(scale·x + shift) along `axis` of x; `ops` in order, `output` the last op's output."""
+
+    input: Tensor
+    axis: int
+    ops: list[Op]
+    scale: np.ndarray  # float64 [C]
+    shift: np.ndarray  # float64 [C]
+    activation: str = "NONE"
+    constants: list[Tensor] = field(default_factory=list)
+
+    @property
+    def output(self) -> Tensor:
+        return self.ops[-1].outputs[0]
+
+
+@dataclass
+class Refusal:
+    """A chain that exists but cannot be folded, and why."""
+
+    anchor: Op
+    reason: str
+
+
+def channel_vector(const: Tensor, x_shape: tuple[int, ...], axis: int) -> np.ndarray | str:
+    """The constant as a float64 vector over channels of `axis`, or why it is not per-channel.
+
+    Accepted: any shape that broadcasts onto x without growing it and is 1 everywhere except
+    (possibly) at `axis` after right-alignment: [], [1], [C], [1,C], [1,1,C], [1,1,1,C], [1,C,1,1]
+    for axis 1 of a rank-4 x, and so on.
+    """
+    if not const.is_const:
+        return f"operand {const.name!r} is not a constant"
+    if const.dtype != "FLOAT32" or const.is_quantized:
+        return f"constant {const.name!r} is {const.dtype}{' (quantized)' if const.is_quantized else ''}, not float32"
+    shape, rank = const.shape, len(x_shape)
+    channels = x_shape[axis]
+    if len(shape) > rank:
+        return f"constant {const.name!r} of shape {list(shape)} has more dimensions than the data {list(x_shape)}"
+    aligned = (1,) * (rank - len(shape)) + tuple(shape)
+    for i, d in enumerate(aligned):
+        if i == axis:
+            if d not in (1, channels):
+                return f"constant {const.name!r} of shape {list(shape)} does not match {channels} channels"
+        elif d != 1:
+            return f"constant {const.name!r} of shape {list(shape)} varies along axis {i}, not only the channel axis {axis}"
+    values = np.asarray(const.data, dtype=np.float64).reshape(-1)
+    return np.broadcast_to(values, (channels,)).copy() if values.size == 1 else values.copy()
+
+
+def _constant_operand(op: Op, value: Tensor) -> tuple[Tensor | None, bool]:
+    """(the other operand, whether the running value is the first operand)."""
+    a, b = op.input(0), op.input(1)
+    if a is value and b is not value:
+        return b, True
+    if b is value and a is not value:
+        return a, False
+    return None, True
+
+
+def _step(kind: str, value_first: bool, c: np.ndarray, s: np.ndarray, t: np.ndarray) -> tuple | str:
+    if kind == "MUL":
+        return s * c, t * c
+    if kind == "ADD":
+        return s, t + c
+    if kind == "SUB":
+        return (s, t - c) if value_first else (-s, c - t)
+    if kind == "DIV":
+        if not value_first:
+            return "DIV of a constant by the data is not affine"
+        if np.any(c == 0):
+            return "DIV by a constant containing zero"
+        return s / c, t / c
+    return f"{kind} is not an affine op"
+
+
+def match_chain(graph: Graph, x: Tensor, axis: int) -> AffineChain | Refusal | None:
+    """The longest affine chain reading `x` (None if x does not feed one).
+
+    The first chain op must be x's only reader (checked by the caller as part of its own
+    single-use guard); every further tensor the chain consumes must have exactly one reader and
+    not be a graph output. An activation may sit only on the last op: a chain op with a fused
+    activation that is followed by another affine op makes the whole candidate a Refusal.
+    """
+    channels = x.shape[axis] if 0 <= axis < len(x.shape) else None
+    if channels is None:
+        return None
+    ops: list[Op] = []
+    constants: list[Tensor] = []
+    s = np.ones(channels)
+    t = np.zeros(channels)
+    value = x
+    activation = "NONE"
+    while True:
+        users = graph.consumers(value)
+        if len(users) != 1 or users[0].kind not in AFFINE_KINDS:
+            break
+        op = users[0]
+        if ops and not graph.has_single_use(value, op):
+            break
+        const, value_first = _constant_operand(op, value)
+        if const is None or not const.is_const:
+            break
+        out = op.outputs[0]
+        if out.shape != value.shape or out.dtype != "FLOAT32" or value.dtype != "FLOAT32" or out.is_quantized or value.is_quantized:
+            reason = "the elementwise op changes the shape or is not float32"
+            return Refusal(op, reason) if not ops else _finish(x, axis, ops, s, t, activation, constants)
+        c = channel_vector(const, value.shape, axis)
+        if isinstance(c, str):
+            return Refusal(op, c) if not ops else _finish(x, axis, ops, s, t, activation, constants)
+        stepped = _step(op.kind, value_first, c, s, t)
+        if isinstance(stepped, str):
+            return Refusal(op, stepped) if not ops else _finish(x, axis, ops, s, t, activation, constants)
+        if activation != "NONE":
+            return Refusal(ops[-1], f"activation {activation} on {ops[-1].kind} sits between the layer and the rest of the chain")
+        s, t = stepped
+        ops.append(op)
+        constants.append(const)
+        activation = op.fused_activation
+        value = out
+        if graph.is_observed(out):
+            break  # the chain's result is visible outside: it must end here
+    if not ops:
+        return None
+    return _finish(x, axis, ops, s, t, activation, constants)
+
+
+def _finish(x, axis, ops, s, t, activation, constants) -> AffineChain:
+    return AffineChain(x, axis, ops, s, t, activation, constants)
+
+
+def remove_chain(graph: Graph, chain: AffineChain) -> None:
+    """Make whatever produced the chain's input produce its output instead, and drop the chain."""
+    producer = chain.input.producer
+    graph.set_output(producer, producer.outputs.index(chain.input), chain.output)
+    for op in chain.ops:
+        graph.remove_op(op)
+
+
+def freed_constants(graph: Graph, chain: AffineChain) -> list[str]:
+    """Names of the chain's constants that nothing else reads (freed once the chain goes)."""
+    chain_ops = {id(op) for op in chain.ops}
+    return [c.name for c in chain.constants
+            if all(id(u) in chain_ops for u in graph.consumers(c)) and not graph.is_observed(c)]
+
+
+def finite(*arrays: np.ndarray) -> bool:
+    return all(np.all(np.isfinite(a)) for a in arrays)
+
+
+def as_float32(values: np.ndarray) -> np.ndarray:
+    """Cast the float64 result back once; callers check `finite` on the result."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return values.astype(np.float32)

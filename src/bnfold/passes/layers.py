@@ -1,0 +1,159 @@
+"""Conv-like layers: where their weights and bias are, which weight axis is the output channel,
+and the backward fold (a chain after the layer absorbed into its weights and bias).
+
+    kind               weights  layout         out axis  in axis  bias
+    CONV_2D            1        O H W I        0         3        2
+    DEPTHWISE_CONV_2D  1        1 H W (I·M)    3         -        2
+    TRANSPOSE_CONV     1        O H W I        0         3        3 (optional 4th input)
+    FULLY_CONNECTED    1        O I            0         1        2
+    CONV_3D            1        D H W I O      4         3        2
+
+Backward fold of y = act(s·layer(x) + t), exact for any padding, stride or dilation because the
+scale and shift act per output channel after the layer's sum:
+
+    W'[.., o, ..] = s[o]·W[.., o, ..]   (along the out axis)
+    b'[o]         = s[o]·b[o] + t[o]    (b = 0 when the layer has no bias)
+    act(layer) = act  (the layer's own activation must be NONE)
+
+Computed in float64 from the float32 originals and cast back once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ir.graph import Graph, Op, Tensor
+from .affine import AffineChain, Refusal, as_float32, finite, freed_constants, match_chain, remove_chain
+from .manager import PassLog
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    kind: str
+    weights: int
+    out_axis: int
+    bias: int
+    in_axis: int | None = None
+
+
+CONV_2D = LayerSpec("CONV_2D", 1, 0, 2, in_axis=3)
+DEPTHWISE_CONV_2D = LayerSpec("DEPTHWISE_CONV_2D", 1, 3, 2)
+TRANSPOSE_CONV = LayerSpec("TRANSPOSE_CONV", 1, 0, 3, in_axis=3)
+FULLY_CONNECTED = LayerSpec("FULLY_CONNECTED", 1, 0, 2, in_axis=1)
+CONV_3D = LayerSpec("CONV_3D", 1, 4, 2, in_axis=3)
+SPECS = {s.kind: s for s in (CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV, FULLY_CONNECTED, CONV_3D)}
+
+
+def float_const(t: Tensor | None) -> bool:
+    return t is not None and t.is_const and t.dtype == "FLOAT32" and not t.is_quantized
+
+
+def layer_refusal(graph: Graph, layer: Op, spec: LayerSpec) -> str | None:
+    """Why the layer's own weights, bias or activation rule out a fold (None if they don't)."""
+    w = layer.input(spec.weights)
+    if w is None or not w.is_const:
+        return "the weights are not constant"
+    if w.dtype != "FLOAT32" or w.is_quantized:
+        return f"the weights are {w.dtype}{' (quantized)' if w.is_quantized else ''}, not float32"
+    b = layer.input(spec.bias)
+    if b is not None and not float_const(b):
+        return "the bias is not a float32 constant"
+    if layer.fused_activation != "NONE":
+        return f"the layer has a fused {layer.fused_activation}, which sits between it and the chain"
+    out = layer.outputs[0]
+    if out.dtype != "FLOAT32" or out.is_quantized:
+        return f"the layer's output is {out.dtype}, not float32"
+    return None
+
+
+def out_channels(layer: Op, spec: LayerSpec) -> int:
+    return layer.input(spec.weights).shape[spec.out_axis]
+
+
+def set_const_input(graph: Graph, op: Op, index: int, values: np.ndarray, name: str) -> tuple[Tensor, bool]:
+    """Give `op` new constant data at input `index` without touching what anyone else sees.
+
+    The old tensor is updated only if `op` is its sole reader and nothing outside names it;
+    otherwise a new tensor is made. Either way the data goes into a new buffer, so a buffer
+    shared with any other tensor is never modified. Returns (tensor, created_new_tensor).
+    """
+    old = op.input(index)
+    if old is not None and graph.has_single_use(old, op) and old.dtype == "FLOAT32":
+        old.data = values
+        return old, False
+    tensor = graph.add_const(name, values)
+    graph.set_input(op, index, tensor)
+    return tensor, True
+
+
+def fold_backward(graph: Graph, log: PassLog, spec: LayerSpec) -> bool:
+    """Fold every affine chain that follows a `spec.kind` layer into it; record every skip."""
+    changed = False
+    for layer in [op for op in graph.ops if op.kind == spec.kind]:
+        if layer not in graph.ops or not layer.outputs:
+            continue
+        out = layer.outputs[0]
+        chain = match_chain(graph, out, len(out.shape) - 1)
+        if chain is None:
+            continue
+        if isinstance(chain, Refusal):
+            log.skip(chain.anchor, chain.reason, layer=out.name)
+            continue
+        reason = layer_refusal(graph, layer, spec) or _output_refusal(graph, layer, chain)
+        if reason is None and out_channels(layer, spec) != len(chain.scale):
+            reason = f"the chain has {len(chain.scale)} channels, the layer {out_channels(layer, spec)}"
+        if reason:
+            log.skip(chain.ops[0], reason, layer=out.name)
+            continue
+        changed |= apply_backward(graph, log, layer, spec, chain)
+    return changed
+
+
+def _output_refusal(graph: Graph, layer: Op, chain: AffineChain) -> str | None:
+    out = layer.outputs[0]
+    if graph.is_observed(out):
+        return "the layer's output is a graph output (or named by a signature), and must keep its value"
+    if len(graph.consumers(out)) != 1:
+        return "the layer's output has other readers, which must keep the unscaled value"
+    return None
+
+
+def apply_backward(graph: Graph, log: PassLog, layer: Op, spec: LayerSpec, chain: AffineChain) -> bool:
+    w = layer.input(spec.weights)
+    b = layer.input(spec.bias)
+    s, t = chain.scale, chain.shift
+    shape = [1] * len(w.shape)
+    shape[spec.out_axis] = len(s)
+    new_w = as_float32(np.asarray(w.data, dtype=np.float64) * s.reshape(shape))
+    old_b = np.zeros(len(s)) if b is None else np.asarray(b.data, dtype=np.float64).reshape(-1)
+    new_b = as_float32(old_b * s + t)
+    if not finite(new_w, new_b):
+        log.skip(chain.ops[0], "the folded weights or bias would not be finite", layer=layer.outputs[0].name)
+        return False
+    freed = freed_constants(graph, chain)
+    log.fold(layer, chain.ops, scale=s, shift=t, activation=chain.activation, output=chain.output.name,
+             **_buffer_changes(graph, layer, spec, freed))
+    w_tensor, w_new = set_const_input(graph, layer, spec.weights, new_w, f"{chain.output.name}/weights")
+    if b is None:
+        graph.set_input(layer, spec.bias, graph.add_const(f"{chain.output.name}/bias", new_b))
+    else:
+        set_const_input(graph, layer, spec.bias, new_b.reshape(b.shape), f"{chain.output.name}/bias")
+    layer.fused_activation = chain.activation
+    remove_chain(graph, chain)
+    return True
+
+
+def _buffer_changes(graph: Graph, layer: Op, spec: LayerSpec, freed: list[str]) -> dict:
+    """Which constants the fold replaces or frees, before it happens (for the report)."""
+    created, replaced = [], []
+    for index, what in ((spec.weights, "weights"), (spec.bias, "bias")):
+        t = layer.input(index)
+        if t is None:
+            created.append(f"new {what}")
+        elif graph.has_single_use(t, layer):
+            replaced.append(t.name)
+        else:
+            created.append(f"copy of {t.name} (shared, left untouched)")
+    return {"buffers_created": created, "buffers_replaced": replaced, "buffers_freed": freed}
