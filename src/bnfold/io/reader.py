@@ -19,7 +19,7 @@ from ..ir.const import Buffer
 from ..ir.graph import Graph, Options, Tensor
 from ..ir.model import Metadata, Model, OpCode, Signature
 from .formats import Format, format_from_identifier
-from .validate import validate
+from .validate import check_model, validate
 
 # What a corrupt flatbuffer makes the generated unpacking code raise.
 _DECODE_ERRORS = (struct.error, IndexError, ValueError, TypeError, OverflowError, KeyError, AttributeError,
@@ -71,7 +71,7 @@ def read_model(path: str) -> Model:
     validate(source.mapping, fmt, path)
     try:
         record = fmt.cls("ModelT").InitFromObj(fmt.cls("Model").GetRootAs(source.mapping, 0))
-        return _lift(record, fmt, source)
+        return check_model(_lift(record, fmt, source), path)
     except ModelError:
         raise
     except _DECODE_ERRORS as e:
