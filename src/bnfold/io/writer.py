@@ -210,9 +210,9 @@ class _Sink:
         copy_range = getattr(os, "copy_file_range", None)
         if copy_range is None:
             return False
-        src, dst = self.source.fileno(), self.out.fileno()
         done = 0
         try:
+            src, dst = self.source.fileno(), self.out.fileno()  # in-memory outputs have no fileno
             while done < n:
                 step = copy_range(src, dst, n - done, offset + done)
                 if step <= 0:

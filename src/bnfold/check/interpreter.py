@@ -1,0 +1,550 @@
+"""The reference interpreter: runs a model's IR in numpy, with LiteRT's semantics.
+
+It exists so that a value check does not depend on one runtime, and so that Circle-only models
+(operators TFLite lacks) can be checked at all. Float models compute in float32, like LiteRT's
+float kernels; convolutions are im2col + one matrix product (or one product per kernel tap),
+never a Python loop over pixels, so a ResNet50-sized model runs in seconds.
+
+Semantics that must match TFLite exactly:
+- SAME padding: out = ceil(in / stride), pad_total = max((out - 1) * stride + (k - 1) * dilation
+  + 1 - in, 0), pad_before = pad_total // 2 (the odd pixel goes after).
+- TRANSPOSE_CONV: the padding is computed from the *output* size as if it were a convolution's
+  input, the input is scattered with the stride, and the result is cropped at pad_before.
+- AVERAGE_POOL_2D divides by the number of in-bounds pixels (padding is not counted).
+- DEPTHWISE_CONV_2D output channel c * M + m reads input channel c (M = depth multiplier).
+
+An operator it cannot run raises UnsupportedOperator naming the operator and its index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ..errors import ModelError
+from ..ir.const import NUMPY_DTYPES
+from ..ir.graph import ACTIVATIONS, Graph, Op
+from ..ir.model import Model
+
+MAX_WHILE_ITERATIONS = 1_000_000
+
+
+class UnsupportedOperator(ModelError):
+    """The reference interpreter has no kernel for an operator (or for its input types)."""
+
+
+# ---- helpers ---------------------------------------------------------------------------------
+
+def _opt(op: Op, name: str, default):
+    """An option field, or `default` when the op has no options or the field is absent/None."""
+    value = getattr(op.options, name, None) if op.options is not None else None
+    return default if value is None else value
+
+
+def activation(x: np.ndarray, name: str) -> np.ndarray:
+    """A fused activation function by name (ir.graph.ACTIVATIONS)."""
+    if name == "NONE":
+        return x
+    if name == "RELU":
+        return np.maximum(x, 0).astype(x.dtype, copy=False)
+    if name == "RELU6":
+        return np.clip(x, 0, 6).astype(x.dtype, copy=False)
+    if name == "RELU_N1_TO_1":
+        return np.clip(x, -1, 1).astype(x.dtype, copy=False)
+    if name == "TANH":
+        return np.tanh(x)
+    if name == "SIGN_BIT":
+        return np.signbit(x).astype(x.dtype)
+    raise ValueError(name)
+
+
+def _fused(op: Op, x: np.ndarray) -> np.ndarray:
+    value = _opt(op, "fusedActivationFunction", 0)
+    return activation(x, ACTIVATIONS[value])
+
+
+def out_size(size: int, k: int, stride: int, dilation: int, padding: int) -> int:
+    """Output length of a convolution/pool along one axis; padding 0 = SAME, 1 = VALID."""
+    eff = (k - 1) * dilation + 1
+    if padding == 0:
+        return (size + stride - 1) // stride
+    return (size - eff + stride) // stride
+
+
+def pads(size: int, k: int, stride: int, dilation: int, padding: int) -> tuple[int, int]:
+    """(before, after) padding along one axis, TFLite's rule."""
+    if padding == 1:
+        return 0, 0
+    out = out_size(size, k, stride, dilation, padding)
+    total = max((out - 1) * stride + (k - 1) * dilation + 1 - size, 0)
+    return total // 2, total - total // 2
+
+
+def windows(x: np.ndarray, kernel, strides, dilations, padding: int, fill=0.0) -> np.ndarray:
+    """Sliding windows of x [N, *spatial, C] as a view/array [N, *out, *kernel, C].
+
+    Pads with `fill` according to `padding` (0 SAME, 1 VALID), then takes strided windows.
+    """
+    spatial = x.shape[1:-1]
+    before_after = [pads(s, k, st, d, padding) for s, k, st, d in zip(spatial, kernel, strides, dilations)]
+    if any(b or a for b, a in before_after):
+        x = np.pad(x, [(0, 0)] + before_after + [(0, 0)], constant_values=fill)
+    outs = [out_size(s, k, st, d, padding) for s, k, st, d in zip(spatial, kernel, strides, dilations)]
+    st = x.strides
+    shape = (x.shape[0], *outs, *kernel, x.shape[-1])
+    strides_ = (st[0], *(st[1 + i] * strides[i] for i in range(len(kernel))),
+                *(st[1 + i] * dilations[i] for i in range(len(kernel))), st[-1])
+    return as_strided(x, shape=shape, strides=strides_, writeable=False)
+
+
+def _float(x: np.ndarray, op: Op, index: int) -> np.ndarray:
+    if x.dtype != np.float32:
+        raise UnsupportedOperator(f"reference interpreter cannot run {op.kind} on {x.dtype} data (op {index})")
+    return x
+
+
+# ---- kernels ---------------------------------------------------------------------------------
+# Each kernel is f(interp, op, index, args) -> list of outputs; args are the input arrays
+# (None for an absent optional input).
+
+def _conv_nd(x, w, bias, strides, dilations, padding):
+    """N-d convolution. x [N, *S, C]; w [*K, I, O] with C = I * groups; out [N, *S', O]."""
+    kernel = w.shape[:-2]
+    cin, cout = w.shape[-2], w.shape[-1]
+    groups = x.shape[-1] // cin
+    if all(k == 1 for k in kernel) and all(s == 1 for s in strides):
+        cols = x.reshape(*x.shape[:-1], *([1] * len(kernel)), x.shape[-1])  # 1x1, stride 1: no windows
+    else:
+        cols = windows(x, kernel, strides, dilations, padding)
+    lead = cols.shape[: 1 + len(kernel)]
+    if groups == 1:
+        mat = np.ascontiguousarray(cols).reshape(-1, int(np.prod(kernel)) * cin)
+        out = mat @ w.reshape(-1, cout)
+    else:
+        per = cout // groups
+        parts = []
+        for g in range(groups):
+            c = np.ascontiguousarray(cols[..., g * cin:(g + 1) * cin]).reshape(-1, int(np.prod(kernel)) * cin)
+            parts.append(c @ w[..., g * per:(g + 1) * per].reshape(-1, per))
+        out = np.concatenate(parts, axis=-1)
+    out = out.reshape(*lead, cout)
+    if bias is not None:
+        out += bias
+    return out
+
+
+def k_conv_2d(interp, op, index, args):
+    x, w, bias = _float(args[0], op, index), args[1], args[2] if len(args) > 2 else None
+    strides = (_opt(op, "strideH", 1), _opt(op, "strideW", 1))
+    dilations = (_opt(op, "dilationHFactor", 1), _opt(op, "dilationWFactor", 1))
+    filt = np.transpose(w, (1, 2, 3, 0))  # OHWI -> HWIO
+    return [_fused(op, _conv_nd(x, filt, bias, strides, dilations, _opt(op, "padding", 0)))]
+
+
+def k_conv_3d(interp, op, index, args):
+    x, w, bias = _float(args[0], op, index), args[1], args[2] if len(args) > 2 else None
+    strides = (_opt(op, "strideD", 1), _opt(op, "strideH", 1), _opt(op, "strideW", 1))
+    dilations = (_opt(op, "dilationDFactor", 1), _opt(op, "dilationHFactor", 1), _opt(op, "dilationWFactor", 1))
+    return [_fused(op, _conv_nd(x, w, bias, strides, dilations, _opt(op, "padding", 0)))]
+
+
+def k_depthwise_conv_2d(interp, op, index, args):
+    """Loop over kernel taps only: out[..., c*M+m] += x_tap[..., c] * w[kh, kw, c*M+m]."""
+    x, w, bias = _float(args[0], op, index), args[1], args[2] if len(args) > 2 else None
+    _, kh, kw, cm = w.shape
+    c = x.shape[-1]
+    m = cm // c
+    strides = (_opt(op, "strideH", 1), _opt(op, "strideW", 1))
+    dilations = (_opt(op, "dilationHFactor", 1), _opt(op, "dilationWFactor", 1))
+    cols = windows(x, (kh, kw), strides, dilations, _opt(op, "padding", 0))  # [N, OH, OW, KH, KW, C]
+    if m > 1:
+        cols = np.repeat(cols, m, axis=-1)
+    out = np.zeros(cols.shape[:3] + (cm,), np.float32)
+    for i in range(kh):
+        for j in range(kw):
+            out += cols[:, :, :, i, j, :] * w[0, i, j]
+    if bias is not None:
+        out += bias
+    return [_fused(op, out)]
+
+
+def k_transpose_conv(interp, op, index, args):
+    """Scatter input pixels through the filter with the stride, then crop at the TFLite padding."""
+    shape, w, x = args[0], args[1], _float(args[2], op, index)
+    bias = args[3] if len(args) > 3 else None
+    n, oh, ow, co = (int(v) for v in shape)
+    _, kh, kw, ci = w.shape
+    sh, sw = _opt(op, "strideH", 1), _opt(op, "strideW", 1)
+    padding = _opt(op, "padding", 0)
+    ph, pw = pads(oh, kh, sh, 1, padding)[0], pads(ow, kw, sw, 1, padding)[0]
+    _, h, wd, _ = x.shape
+    taps = (x.reshape(-1, ci) @ w.reshape(co * kh * kw, ci).T).reshape(n, h, wd, co, kh, kw)
+    full_h = max((h - 1) * sh + kh, ph + oh)
+    full_w = max((wd - 1) * sw + kw, pw + ow)
+    full = np.zeros((n, full_h, full_w, co), np.float32)
+    for i in range(kh):
+        for j in range(kw):
+            full[:, i:i + (h - 1) * sh + 1:sh, j:j + (wd - 1) * sw + 1:sw, :] += taps[..., i, j]
+    out = full[:, ph:ph + oh, pw:pw + ow, :].copy()
+    if bias is not None:
+        out += bias
+    return [_fused(op, out)]
+
+
+def k_fully_connected(interp, op, index, args):
+    x, w, bias = _float(args[0], op, index), args[1], args[2] if len(args) > 2 else None
+    if _opt(op, "weightsFormat", 0) != 0:
+        raise UnsupportedOperator(f"reference interpreter cannot run {op.kind} with shuffled weights (op {index})")
+    o, i = w.shape
+    out = x.reshape(-1, i) @ w.T
+    if bias is not None:
+        out += bias
+    if _opt(op, "keepNumDims", False):
+        out = out.reshape(*x.shape[:-1], o)
+    return [_fused(op, out)]
+
+
+def _binary(fn):
+    def kernel(interp, op, index, args):
+        a, b = args[0], args[1]
+        out = fn(a, b)
+        return [_fused(op, np.asarray(out, dtype=np.result_type(a, b)))]
+    return kernel
+
+
+def _divide(a, b):
+    if np.issubdtype(np.result_type(a, b), np.integer):
+        return np.trunc(a / b).astype(np.result_type(a, b))  # TFLite int DIV truncates
+    return a / b
+
+
+def _unary(fn):
+    def kernel(interp, op, index, args):
+        x = args[0]
+        return [np.asarray(fn(x), dtype=x.dtype)]
+    return kernel
+
+
+def _logistic(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def k_leaky_relu(interp, op, index, args):
+    x = args[0]
+    alpha = np.float32(_opt(op, "alpha", 0.2))
+    return [np.where(x >= 0, x, x * alpha).astype(x.dtype)]
+
+
+def k_prelu(interp, op, index, args):
+    x, alpha = args
+    return [np.where(x >= 0, x, x * alpha).astype(x.dtype)]
+
+
+def k_pad(interp, op, index, args):
+    x, paddings = args[0], np.asarray(args[1]).reshape(-1, 2)
+    value = args[2].reshape(()) if len(args) > 2 and args[2] is not None else 0
+    return [np.pad(x, [(int(a), int(b)) for a, b in paddings], constant_values=value)]
+
+
+def _axes(axis, rank):
+    return tuple(sorted({int(a) % rank for a in np.asarray(axis).reshape(-1)}))
+
+
+def _reducer(fn):
+    def kernel(interp, op, index, args):
+        x = args[0]
+        out = fn(x, axis=_axes(args[1], x.ndim), keepdims=bool(_opt(op, "keepDims", False)))
+        return [np.asarray(out, dtype=x.dtype)]
+    return kernel
+
+
+def _pool(kind):
+    def kernel(interp, op, index, args):
+        x = _float(args[0], op, index)
+        k = (_opt(op, "filterHeight", 1), _opt(op, "filterWidth", 1))
+        s = (_opt(op, "strideH", 1), _opt(op, "strideW", 1))
+        padding = _opt(op, "padding", 0)
+        if kind == "max":
+            out = windows(x, k, s, (1, 1), padding, fill=-np.inf).max(axis=(3, 4))
+        else:
+            total = windows(x, k, s, (1, 1), padding).sum(axis=(3, 4), dtype=np.float32)
+            ones = np.ones((1, *x.shape[1:3], 1), np.float32)
+            count = windows(ones, k, s, (1, 1), padding).sum(axis=(3, 4))
+            out = total / count
+        return [_fused(op, out.astype(np.float32))]
+    return kernel
+
+
+def _new_shape(shape, size):
+    shape = [int(d) for d in shape]
+    if -1 in shape:
+        known = int(np.prod([d for d in shape if d != -1])) if len(shape) > 1 else 1
+        shape[shape.index(-1)] = size // known if known else 0
+    return shape
+
+
+def k_reshape(interp, op, index, args):
+    x = args[0]
+    if len(args) > 1 and args[1] is not None:
+        shape = np.asarray(args[1]).reshape(-1)
+    else:
+        shape = _opt(op, "newShape", None)
+        if shape is None:
+            shape = op.outputs[0].shape
+    return [x.reshape(_new_shape(shape, x.size))]
+
+
+def k_squeeze(interp, op, index, args):
+    x = args[0]
+    dims = _opt(op, "squeezeDims", None)
+    if dims is None or len(dims) == 0:
+        return [np.squeeze(x)]
+    return [np.squeeze(x, axis=_axes(dims, x.ndim))]
+
+
+def k_expand_dims(interp, op, index, args):
+    x, axis = args[0], int(np.asarray(args[1]).reshape(-1)[0])
+    return [np.expand_dims(x, axis if axis >= 0 else axis + x.ndim + 1)]
+
+
+def k_transpose(interp, op, index, args):
+    return [np.ascontiguousarray(np.transpose(args[0], [int(p) for p in np.asarray(args[1]).reshape(-1)]))]
+
+
+def k_concatenation(interp, op, index, args):
+    arrays = [a for a in args if a is not None]
+    axis = int(_opt(op, "axis", 0)) % arrays[0].ndim
+    return [_fused(op, np.concatenate(arrays, axis=axis))]
+
+
+def k_softmax(interp, op, index, args):
+    x = _float(args[0], op, index)
+    beta = np.float32(_opt(op, "beta", 1.0))
+    e = np.exp((x - x.max(axis=-1, keepdims=True)) * beta)
+    return [(e / e.sum(axis=-1, keepdims=True)).astype(np.float32)]
+
+
+def k_space_to_batch_nd(interp, op, index, args):
+    """[B, *S, *R] -> pad S -> [B, S1/b1, b1, ...] -> [b1, b2, ..., B, S1/b1, ...] -> [B*prod(b), ...]."""
+    x, block = args[0], [int(b) for b in np.asarray(args[1]).reshape(-1)]
+    paddings = np.asarray(args[2]).reshape(-1, 2)
+    m = len(block)
+    x = np.pad(x, [(0, 0)] + [(int(a), int(b)) for a, b in paddings] + [(0, 0)] * (x.ndim - 1 - m))
+    batch, spatial, rest = x.shape[0], x.shape[1:1 + m], x.shape[1 + m:]
+    split = [batch]
+    for s, b in zip(spatial, block):
+        split += [s // b, b]
+    x = x.reshape(*split, *rest)
+    order = [2 + 2 * i for i in range(m)] + [0] + [1 + 2 * i for i in range(m)] + list(range(1 + 2 * m, x.ndim))
+    x = x.transpose(order)
+    return [np.ascontiguousarray(x).reshape(batch * int(np.prod(block)), *[s // b for s, b in zip(spatial, block)], *rest)]
+
+
+def k_batch_to_space_nd(interp, op, index, args):
+    """The inverse of SPACE_TO_BATCH_ND, then crop."""
+    x, block = args[0], [int(b) for b in np.asarray(args[1]).reshape(-1)]
+    crops = np.asarray(args[2]).reshape(-1, 2)
+    m = len(block)
+    batch = x.shape[0] // int(np.prod(block))
+    spatial, rest = x.shape[1:1 + m], x.shape[1 + m:]
+    x = x.reshape(*block, batch, *spatial, *rest)
+    order = [m]
+    for i in range(m):
+        order += [m + 1 + i, i]
+    order += list(range(2 * m + 1, x.ndim))
+    x = np.ascontiguousarray(x.transpose(order)).reshape(batch, *[s * b for s, b in zip(spatial, block)], *rest)
+    index_ = (slice(None),) + tuple(slice(int(a), x.shape[1 + i] - int(b)) for i, (a, b) in enumerate(crops))
+    return [np.ascontiguousarray(x[index_])]
+
+
+def _quant_params(tensor):
+    q = tensor.quantization
+    scale = np.asarray(q.scale, np.float32)
+    zero = np.asarray(q.zeroPoint if q.zeroPoint is not None else np.zeros(len(scale)), np.int64)
+    axis = int(getattr(q, "quantizedDimension", 0) or 0)
+    return scale, zero, axis
+
+
+def _per_axis(values, axis, ndim):
+    if values.size == 1:
+        return values.reshape(())
+    shape = [1] * ndim
+    shape[axis] = values.size
+    return values.reshape(shape)
+
+
+def k_dequantize(interp, op, index, args):
+    x = args[0]
+    if x.dtype == np.float16:
+        return [x.astype(np.float32)]
+    if not op.inputs[0].is_quantized:
+        raise UnsupportedOperator(f"reference interpreter cannot run DEQUANTIZE of unquantized {x.dtype} (op {index})")
+    scale, zero, axis = _quant_params(op.inputs[0])
+    out = (x.astype(np.int64) - _per_axis(zero, axis, x.ndim)).astype(np.float32) * _per_axis(scale, axis, x.ndim)
+    return [out.astype(np.float32)]
+
+
+def k_quantize(interp, op, index, args):
+    x = _float(args[0], op, index)
+    out_t = op.outputs[0]
+    if not out_t.is_quantized:
+        raise UnsupportedOperator(f"reference interpreter cannot run QUANTIZE to an unquantized tensor (op {index})")
+    scale, zero, axis = _quant_params(out_t)
+    dtype = NUMPY_DTYPES[out_t.dtype]
+    q = x / _per_axis(scale, axis, x.ndim)
+    q = np.sign(q) * np.floor(np.abs(q) + 0.5) + _per_axis(zero, axis, x.ndim)  # round half away from zero
+    info = np.iinfo(dtype)
+    return [np.clip(q, info.min, info.max).astype(dtype)]
+
+
+def k_instance_norm(interp, op, index, args):
+    """Circle INSTANCE_NORM over NHWC: normalize each (n, c) over H, W; then gamma, beta."""
+    x, gamma, beta = _float(args[0], op, index), args[1], args[2]
+    eps = np.float32(_opt(op, "epsilon", 1e-5))
+    axes = tuple(range(1, x.ndim - 1))
+    mean = x.mean(axis=axes, keepdims=True, dtype=np.float32)
+    var = ((x - mean) ** 2).mean(axis=axes, keepdims=True, dtype=np.float32)
+    out = (x - mean) / np.sqrt(var + eps) * gamma.reshape(-1) + beta.reshape(-1)
+    return [_fused(op, out.astype(np.float32))]
+
+
+def k_shape(interp, op, index, args):
+    dtype = NUMPY_DTYPES.get(op.outputs[0].dtype, np.int32)
+    return [np.asarray(args[0].shape, dtype=dtype)]
+
+
+def k_while(interp, op, index, args):
+    cond = interp.model.graphs[_opt(op, "condSubgraphIndex", 0)]
+    body = interp.model.graphs[_opt(op, "bodySubgraphIndex", 0)]
+    values = list(args)
+    for _ in range(MAX_WHILE_ITERATIONS):
+        if not bool(np.asarray(interp.run_graph(cond, values)[0]).reshape(-1)[0]):
+            return values
+        values = interp.run_graph(body, values)
+    raise ModelError(f"WHILE (op {index}) did not stop after {MAX_WHILE_ITERATIONS} iterations")
+
+
+KERNELS: dict[str, Callable] = {
+    "CONV_2D": k_conv_2d,
+    "CONV_3D": k_conv_3d,
+    "DEPTHWISE_CONV_2D": k_depthwise_conv_2d,
+    "TRANSPOSE_CONV": k_transpose_conv,
+    "FULLY_CONNECTED": k_fully_connected,
+    "ADD": _binary(np.add),
+    "SUB": _binary(np.subtract),
+    "MUL": _binary(np.multiply),
+    "DIV": _binary(_divide),
+    "MAXIMUM": _binary(np.maximum),
+    "MINIMUM": _binary(np.minimum),
+    "SQUARED_DIFFERENCE": _binary(lambda a, b: (a - b) * (a - b)),
+    "LESS": lambda i, op, idx, a: [np.less(a[0], a[1])],
+    "GREATER": lambda i, op, idx, a: [np.greater(a[0], a[1])],
+    "RELU": _unary(lambda x: np.maximum(x, 0)),
+    "RELU6": _unary(lambda x: np.clip(x, 0, 6)),
+    "RELU_N1_TO_1": _unary(lambda x: np.clip(x, -1, 1)),
+    "TANH": _unary(np.tanh),
+    "LOGISTIC": _unary(_logistic),
+    "RSQRT": _unary(lambda x: 1 / np.sqrt(x)),
+    "SQRT": _unary(np.sqrt),
+    "ABS": _unary(np.abs),
+    "NEG": _unary(np.negative),
+    "EXP": _unary(np.exp),
+    "HARD_SWISH": _unary(lambda x: x * np.clip(x + 3, 0, 6) / 6),
+    "LEAKY_RELU": k_leaky_relu,
+    "PRELU": k_prelu,
+    "PAD": k_pad,
+    "PADV2": k_pad,
+    "MEAN": _reducer(np.mean),
+    "SUM": _reducer(np.sum),
+    "REDUCE_MAX": _reducer(np.max),
+    "MAX_POOL_2D": _pool("max"),
+    "AVERAGE_POOL_2D": _pool("avg"),
+    "RESHAPE": k_reshape,
+    "SQUEEZE": k_squeeze,
+    "EXPAND_DIMS": k_expand_dims,
+    "TRANSPOSE": k_transpose,
+    "CONCATENATION": k_concatenation,
+    "SOFTMAX": k_softmax,
+    "SPACE_TO_BATCH_ND": k_space_to_batch_nd,
+    "BATCH_TO_SPACE_ND": k_batch_to_space_nd,
+    "DEQUANTIZE": k_dequantize,
+    "QUANTIZE": k_quantize,
+    "INSTANCE_NORM": k_instance_norm,
+    "SHAPE": k_shape,
+    "WHILE": k_while,
+}
+
+
+# ---- the interpreter -------------------------------------------------------------------------
+
+class Interpreter:
+    """Runs the subgraphs of one Model. Stateless between calls."""
+
+    def __init__(self, model: Model):
+        self.model = model
+
+    def run(self, inputs: list[np.ndarray], graph_index: int = 0) -> list[np.ndarray]:
+        """Outputs of subgraph `graph_index` for `inputs` (in the subgraph's input order)."""
+        graph = self.model.graphs[graph_index]
+        if len(inputs) != len(graph.inputs):
+            raise ModelError(f"model has {len(graph.inputs)} inputs, {len(inputs)} given")
+        cast = [np.asarray(x, dtype=NUMPY_DTYPES.get(t.dtype, None)) for x, t in zip(inputs, graph.inputs)]
+        return [np.array(v) for v in self.run_graph(graph, cast)]
+
+    def run_graph(self, graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        values: dict[int, np.ndarray] = {id(t): x for t, x in zip(graph.inputs, inputs)}
+        remaining = self._last_uses(graph)
+        for index, op in enumerate(graph.ops):
+            kernel = KERNELS.get(op.kind)
+            if kernel is None:
+                name = op.kind if op.kind != "CUSTOM" else f"CUSTOM({(op.opcode.custom_code or b'').decode(errors='replace')})"
+                raise UnsupportedOperator(f"reference interpreter cannot run {name} (op {index})")
+            args = [None if t is None else self._value(t, values, op, index) for t in op.inputs]
+            outs = kernel(self, op, index, args)
+            for t, v in zip(op.outputs, outs):
+                dtype = NUMPY_DTYPES.get(t.dtype)
+                values[id(t)] = v if dtype is None or v.dtype == dtype else v.astype(dtype)
+            for t in remaining.get(index, ()):
+                values.pop(id(t), None)
+        return [self._value(t, values, None, None) for t in graph.outputs]
+
+    @staticmethod
+    def _last_uses(graph: Graph) -> dict[int, list]:
+        """op index -> activations no later op or graph output needs (freed to bound memory)."""
+        last: dict[int, tuple[int, object]] = {}
+        for index, op in enumerate(graph.ops):
+            for t in op.inputs:
+                if t is not None and not t.is_const:
+                    last[id(t)] = (index, t)
+        keep = {id(t) for t in graph.outputs}
+        out: dict[int, list] = {}
+        for key, (index, t) in last.items():
+            if key not in keep:
+                out.setdefault(index, []).append(t)
+        return out
+
+    @staticmethod
+    def _value(t, values, op, index) -> np.ndarray:
+        v = values.get(id(t))
+        if v is not None:
+            return v
+        if t.is_const:
+            data = t.data
+            if data.dtype == np.uint8 and t.dtype not in NUMPY_DTYPES:
+                where = f" (op {index})" if index is not None else ""
+                raise UnsupportedOperator(f"reference interpreter cannot read {t.dtype} tensor {t.name!r}{where}")
+            return data
+        where = f"{op.kind} (op {index})" if op is not None else "a graph output"
+        raise ModelError(f"tensor {t.name!r} read by {where} has no value")
+
+
+def run(model: Model, inputs: list[np.ndarray], graph_index: int = 0) -> list[np.ndarray]:
+    """Run subgraph `graph_index` of `model` on `inputs` with the reference interpreter."""
+    return Interpreter(model).run(inputs, graph_index)
+
+
+def unsupported_kinds(model: Model) -> list[str]:
+    """Operator kinds of `model` the reference interpreter has no kernel for."""
+    return sorted({op.kind for g in model.graphs for op in g.ops if op.kind not in KERNELS})

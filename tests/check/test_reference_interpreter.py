@@ -1,0 +1,210 @@
+"""The reference interpreter computes what LiteRT computes (within 1e-5) on every fixture, and on
+one small model per operator and option combination it supports; unknown operators are named."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bnfold.check import interpreter, litert
+from bnfold.check.interpreter import UnsupportedOperator, pads
+from bnfold.io.reader import read_model
+from bnfold.recipe.chef import build
+
+from conftest import DATA, FIXTURES, fixture_input
+
+RTOL = ATOL = 1e-5
+
+
+def assert_agree(model, inputs):
+    want = litert.run(model, inputs)
+    got = interpreter.run(model, inputs)
+    assert len(want) == len(got)
+    for w, g in zip(want, got):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=RTOL, atol=ATOL)
+    return got
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_fixture_agrees_with_litert(name):
+    model = read_model(str(DATA / name))
+    x = fixture_input(name)
+    got = assert_agree(model, [x])
+    ref = np.load(DATA / (name.rsplit(".", 1)[0] + ".ref.npy"))  # the stored value of one of the outputs
+    assert any(g.shape == ref.shape and np.allclose(g, ref, rtol=RTOL, atol=ATOL) for g in got)
+
+
+# ---- one operator per model ------------------------------------------------------------------
+
+def gauss(shape, stddev=1.0):
+    return {"name": None, "shape": list(shape), "filler": {"kind": "gaussian", "stddev": stddev}}
+
+
+def const(values, dtype="INT32"):
+    values = np.asarray(values)
+    return {"name": None, "shape": list(values.shape), "dtype": dtype,
+            "filler": {"kind": "explicit", "values": values.reshape(-1).tolist()}}
+
+
+def inp(shape, dtype="FLOAT32"):
+    return {"name": None, "shape": list(shape), "dtype": dtype}
+
+
+def single(kind, operands, out_shape, options=None, out_dtype="FLOAT32", n_out=1):
+    """A one-operator recipe: operands without a filler become graph inputs (in order)."""
+    ops, names = [], []
+    for i, o in enumerate(operands):
+        if o is None:
+            names.append("-")
+            continue
+        o = dict(o, name=f"in{i}")
+        ops.append(o)
+        names.append(o["name"])
+    outs = [f"out{j}" for j in range(n_out)]
+    ops += [{"name": n, "shape": list(out_shape), "dtype": out_dtype} for n in outs]
+    recipe = {"seed": 3, "input": [o["name"] for o in ops if "filler" not in o and o["name"] not in outs],
+              "output": outs, "operand": ops,
+              "operation": [{"type": kind, "inputs": names, "outputs": outs, "options": options or {}}]}
+    return build(recipe)
+
+
+def random_inputs(model, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.normal(0, 2, t.shape).astype(np.float32) for t in model.graphs[0].inputs]
+
+
+def act(name="NONE"):
+    return {"fused_activation_function": name}
+
+
+CASES = {
+    "conv_same_stride2_odd": ("CONV_2D", [inp([1, 7, 9, 3]), gauss([4, 3, 2, 3]), gauss([4])], [1, 4, 5, 4],
+                              {"padding": "SAME", "stride_h": 2, "stride_w": 2, **act("RELU6")}),
+    "conv_valid_dilated": ("CONV_2D", [inp([2, 9, 8, 2]), gauss([5, 3, 3, 2]), gauss([5])], [2, 5, 2, 5],
+                           {"padding": "VALID", "stride_h": 1, "stride_w": 2, "dilation_h_factor": 2, "dilation_w_factor": 2}),
+    "conv_same_dilated": ("CONV_2D", [inp([1, 6, 7, 3]), gauss([2, 3, 2, 3]), gauss([2])], [1, 6, 7, 2],
+                                 {"padding": "SAME", "stride_h": 1, "stride_w": 1, "dilation_h_factor": 2, "dilation_w_factor": 3}),
+    "conv_1x1": ("CONV_2D", [inp([1, 5, 6, 8]), gauss([3, 1, 1, 8]), gauss([3])], [1, 5, 6, 3],
+                 {"padding": "VALID", "stride_h": 1, "stride_w": 1, **act("RELU")}),
+    "dwconv_m1_same_s2": ("DEPTHWISE_CONV_2D", [inp([1, 7, 8, 3]), gauss([1, 3, 3, 3]), gauss([3])], [1, 4, 4, 3],
+                          {"padding": "SAME", "stride_h": 2, "stride_w": 2, "depth_multiplier": 1}),
+    "dwconv_m3_valid": ("DEPTHWISE_CONV_2D", [inp([1, 6, 5, 2]), gauss([1, 2, 3, 6]), gauss([6])], [1, 5, 3, 6],
+                        {"padding": "VALID", "stride_h": 1, "stride_w": 1, "depth_multiplier": 3, **act("RELU_N1_TO_1")}),
+    "dwconv_dilated": ("DEPTHWISE_CONV_2D", [inp([1, 8, 9, 4]), gauss([1, 3, 3, 4]), gauss([4])], [1, 8, 9, 4],
+                       {"padding": "SAME", "stride_h": 1, "stride_w": 1, "depth_multiplier": 1,
+                        "dilation_h_factor": 2, "dilation_w_factor": 3}),
+    "tconv_same_s2": ("TRANSPOSE_CONV", [const([1, 10, 8, 3]), gauss([3, 3, 3, 2]), inp([1, 5, 4, 2])], [1, 10, 8, 3],
+                      {"padding": "SAME", "stride_h": 2, "stride_w": 2}),
+    "tconv_same_odd_bias": ("TRANSPOSE_CONV", [const([1, 9, 7, 4]), gauss([4, 3, 2, 3]), inp([1, 5, 4, 3]), gauss([4])],
+                            [1, 9, 7, 4], {"padding": "SAME", "stride_h": 2, "stride_w": 2}),
+    "tconv_valid_5x1": ("TRANSPOSE_CONV", [const([2, 11, 4, 2]), gauss([2, 5, 1, 3]), inp([2, 4, 4, 3])], [2, 11, 4, 2],
+                        {"padding": "VALID", "stride_h": 2, "stride_w": 1}),
+    "fc_keep_dims": ("FULLY_CONNECTED", [inp([2, 3, 5]), gauss([4, 5]), gauss([4])], [2, 3, 4],
+                     {"keep_num_dims": True, **act("RELU")}),
+    "fc_flatten_nobias": ("FULLY_CONNECTED", [inp([2, 3, 5]), gauss([4, 5]), None], [6, 4], {"keep_num_dims": False}),
+    "conv3d_same": ("CONV_3D", [inp([1, 4, 5, 6, 2]), gauss([2, 3, 2, 2, 3]), gauss([3])], [1, 4, 3, 6, 3],
+                    {"padding": "SAME", "stride_d": 1, "stride_h": 2, "stride_w": 1}),
+    "conv3d_valid_dilated": ("CONV_3D", [inp([1, 5, 6, 5, 2]), gauss([2, 2, 3, 2, 4]), None], [1, 4, 4, 1, 4],
+                             {"padding": "VALID", "stride_d": 1, "stride_h": 1, "stride_w": 2, "dilation_h_factor": 2}),
+    "add_broadcast_relu": ("ADD", [inp([1, 4, 5, 3]), gauss([3])], [1, 4, 5, 3], act("RELU")),
+    "sub_broadcast": ("SUB", [inp([1, 4, 1, 3]), inp([1, 1, 5, 1])], [1, 4, 5, 3], act("RELU6")),
+    "mul_const": ("MUL", [inp([2, 3, 4]), gauss([3, 1])], [2, 3, 4], act()),
+    "div_const": ("DIV", [inp([1, 3, 4]), const(np.linspace(0.5, 3, 4), "FLOAT32")], [1, 3, 4], act("RELU_N1_TO_1")),
+    "relu": ("RELU", [inp([2, 7])], [2, 7], None),
+    "relu6": ("RELU6", [inp([2, 7])], [2, 7], None),
+    "relu_n1_to_1": ("RELU_N1_TO_1", [inp([2, 7])], [2, 7], None),
+    "tanh": ("TANH", [inp([2, 7])], [2, 7], None),
+    "logistic": ("LOGISTIC", [inp([2, 7])], [2, 7], None),
+    "leaky_relu": ("LEAKY_RELU", [inp([2, 7])], [2, 7], {"alpha": 0.3}),
+    "pad": ("PAD", [inp([1, 3, 4, 2]), const([[0, 0], [1, 2], [2, 1], [0, 0]])], [1, 6, 7, 2], None),
+    "padv2": ("PADV2", [inp([1, 3, 4, 2]), const([[0, 0], [1, 0], [0, 1], [1, 1]]), const([-1.5], "FLOAT32")],
+              [1, 4, 5, 4], {"_options_type": "PadV2Options"}),
+    "mean_keep": ("MEAN", [inp([2, 5, 6, 3]), const([1, 2])], [2, 1, 1, 3], {"keep_dims": True}),
+    "mean_drop_neg_axis": ("MEAN", [inp([2, 5, 6, 3]), const([-2])], [2, 5, 3], {"keep_dims": False}),
+    "maxpool_same_s2": ("MAX_POOL_2D", [inp([1, 7, 9, 3])], [1, 4, 5, 3],
+                        {"padding": "SAME", "stride_h": 2, "stride_w": 2, "filter_height": 3, "filter_width": 3}),
+    "avgpool_same_s2": ("AVERAGE_POOL_2D", [inp([1, 7, 9, 3])], [1, 4, 5, 3],
+                        {"padding": "SAME", "stride_h": 2, "stride_w": 2, "filter_height": 3, "filter_width": 3}),
+    "avgpool_valid": ("AVERAGE_POOL_2D", [inp([2, 6, 5, 2])], [2, 3, 2, 2],
+                      {"padding": "VALID", "stride_h": 2, "stride_w": 2, "filter_height": 2, "filter_width": 2, **act("RELU")}),
+    "reshape_shape_input": ("RESHAPE", [inp([2, 3, 5]), const([-1, 15])], [2, 15], None),
+    "reshape_options": ("RESHAPE", [inp([2, 3, 5])], [5, 6], {"new_shape": [5, -1]}),
+    "squeeze": ("SQUEEZE", [inp([1, 3, 1, 4])], [3, 1, 4], {"squeeze_dims": [0]}),
+    "squeeze_all": ("SQUEEZE", [inp([1, 3, 1, 4])], [3, 4], None),
+    "expand_dims": ("EXPAND_DIMS", [inp([3, 4]), const([-1])], [3, 4, 1], None),
+    "transpose": ("TRANSPOSE", [inp([2, 3, 4, 5]), const([0, 3, 1, 2])], [2, 5, 3, 4], None),
+    "concatenation": ("CONCATENATION", [inp([1, 2, 3]), inp([1, 2, 4])], [1, 2, 7], {"axis": -1}),  # LiteRT's float kernel refuses a fused activation
+    "softmax": ("SOFTMAX", [inp([3, 10])], [3, 10], {"beta": 0.5}),
+    "space_to_batch": ("SPACE_TO_BATCH_ND", [inp([2, 5, 4, 3]), const([2, 3]), const([[1, 0], [1, 1]])],
+                       [12, 3, 2, 3], None),
+    "batch_to_space": ("BATCH_TO_SPACE_ND", [inp([12, 3, 2, 3]), const([2, 3]), const([[1, 0], [1, 1]])],
+                       [2, 5, 4, 3], None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_operator_agrees_with_litert(case):
+    kind, operands, out_shape, options = CASES[case]
+    options = dict(options or {})
+    options_type = options.pop("_options_type", None)
+    model = single(kind, operands, out_shape, options)
+    if options_type:
+        model.graphs[0].ops[0].options = None
+        from bnfold.ir.graph import Options
+        model.graphs[0].ops[0].options = Options(options_type)
+    assert_agree(model, random_inputs(model))
+
+
+def test_dequantize_float16_weights_agree_with_litert():
+    recipe = {
+        "input": ["x"], "output": ["y"],
+        "operand": [{"name": "x", "shape": [1, 5, 6, 3]},
+                    {"name": "w16", "shape": [4, 3, 3, 3], "dtype": "FLOAT16", "filler": {"kind": "gaussian"}},
+                    {"name": "w", "shape": [4, 3, 3, 3]},
+                    {"name": "b", "shape": [4], "filler": {"kind": "gaussian"}},
+                    {"name": "y", "shape": [1, 5, 6, 4]}],
+        "operation": [{"type": "DEQUANTIZE", "inputs": ["w16"], "outputs": ["w"]},
+                      {"type": "CONV_2D", "inputs": ["x", "w", "b"], "outputs": ["y"],
+                       "options": {"padding": "SAME", "stride_h": 1, "stride_w": 1}}],
+    }
+    model = build(recipe)
+    assert_agree(model, random_inputs(model))
+
+
+def test_same_padding_rule_is_tflites():
+    # out = ceil(in / stride); pad_total = max((out - 1) * stride + (k - 1) * d + 1 - in, 0); odd pixel after
+    assert pads(7, 3, 2, 1, 0) == (1, 1)
+    assert pads(8, 3, 2, 1, 0) == (0, 1)
+    assert pads(9, 2, 1, 3, 0) == (1, 2)
+    assert pads(5, 1, 2, 1, 0) == (0, 0)
+    assert pads(9, 3, 1, 1, 1) == (0, 0)
+
+
+def test_unknown_operator_is_named_with_its_index():
+    recipe = {
+        "input": ["x"], "output": ["z"],
+        "operand": [{"name": "x", "shape": [2, 3]}, {"name": "y", "shape": [2, 3]}, {"name": "z", "shape": [2, 3]}],
+        "operation": [{"type": "RELU", "inputs": ["x"], "outputs": ["y"]},
+                      {"type": "FLOOR", "inputs": ["y"], "outputs": ["z"]}],
+    }
+    model = build(recipe)
+    with pytest.raises(UnsupportedOperator, match=r"^reference interpreter cannot run FLOOR \(op 1\)$"):
+        interpreter.run(model, [np.zeros((2, 3), np.float32)])
+    assert interpreter.unsupported_kinds(model) == ["FLOOR"]
+
+
+@pytest.mark.parametrize("kind, w_shape, options", [
+    ("CONV_2D", [3, 2, 2, 4], {"padding": "SAME", "stride_h": 1, "stride_w": 2}),
+    ("DEPTHWISE_CONV_2D", [1, 3, 2, 8], {"padding": "VALID", "stride_h": 1, "stride_w": 1, "depth_multiplier": 2}),
+])
+def test_missing_bias_means_zero_bias(kind, w_shape, options):
+    # LiteRT refuses (CONV_2D) or crashes on (DEPTHWISE_CONV_2D) these, so the reference is checked
+    # against itself: no bias input computes what an all-zero bias computes.
+    x = np.random.default_rng(5).normal(0, 2, (1, 5, 6, 4)).astype(np.float32)
+    cout = w_shape[0] if kind == "CONV_2D" else w_shape[-1]
+    with_zero = single(kind, [inp([1, 5, 6, 4]), gauss(w_shape), const(np.zeros(cout), "FLOAT32")], [1, 1, 1, 1], options)
+    without = single(kind, [inp([1, 5, 6, 4]), gauss(w_shape)], [1, 1, 1, 1], options)
+    a, b = interpreter.run(with_zero, [x])[0], interpreter.run(without, [x])[0]
+    assert a.shape[-1] == cout and np.abs(a).max() > 0
+    assert np.array_equal(a, b)
