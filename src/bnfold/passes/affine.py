@@ -102,13 +102,15 @@ def _step(kind: str, value_first: bool, c: np.ndarray, s: np.ndarray, t: np.ndar
     return f"{kind} is not an affine op"
 
 
-def match_chain(graph: Graph, x: Tensor, axis: int) -> AffineChain | Refusal | None:
+def match_chain(graph: Graph, x: Tensor, axis: int, *, start: Op | None = None) -> AffineChain | Refusal | None:
     """The longest affine chain reading `x` (None if x does not feed one).
 
     The first chain op must be x's only reader (checked by the caller as part of its own
-    single-use guard); every further tensor the chain consumes must have exactly one reader and
-    not be a graph output. An activation may sit only on the last op: a chain op with a fused
-    activation that is followed by another affine op makes the whole candidate a Refusal.
+    single-use guard), unless `start` names it: then the chain starts at that reader of x and x
+    may have other readers (the caller decides what they mean). Every further tensor the chain
+    consumes must have exactly one reader and not be a graph output. An activation may sit only
+    on the last op: a chain op with a fused activation that is followed by another affine op
+    makes the whole candidate a Refusal.
     """
     channels = x.shape[axis] if 0 <= axis < len(x.shape) else None
     if channels is None:
@@ -120,7 +122,7 @@ def match_chain(graph: Graph, x: Tensor, axis: int) -> AffineChain | Refusal | N
     value = x
     activation = "NONE"
     while True:
-        users = graph.consumers(value)
+        users = [start] if start is not None and not ops else graph.consumers(value)
         if len(users) != 1 or users[0].kind not in AFFINE_KINDS:
             break
         op = users[0]

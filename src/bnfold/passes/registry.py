@@ -25,10 +25,16 @@ class PassSpec:
 
 # Run order matters and is fixed here, not by the command line:
 # - backward folds (BN after a layer) first: they are the most common and free the chain;
+# - fuse_preactivation_batchnorm after them: a batch norm directly after a layer folds backward
+#   completely (for any sign of the scale); only what is left (BN -> ReLU -> layer) is moved
+#   across the ReLU, and it may leave standalone RELUs behind;
 # - fuse_activation_function last, to absorb standalone activations the folds leave behind.
 PASSES: tuple[PassSpec, ...] = (
     PassSpec("fuse_batchnorm_with_conv",
              "fold a Mul/Add/Sub/Div batch-norm chain after CONV_2D into its filter and bias", True, True),
+    PassSpec("fuse_preactivation_batchnorm",
+             "fold a batch norm + ReLU before conv/FC layers (ResNetV2): scale forward into the layers' "
+             "input channels, shift back into the preceding bias", True, True),
     PassSpec("fuse_activation_function",
              "fuse a standalone RELU/RELU6/RELU_N1_TO_1 into the fused activation of its producer", True, True),
 )
