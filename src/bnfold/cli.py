@@ -89,7 +89,9 @@ def _print_counts(before, after) -> None:
 @click.option("--external-buffers", is_flag=True, help="Store weights after the flatbuffer (Buffer.offset/size layout).")
 @click.option("--in-place", is_flag=True, help="Allow OUT to be IN (or omit OUT) and overwrite it.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
-def optimize(input_path, output_path, passes, config_path, report_path, external_buffers, in_place, quiet, **flags):
+@click.option("--check", "check_samples", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Value-check the result against IN on N random samples before writing; write nothing if it fails.")
+def optimize(input_path, output_path, passes, config_path, report_path, external_buffers, in_place, quiet, check_samples, **flags):
     """Run passes over IN and write the result to OUT (format from OUT's extension)."""
     config = _read_config(config_path) if config_path else {}
     input_path = input_path or config.get("input_path")
@@ -103,6 +105,7 @@ def optimize(input_path, output_path, passes, config_path, report_path, external
     before = model.op_counts()
     report = api.optimize(model, selected)
     after = model.op_counts()
+    checked = _check_optimized(input_path, model, check_samples) if check_samples else None
     if report_path:
         _write_text(report_path, report.to_json())
     api.save(model, output_path, fmt=fmt, external=external_buffers)
@@ -112,6 +115,9 @@ def optimize(input_path, output_path, passes, config_path, report_path, external
             click.echo(f"{name}: {folds} folded, {skips} skipped")
         if not report.converged:
             click.echo(f"warning: passes still changing the model after {report.rounds} rounds; stopped")
+        if checked is not None:
+            worst = max((o.max_abs for o in checked.outputs), default=0.0)
+            click.echo(f"check: {checked.samples} sample(s) on {checked.backend}, every output within tolerance (max abs err {worst:.3e})")
         click.echo(f"wrote {output_path}")
 
 
@@ -168,6 +174,77 @@ def inspect(model_path, operators, tensors):
             for i, t in enumerate(graph.tensors):
                 const = " const" if t.is_const else ""
                 click.echo(f"  {i:>4} {t.name} {t.dtype}{list(t.shape)}{const}")
+
+
+def _check_optimized(input_path, model, samples):
+    """Run --check: the file as read against the optimized in-memory model; CheckFailed stops the write."""
+    from .check.diff import verify
+    from .errors import CheckFailed
+
+    try:
+        return verify(api.load(input_path), model, samples)
+    except CheckFailed as e:
+        click.echo(e.result.table())
+        raise
+
+
+@main.command()
+@click.argument("model_a", metavar="MODEL_A")
+@click.argument("model_b", metavar="MODEL_B")
+@click.option("--input", "input_files", multiple=True, metavar="in.h5", help="Inputs in ONE's h5 layout (one sample per file; repeatable).")
+@click.option("--samples", type=click.IntRange(min=1), default=1, show_default=True, help="Random samples when no --input is given.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
+@click.option("--write-input", metavar="in.h5", default=None, help="Write the inputs used (file.N.h5 per sample when N > 1).")
+@click.option("--write-expected", metavar="expected.h5", default=None, help="Write MODEL_A's outputs (file.N.h5 per sample when N > 1).")
+@click.option("--rtol", type=float, default=1e-5, show_default=True, help="Relative tolerance (floats): |a-b| <= atol + rtol*|a|.")
+@click.option("--atol", type=float, default=1e-5, show_default=True, help="Absolute tolerance (floats). Integers must match exactly.")
+@click.option("--backend", type=click.Choice(["auto", "litert", "reference"]), default="auto", show_default=True,
+              help="auto: LiteRT when both models load there, else the reference interpreter.")
+def check(model_a, model_b, input_files, samples, seed, write_input, write_expected, rtol, atol, backend):
+    """Run MODEL_A and MODEL_B on the same inputs and compare every output; exit 0 only if all match."""
+    from .check import diff, h5io
+    from .errors import CheckFailed
+
+    inputs = [[v for _, v in h5io.read_h5(p)] for p in input_files] or None
+    a, b = api.load(model_a), api.load(model_b)
+    result = diff.check_models(a, b, samples=samples, seed=seed, inputs=inputs, rtol=rtol, atol=atol, backend=backend)
+    graph = a.graphs[0]
+    if write_input:
+        _write_samples(write_input, [t.name for t in graph.inputs], result.inputs)
+    if write_expected:
+        _write_samples(write_expected, [t.name for t in graph.outputs], result.expected)
+    click.echo(result.table())
+    click.echo(f"backend {result.backend}, {result.samples} sample(s), rtol {rtol:g}, atol {atol:g}")
+    if not result.passed:
+        raise CheckFailed(result.failure_message())
+
+
+def _write_samples(path: str, names: list[str], samples: list) -> None:
+    """One h5 file per sample: PATH itself for one sample, PATH with .N before the extension for more."""
+    from .check.h5io import write_h5
+
+    stem, ext = os.path.splitext(path)
+    for i, values in enumerate(samples):
+        write_h5(path if len(samples) == 1 else f"{stem}.{i}{ext or '.h5'}", list(zip(names, values)))
+
+
+@main.command()
+@click.argument("file_a", metavar="A.h5")
+@click.argument("file_b", metavar="B.h5")
+@click.option("--rtol", type=float, default=1e-5, show_default=True, help="Relative tolerance (floats): |a-b| <= atol + rtol*|a|.")
+@click.option("--atol", type=float, default=1e-5, show_default=True, help="Absolute tolerance (floats).")
+@click.option("-d", "--delta", type=float, default=None, help="Like h5diff -d: absolute tolerance only, for every value (overrides --rtol/--atol).")
+def h5diff(file_a, file_b, rtol, atol, delta):
+    """Compare two h5 files in ONE's layout value by value; exit 0 only if all are within tolerance."""
+    from .check.diff import CheckResult, compare_files
+    from .errors import CheckFailed
+
+    if delta is not None:
+        rtol, atol = 0.0, delta
+    result = CheckResult(compare_files(file_a, file_b, rtol, atol, exact_integers=delta is None), rtol=rtol, atol=atol)
+    click.echo(result.table())
+    if not result.passed:
+        raise CheckFailed(result.failure_message())
 
 
 @main.command(name="passes")
