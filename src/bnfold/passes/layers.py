@@ -27,6 +27,8 @@ import numpy as np
 from ..ir.graph import Graph, Op, Tensor
 from .affine import AffineChain, Refusal, as_float32, finite, freed_constants, match_chain, remove_chain
 from .manager import PassLog
+from .layout import LayoutBlock
+from .layout import follow as follow_layout
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,7 @@ def fold_backward(graph: Graph, log: PassLog, spec: LayerSpec) -> bool:
         if layer not in graph.ops or not layer.outputs:
             continue
         out = layer.outputs[0]
-        chain = match_chain(graph, out, len(out.shape) - 1)
+        chain = find_chain_after(graph, log, layer)
         if chain is None:
             continue
         if isinstance(chain, Refusal):
@@ -111,12 +113,33 @@ def fold_backward(graph: Graph, log: PassLog, spec: LayerSpec) -> bool:
     return changed
 
 
+def find_chain_after(graph: Graph, log: PassLog, layer: Op) -> AffineChain | Refusal | None:
+    """The chain after the layer's output, directly or through layout ops (see layout.py).
+
+    The layer's channel is the last axis of its output; layout ops carry it to the axis the chain
+    must be per-channel on. A layout op the channel cannot be followed through is logged as a
+    skip when a chain follows it.
+    """
+    out = layer.outputs[0]
+    path = follow_layout(graph, out, len(out.shape) - 1)
+    if isinstance(path, LayoutBlock):
+        if path.feeds_chain:
+            log.skip(path.op, path.reason, layer=out.name)
+        return None
+    chain = match_chain(graph, path.tensor, path.axis)
+    if isinstance(chain, Refusal) and path.ops:
+        chain.reason += f" (after {path.describe()} the layer's channel is on axis {path.axis})"
+    return chain
+
+
 def _output_refusal(graph: Graph, layer: Op, chain: AffineChain) -> str | None:
     out = layer.outputs[0]
     if graph.is_observed(out):
         return "the layer's output is a graph output (or named by a signature), and must keep its value"
     if len(graph.consumers(out)) != 1:
         return "the layer's output has other readers, which must keep the unscaled value"
+    if graph.is_observed(chain.input):
+        return f"{chain.input.name!r} between the layer and the chain is a graph output, and must keep its value"
     return None
 
 

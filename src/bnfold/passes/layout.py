@@ -1,0 +1,138 @@
+"""Layout ops between a layer and its batch norm: following the output channel through them.
+
+Exporters wrap layers in ops that only move data. A PyTorch model exported by TICO is NCHW on the
+outside and NHWC inside, so its batch norm follows a TRANSPOSE:
+
+    before:  CONV_2D(W, b) -> TRANSPOSE(0,3,1,2) -> MUL([1,C,1,1]) -> ADD([1,C,1,1]) -> y
+    after:   CONV_2D(W', b') -> TRANSPOSE(0,3,1,2) -> y
+
+and an atrous (dilated) convolution written by TF 1.x is SPACE_TO_BATCH_ND -> conv ->
+BATCH_TO_SPACE_ND -> batch norm. A layout op L only moves elements: L(s·z + t) = s'·L(z) + t'
+whenever the per-channel (s, t) along the layer's channel axis a is the same per-channel (s', t')
+along the axis L sends a to. So a chain found on L's output, per channel on exactly that axis, is
+a chain on the layer's output and folds backward (layers.py) with the layout ops left in place;
+the chain's fused activation commutes with L too (it is elementwise).
+
+How each op moves the channel axis a (rank r input shape `i`, output shape `o`):
+
+    TRANSPOSE(perm)         a -> perm.index(a)  (perm must be a constant)
+    RESHAPE / SQUEEZE /     a -> the output axis b with prod(o[:b]) = prod(i[:a]) and o[b] = i[a],
+      EXPAND_DIMS              i.e. the channel stays a whole axis with the same elements before it;
+                               none exists when the reshape merges or splits the channel axis
+    BATCH_TO_SPACE_ND       a must be the last axis (channels); it stays the last axis. The op
+                               moves spatial positions between batch and space and crops, nothing
+                               crosses channels.
+
+SPACE_TO_BATCH_ND is deliberately *not* a layout op here: it pads with zeros, and a shift t
+folded into the bias before it would leave the padding at 0 where the original has t.
+
+Guards: every tensor on the way (the layer's output and each layout op's output) must have exactly
+one reader and not be a graph output or signature tensor, because after the fold they carry the
+scaled values. Reshape-like ops need static shapes (a leading dynamic batch on both sides is
+allowed; the mapping is then proved on the remaining axes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ir.graph import Graph, Op, Tensor
+from .affine import AFFINE_KINDS
+
+RESHAPE_KINDS = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS"})
+LAYOUT_KINDS = frozenset({"TRANSPOSE", "BATCH_TO_SPACE_ND"}) | RESHAPE_KINDS
+
+
+@dataclass
+class LayoutPath:
+    """`tensor` is what the layer's output becomes after `ops`; the channel is on its `axis`."""
+
+    tensor: Tensor
+    axis: int
+    ops: list[Op] = field(default_factory=list)
+
+    def describe(self) -> str:
+        return " -> ".join(op.kind for op in self.ops)
+
+
+@dataclass
+class LayoutBlock:
+    """A layout op the channel cannot be followed through, and why."""
+
+    op: Op
+    reason: str
+    feeds_chain: bool  # whether an affine op reads its output (only then is it worth reporting)
+
+
+def follow(graph: Graph, start: Tensor, axis: int) -> LayoutPath | LayoutBlock:
+    """Walk from `start` (channel on `axis`) through single-reader layout ops as far as they go."""
+    path = LayoutPath(start, axis)
+    while True:
+        users = graph.consumers(path.tensor)
+        if len(users) != 1 or users[0].kind not in LAYOUT_KINDS or graph.is_observed(path.tensor):
+            return path
+        op = users[0]
+        if op.input(0) is not path.tensor or not graph.has_single_use(path.tensor, op) or len(op.outputs) != 1:
+            return path
+        moved = map_axis(op, path.axis)
+        if isinstance(moved, str):
+            return LayoutBlock(op, moved, _feeds_affine(graph, op.outputs[0]))
+        path = LayoutPath(op.outputs[0], moved, path.ops + [op])
+
+
+def _feeds_affine(graph: Graph, tensor: Tensor) -> bool:
+    return any(u.kind in AFFINE_KINDS for u in graph.consumers(tensor))
+
+
+def map_axis(op: Op, axis: int) -> int | str:
+    """The axis of op's output holding what `axis` of its input held, or why there is none."""
+    x, y = op.input(0), op.outputs[0]
+    if op.kind == "TRANSPOSE":
+        return _transpose_axis(op, axis)
+    if op.kind == "BATCH_TO_SPACE_ND":
+        if axis != len(x.shape) - 1 or len(y.shape) != len(x.shape) or y.shape[-1] != x.shape[axis]:
+            return f"BATCH_TO_SPACE_ND keeps only the last axis (channels) in place, the channel is on axis {axis}"
+        return len(y.shape) - 1
+    return _reshape_axis(op.kind, x, y, axis)
+
+
+def _transpose_axis(op: Op, axis: int) -> int | str:
+    perm_t = op.input(1)
+    if perm_t is None or not perm_t.is_const:
+        return "the TRANSPOSE permutation is not a constant"
+    perm = [int(p) for p in np.asarray(perm_t.data).reshape(-1)]
+    rank = len(op.input(0).shape)
+    perm = [p + rank if p < 0 else p for p in perm]
+    if sorted(perm) != list(range(rank)):
+        return f"the TRANSPOSE permutation {perm} is not a permutation of {rank} axes"
+    return perm.index(axis)
+
+
+def _reshape_axis(kind: str, x: Tensor, y: Tensor, axis: int) -> int | str:
+    shapes = _static_shapes(x, y)
+    if isinstance(shapes, str):
+        return f"{kind}: {shapes}"
+    i, o, offset = shapes
+    a = axis - offset
+    if a < 0:
+        return f"{kind}: the channel is on the dynamic batch axis"
+    before, channels = int(np.prod(i[:a], dtype=np.int64)), i[a]
+    for b in range(len(o)):
+        if int(np.prod(o[:b], dtype=np.int64)) == before and o[b] == channels:
+            return b + offset
+    return (f"{kind} from {list(x.shape)} to {list(y.shape)} merges or splits the channel axis {axis} "
+            f"({channels} channels) with others, so the constant is not per layer channel")
+
+
+def _static_shapes(x: Tensor, y: Tensor) -> tuple[tuple, tuple, int] | str:
+    """(input shape, output shape, leading axes left out) with every dimension static."""
+    sx = x.shape_signature or x.shape
+    sy = y.shape_signature or y.shape
+    if all(d >= 0 for d in sx) and all(d >= 0 for d in sy):
+        return x.shape, y.shape, 0
+    if (sx and sy and sx[0] < 0 and sy[0] < 0 and all(d >= 0 for d in sx[1:]) and all(d >= 0 for d in sy[1:])
+            and np.prod(sx[1:], dtype=np.int64) == np.prod(sy[1:], dtype=np.int64)):
+        return x.shape[1:], y.shape[1:], 1
+    return "shapes with dynamic dimensions other than a leading batch"
