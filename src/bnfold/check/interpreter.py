@@ -43,6 +43,15 @@ def _opt(op: Op, name: str, default):
     return default if value is None else value
 
 
+def _positive(op: Op, index: int, *names: str) -> tuple[int, ...]:
+    """Stride/dilation/filter-size options, which must be >= 1 (absent means 1)."""
+    values = tuple(int(_opt(op, n, 1)) for n in names)
+    for n, v in zip(names, values):
+        if v < 1:
+            raise ModelError(f"{op.kind} (op {index}) has {n} = {v}")
+    return values
+
+
 def activation(x: np.ndarray, name: str) -> np.ndarray:
     """A fused activation function by name (ir.graph.ACTIVATIONS)."""
     if name == "NONE":
@@ -137,16 +146,16 @@ def _conv_nd(x, w, bias, strides, dilations, padding):
 
 def k_conv_2d(interp, op, index, args):
     x, w, bias = _float(args[0], op, index), args[1], args[2] if len(args) > 2 else None
-    strides = (_opt(op, "strideH", 1), _opt(op, "strideW", 1))
-    dilations = (_opt(op, "dilationHFactor", 1), _opt(op, "dilationWFactor", 1))
+    strides = _positive(op, index, "strideH", "strideW")
+    dilations = _positive(op, index, "dilationHFactor", "dilationWFactor")
     filt = np.transpose(w, (1, 2, 3, 0))  # OHWI -> HWIO
     return [_fused(op, _conv_nd(x, filt, bias, strides, dilations, _opt(op, "padding", 0)))]
 
 
 def k_conv_3d(interp, op, index, args):
     x, w, bias = _float(args[0], op, index), args[1], args[2] if len(args) > 2 else None
-    strides = (_opt(op, "strideD", 1), _opt(op, "strideH", 1), _opt(op, "strideW", 1))
-    dilations = (_opt(op, "dilationDFactor", 1), _opt(op, "dilationHFactor", 1), _opt(op, "dilationWFactor", 1))
+    strides = _positive(op, index, "strideD", "strideH", "strideW")
+    dilations = _positive(op, index, "dilationDFactor", "dilationHFactor", "dilationWFactor")
     return [_fused(op, _conv_nd(x, w, bias, strides, dilations, _opt(op, "padding", 0)))]
 
 
@@ -156,8 +165,8 @@ def k_depthwise_conv_2d(interp, op, index, args):
     _, kh, kw, cm = w.shape
     c = x.shape[-1]
     m = cm // c
-    strides = (_opt(op, "strideH", 1), _opt(op, "strideW", 1))
-    dilations = (_opt(op, "dilationHFactor", 1), _opt(op, "dilationWFactor", 1))
+    strides = _positive(op, index, "strideH", "strideW")
+    dilations = _positive(op, index, "dilationHFactor", "dilationWFactor")
     cols = windows(x, (kh, kw), strides, dilations, _opt(op, "padding", 0))  # [N, OH, OW, KH, KW, C]
     if m > 1:
         cols = np.repeat(cols, m, axis=-1)
@@ -176,7 +185,7 @@ def k_transpose_conv(interp, op, index, args):
     bias = args[3] if len(args) > 3 else None
     n, oh, ow, co = (int(v) for v in shape)
     _, kh, kw, ci = w.shape
-    sh, sw = _opt(op, "strideH", 1), _opt(op, "strideW", 1)
+    sh, sw = _positive(op, index, "strideH", "strideW")
     padding = _opt(op, "padding", 0)
     ph, pw = pads(oh, kh, sh, 1, padding)[0], pads(ow, kw, sw, 1, padding)[0]
     _, h, wd, _ = x.shape
@@ -263,8 +272,8 @@ def _reducer(fn):
 def _pool(kind):
     def kernel(interp, op, index, args):
         x = _float(args[0], op, index)
-        k = (_opt(op, "filterHeight", 1), _opt(op, "filterWidth", 1))
-        s = (_opt(op, "strideH", 1), _opt(op, "strideW", 1))
+        k = _positive(op, index, "filterHeight", "filterWidth")
+        s = _positive(op, index, "strideH", "strideW")
         padding = _opt(op, "padding", 0)
         if kind == "max":
             out = windows(x, k, s, (1, 1), padding, fill=-np.inf).max(axis=(3, 4))
