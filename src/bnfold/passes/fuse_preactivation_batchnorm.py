@@ -132,10 +132,8 @@ def _fold(graph: Graph, log: PassLog, chain: AffineChain) -> bool:
     if np.all(s == 1) and isinstance(plan, str):
         log.skip(anchor, f"the shift stays as ADD(RELU): {plan}", **groups)  # nothing left to move
         return False
-    updates = _forward_updates(sinks, s, constant) + ([] if isinstance(plan, str) else _bias_updates(plan))
-    if len({(id(op), index) for op, index, _, _ in updates}) != len(updates):
-        log.skip(anchor, "a layer would take both the scale and the shift", **groups)
-        return False
+    weights, constant_terms = _forward_updates(sinks, s, constant)
+    updates = weights + _bias_updates(constant_terms + ([] if isinstance(plan, str) else plan))
     if not finite(*[u[2] for u in updates]) or not finite(as_float32(d)):
         log.skip(anchor, "the folded weights, biases or shift would not be finite in float32", **groups)
         return False
@@ -269,9 +267,10 @@ def _pass_through_refusal(graph: Graph, op: Op, channels: int) -> str | None:
     return None
 
 
-def _forward_updates(sinks: list[Sink], s: np.ndarray, constant: np.ndarray) -> list[tuple]:
-    """(op, input index, new float32 values, name) for every sink's weights (and bias)."""
-    updates = []
+def _forward_updates(sinks: list[Sink], s: np.ndarray, constant: np.ndarray) -> tuple[list[tuple], list[BiasEdit]]:
+    """(op, input index, new float32 values, name) for every sink's weights, and the bias terms
+    Σ W·relu(t) the constant (s == 0) channels contribute."""
+    updates, terms = [], []
     for k in sinks:
         w = np.asarray(k.layer.input(k.spec.weights).data, dtype=np.float64)
         per_weight_channel, axis = _input_channel_vector(k, s)
@@ -282,10 +281,8 @@ def _forward_updates(sinks: list[Sink], s: np.ndarray, constant: np.ndarray) -> 
         if np.any(constant):
             c, _ = _input_channel_vector(k, constant)
             contribution = (w * c.reshape(shape)).sum(axis=tuple(i for i in range(w.ndim) if i != k.spec.out_axis))
-            b = k.layer.input(k.spec.bias)
-            old = np.zeros(len(contribution)) if b is None else np.asarray(b.data, dtype=np.float64).reshape(-1)
-            updates.append((k.layer, k.spec.bias, as_float32(old + contribution), f"{name}/bias"))
-    return updates
+            terms.append(BiasEdit(k.layer, k.spec, contribution))
+    return updates, terms
 
 
 def _input_channel_vector(k: Sink, per_channel: np.ndarray) -> tuple[np.ndarray, int]:
@@ -404,7 +401,8 @@ def _compensation(graph: Graph, u: Op, v: Tensor, channels: int, delta: np.ndarr
 
 
 def _bias_updates(plan: list[BiasEdit]) -> list[tuple]:
-    """Sum the edits per layer (one layer may take a shift and a compensation) into new biases."""
+    """Sum the edits per layer (one layer may take a constant term, a shift and a compensation,
+    all additive on its original bias) into new biases."""
     total: dict[int, tuple[BiasEdit, np.ndarray]] = {}
     for e in plan:
         prev = total.get(id(e.layer))
