@@ -1,0 +1,511 @@
+"""Benchmark `bnfold optimize` at model scale against baselines measured in the same run.
+
+Usage:
+  python scripts/bench.py [--out DIR] [--runs N] [--skip-large] [--json PATH]
+                          [--resnet50v2 PATH] [--infer-iters N] [--rebuild] [--profile]
+
+What it measures (whole processes, median of --runs, every figure a ratio to a baseline timed in
+the same run so a slow or busy machine shifts both sides alike):
+  (a) `bnfold optimize IN OUT` process time / a Python file-copy process (shutil.copyfile):
+      the floor any file-to-file tool pays (interpreter start + moving the bytes).
+  (b) the same / a read+write round trip through the bindings' object API (ModelT.InitFromObj,
+      ModelT.Pack into flatbuffers.Builder(1024), Finish, write), the way LiteRT's
+      flatbuffer_utils does it: what a tool gets without bnfold's zero-copy reader/writer.
+  (c) peak RSS of the bnfold process / model file size (child's ru_maxrss from os.wait4).
+  (d) seconds per MB across the synthetic scale series, whole process and "work" (load + passes
+      + save timed inside the process, i.e. without interpreter start-up and imports, which are
+      a fixed cost); flatness = max/min of work s/MB over 10 MB..1 GB.
+  (e) LiteRT inference time original / optimized (speed-up; >1 is faster), default Interpreter
+      with XNNPACK as LiteRT ships it, paired runs alternating which model goes first.
+The 3 GB model (offset-buffer layout) goes through `bnfold optimize` end to end and both the
+original and the result are run once in LiteRT; outputs are compared.
+
+Models are built by scripts/bench_models.py with bnfold's IR and writer under --out (reused when
+the builder's source is unchanged; --rebuild forces). Targets are reported as pass/miss; a miss
+never makes the script fail. Benchmarks live here, never in the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+MB = 1 << 20
+PY = sys.executable
+BNFOLD = str(Path(PY).with_name("bnfold"))
+
+COPY_SRC = "import shutil,sys; shutil.copyfile(sys.argv[1], sys.argv[2])"
+
+# The object-API round trip, as LiteRT's flatbuffer_utils.read_model / write_model do it.
+OBJAPI_SRC = """
+import sys, flatbuffers
+from ai_edge_litert import schema_py_generated as schema
+with open(sys.argv[1], "rb") as f:
+    buf = bytearray(f.read())
+model = schema.ModelT.InitFromObj(schema.Model.GetRootAs(buf, 0))
+builder = flatbuffers.Builder(1024)
+builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+with open(sys.argv[2], "wb") as f:
+    f.write(builder.Output())
+"""
+
+# bnfold optimize with the fixed start-up cost (interpreter, imports) timed apart from the work.
+WORK_SRC = """
+import sys, time
+t0 = time.perf_counter()
+from bnfold import cli
+t1 = time.perf_counter()
+rc = cli.run(["optimize", sys.argv[1], sys.argv[2], "--quiet"])
+t2 = time.perf_counter()
+print(t1 - t0, t2 - t1, rc)
+"""
+
+# Paired LiteRT timing: both interpreters in one process, same input, alternating order.
+INFER_SRC = """
+import json, sys, time
+import numpy as np
+from ai_edge_litert.interpreter import Interpreter
+orig_path, opt_path, iters, budget = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+def load(path):
+    it = Interpreter(model_path=path)
+    it.allocate_tensors()
+    return it
+interps = {"orig": load(orig_path), "opt": load(opt_path)}
+rng = np.random.default_rng(0)
+feeds = [rng.normal(0.0, 1.0, d["shape"]).astype(d["dtype"]) for d in interps["orig"].get_input_details()]
+outs = {}
+for key, it in interps.items():
+    for d, x in zip(it.get_input_details(), feeds):
+        it.set_tensor(d["index"], x)
+    it.invoke()  # warm-up (XNNPACK packs weights on first run)
+    outs[key] = [it.get_tensor(d["index"]).copy() for d in it.get_output_details()]
+t = time.perf_counter()
+interps["orig"].invoke()
+iters = max(iters, min(5000, int(budget / (2 * (time.perf_counter() - t) + 1e-9))))  # small models: more pairs
+iters += iters % 2  # as many orig-first pairs as opt-first
+times = {"orig": [], "opt": []}
+for i in range(iters):
+    for key in (("orig", "opt") if i % 2 == 0 else ("opt", "orig")):
+        t = time.perf_counter()
+        interps[key].invoke()
+        times[key].append(time.perf_counter() - t)
+diff = max(float(np.max(np.abs(a.astype(np.float64) - b))) for a, b in zip(outs["orig"], outs["opt"]))
+print(json.dumps({"times": times, "max_abs_diff": diff}))
+"""
+
+# Run one model in LiteRT once (for the 3 GB check): load, invoke, save the outputs.
+RUN_ONCE_SRC = """
+import sys, time
+import numpy as np
+from ai_edge_litert.interpreter import Interpreter
+t = time.perf_counter()
+it = Interpreter(model_path=sys.argv[1])
+it.allocate_tensors()
+rng = np.random.default_rng(0)
+for d in it.get_input_details():
+    it.set_tensor(d["index"], rng.normal(0.0, 1.0, d["shape"]).astype(d["dtype"]))
+it.invoke()
+np.save(sys.argv[2], it.get_tensor(it.get_output_details()[0]["index"]))
+print(time.perf_counter() - t)
+"""
+
+TARGETS = {
+    "a": ("bnfold / file copy", "<=", 3.0),
+    "b": ("bnfold / object-API round trip", "<=", 0.4),
+    "c": ("peak RSS / model size", "<=", 2.5),
+    "d": ("work s/MB flatness 10 MB..1 GB (max/min)", "<=", 1.5),
+    "e": ("inference speed-up, every model", ">=", 1.0),
+    "e_pre": ("inference speed-up, pre-activation model", ">=", 1.05),
+}
+
+
+# ---- processes -----------------------------------------------------------------------------
+# A small launcher between the bench and each measured process: Linux starts a child's ru_maxrss at
+# the RSS of the process that forked it, so forking from the (large) bench process would inflate
+# every figure. The launcher (~10 MB) spawns the command, reaps it with os.wait4 and reports
+# wall seconds (spawn to reap), the command's own peak RSS and its exit code on a pipe.
+LAUNCH_SRC = """
+import os, sys, time
+fd, argv = int(sys.argv[1]), sys.argv[2:]
+t = time.perf_counter()
+pid = os.posix_spawn(argv[0], argv, os.environ)
+_, status, usage = os.wait4(pid, 0)
+seconds = time.perf_counter() - t
+os.write(fd, f"{seconds} {usage.ru_maxrss} {os.waitstatus_to_exitcode(status)}".encode())
+"""
+
+
+def run_child(argv: list[str], *, capture: bool = False) -> dict:
+    """Run one whole process through the launcher: wall seconds, peak RSS (bytes), exit code,
+    stdout (when `capture`) and the tail of stderr."""
+    report_r, report_w = os.pipe()
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen([PY, "-S", "-c", LAUNCH_SRC, str(report_w), *argv], pass_fds=(report_w,),
+                                stdout=subprocess.PIPE if capture else subprocess.DEVNULL, stderr=err)
+        os.close(report_w)
+        out = proc.stdout.read() if capture else b""
+        report = os.read(report_r, 200).decode()
+        os.close(report_r)
+        proc.wait()
+        if capture:
+            proc.stdout.close()
+        err.seek(0)
+        stderr = err.read()[-4000:].decode(errors="replace")
+    if proc.returncode != 0 or not report:
+        return {"seconds": 0.0, "rss": 0, "rc": proc.returncode or -1, "stdout": "", "stderr": stderr}
+    seconds, rss_kb, rc = report.split()
+    return {"seconds": float(seconds), "rss": int(rss_kb) * 1024, "rc": int(rc), "stdout": out.decode(),
+            "stderr": stderr}
+
+
+def _remove(path: Path) -> None:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+
+
+def timed_commands(commands: dict[str, list[str]], out: Path, runs: int) -> dict[str, dict]:
+    """Run every command `runs` times, interleaved (so drift hits all alike); each run starts
+    with no output file and no dirty pages from the previous one. Median seconds and max RSS."""
+    samples = {name: [] for name in commands}
+    for _ in range(runs):
+        for name, argv in commands.items():
+            _remove(out)
+            os.sync()
+            result = run_child(argv, capture=name == "work")
+            if result["rc"] != 0:
+                raise RuntimeError(f"{name} failed ({result['rc']}): {' '.join(argv)}\n{result['stderr']}")
+            samples[name].append(result)
+    _remove(out)
+    summary = {}
+    for name, results in samples.items():
+        summary[name] = {"seconds": statistics.median(r["seconds"] for r in results),
+                         "all_seconds": [round(r["seconds"], 4) for r in results],
+                         "peak_rss": max(r["rss"] for r in results)}
+        if name == "work":
+            parsed = [tuple(float(v) for v in r["stdout"].split()[:2]) for r in results]
+            summary[name]["startup"] = statistics.median(p[0] for p in parsed)
+            summary[name]["work"] = statistics.median(p[1] for p in parsed)
+    return summary
+
+
+# ---- models --------------------------------------------------------------------------------
+def builder_stamp() -> str:
+    return hashlib.sha256((HERE / "bench_models.py").read_bytes()).hexdigest()[:16]
+
+
+def ensure_model(out_dir: Path, name: str, kind: str, *, nbytes: int = 0, external: bool = False,
+                 rebuild: bool = False) -> Path:
+    """Build a bench model unless an up-to-date one (same builder source) is already there."""
+    path = out_dir / f"{name}.tflite"
+    stamp = out_dir / f"{name}.stamp"
+    want = f"{builder_stamp()} {kind} {nbytes} {external}"
+    if not rebuild and path.exists() and stamp.exists() and stamp.read_text() == want:
+        return path
+    import bench_models
+
+    t = time.perf_counter()
+    size = bench_models.build(kind, str(path), nbytes=nbytes, external=external)
+    stamp.write_text(want)
+    print(f"  built {path.name}: {size / MB:.1f} MB in {time.perf_counter() - t:.1f} s", flush=True)
+    return path
+
+
+def fold_count(model: Path, out_dir: Path) -> dict:
+    """One `bnfold optimize --report` run: what the default passes folded (not timed)."""
+    report = out_dir / "fold-report.json"
+    opt = out_dir / f"{model.stem}.opt.tflite"
+    result = run_child([BNFOLD, "optimize", str(model), str(opt), "--quiet", "--report", str(report)])
+    if result["rc"] != 0:
+        raise RuntimeError(f"bnfold optimize failed on {model}: {result['stderr']}")
+    data = json.loads(report.read_text())
+    return {"path": opt, "folds": _count_folds(data), "report": data}
+
+
+def _count_folds(report) -> int:
+    """Total folds in a --report JSON, whatever its exact shape (passes are still being written)."""
+    if isinstance(report, dict):
+        total = 0
+        for key, value in report.items():
+            if key in ("folds", "folded") and isinstance(value, list):
+                total += len(value)
+            elif key in ("folds", "folded") and isinstance(value, int):
+                total += value
+            else:
+                total += _count_folds(value)
+        return total
+    if isinstance(report, list):
+        return sum(_count_folds(v) for v in report)
+    return 0
+
+
+# ---- measurements --------------------------------------------------------------------------
+def measure_process(model: Path, out_dir: Path, runs: int, *, objapi: bool = True) -> dict:
+    """(a), (b), (c) and the work split for one model."""
+    out = out_dir / "bench-output.tflite"
+    commands = {
+        "copy": [PY, "-c", COPY_SRC, str(model), str(out)],
+        "bnfold": [BNFOLD, "optimize", str(model), str(out)],
+        "work": [PY, "-c", WORK_SRC, str(model), str(out)],
+    }
+    if objapi:
+        commands["objapi"] = [PY, "-c", OBJAPI_SRC, str(model), str(out)]
+    m = timed_commands(commands, out, runs)
+    size = model.stat().st_size
+    row = {"size": size, "copy_s": m["copy"]["seconds"], "bnfold_s": m["bnfold"]["seconds"],
+           "bnfold_rss": m["bnfold"]["peak_rss"], "copy_rss": m["copy"]["peak_rss"],
+           "startup_s": m["work"]["startup"], "work_s": m["work"]["work"],
+           "samples": {k: v["all_seconds"] for k, v in m.items()}}
+    row["a"] = row["bnfold_s"] / row["copy_s"]
+    row["c"] = row["bnfold_rss"] / size
+    row["s_per_mb"] = row["bnfold_s"] / (size / MB)
+    row["work_s_per_mb"] = row["work_s"] / (size / MB)
+    if objapi:
+        row["objapi_s"] = m["objapi"]["seconds"]
+        row["objapi_rss"] = m["objapi"]["peak_rss"]
+        row["b"] = row["bnfold_s"] / row["objapi_s"]
+    return row
+
+
+def measure_inference(orig: Path, opt: Path, iters: int, budget: float) -> dict:
+    """(e): median original time / median optimized time over paired alternating runs (at least
+    `iters` pairs, more for fast models until about `budget` seconds are spent)."""
+    r = run_child([PY, "-c", INFER_SRC, str(orig), str(opt), str(iters), str(budget)], capture=True)
+    if r["rc"] != 0:
+        return {"error": r["stderr"].strip().splitlines()[-1] if r["stderr"].strip() else f"exit {r['rc']}"}
+    data = json.loads(r["stdout"].strip().splitlines()[-1])
+    t_orig, t_opt = statistics.median(data["times"]["orig"]), statistics.median(data["times"]["opt"])
+    return {"orig_ms": 1000 * t_orig, "opt_ms": 1000 * t_opt, "e": t_orig / t_opt,
+            "max_abs_diff": data["max_abs_diff"], "iters": len(data["times"]["orig"])}
+
+
+def big_model_check(model: Path, out_dir: Path) -> dict:
+    """The 3 GB model end to end: `bnfold optimize` (offset layout), then LiteRT runs the original
+    and the result once each and the outputs are compared."""
+    import numpy as np
+
+    opt = out_dir / f"{model.stem}.opt.tflite"
+    _remove(opt)
+    os.sync()
+    res = run_child([BNFOLD, "optimize", str(model), str(opt), "--quiet"])
+    check = {"optimize_rc": res["rc"], "optimize_s": res["seconds"], "optimize_rss": res["rss"],
+             "size": model.stat().st_size}
+    if res["rc"] != 0:
+        check["error"] = res["stderr"].strip()
+        return check
+    check["opt_size"] = opt.stat().st_size
+    check["opt_offset_layout"] = _offset_layout(opt)
+    check["input_offset_layout"] = _offset_layout(model)
+    outputs = {}
+    for key, path in (("orig", model), ("opt", opt)):
+        npy = out_dir / f"big-{key}.npy"
+        r = run_child([PY, "-c", RUN_ONCE_SRC, str(path), str(npy)], capture=True)
+        check[f"litert_{key}_rc"] = r["rc"]
+        check[f"litert_{key}_rss"] = r["rss"]
+        if r["rc"] != 0:
+            check[f"litert_{key}_error"] = r["stderr"].strip().splitlines()[-1:]
+            continue
+        check[f"litert_{key}_s"] = float(r["stdout"].split()[-1])
+        outputs[key] = np.load(npy)
+    if len(outputs) == 2:
+        check["max_abs_diff"] = float(np.max(np.abs(outputs["orig"].astype(np.float64) - outputs["opt"])))
+        check["max_abs_out"] = float(np.max(np.abs(outputs["orig"])))
+    check["runtime"] = "litert"
+    _remove(opt)
+    return check
+
+
+def _offset_layout(path: Path) -> bool:
+    """True when the file's weights live after the flatbuffer (any Buffer.offset > 1)."""
+    import mmap
+
+    from ai_edge_litert import schema_py_generated as schema
+
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        root = schema.Model.GetRootAs(m, 0)
+        return any(root.Buffers(i).Offset() > 1 for i in range(root.BuffersLength()))
+
+
+def profile_optimize(model: Path, out_dir: Path) -> str:
+    """cProfile of one `bnfold optimize` process (for when (a)/(b)/(c) miss): top functions."""
+    prof = out_dir / f"{model.stem}.prof"
+    out = out_dir / "bench-output.tflite"
+    run_child([PY, "-m", "cProfile", "-o", str(prof), "-m", "bnfold", "optimize", str(model), str(out), "--quiet"])
+    _remove(out)
+    import io
+    import pstats
+
+    text = io.StringIO()
+    pstats.Stats(str(prof), stream=text).sort_stats("cumulative").print_stats(30)
+    return text.getvalue()
+
+
+# ---- report --------------------------------------------------------------------------------
+def verdict(key: str, value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    _, op, limit = TARGETS[key]
+    ok = value <= limit if op == "<=" else value >= limit
+    return "pass" if ok else "MISS"
+
+
+def targets_summary(rows: dict, flatness: float | None) -> list[dict]:
+    """Targets judged where the issue sets them: (a)-(c) on the ~100 MB models and larger
+    (on 10 MB files interpreter start-up dominates), (e) wherever inference was measured."""
+    out = []
+    for name, row in rows.items():
+        judged = row["size"] >= 90 * MB
+        for key in ("a", "b", "c"):
+            if key in row and judged:
+                out.append({"target": key, "model": name, "value": row[key], "verdict": verdict(key, row[key])})
+        if "e" in row.get("inference", {}):
+            e = row["inference"]["e"]
+            out.append({"target": "e", "model": name, "value": e, "verdict": verdict("e", e)})
+            if row.get("preactivation"):
+                out.append({"target": "e_pre", "model": name, "value": e, "verdict": verdict("e_pre", e)})
+    if flatness is not None:
+        out.append({"target": "d", "model": "scale series", "value": flatness, "verdict": verdict("d", flatness)})
+    return out
+
+
+def _fmt(value, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def print_table(rows: dict) -> None:
+    head = (f"{'model':<14}{'MB':>8}{'copy s':>8}{'objAPI s':>9}{'bnfold s':>9}{'(a)':>7}{'(b)':>7}"
+            f"{'RSS MB':>8}{'(c)':>6}{'s/MB':>9}{'work s/MB':>10}{'folds':>6}{'inf ms':>15}{'(e)':>7}")
+    print(head)
+    print("-" * len(head))
+    for name, r in rows.items():
+        inf = r.get("inference", {})
+        ms = f"{inf['orig_ms']:.1f}/{inf['opt_ms']:.1f}" if "orig_ms" in inf else "-"
+        print(f"{name:<14}{r['size'] / MB:>8.1f}{r['copy_s']:>8.3f}{_fmt(r.get('objapi_s'), '.3f'):>9}"
+              f"{r['bnfold_s']:>9.3f}{r['a']:>7.2f}{_fmt(r.get('b'), '.2f'):>7}{r['bnfold_rss'] / MB:>8.0f}"
+              f"{r['c']:>6.2f}{r['s_per_mb']:>9.5f}{r['work_s_per_mb']:>10.5f}{_fmt(r.get('folds'), 'd'):>6}"
+              f"{ms:>15}{_fmt(inf.get('e'), '.3f'):>7}")
+
+
+def machine_info() -> dict:
+    info = {"cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                info["cpu"] = line.split(":", 1)[1].strip()
+                break
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                info["mem_gib"] = round(int(line.split()[1]) / 2**20, 1)
+    except OSError:
+        pass
+    from importlib.metadata import version
+
+    for pkg in ("bnfold", "ai-edge-litert", "flatbuffers", "numpy"):
+        info[pkg] = version(pkg)
+    return info
+
+
+# ---- main ----------------------------------------------------------------------------------
+SERIES = (("scale_10mb", 10 * MB, False), ("scale_100mb", 100 * MB, False),
+          ("scale_1gb", 1024 * MB, False), ("scale_3gb", 3 * 1024 * MB, True))
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", default="bench-out", help="directory for generated models and results")
+    p.add_argument("--runs", type=int, default=5, help="process runs per command (median reported)")
+    p.add_argument("--skip-large", action="store_true", help="skip the 1 GB and 3 GB models")
+    p.add_argument("--json", default=None, help="JSON results path (default OUT/bench.json)")
+    default_r50 = "/work/models/resnet50v2.tflite"
+    p.add_argument("--resnet50v2", default=default_r50 if os.path.exists(default_r50) else None,
+                   help="also measure this TFLite model (default: %(default)s when it exists)")
+    p.add_argument("--infer-iters", type=int, default=20, help="paired LiteRT iterations per model")
+    p.add_argument("--infer-budget", type=float, default=4.0, help="seconds of paired LiteRT runs per model (at least --infer-iters pairs)")
+    p.add_argument("--rebuild", action="store_true", help="rebuild models even if up to date")
+    p.add_argument("--profile", action="store_true", help="cProfile bnfold optimize on the 100 MB models")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    out_dir = Path(args.out).resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    print("building models", flush=True)
+    models = {  # name -> (path, inference measured, pre-activation)
+        "resnet_post": (ensure_model(out_dir, "resnet_post", "resnet_post", rebuild=args.rebuild), True, False),
+        "resnet_pre": (ensure_model(out_dir, "resnet_pre", "resnet_pre", rebuild=args.rebuild), True, True),
+    }
+    if args.resnet50v2:
+        models["resnet50v2"] = (Path(args.resnet50v2), True, True)
+    for name, nbytes, external in SERIES:
+        if args.skip_large and nbytes > 100 * MB:
+            continue
+        path = ensure_model(out_dir, name, "scale", nbytes=nbytes, external=external, rebuild=args.rebuild)
+        models[name] = (path, nbytes <= 100 * MB, False)
+
+    rows, profiles = {}, {}
+    for name, (path, infer, pre) in models.items():
+        print(f"measuring {name}", flush=True)
+        offset = name == "scale_3gb"  # the object API cannot round-trip the offset layout (or >2 GB)
+        row = measure_process(path, out_dir, args.runs, objapi=not offset)
+        row["preactivation"] = pre
+        if not offset:
+            folded = fold_count(path, out_dir)
+            row["folds"] = folded["folds"]
+            if infer:
+                row["inference"] = measure_inference(path, folded["path"], args.infer_iters, args.infer_budget)
+            _remove(folded["path"])
+        rows[name] = row
+        if args.profile and 90 * MB <= row["size"] <= 200 * MB:
+            profiles[name] = profile_optimize(path, out_dir)
+
+    series = [rows[n] for n, _, _ in SERIES if n in rows and n != "scale_3gb"]
+    flatness = None
+    if len(series) >= 2:
+        per_mb = [r["work_s_per_mb"] for r in series]
+        flatness = max(per_mb) / min(per_mb)
+    big = big_model_check(models["scale_3gb"][0], out_dir) if "scale_3gb" in models else None
+
+    print()
+    print_table(rows)
+    if flatness is not None:
+        whole = [r["s_per_mb"] for r in series]
+        print(f"\n(d) scale series work s/MB flatness max/min = {flatness:.2f} "
+              f"(whole-process s/MB max/min = {max(whole) / min(whole):.2f}, start-up included)")
+    if big is not None:
+        print(f"3 GB check: {json.dumps(big)}")
+    summary = targets_summary(rows, flatness)
+    print("\ntargets:")
+    for t in summary:
+        label, op, limit = TARGETS[t["target"]]
+        print(f"  ({t['target']}) {label} {op} {limit}: {t['model']} {t['value']:.3f} {t['verdict']}")
+    for name, text in profiles.items():
+        print(f"\nprofile of bnfold optimize on {name}:\n{text}")
+
+    result = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "machine": machine_info(),
+              "runs": args.runs, "infer_iters": args.infer_iters, "models": rows, "flatness_d": flatness,
+              "big_model_check": big, "targets": summary, "profiles": profiles,
+              "elapsed_s": round(time.time() - started, 1)}
+    json_path = Path(args.json) if args.json else out_dir / "bench.json"
+    json_path.write_text(json.dumps(result, indent=1, default=str))
+    print(f"\nwrote {json_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
