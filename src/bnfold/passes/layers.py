@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir.graph import Graph, Op, Tensor
-from .affine import AffineChain, Refusal, as_float32, finite, freed_constants, match_chain, remove_chain
+from .affine import AFFINE_KINDS, AffineChain, Refusal, as_float32, finite, freed_constants, match_chain, remove_chain
 from .manager import PassLog
-from .layout import LayoutBlock
+from .layout import LAYOUT_KINDS, LayoutBlock
 from .layout import follow as follow_layout
 
 
@@ -90,8 +90,11 @@ def set_const_input(graph: Graph, op: Op, index: int, values: np.ndarray, name: 
     return tensor, True
 
 
-def fold_backward(graph: Graph, log: PassLog, spec: LayerSpec) -> bool:
-    """Fold every affine chain that follows a `spec.kind` layer into it; record every skip."""
+def fold_backward(graph: Graph, log: PassLog, spec: LayerSpec, *, after=None) -> bool:
+    """Fold every affine chain that follows a `spec.kind` layer into it; record every skip.
+
+    `after(graph, log, layer)`, if given, runs after each fold (e.g. to fix up an op version).
+    """
     changed = False
     for layer in [op for op in graph.ops if op.kind == spec.kind]:
         if layer not in graph.ops or not layer.outputs:
@@ -99,6 +102,7 @@ def fold_backward(graph: Graph, log: PassLog, spec: LayerSpec) -> bool:
         out = layer.outputs[0]
         chain = find_chain_after(graph, log, layer)
         if chain is None:
+            _skip_unmatched(graph, log, out)
             continue
         if isinstance(chain, Refusal):
             log.skip(chain.anchor, chain.reason, layer=out.name)
@@ -109,8 +113,34 @@ def fold_backward(graph: Graph, log: PassLog, spec: LayerSpec) -> bool:
         if reason:
             log.skip(chain.ops[0], reason, layer=out.name)
             continue
-        changed |= apply_backward(graph, log, layer, spec, chain)
+        if apply_backward(graph, log, layer, spec, chain):
+            changed = True
+            if after is not None:
+                after(graph, log, layer)
     return changed
+
+
+def _skip_unmatched(graph: Graph, log: PassLog, out: Tensor) -> None:
+    """Say why an elementwise op after the layer (directly or after layout ops) is not a chain
+    the matcher follows: a tensor on the way has other readers or is a graph output, or the op's
+    other operand is not a constant."""
+    way = [out]
+    while not any(op.kind in AFFINE_KINDS for op in graph.consumers(way[-1])):
+        layout = [op for op in graph.consumers(way[-1]) if op.kind in LAYOUT_KINDS and op.input(0) is way[-1]]
+        if len(layout) != 1 or len(way) > len(graph.ops):
+            return
+        way.append(layout[0].outputs[0])
+    affine = next(op for op in graph.consumers(way[-1]) if op.kind in AFFINE_KINDS)
+    for t in way:
+        if graph.is_observed(t) or len(graph.consumers(t)) > 1:
+            what = "is a graph output (or named by a signature)" if graph.is_observed(t) else "has other readers"
+            log.skip(affine, f"{t.name!r} on the way to the chain {what}, which must keep the unscaled value",
+                     layer=out.name)
+            return
+    # a per-channel-sized operand computed at runtime (not a full feature map, like a residual)
+    others = [t for t in affine.inputs if t is not None and t is not way[-1]]
+    if len(others) == 1 and not others[0].is_const and np.prod(others[0].shape) < np.prod(way[-1].shape):
+        log.skip(affine, f"operand {others[0].name!r} is not a constant", layer=out.name)
 
 
 def find_chain_after(graph: Graph, log: PassLog, layer: Op) -> AffineChain | Refusal | None:

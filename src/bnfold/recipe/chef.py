@@ -129,7 +129,7 @@ def _build_graph(model: Model, graph: Graph, spec: dict, rng, where: str) -> Non
         kind = op["type"]
         if kind not in model.format.op_codes:
             raise UsageError(f"{where}: unknown operator {kind} for {model.format.name}")
-        options = _options(kind, op, where)
+        options = _with_defaults(model.format, _options(kind, op, where))
         custom = op.get("custom_code")
         opcode = model.opcode(kind, version=int(op.get("version", 1)), custom_code=custom.encode() if custom else None)
         graph.add_op(opcode, [tensor(n) for n in op.get("inputs", [])], [tensor(n) for n in op.get("outputs", [])], options)
@@ -155,6 +155,19 @@ def _options(kind: str, op: dict, where: str) -> Options | None:
             value = np.asarray(value, dtype=np.int32)
         fields[camel(key)] = value
     return Options(type_name, **fields)
+
+
+def _with_defaults(fmt: Format, options: Options | None) -> Options | None:
+    """Fill the scalar fields a recipe leaves out with the schema defaults, so a built op looks
+    like one read from a file (e.g. a CONV_2D always has a fused activation field to set)."""
+    if options is None:
+        return None
+    try:
+        defaults = vars(fmt.cls(options.type + "T")())
+    except Exception:  # an options type this format does not know: leave it as given
+        return options
+    missing = {k: v for k, v in defaults.items() if isinstance(v, (bool, int, float)) and not hasattr(options, k)}
+    return options.copy(**missing) if missing else options
 
 
 def _fill(filler: dict, shape: list[int], dtype: str, rng, where: str) -> np.ndarray:

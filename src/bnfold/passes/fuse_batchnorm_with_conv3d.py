@@ -1,0 +1,24 @@
+"""fuse_batchnorm_with_conv3d: a batch norm after a CONV_3D goes into its filter and bias.
+
+    before:  x -> CONV_3D(W, b) -> MUL(s) -> ADD(t, act) -> y        (NDHWC data)
+    after:   x -> CONV_3D(W', b', act) -> y
+
+    W'[d, h, w, i, o] = s[o]·W[d, h, w, i, o]   (filter DHWIO, output channel on axis 4)
+    b'[o]             = s[o]·b[o] + t[o]        (b = 0 when there is no bias: one is created)
+
+The TFLite converter never folds this one. Constants may be [], [1], [C], [1,C], [1,1,C],
+[1,1,1,C] or [1,1,1,1,C] (see affine.py). Skipped with a reason: an activation on the layer or
+inside the chain, the layer output or a chain intermediate read elsewhere or being a graph
+output, non-constant or non-float32 weights, bias or constants, constants that vary along a
+non-channel axis, a non-finite result. A filter shared with another op is copied, never edited.
+"""
+
+from __future__ import annotations
+
+from ..ir.graph import Graph
+from .layers import CONV_3D, fold_backward
+from .manager import PassLog
+
+
+def run(graph: Graph, log: PassLog) -> bool:
+    return fold_backward(graph, log, CONV_3D)
