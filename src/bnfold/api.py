@@ -23,6 +23,42 @@ def optimize(model: Model, passes: list[str] | None = None) -> Report:
     return run_passes(model, registry.resolve(names))
 
 
+LOSSY_SAMPLES = 3
+
+
+def measure_lossy(reference: Model, optimized: Model, report: Report, *, samples: int = LOSSY_SAMPLES) -> dict | None:
+    """When a lossy pass changed the model: its output error against `reference` on `samples`
+    random inputs (normal(0, 2), seed 0; LiteRT, else the reference interpreter), added to the
+    report as a note and returned. None when no lossy pass changed anything."""
+    exact = {p.name: p.exact for p in registry.PASSES}
+    names = sorted({f["pass"] for f in report.folds if not exact.get(f["pass"], True)})
+    if not names:
+        return None
+    from .check.diff import check_models
+    from .errors import BnfoldError
+
+    note = {"lossy_passes": names, "samples": samples, "inputs": "normal(0, 2), seed 0"}
+    try:
+        result = check_models(reference, optimized, samples=samples, seed=0)
+    except BnfoldError as e:
+        note.update(measured=False, reason=str(e))
+    else:
+        note.update(measured=True, backend=result.backend,
+                    max_abs=max((o.max_abs for o in result.outputs), default=0.0),
+                    max_rel=max((o.max_rel for o in result.outputs), default=0.0),
+                    outputs=[{"name": o.name, "max_abs": o.max_abs, "max_rel": o.max_rel} for o in result.outputs])
+    report.notes.append({"pass": ",".join(names), "note": "lossy passes changed the model; measured output error", **note})
+    return note
+
+
+def describe_lossy(note: dict) -> str:
+    what = ", ".join(note["lossy_passes"])
+    if not note.get("measured"):
+        return f"warning: {what} changed the model (LOSSY); the error could not be measured: {note['reason']}"
+    return (f"warning: {what} changed the model (LOSSY): max abs err {note['max_abs']:.3e}, max rel err "
+            f"{note['max_rel']:.3e} over {note['samples']} random input(s) on {note['backend']}")
+
+
 def save(model: Model, path: str, *, fmt: Format | None = None, external: bool = False) -> WriteInfo:
     return save_model(model, path, fmt or format_from_extension(path), external=external)
 

@@ -105,6 +105,7 @@ def optimize(input_path, output_path, passes, config_path, report_path, external
     before = model.op_counts()
     report = api.optimize(model, selected)
     after = model.op_counts()
+    lossy = api.measure_lossy(api.load(input_path), model, report)
     checked = _check_optimized(input_path, model, check_samples) if check_samples else None
     if report_path:
         _write_text(report_path, report.to_json())
@@ -115,6 +116,8 @@ def optimize(input_path, output_path, passes, config_path, report_path, external
             click.echo(f"{name}: {folds} folded, {skips} skipped")
         if not report.converged:
             click.echo(f"warning: passes still changing the model after {report.rounds} rounds; stopped")
+        if lossy is not None:
+            click.echo(api.describe_lossy(lossy))
         if checked is not None:
             worst = max((o.max_abs for o in checked.outputs), default=0.0)
             click.echo(f"check: {checked.samples} sample(s) on {checked.backend}, every output within tolerance (max abs err {worst:.3e})")

@@ -1,0 +1,63 @@
+"""make_batchnorm_gamma_positive: LOSSY. Replaces negative scales of a pre-activation batch norm by
+1e-10 (ONE's MakeBatchNormGammaPositive), so that fuse_preactivation_batchnorm can fold it.
+
+    before:  x -> MUL(γ) -> ADD(β, RELU) -> y        γ_c < 0 for some channels c
+    after:   x -> MUL(γ') -> ADD(β, RELU) -> y       γ'_c = 1e-10 where γ_c < 0, else γ_c
+
+A changed channel goes from relu(γ_c·x + β_c) to relu(1e-10·x + β_c) ≈ relu(β_c): it collapses to a
+constant. The error is of the order |γ_c·x| wherever the channel was active, unbounded in general.
+Never in the default set; whenever it changes a model, bnfold measures the output error on random
+inputs (api.measure_lossy) and prints and reports it.
+
+Only the pattern ONE touches: a MUL with a float32 per-channel constant whose only reader is an ADD
+with a per-channel constant and a fused RELU. Unlike ONE, a γ constant shared with another op is
+copied, not edited (set_const_input).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.graph import Graph
+from .affine import AffineChain, channel_vector, match_chain
+from .layers import set_const_input
+from .manager import PassLog
+
+REPLACEMENT = np.float32(1e-10)
+
+
+def run(graph: Graph, log: PassLog) -> bool:
+    changed = False
+    for mul in [op for op in graph.ops if op.kind == "MUL"]:
+        gamma_index = _gamma_index(mul)
+        if gamma_index is None:
+            continue
+        x = mul.inputs[1 - gamma_index]
+        if len(x.shape) == 0:
+            continue
+        chain = match_chain(graph, x, len(x.shape) - 1, start=mul)
+        if not isinstance(chain, AffineChain) or [op.kind for op in chain.ops] != ["MUL", "ADD"] or chain.activation != "RELU":
+            continue
+        gamma = mul.inputs[gamma_index]
+        values = channel_vector(gamma, x.shape, len(x.shape) - 1)
+        if isinstance(values, str) or not np.any(values < 0):
+            continue
+        negative = np.flatnonzero(values < 0)
+        new = np.where(values < 0, REPLACEMENT, values).astype(np.float32)
+        log.fold(mul, [], lossy=True, output=chain.output.name, negative_channels=negative.tolist(),
+                 replaced_values=values[negative], replacement=float(REPLACEMENT))
+        shape = gamma.shape if gamma.data.size == len(new) else (1,) * (len(x.shape) - 1) + (len(new),)
+        set_const_input(graph, mul, gamma_index, new.reshape(shape), f"{gamma.name}/positive")
+        changed = True
+    return changed
+
+
+def _gamma_index(mul) -> int | None:
+    a, b = mul.input(0), mul.input(1)
+    if a is None or b is None:
+        return None
+    if b.is_const and not a.is_const:
+        return 1
+    if a.is_const and not b.is_const:
+        return 0
+    return None
