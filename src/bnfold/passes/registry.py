@@ -24,7 +24,7 @@ class PassSpec:
 
 
 # Run order matters and is fixed here, not by the command line:
-# - backward folds (BN after a layer) first: they are the most common and free the chain;
+# - backward folds (BN after a layer, one pass per layer kind) first: they are the most common and free the chain;
 # - make_batchnorm_gamma_positive (opt-in, lossy) right before the pre-activation fold it enables;
 # - fuse_preactivation_batchnorm after them: a batch norm directly after a layer folds backward
 #   completely (for any sign of the scale); only what is left (BN -> ReLU -> layer) is moved
@@ -33,6 +33,18 @@ class PassSpec:
 PASSES: tuple[PassSpec, ...] = (
     PassSpec("fuse_batchnorm_with_conv",
              "fold a Mul/Add/Sub/Div batch-norm chain after CONV_2D into its filter and bias", True, True),
+    # the other layer kinds, same algebra (layers.py); independent of each other, so any order
+    PassSpec("fuse_batchnorm_with_dwconv",
+             "fold a batch-norm chain after DEPTHWISE_CONV_2D (any depth multiplier) into its filter and bias",
+             True, True),
+    PassSpec("fuse_batchnorm_with_tconv",
+             "fold a batch-norm chain after TRANSPOSE_CONV into its filter and (created if missing) bias",
+             True, True),
+    PassSpec("fuse_batchnorm_with_fc",
+             "fold a batch-norm chain after FULLY_CONNECTED (also through a RESHAPE keeping the last axis)",
+             True, True),
+    PassSpec("fuse_batchnorm_with_conv3d",
+             "fold a batch-norm chain after CONV_3D into its filter and bias", True, True),
     PassSpec("make_batchnorm_gamma_positive",
              "LOSSY: replace negative scales of a Mul -> Add(RELU) batch norm by 1e-10 (as ONE does) so the "
              "pre-activation fold can proceed; the output error is measured and reported", False, False),
