@@ -13,6 +13,7 @@ from bnfold import api
 from bnfold.check import diff
 from bnfold.check.h5io import read_h5, write_h5
 from bnfold.cli import run
+from bnfold.errors import ModelError
 from bnfold.io.reader import read_model
 from bnfold.io.writer import save_model
 
@@ -194,3 +195,29 @@ def test_console_script_exit_codes(tmp_path):
     differ = subprocess.run(exe + ["check", str(src), str(bad)], capture_output=True, text=True)
     assert same.returncode == 0, same.stderr
     assert differ.returncode == 1 and output_names(src)[0] in differ.stderr and "Traceback" not in differ.stderr
+
+
+def test_auto_uses_the_reference_interpreter_where_litert_cannot_run(tmp_path, capsys):
+    from conftest import build_recipe
+
+    circle_only = build_recipe("Foundation_InstanceNorm_000", tmp_path)  # INSTANCE_NORM: Circle only
+    assert run(["check", str(circle_only), str(circle_only)]) == 0
+    assert "backend reference" in capsys.readouterr().out
+    assert run(["check", str(circle_only), str(circle_only), "--backend", "litert"]) == 1
+    assert capsys.readouterr().err.startswith("bnfold: error: ")
+
+
+def test_depthwise_without_bias_never_reaches_litert():
+    from bnfold.check.backend import runners
+    from bnfold.recipe.chef import build
+
+    recipe = {"input": ["x"], "output": ["y"],
+              "operand": [{"name": "x", "shape": [1, 4, 5, 3]},
+                          {"name": "w", "shape": [1, 2, 2, 3], "filler": {"kind": "gaussian"}},
+                          {"name": "y", "shape": [1, 4, 5, 3]}],
+              "operation": [{"type": "DEPTHWISE_CONV_2D", "inputs": ["x", "w"], "outputs": ["y"],
+                             "options": {"padding": "SAME", "stride_h": 1, "stride_w": 1, "depth_multiplier": 1}}]}
+    model = build(recipe)  # LiteRT 2.3 would crash the process (segmentation fault) on this
+    assert [r.backend for r in runners([model, model])] == ["reference", "reference"]
+    with pytest.raises(ModelError, match="without a bias input"):
+        runners([model], "litert")
