@@ -29,6 +29,8 @@ class PassSpec:
 # - fuse_preactivation_batchnorm after them: a batch norm directly after a layer folds backward
 #   completely (for any sign of the scale); only what is left (BN -> ReLU -> layer) is moved
 #   across the ReLU, and it may leave standalone RELUs behind;
+# - fuse_batchnorm_forward next: a batch norm with no activation before the layers (what the
+#   backward folds could not take) moves forward into their input channels;
 # - fuse_activation_function last, to absorb standalone activations the folds leave behind.
 PASSES: tuple[PassSpec, ...] = (
     PassSpec("fuse_batchnorm_with_conv",
@@ -51,6 +53,10 @@ PASSES: tuple[PassSpec, ...] = (
     PassSpec("fuse_preactivation_batchnorm",
              "fold a batch norm + ReLU before conv/FC layers (ResNetV2): scale forward into the layers' "
              "input channels, shift back into the preceding bias", True, True),
+    PassSpec("fuse_batchnorm_forward",
+             "fold a batch-norm chain before CONV_2D/DEPTHWISE_CONV_2D/FULLY_CONNECTED (also through a flatten "
+             "to FC) into their input channels; the shift into the bias where padding cannot see it, else "
+             "kept as one ADD", True, True),
     PassSpec("fuse_activation_function",
              "fuse a standalone RELU/RELU6/RELU_N1_TO_1 into the fused activation of its producer", True, True),
 )
