@@ -7,7 +7,9 @@ uses): RELU after NONE/RELU -> RELU, after RELU6 -> RELU6; RELU6 after NONE/RELU
 RELU_N1_TO_1 after NONE/RELU_N1_TO_1 -> RELU_N1_TO_1; anything else is left alone.
 
 TANH is not fused: LiteRT's kernels compute fused activations through an activation *range*
-(NONE, RELU, RELU6, RELU_N1_TO_1) and reject a fused TANH, so the result would not run.
+(NONE, RELU, RELU6, RELU_N1_TO_1). Checked with LiteRT 2.3 (builtin, XNNPACK and reference
+kernels): FULLY_CONNECTED refuses to load a fused TANH, while CONV_2D and ADD load it and silently
+ignore it (outputs outside [-1, 1]) — so fusing TANH would either not run or be wrong.
 
 Guards: the producer's output has no other reader and is not a graph output; the producer is an
 operator whose fused activation is applied to its output (not LSTM/RNN cell activations, and not
