@@ -130,3 +130,21 @@ def test_report_json_from_the_cli(tmp_path):
     assert skip["pass"] == PASS and skip["at"]["kind"] == "MUL" and "fused RELU" in skip["reason"]
     assert skip["layer"] == "conv2"
     assert "fuse_batchnorm_with_conv" in done.stdout + done.stderr
+
+
+NEGATIVE_RECIPES = ["Net_Conv_Add_Mul_003", "Neg_Conv_BN_Activation_000", "Neg_Conv_BN_Spatial_000",
+                    "Neg_TConv_BN_Activation_000", "Neg_FC_BN_Reshape_000", "Neg_FC_BN_GraphOutput_000",
+                    "Neg_Conv3D_BN_Spatial_000"]
+
+
+@pytest.mark.parametrize("name", NEGATIVE_RECIPES)
+def test_negative_recipes_record_why(name):
+    """tests/test_recipes.py checks their operator counts and values; here: each says why."""
+    from bnfold.recipe.chef import load_recipe
+    from bnfold.recipe.rules import expectation
+    from conftest import RECIPES
+
+    recipe = load_recipe(RECIPES / f"{name}.toml")
+    (pass_name,) = expectation(recipe).passes
+    report = api.optimize(build(recipe), [pass_name])
+    assert not report.folds and [s["pass"] for s in report.skips] == [pass_name] and report.skips[0]["reason"]
