@@ -208,3 +208,33 @@ def test_missing_bias_means_zero_bias(kind, w_shape, options):
     a, b = interpreter.run(with_zero, [x])[0], interpreter.run(without, [x])[0]
     assert a.shape[-1] == cout and np.abs(a).max() > 0
     assert np.array_equal(a, b)
+
+
+def test_dequantize_int8_per_channel_agrees_with_litert():
+    recipe = {
+        "input": ["x"], "output": ["y"],
+        "operand": [{"name": "x", "shape": [1, 5, 6, 3]},
+                    {"name": "wq", "shape": [4, 3, 3, 3], "dtype": "INT8", "filler": {"kind": "uniform", "low": -127, "high": 127},
+                     "quant": {"scale": [0.01, 0.02, 0.005, 0.03], "zero_point": [0, 0, 0, 0], "quantized_dimension": 0}},
+                    {"name": "w", "shape": [4, 3, 3, 3]},
+                    {"name": "b", "shape": [4], "filler": {"kind": "gaussian"}},
+                    {"name": "y", "shape": [1, 3, 3, 4]}],
+        "operation": [{"type": "DEQUANTIZE", "inputs": ["wq"], "outputs": ["w"]},
+                      {"type": "CONV_2D", "inputs": ["x", "w", "b"], "outputs": ["y"],
+                       "options": {"padding": "SAME", "stride_h": 2, "stride_w": 2}}],
+    }
+    model = build(recipe)
+    assert_agree(model, random_inputs(model))
+
+
+def test_quantized_arithmetic_is_refused_not_guessed():
+    recipe = {
+        "input": ["x"], "output": ["y"],
+        "operand": [{"name": "x", "shape": [2, 3], "dtype": "INT8", "quant": {"scale": [0.1], "zero_point": [3]}},
+                    {"name": "c", "shape": [3], "dtype": "INT8", "filler": {"kind": "constant", "value": 5},
+                     "quant": {"scale": [0.1], "zero_point": [3]}},
+                    {"name": "y", "shape": [2, 3], "dtype": "INT8", "quant": {"scale": [0.2], "zero_point": [0]}}],
+        "operation": [{"type": "ADD", "inputs": ["x", "c"], "outputs": ["y"]}],
+    }
+    with pytest.raises(UnsupportedOperator, match=r"^reference interpreter cannot run quantized ADD \(op 0\)$"):
+        interpreter.run(build(recipe), [np.zeros((2, 3), np.int8)])

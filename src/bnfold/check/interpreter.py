@@ -145,7 +145,7 @@ def _conv_nd(x, w, bias, strides, dilations, padding):
 
 
 def k_conv_2d(interp, op, index, args):
-    x, w, bias = _float(args[0], op, index), args[1], args[2] if len(args) > 2 else None
+    x, w, bias = _float(args[0], op, index), _float(args[1], op, index), args[2] if len(args) > 2 else None
     strides = _positive(op, index, "strideH", "strideW")
     dilations = _positive(op, index, "dilationHFactor", "dilationWFactor")
     filt = np.transpose(w, (1, 2, 3, 0))  # OHWI -> HWIO
@@ -153,7 +153,7 @@ def k_conv_2d(interp, op, index, args):
 
 
 def k_conv_3d(interp, op, index, args):
-    x, w, bias = _float(args[0], op, index), args[1], args[2] if len(args) > 2 else None
+    x, w, bias = _float(args[0], op, index), _float(args[1], op, index), args[2] if len(args) > 2 else None
     strides = _positive(op, index, "strideD", "strideH", "strideW")
     dilations = _positive(op, index, "dilationDFactor", "dilationHFactor", "dilationWFactor")
     return [_fused(op, _conv_nd(x, w, bias, strides, dilations, _opt(op, "padding", 0)))]
@@ -161,7 +161,7 @@ def k_conv_3d(interp, op, index, args):
 
 def k_depthwise_conv_2d(interp, op, index, args):
     """Loop over kernel taps only: out[..., c*M+m] += x_tap[..., c] * w[kh, kw, c*M+m]."""
-    x, w, bias = _float(args[0], op, index), args[1], args[2] if len(args) > 2 else None
+    x, w, bias = _float(args[0], op, index), _float(args[1], op, index), args[2] if len(args) > 2 else None
     _, kh, kw, cm = w.shape
     c = x.shape[-1]
     m = cm // c
@@ -181,7 +181,7 @@ def k_depthwise_conv_2d(interp, op, index, args):
 
 def k_transpose_conv(interp, op, index, args):
     """Scatter input pixels through the filter with the stride, then crop at the TFLite padding."""
-    shape, w, x = args[0], args[1], _float(args[2], op, index)
+    shape, w, x = args[0], _float(args[1], op, index), _float(args[2], op, index)
     bias = args[3] if len(args) > 3 else None
     n, oh, ow, co = (int(v) for v in shape)
     _, kh, kw, ci = w.shape
@@ -203,7 +203,7 @@ def k_transpose_conv(interp, op, index, args):
 
 
 def k_fully_connected(interp, op, index, args):
-    x, w, bias = _float(args[0], op, index), args[1], args[2] if len(args) > 2 else None
+    x, w, bias = _float(args[0], op, index), _float(args[1], op, index), args[2] if len(args) > 2 else None
     if _opt(op, "weightsFormat", 0) != 0:
         raise UnsupportedOperator(f"reference interpreter cannot run {op.kind} with shuffled weights (op {index})")
     o, i = w.shape
@@ -242,7 +242,7 @@ def _logistic(x):
 
 def k_leaky_relu(interp, op, index, args):
     x = args[0]
-    alpha = np.float32(_opt(op, "alpha", 0.2))
+    alpha = np.float32(_opt(op, "alpha", 0.0))
     return [np.where(x >= 0, x, x * alpha).astype(x.dtype)]
 
 
@@ -488,6 +488,11 @@ KERNELS: dict[str, Callable] = {
 
 # ---- the interpreter -------------------------------------------------------------------------
 
+def _integer_quantized(t) -> bool:
+    """A tensor holding quantized integers (whose arithmetic the float kernels must not do)."""
+    return t is not None and t.is_quantized and t.dtype not in ("FLOAT32", "FLOAT16", "FLOAT64")
+
+
 class Interpreter:
     """Runs the subgraphs of one Model. Stateless between calls."""
 
@@ -510,6 +515,8 @@ class Interpreter:
             if kernel is None:
                 name = op.kind if op.kind != "CUSTOM" else f"CUSTOM({(op.opcode.custom_code or b'').decode(errors='replace')})"
                 raise UnsupportedOperator(f"reference interpreter cannot run {name} (op {index})")
+            if op.kind not in ("DEQUANTIZE", "QUANTIZE") and any(_integer_quantized(t) for t in (*op.inputs, *op.outputs)):
+                raise UnsupportedOperator(f"reference interpreter cannot run quantized {op.kind} (op {index})")
             args = [None if t is None else self._value(t, values, op, index) for t in op.inputs]
             outs = kernel(self, op, index, args)
             for t, v in zip(op.outputs, outs):
