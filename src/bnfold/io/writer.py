@@ -135,10 +135,12 @@ def serialize(model: Model, out, fmt: Format, *, external: bool = False) -> Writ
     builder.Finish(root, file_identifier=fmt.identifier)
     tables_size = builder.Offset()
     head = builder.Head()
-    # lay out the data region and patch the placeholders
+    # lay out the data region and patch the placeholders; inline data vectors come before every
+    # offset buffer, so their 32-bit uoffsets stay inside the first 2 GB whatever the model's size
     cursor = tables_size
     pieces = []
-    for slot in slots:
+    inline_end = tables_size
+    for slot in sorted(slots, key=lambda s: s.external):  # stable: file order within each group
         if slot.field is None:
             continue
         field_pos = tables_size - slot.field
@@ -151,7 +153,9 @@ def serialize(model: Model, out, fmt: Format, *, external: bool = False) -> Writ
             struct.pack_into("<I", builder.Bytes, head + field_pos, start - 4 - field_pos)
             pieces.append((start, struct.pack("<I", slot.buffer.nbytes), slot.buffer))
         cursor = start + slot.buffer.nbytes
-    if not external and cursor >= TWO_GB:
+        if not slot.external:
+            inline_end = cursor
+    if inline_end >= TWO_GB or (not external and cursor >= TWO_GB):
         raise ModelError("model does not fit a 2 GB flatbuffer; write it with --external-buffers")
     sink = _Sink(out, model.source)
     sink.write(memoryview(builder.Bytes)[head:])
