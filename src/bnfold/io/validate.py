@@ -89,6 +89,36 @@ CIRCLE_TABLES_ABSENT = ('ExternalBuffer', 'ExternalBufferGroup', 'MultiAxisQuant
 # have no per-element size and are not size-checked.
 EXTRA_ITEM_SIZES = {"BFLOAT16": 2, "FLOAT8E4M3FN": 1, "FLOAT8E5M2": 1}
 SLACK = 1024  # bytes of structure allowed beyond the file size before a file counts as absurd
+# The options table each operator passes rewrite must carry when it carries one. LiteRT ignores a
+# table of the wrong type (it reads defaults); passes would read or write fields it does not have.
+OPTIONS_OF = {"CONV_2D": "Conv2DOptions", "DEPTHWISE_CONV_2D": "DepthwiseConv2DOptions", "CONV_3D": "Conv3DOptions",
+              "TRANSPOSE_CONV": "TransposeConvOptions", "FULLY_CONNECTED": "FullyConnectedOptions",
+              "ADD": "AddOptions", "SUB": "SubOptions", "MUL": "MulOptions", "DIV": "DivOptions",
+              "AVERAGE_POOL_2D": "Pool2DOptions", "MAX_POOL_2D": "Pool2DOptions", "L2_POOL_2D": "Pool2DOptions",
+              "CONCATENATION": "ConcatenationOptions", "BATCH_MATMUL": "BatchMatMulOptions",
+              "RESHAPE": "ReshapeOptions", "TRANSPOSE": "TransposeOptions", "PAD": "PadOptions",
+              "MEAN": "ReducerOptions", "SUM": "ReducerOptions", "SOFTMAX": "SoftmaxOptions",
+              "INSTANCE_NORM": "InstanceNormOptions", "WHILE": "WhileOptions", "IF": "IfOptions"}
+# Kinds that cannot run without their options (strides, padding): LiteRT would read zeros.
+NEEDS_OPTIONS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "CONV_3D", "TRANSPOSE_CONV", "AVERAGE_POOL_2D",
+                           "MAX_POOL_2D", "L2_POOL_2D"})
+# kind -> (inputs that must be present, number of outputs): the arity LiteRT's kernels check, for
+# the kinds passes match on, so a pass can index op.inputs[:n] and op.outputs[0] safely.
+ARITY = {
+    "CONV_2D": (2, 1), "DEPTHWISE_CONV_2D": (2, 1), "CONV_3D": (2, 1), "TRANSPOSE_CONV": (3, 1),
+    "FULLY_CONNECTED": (2, 1), "ADD": (2, 1), "SUB": (2, 1), "MUL": (2, 1), "DIV": (2, 1), "MAXIMUM": (2, 1),
+    "MINIMUM": (2, 1), "AVERAGE_POOL_2D": (1, 1), "MAX_POOL_2D": (1, 1), "L2_POOL_2D": (1, 1), "RELU": (1, 1),
+    "RELU6": (1, 1), "RELU_N1_TO_1": (1, 1), "TANH": (1, 1), "LOGISTIC": (1, 1), "LEAKY_RELU": (1, 1),
+    "PRELU": (2, 1), "RESHAPE": (1, 1), "TRANSPOSE": (2, 1), "PAD": (2, 1), "MEAN": (2, 1), "SOFTMAX": (1, 1),
+    "DEQUANTIZE": (1, 1), "QUANTIZE": (1, 1), "BATCH_MATMUL": (2, 1), "INSTANCE_NORM": (3, 1),
+    "SQUEEZE": (1, 1), "EXPAND_DIMS": (2, 1), "CONCATENATION": (1, 1),
+}
+# kind -> (input index, rank) of the weights LiteRT's kernels insist on.
+WEIGHT_RANK = {"CONV_2D": (1, 4), "DEPTHWISE_CONV_2D": (1, 4), "CONV_3D": (1, 5), "TRANSPOSE_CONV": (1, 4),
+               "FULLY_CONNECTED": (1, 2)}
+# No tensor of a real model holds more elements than this (8 GB of float32); a larger shape is a
+# corrupt one, and passes size arrays by shapes.
+MAX_ELEMENTS = 2**31
 
 _SCALAR, _STRING, _VECTOR, _STRINGS, _TABLE, _TABLES, _UNION = range(7)
 _U8 = struct.Struct("<B").unpack_from
@@ -230,12 +260,11 @@ def _elements(buf, size: int, start: int, count: int, kind: int, arg, stack: lis
 
 def check_model(model, path: str):
     """Semantic checks on a lifted model; returns it, or raises ModelError naming the problem."""
-    size = model.source.size if model.source is not None else None
     n_graphs = len(model.graphs)
     for g_index, graph in enumerate(model.graphs):
         where = f"subgraph {g_index}"
         for t_index, t in enumerate(graph.tensors):
-            _check_tensor(t, f"{where} tensor {t_index} ({t.name!r})", size, path)
+            _check_tensor(t, f"{where} tensor {t_index} ({t.name!r})", path)
         _check_ops(graph, where, n_graphs, path)
     return model
 
@@ -245,23 +274,23 @@ def _item_size(dtype: str) -> int | None:
     return np_dtype.itemsize if np_dtype is not None else EXTRA_ITEM_SIZES.get(dtype)
 
 
-def _check_tensor(t, where: str, file_size: int | None, path: str) -> None:
+def _check_tensor(t, where: str, path: str) -> None:
     """Shape sane; a constant's bytes match its shape and type (sparse tensors excepted: their
     buffer holds the compressed values)."""
-    if any(d < -1 for d in t.shape):
-        raise ModelError(f"{where} has a negative dimension in shape {list(t.shape)}", path)
-    if not t.is_const:
-        return
     if any(d < 0 for d in t.shape):
-        raise ModelError(f"{where} is a constant with an unknown (-1) dimension in shape {list(t.shape)}", path)
-    if getattr(t.record, "sparsity", None) is not None:
+        # LiteRT refuses these too; a dynamic dimension is -1 in shape_signature, never in shape
+        raise ModelError(f"{where} has a negative dimension in shape {list(t.shape)}", path)
+    count = bound = 1
+    for d in t.shape:
+        count *= d
+        bound *= max(d, 1)  # a zero dimension does not make the others sane
+    if bound > MAX_ELEMENTS:
+        raise ModelError(f"{where} has an absurd shape {list(t.shape)} ({bound} elements)", path)
+    if not t.is_const or getattr(t.record, "sparsity", None) is not None:
         return
     item = _item_size(t.dtype)
     if item is None:
         return
-    count = 1
-    for d in t.shape:
-        count *= d
     expected, actual = count * item, t.buffer.nbytes
     if expected != actual:
         raise ModelError(f"{where}: its buffer holds {actual} bytes but shape {list(t.shape)} of {t.dtype} needs {expected}", path)
@@ -300,9 +329,23 @@ def _is_empty(t) -> bool:
 
 
 def _check_options(op, where: str, n_graphs: int, n_activations: int, path: str) -> None:
+    required, n_outputs = ARITY.get(op.kind, (0, None))
+    if len(op.inputs) < required or any(t is None for t in op.inputs[:required]):
+        raise ModelError(f"{where} needs {required} inputs, has {sum(t is not None for t in op.inputs[:required])}", path)
+    if n_outputs is not None and len(op.outputs) != n_outputs:
+        raise ModelError(f"{where} has {len(op.outputs)} outputs, expected {n_outputs}", path)
+    if op.kind in WEIGHT_RANK:
+        index, rank = WEIGHT_RANK[op.kind]
+        if len(op.inputs[index].shape) != rank:
+            raise ModelError(f"{where} has weights of rank {len(op.inputs[index].shape)}, expected {rank}", path)
     options = op.options
     if options is None:
+        if op.kind in NEEDS_OPTIONS:
+            raise ModelError(f"{where} has no options table (strides and padding)", path)
         return
+    expected = OPTIONS_OF.get(op.kind)
+    if expected is not None and options.type != expected:
+        raise ModelError(f"{where} carries {options.type}, expected {expected}", path)
     for name, value in options.fields().items():
         if "subgraph" in name.lower() or name == "subgraph":
             values = value if isinstance(value, (list, np.ndarray)) else [value]

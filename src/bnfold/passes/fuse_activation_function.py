@@ -56,6 +56,8 @@ def _refusal(graph: Graph, producer, act) -> str | None:
     x = act.inputs[0]
     if producer.kind not in PRODUCERS:
         return f"producer {producer.kind} has no fused activation that applies to its output"
+    if not producer.has_fused_activation_slot:
+        return f"producer {producer.kind} has no options table to hold a fused activation"
     if not graph.has_single_use(x, act):
         return "the producer's output has other readers or is a graph output"
     if x.dtype != "FLOAT32" or act.outputs[0].dtype != "FLOAT32" or x.is_quantized:
