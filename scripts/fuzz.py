@@ -1,0 +1,74 @@
+"""Long fuzz run: the CI fuzz test's mutators and contract (tests/fuzzing.py), by the ten thousand.
+
+    python scripts/fuzz.py [--cases 10000] [--seed 1] [--memory-gb 6] [--show 20]
+
+Seeds are every fixture in tests/data plus every recipe in recipes/ (built to a temp directory).
+Prints one summary line per outcome and per error kind (the message with paths, numbers and
+names stripped), then the failures. Exit status 1 if any case failed (internal error, exception
+escaping the CLI, hang, leftover file, unreadable output). The address-space limit turns a
+runaway allocation into a MemoryError, which the run reports as a failure instead of swapping.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from fuzzing import fuzz, load_seed  # noqa: E402
+
+
+def _seeds(tmp: Path):
+    from bnfold.errors import BnfoldError
+    from conftest import build_recipe
+
+    paths = sorted((ROOT / "tests" / "data").glob("*.tflite")) + sorted((ROOT / "tests" / "data").glob("*.circle"))
+    for recipe in sorted((ROOT / "recipes").glob("*.toml")):
+        try:
+            paths.append(build_recipe(recipe.stem, tmp))
+        except BnfoldError:
+            pass  # a recipe for the other format, or one the chef refuses: not a seed
+    return [load_seed(p) for p in paths]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=10000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--memory-gb", type=float, default=6.0)
+    parser.add_argument("--show", type=int, default=20, help="failures to print")
+    args = parser.parse_args()
+    limit = int(args.memory_gb * 2**30)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    with tempfile.TemporaryDirectory(prefix="bnfold-fuzz-seeds-") as tmp:
+        seeds = _seeds(Path(tmp))
+        started = time.perf_counter()
+        outcomes, kinds, failures = collections.Counter(), collections.Counter(), []
+        slowest = 0.0
+        for i, name, label, outcome in fuzz(seeds, args.cases, seed=args.seed):
+            outcomes[outcome.kind] += 1
+            slowest = max(slowest, outcome.seconds)
+            if outcome.kind == "rejected":
+                kinds[outcome.detail] += 1
+            elif outcome.failed:
+                failures.append((i, name, label, outcome))
+        elapsed = time.perf_counter() - started
+    print(f"{args.cases} cases from {len(seeds)} seeds (seed {args.seed}) in {elapsed:.0f} s, slowest case "
+          f"{slowest:.2f} s: " + ", ".join(f"{k} {v}" for k, v in outcomes.most_common()))
+    print(f"rejections by kind ({len(kinds)} kinds):")
+    for kind, count in kinds.most_common():
+        print(f"  {count:>6}  {kind}")
+    for i, name, label, outcome in failures[: args.show]:
+        print(f"FAIL case {i} {name} [{label}] {outcome.kind}: {outcome.detail}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,285 @@
+"""Seeded mutation fuzzing of whole model files, shared by tests/test_fuzz.py (a few hundred cases
+in CI) and scripts/fuzz.py (10,000+).
+
+A case mutates one seed file, then runs `bnfold optimize` and `bnfold inspect` on it in-process
+through `bnfold.cli.run`. The contract it checks is the CLI's: exit 0, 1 or 2 with at most one
+line on stderr (exit 3 is an internal error, i.e. a bnfold bug; anything escaping `run` is worse),
+no case slower than the time bound, nothing left in the output directory when the exit is
+non-zero, and, when optimize succeeds, an output that bnfold itself can read back.
+
+Mutations aim where they hurt: besides blind bit flips, truncation and splices, offsets, lengths
+and indices are overwritten at positions inside the structure part of the file (before the first
+weight byte) and at the exact positions of index fields (operator inputs/outputs, tensor buffer
+and type, opcode index, subgraph inputs/outputs), found through the generated accessors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import random
+import re
+import signal
+import struct
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bnfold import cli
+from bnfold.errors import BnfoldError
+from bnfold.io.formats import format_from_identifier
+from bnfold.io.reader import read_model
+
+TIME_LIMIT = 5.0  # seconds per command
+
+
+class Hang(BaseException):
+    """Raised by the alarm; a BaseException so the CLI's own handlers cannot swallow it."""
+
+
+@dataclass
+class Seed:
+    """One file to mutate, with the regions worth aiming at."""
+
+    name: str
+    data: bytes
+    structure_end: int  # first byte of weight data: tables and offsets live before it
+    index_positions: list[tuple[int, int]] = field(default_factory=list)  # (position, byte width)
+
+
+def load_seed(path: Path) -> Seed:
+    data = path.read_bytes()
+    model = read_model(str(path))
+    starts = [b.source for b in model.buffers if b.source is not None and b.nbytes >= 16]
+    structure_end = min(starts) if starts else len(data)
+    return Seed(path.name, data, max(structure_end, 16), _index_positions(data, model.format))
+
+
+def _index_positions(data: bytes, fmt) -> list[tuple[int, int]]:
+    """Byte positions of the fields that hold indices, via the generated accessors' tables."""
+    root = fmt.cls("Model").GetRootAs(data, 0)
+    out: list[tuple[int, int]] = []
+
+    def scalar(obj, slot, width):
+        o = obj._tab.Offset(4 + 2 * slot)
+        if o:
+            out.append((obj._tab.Pos + o, width))
+
+    def vector(obj, slot):
+        o = obj._tab.Offset(4 + 2 * slot)
+        if o:
+            start, n = obj._tab.Vector(o), obj._tab.VectorLen(o)
+            out.extend((start + 4 * i, 4) for i in range(min(n, 64)))
+
+    for g in range(root.SubgraphsLength()):
+        sg = root.Subgraphs(g)
+        vector(sg, 1)
+        vector(sg, 2)
+        for t in range(sg.TensorsLength()):
+            tensor = sg.Tensors(t)
+            scalar(tensor, 1, 1)  # type
+            scalar(tensor, 2, 4)  # buffer
+            vector(tensor, 0)  # shape
+        for o in range(sg.OperatorsLength()):
+            op = sg.Operators(o)
+            scalar(op, 0, 4)  # opcode index
+            scalar(op, 3, 1)  # builtin options type
+            vector(op, 1)
+            vector(op, 2)
+    for s in range(root.SignatureDefsLength()):
+        scalar(root.SignatureDefs(s), 4, 4)
+    return out
+
+
+# ---- mutators: each takes (rng, bytearray, seed) and returns the mutated bytes ----------------
+
+INDEX_VALUES = (-1, -2, 2**31 - 1, -(2**31), 2**16, 255, 256, 1000)
+
+
+def bit_flip(rng, data, seed):
+    for _ in range(rng.randint(1, 8)):
+        i = rng.randrange(len(data))
+        data[i] ^= 1 << rng.randrange(8)
+    return data
+
+
+def truncate(rng, data, seed):
+    return data[: rng.randrange(0, len(data))]
+
+
+def splice(rng, data, seed):
+    """Copy a chunk of the file over another place (or insert it, shifting everything after)."""
+    n = rng.randint(1, 64)
+    src = rng.randrange(0, max(1, len(data) - n))
+    chunk = bytes(data[src:src + n])
+    dst = rng.randrange(0, len(data))
+    if rng.random() < 0.5:
+        data[dst:dst + len(chunk)] = chunk
+    else:
+        data[dst:dst] = chunk
+    return data
+
+
+def corrupt_offset(rng, data, seed):
+    """Overwrite an aligned 32-bit word in the structure region: offsets, lengths, vtable entries."""
+    pos = rng.randrange(0, max(1, min(seed.structure_end, len(data)) - 4)) & ~3
+    (old,) = struct.unpack_from("<I", data, pos)
+    value = rng.choice((0, 1, 0xFFFFFFFF, 0x7FFFFFFF, len(data), len(data) - 4, old + 4, old - 4, old * 2,
+                        rng.getrandbits(32), old ^ (1 << rng.randrange(32))))
+    struct.pack_into("<I", data, pos, value & 0xFFFFFFFF)
+    return data
+
+
+def corrupt_vtable_entry(rng, data, seed):
+    """Overwrite a 16-bit word in the structure region (vtable sizes and field offsets are 16-bit)."""
+    pos = rng.randrange(0, max(1, min(seed.structure_end, len(data)) - 2)) & ~1
+    struct.pack_into("<H", data, pos, rng.choice((0, 2, 3, 4, 0xFFFF, rng.getrandbits(16))))
+    return data
+
+
+def corrupt_index(rng, data, seed):
+    """Overwrite an index field with -1, huge or slightly out-of-range values."""
+    if not seed.index_positions:
+        return corrupt_offset(rng, data, seed)
+    pos, width = rng.choice(seed.index_positions)
+    if pos + width > len(data):
+        return data
+    if width == 1:
+        data[pos] = rng.choice((0, 1, 2, 3, 9, 17, 100, 127, 200, 255))
+        return data
+    (old,) = struct.unpack_from("<i", data, pos)
+    value = rng.choice(INDEX_VALUES + (old + 1, old + rng.randint(2, 50), old - 1, 0, rng.randint(0, 300)))
+    struct.pack_into("<i", data, pos, max(-(2**31), min(2**31 - 1, value)))
+    return data
+
+
+MUTATORS = {f.__name__: f for f in (bit_flip, truncate, splice, corrupt_offset, corrupt_vtable_entry, corrupt_index)}
+
+
+def mutate(rng: random.Random, seed: Seed) -> tuple[bytes, str]:
+    """One to three stacked mutations; returns the bytes and a label naming them."""
+    data = bytearray(seed.data)
+    names = [rng.choice(list(MUTATORS)) for _ in range(rng.choice((1, 1, 1, 2, 3)))]
+    for name in names:
+        if len(data) < 8:
+            break
+        data = MUTATORS[name](rng, data, seed)
+    return bytes(data), "+".join(names)
+
+
+# ---- running a case --------------------------------------------------------------------------
+
+@dataclass
+class Outcome:
+    kind: str  # "ok", "rejected" (exit 1/2), or a failure: "internal", "escaped", "hang", "leftover", ...
+    detail: str = ""
+    seconds: float = 0.0
+
+    @property
+    def failed(self) -> bool:
+        return self.kind not in ("ok", "rejected")
+
+
+def _alarm(signum, frame):
+    raise Hang()
+
+
+def run_cli(argv: list[str], limit: float = TIME_LIMIT) -> tuple[int | None, str, str]:
+    """Run the CLI in-process under a time limit; (exit code or None on a hang, stdout, stderr).
+    Exceptions that escape `cli.run` propagate to the caller."""
+    out, err = io.StringIO(), io.StringIO()
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, limit)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = cli.run(argv)
+    except Hang:
+        code = None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    return code, out.getvalue(), err.getvalue()
+
+
+def error_kind(stderr: str) -> str:
+    """A short label for a one-line error: the message with the path, numbers, quoted names and
+    byte positions removed, so that errors of one kind count together."""
+    line = stderr.strip().splitlines()[0] if stderr.strip() else ""
+    line = line.removeprefix("bnfold: error: ")
+    head, sep, rest = line.partition(": ")
+    message = rest if sep and ("/" in head or head.endswith((".tflite", ".circle"))) else line
+    message = re.sub(r"\(?'[^']*'\)?|\(?b'[^']*'\)?|\[[^\]]*\]", "", message)
+    message = re.sub(r"(?<![\w.])-?\d+(?![\w.])", "N", message)
+    return " ".join(message.split())[:90]
+
+
+def run_case(data: bytes, ext: str, workdir: Path) -> Outcome:
+    """optimize + inspect on one mutated file; the first contract violation found, or the result."""
+    src_dir, out_dir = workdir / "in", workdir / "out"
+    src_dir.mkdir(parents=True, exist_ok=True)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    src = src_dir / f"case{ext}"
+    src.write_bytes(data)
+    out = out_dir / f"result{ext}"
+    started = time.perf_counter()
+    results = []
+    try:
+        for argv in (["optimize", str(src), str(out), "--quiet"], ["inspect", str(src), "--operators", "--tensors"]):
+            code, _, stderr = run_cli(argv)
+            if code is None:
+                return Outcome("hang", " ".join(argv[:1]), time.perf_counter() - started)
+            bad = _violation(argv[0], code, stderr, out, out_dir)
+            if bad:
+                return Outcome(bad[0], f"{argv[0]}: {bad[1]}", time.perf_counter() - started)
+            results.append((code, stderr))
+    except Exception as e:  # noqa: BLE001 - escaping the CLI is exactly what is being looked for
+        return Outcome("escaped", f"{type(e).__name__}: {e}", time.perf_counter() - started)
+    finally:
+        for p in out_dir.iterdir():
+            p.unlink()
+        src.unlink()
+    (code, stderr), _ = results
+    if code == 0:
+        return Outcome("ok", "", time.perf_counter() - started)
+    return Outcome("rejected", error_kind(stderr), time.perf_counter() - started)
+
+
+def _violation(command: str, code: int, stderr: str, out: Path, out_dir: Path) -> tuple[str, str] | None:
+    lines = stderr.strip().splitlines()
+    if code == 3:
+        return "internal", stderr.strip()
+    if code not in (0, 1, 2):
+        return "exit-code", f"exit {code}: {stderr.strip()}"
+    if code != 0 and len(lines) != 1:
+        return "not-one-line", repr(stderr)
+    if command != "optimize":
+        return None
+    left = sorted(p.name for p in out_dir.iterdir())
+    if code != 0 and left:
+        return "leftover", f"{left} after exit {code}"
+    if code == 0:
+        if left != [out.name]:
+            return "leftover", f"{left} after success"
+        try:
+            read_model(str(out))
+        except BnfoldError as e:
+            return "unreadable-output", str(e)
+    return None
+
+
+def seeds_from(paths) -> list[Seed]:
+    return [load_seed(Path(p)) for p in paths]
+
+
+def fuzz(seeds: list[Seed], cases: int, seed: int = 0, workdir: Path | None = None, progress=None):
+    """Yield (case number, seed name, mutation label, Outcome) for `cases` seeded cases."""
+    rng = random.Random(seed)
+    with tempfile.TemporaryDirectory(prefix="bnfold-fuzz-") as tmp:
+        base = Path(workdir or tmp)
+        for i in range(cases):
+            s = seeds[i % len(seeds)]
+            data, label = mutate(rng, s)
+            ext = ".circle" if format_from_identifier(s.data[4:8], s.name).name == "circle" else ".tflite"
+            yield i, s.name, label, run_case(data, ext, base)
+

@@ -1,0 +1,50 @@
+"""CI fuzzing: a few hundred seeded mutations of every fixture and of recipe-built models, each run
+through `bnfold optimize` and `bnfold inspect` in-process (see tests/fuzzing.py for the contract).
+scripts/fuzz.py runs the same cases by the ten thousand."""
+
+from __future__ import annotations
+
+import collections
+import time
+
+import pytest
+
+from conftest import DATA, FIXTURES, RECIPES, build_recipe
+from fuzzing import fuzz, load_seed
+
+CASES = 600
+SEED = 20240611
+SEED_RECIPES = ["Foundation_While_000", "Foundation_InstanceNorm_000", "Quant_Conv_BN_Relu_000",
+                "Quant_Fp16_Conv_BN_000", "Net_Conv_Add_Mul_000", "Net_FC_BN_000", "Net_TConv_BN_000",
+                "Net_DwConv_BN_000", "Net_Preactivation_BN_000"]
+
+
+@pytest.fixture(scope="module")
+def seeds(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("fuzz-seeds")
+    paths = [DATA / name for name in FIXTURES]
+    paths += [build_recipe(name, tmp) for name in SEED_RECIPES if (RECIPES / f"{name}.toml").exists()]
+    return [load_seed(p) for p in paths]
+
+
+def test_seeds_cover_fixtures_and_recipes(seeds):
+    names = {s.name for s in seeds}
+    assert set(FIXTURES) <= names
+    assert {"Foundation_While_000.tflite", "Quant_Conv_BN_Relu_000.tflite"} <= names
+    assert all(s.index_positions for s in seeds)
+
+
+def test_mutated_models_never_crash_hang_or_leave_files(seeds, tmp_path):
+    started = time.perf_counter()
+    outcomes = collections.Counter()
+    failures = []
+    for i, name, label, outcome in fuzz(seeds, CASES, seed=SEED, workdir=tmp_path):
+        outcomes[outcome.kind] += 1
+        if outcome.failed:
+            failures.append(f"case {i} ({name}, {label}): {outcome.kind}: {outcome.detail}")
+    elapsed = time.perf_counter() - started
+    assert failures == [], "\n".join(failures[:20])
+    assert sum(outcomes.values()) == CASES
+    # the mutations must actually reach both sides of the contract
+    assert outcomes["rejected"] > CASES // 4 and outcomes["ok"] > CASES // 50, outcomes
+    assert elapsed < 90, f"{CASES} cases took {elapsed:.0f} s"
