@@ -12,7 +12,7 @@ import pytest
 from conftest import DATA, FIXTURES, RECIPES, build_recipe
 from fuzzing import fuzz, load_seed
 
-CASES = 600
+CASES = 1000
 SEED = 20240611
 SEED_RECIPES = ["Foundation_While_000", "Foundation_InstanceNorm_000", "Quant_Conv_BN_Relu_000",
                 "Quant_Fp16_Conv_BN_000", "Net_Conv_Add_Mul_000", "Net_FC_BN_000", "Net_TConv_BN_000",
