@@ -116,6 +116,12 @@ ARITY = {
 # kind -> (input index, rank) of the weights LiteRT's kernels insist on.
 WEIGHT_RANK = {"CONV_2D": (1, 4), "DEPTHWISE_CONV_2D": (1, 4), "CONV_3D": (1, 5), "TRANSPOSE_CONV": (1, 4),
                "FULLY_CONNECTED": (1, 2)}
+# kind -> (bias input index, weights dimension that counts output channels); LiteRT checks these.
+BIAS_OF = {"CONV_2D": (2, 0), "FULLY_CONNECTED": (2, 0), "DEPTHWISE_CONV_2D": (2, 3), "CONV_3D": (2, 4),
+           "TRANSPOSE_CONV": (3, 0)}
+# Option fields that divide or step: zero or negative would make a kernel (and a pass) divide by zero.
+POSITIVE_FIELDS = ("strideW", "strideH", "strideD", "dilationWFactor", "dilationHFactor", "dilationDFactor",
+                   "filterWidth", "filterHeight")
 # No tensor of a real model holds more elements than this (8 GB of float32); a larger shape is a
 # corrupt one, and passes size arrays by shapes.
 MAX_ELEMENTS = 2**31
@@ -338,6 +344,11 @@ def _check_options(op, where: str, n_graphs: int, n_activations: int, path: str)
         index, rank = WEIGHT_RANK[op.kind]
         if len(op.inputs[index].shape) != rank:
             raise ModelError(f"{where} has weights of rank {len(op.inputs[index].shape)}, expected {rank}", path)
+    if op.kind in BIAS_OF:
+        index, dim = BIAS_OF[op.kind]
+        bias, weights = op.input(index), op.inputs[1]
+        if bias is not None and dim < len(weights.shape) and int(np.prod(bias.shape)) != weights.shape[dim]:
+            raise ModelError(f"{where} has a bias of shape {list(bias.shape)} for {weights.shape[dim]} output channels", path)
     options = op.options
     if options is None:
         if op.kind in NEEDS_OPTIONS:
@@ -352,6 +363,11 @@ def _check_options(op, where: str, n_graphs: int, n_activations: int, path: str)
             for v in values:
                 if isinstance(v, (int, np.integer)) and not 0 <= int(v) < n_graphs:
                     raise ModelError(f"{where}: {name} refers to subgraph {int(v)}, but the model has {n_graphs}", path)
+    if op.kind in NEEDS_OPTIONS:
+        for name in POSITIVE_FIELDS:
+            value = getattr(options, name, None)
+            if isinstance(value, int) and value < 1:
+                raise ModelError(f"{where} has {name} = {value}; it must be at least 1", path)
     act = getattr(options, "fusedActivationFunction", None)
     if isinstance(act, int) and not 0 <= act < n_activations:
         raise ModelError(f"{where} has unknown fused activation {act}", path)
