@@ -185,6 +185,9 @@ def apply_backward(graph: Graph, log: PassLog, layer: Op, spec: LayerSpec, chain
     if not finite(new_w, new_b):
         log.skip(chain.ops[0], "the folded weights or bias would not be finite", layer=layer.outputs[0].name)
         return False
+    if not layer.has_fused_activation_slot:  # no options table (LiteRT runs it with defaults)
+        log.skip(chain.ops[0], "the layer has no options table to carry the chain's activation", layer=layer.outputs[0].name)
+        return False
     freed = freed_constants(graph, chain)
     log.fold(layer, chain.ops, scale=s, shift=t, activation=chain.activation, output=chain.output.name,
              **_buffer_changes(graph, layer, spec, freed))
