@@ -26,8 +26,9 @@ def optimize(model: Model, passes: list[str] | None = None) -> Report:
 LOSSY_SAMPLES = 3
 
 
-def measure_lossy(reference: Model, optimized: Model, report: Report, *, samples: int = LOSSY_SAMPLES) -> dict | None:
-    """When a lossy pass changed the model: its output error against `reference` on `samples`
+def measure_lossy(reference: Model | str, optimized: Model, report: Report, *, samples: int = LOSSY_SAMPLES) -> dict | None:
+    """When a lossy pass changed the model: its output error against `reference` (a model, or a
+    path read only then, so the common case never reads the input twice) on `samples`
     random inputs (normal(0, 2), seed 0; LiteRT, else the reference interpreter), added to the
     report as a note and returned. None when no lossy pass changed anything."""
     exact = {p.name: p.exact for p in registry.PASSES}
@@ -36,6 +37,9 @@ def measure_lossy(reference: Model, optimized: Model, report: Report, *, samples
         return None
     from .check.diff import check_models
     from .errors import BnfoldError
+
+    if isinstance(reference, str):
+        reference = load(reference)
 
     note = {"lossy_passes": names, "samples": samples, "inputs": "normal(0, 2), seed 0"}
     try:

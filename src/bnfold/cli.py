@@ -105,7 +105,7 @@ def optimize(input_path, output_path, passes, config_path, report_path, external
     before = model.op_counts()
     report = api.optimize(model, selected)
     after = model.op_counts()
-    lossy = api.measure_lossy(api.load(input_path), model, report)
+    lossy = api.measure_lossy(input_path, model, report)
     checked = _check_optimized(input_path, model, check_samples) if check_samples else None
     if report_path:
         _write_text(report_path, report.to_json())
