@@ -136,7 +136,8 @@ TARGETS = {
 # A small launcher between the bench and each measured process: Linux starts a child's ru_maxrss at
 # the RSS of the process that forked it, so forking from the (large) bench process would inflate
 # every figure. The launcher (~10 MB) spawns the command, reaps it with os.wait4 and reports
-# wall seconds (spawn to reap), the command's own peak RSS and its exit code on a pipe.
+# wall seconds (spawn to reap), the command's own peak RSS, its exit code and its CPU seconds
+# (user + system; less sensitive than wall time to other work on a shared machine) on a pipe.
 LAUNCH_SRC = """
 import os, sys, time
 fd, argv = int(sys.argv[1]), sys.argv[2:]
@@ -144,7 +145,8 @@ t = time.perf_counter()
 pid = os.posix_spawn(argv[0], argv, os.environ)
 _, status, usage = os.wait4(pid, 0)
 seconds = time.perf_counter() - t
-os.write(fd, f"{seconds} {usage.ru_maxrss} {os.waitstatus_to_exitcode(status)}".encode())
+cpu = usage.ru_utime + usage.ru_stime
+os.write(fd, f"{seconds} {usage.ru_maxrss} {os.waitstatus_to_exitcode(status)} {cpu}".encode())
 """
 
 
@@ -165,10 +167,10 @@ def run_child(argv: list[str], *, capture: bool = False) -> dict:
         err.seek(0)
         stderr = err.read()[-4000:].decode(errors="replace")
     if proc.returncode != 0 or not report:
-        return {"seconds": 0.0, "rss": 0, "rc": proc.returncode or -1, "stdout": "", "stderr": stderr}
-    seconds, rss_kb, rc = report.split()
-    return {"seconds": float(seconds), "rss": int(rss_kb) * 1024, "rc": int(rc), "stdout": out.decode(),
-            "stderr": stderr}
+        return {"seconds": 0.0, "cpu": 0.0, "rss": 0, "rc": proc.returncode or -1, "stdout": "", "stderr": stderr}
+    seconds, rss_kb, rc, cpu = report.split()
+    return {"seconds": float(seconds), "cpu": float(cpu), "rss": int(rss_kb) * 1024, "rc": int(rc),
+            "stdout": out.decode(), "stderr": stderr}
 
 
 def _remove(path: Path) -> None:
@@ -194,6 +196,7 @@ def timed_commands(commands: dict[str, list[str]], out: Path, runs: int) -> dict
     summary = {}
     for name, results in samples.items():
         summary[name] = {"seconds": statistics.median(r["seconds"] for r in results),
+                         "cpu": statistics.median(r["cpu"] for r in results),
                          "all_seconds": [round(r["seconds"], 4) for r in results],
                          "peak_rss": max(r["rss"] for r in results)}
         if name == "work":
@@ -205,7 +208,10 @@ def timed_commands(commands: dict[str, list[str]], out: Path, runs: int) -> dict
 
 # ---- models --------------------------------------------------------------------------------
 def builder_stamp() -> str:
-    return hashlib.sha256((HERE / "bench_models.py").read_bytes()).hexdigest()[:16]
+    """Models are rebuilt when their builder or bnfold's writer changes."""
+    digest = hashlib.sha256((HERE / "bench_models.py").read_bytes())
+    digest.update((HERE.parent / "src" / "bnfold" / "io" / "writer.py").read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def ensure_model(out_dir: Path, name: str, kind: str, *, nbytes: int = 0, external: bool = False,
@@ -255,22 +261,30 @@ def _count_folds(report) -> int:
 
 # ---- measurements --------------------------------------------------------------------------
 def measure_process(model: Path, out_dir: Path, runs: int, *, objapi: bool = True) -> dict:
-    """(a), (b), (c) and the work split for one model."""
+    """(a), (b), (c) and the work split for one model. "rewrite" is `bnfold optimize --passes ""`
+    (read + lossless write, no pass): the foundation's figure, apart from what the passes cost."""
     out = out_dir / "bench-output.tflite"
     commands = {
         "copy": [PY, "-c", COPY_SRC, str(model), str(out)],
         "bnfold": [BNFOLD, "optimize", str(model), str(out)],
+        "rewrite": [BNFOLD, "optimize", str(model), str(out), "--passes", ""],
         "work": [PY, "-c", WORK_SRC, str(model), str(out)],
     }
     if objapi:
         commands["objapi"] = [PY, "-c", OBJAPI_SRC, str(model), str(out)]
     m = timed_commands(commands, out, runs)
     size = model.stat().st_size
+    load = os.getloadavg()[0]
     row = {"size": size, "copy_s": m["copy"]["seconds"], "bnfold_s": m["bnfold"]["seconds"],
+           "rewrite_s": m["rewrite"]["seconds"], "rewrite_rss": m["rewrite"]["peak_rss"],
+           "cpu_s": {k: v["cpu"] for k, v in m.items()}, "loadavg_1min_after": load,
            "bnfold_rss": m["bnfold"]["peak_rss"], "copy_rss": m["copy"]["peak_rss"],
            "startup_s": m["work"]["startup"], "work_s": m["work"]["work"],
            "samples": {k: v["all_seconds"] for k, v in m.items()}}
     row["a"] = row["bnfold_s"] / row["copy_s"]
+    row["a_rewrite"] = row["rewrite_s"] / row["copy_s"]
+    row["a_cpu"] = m["bnfold"]["cpu"] / m["copy"]["cpu"]
+    row["c_rewrite"] = row["rewrite_rss"] / size
     row["c"] = row["bnfold_rss"] / size
     row["s_per_mb"] = row["bnfold_s"] / (size / MB)
     row["work_s_per_mb"] = row["work_s"] / (size / MB)
@@ -278,6 +292,8 @@ def measure_process(model: Path, out_dir: Path, runs: int, *, objapi: bool = Tru
         row["objapi_s"] = m["objapi"]["seconds"]
         row["objapi_rss"] = m["objapi"]["peak_rss"]
         row["b"] = row["bnfold_s"] / row["objapi_s"]
+        row["b_rewrite"] = row["rewrite_s"] / row["objapi_s"]
+        row["b_cpu"] = m["bnfold"]["cpu"] / m["objapi"]["cpu"]
     return row
 
 
@@ -365,20 +381,25 @@ def verdict(key: str, value: float | None) -> str:
 
 def targets_summary(rows: dict, flatness: float | None) -> list[dict]:
     """Targets judged where the issue sets them: (a)-(c) on the ~100 MB models and larger
-    (on 10 MB files interpreter start-up dominates), (e) wherever inference was measured."""
+    (on 10 MB files interpreter start-up dominates), both for the default passes and for the
+    pass-less rewrite; (e) wherever inference was measured."""
     out = []
     for name, row in rows.items():
         judged = row["size"] >= 90 * MB
         for key in ("a", "b", "c"):
-            if key in row and judged:
-                out.append({"target": key, "model": name, "value": row[key], "verdict": verdict(key, row[key])})
+            for variant, field in (("default passes", key), ("--passes ''", f"{key}_rewrite")):
+                if field in row and judged:
+                    out.append({"target": key, "model": name, "run": variant, "value": row[field],
+                                "verdict": verdict(key, row[field])})
         if "e" in row.get("inference", {}):
             e = row["inference"]["e"]
-            out.append({"target": "e", "model": name, "value": e, "verdict": verdict("e", e)})
+            out.append({"target": "e", "model": name, "run": "default passes", "value": e, "verdict": verdict("e", e)})
             if row.get("preactivation"):
-                out.append({"target": "e_pre", "model": name, "value": e, "verdict": verdict("e_pre", e)})
+                out.append({"target": "e_pre", "model": name, "run": "default passes", "value": e,
+                            "verdict": verdict("e_pre", e)})
     if flatness is not None:
-        out.append({"target": "d", "model": "scale series", "value": flatness, "verdict": verdict("d", flatness)})
+        out.append({"target": "d", "model": "scale series", "run": "default passes", "value": flatness,
+                    "verdict": verdict("d", flatness)})
     return out
 
 
@@ -387,17 +408,28 @@ def _fmt(value, spec: str) -> str:
 
 
 def print_table(rows: dict) -> None:
-    head = (f"{'model':<14}{'MB':>8}{'copy s':>8}{'objAPI s':>9}{'bnfold s':>9}{'(a)':>7}{'(b)':>7}"
-            f"{'RSS MB':>8}{'(c)':>6}{'s/MB':>9}{'work s/MB':>10}{'folds':>6}{'inf ms':>15}{'(e)':>7}")
+    """Two tables: the default `bnfold optimize` against the baselines, then the pass-less rewrite
+    and CPU-time ratios (the latter as a cross-check when the machine is shared)."""
+    head = (f"{'model':<12}{'MB':>7}{'copy s':>8}{'objAPI s':>9}{'bnfold s':>9}{'(a)':>7}{'(b)':>6}"
+            f"{'RSS MB':>8}{'(c)':>6}{'s/MB':>9}{'work s/MB':>10}{'folds':>6}{'infer ms':>13}{'(e)':>7}")
     print(head)
     print("-" * len(head))
     for name, r in rows.items():
         inf = r.get("inference", {})
         ms = f"{inf['orig_ms']:.1f}/{inf['opt_ms']:.1f}" if "orig_ms" in inf else "-"
-        print(f"{name:<14}{r['size'] / MB:>8.1f}{r['copy_s']:>8.3f}{_fmt(r.get('objapi_s'), '.3f'):>9}"
-              f"{r['bnfold_s']:>9.3f}{r['a']:>7.2f}{_fmt(r.get('b'), '.2f'):>7}{r['bnfold_rss'] / MB:>8.0f}"
+        print(f"{name:<12}{r['size'] / MB:>7.1f}{r['copy_s']:>8.3f}{_fmt(r.get('objapi_s'), '.3f'):>9}"
+              f"{r['bnfold_s']:>9.3f}{r['a']:>7.2f}{_fmt(r.get('b'), '.2f'):>6}{r['bnfold_rss'] / MB:>8.0f}"
               f"{r['c']:>6.2f}{r['s_per_mb']:>9.5f}{r['work_s_per_mb']:>10.5f}{_fmt(r.get('folds'), 'd'):>6}"
-              f"{ms:>15}{_fmt(inf.get('e'), '.3f'):>7}")
+              f"{ms:>13}{_fmt(inf.get('e'), '.3f'):>7}")
+    head = (f"{'model':<12}{'rewrite s':>10}{'(a) rw':>8}{'(b) rw':>8}{'RSS MB rw':>10}{'(c) rw':>8}"
+            f"{'startup s':>10}{'work s':>8}{'(a) cpu':>8}{'(b) cpu':>8}{'load':>6}")
+    print()
+    print(head)
+    print("-" * len(head))
+    for name, r in rows.items():
+        print(f"{name:<12}{r['rewrite_s']:>10.3f}{r['a_rewrite']:>8.2f}{_fmt(r.get('b_rewrite'), '.2f'):>8}"
+              f"{r['rewrite_rss'] / MB:>10.0f}{r['c_rewrite']:>8.2f}{r['startup_s']:>10.3f}{r['work_s']:>8.3f}"
+              f"{r['a_cpu']:>8.2f}{_fmt(r.get('b_cpu'), '.2f'):>8}{r['loadavg_1min_after']:>6.1f}")
 
 
 def machine_info() -> dict:
@@ -493,7 +525,7 @@ def main(argv=None) -> int:
     print("\ntargets:")
     for t in summary:
         label, op, limit = TARGETS[t["target"]]
-        print(f"  ({t['target']}) {label} {op} {limit}: {t['model']} {t['value']:.3f} {t['verdict']}")
+        print(f"  ({t['target']}) {label} {op} {limit}: {t['model']} [{t['run']}] {t['value']:.3f} {t['verdict']}")
     for name, text in profiles.items():
         print(f"\nprofile of bnfold optimize on {name}:\n{text}")
 
