@@ -286,6 +286,9 @@ def _check_tensor(t, where: str, path: str) -> None:
     if any(d < 0 for d in t.shape):
         # LiteRT refuses these too; a dynamic dimension is -1 in shape_signature, never in shape
         raise ModelError(f"{where} has a negative dimension in shape {list(t.shape)}", path)
+    signature = t.shape_signature
+    if signature is not None and len(signature) != len(t.shape) and len(signature) > 0:
+        raise ModelError(f"{where} has shape signature {list(signature)} of another rank than its shape {list(t.shape)}", path)
     count = bound = 1
     for d in t.shape:
         count *= d
