@@ -23,6 +23,9 @@ import numpy as np
 from ..ir.graph import Graph, Op, Tensor
 
 AFFINE_KINDS = frozenset({"MUL", "ADD", "SUB", "DIV"})
+# Per-channel vectors are float64 [C]; a channel count beyond this comes from a corrupt shape, and
+# matching it would allocate gigabytes for a file of kilobytes.
+MAX_CHANNELS = 1 << 22
 
 
 @dataclass
@@ -113,8 +116,8 @@ def match_chain(graph: Graph, x: Tensor, axis: int, *, start: Op | None = None) 
     makes the whole candidate a Refusal.
     """
     channels = x.shape[axis] if 0 <= axis < len(x.shape) else None
-    if channels is None:
-        return None
+    if channels is None or not 0 < channels <= MAX_CHANNELS:
+        return None  # no channel axis, or one too large to be a real model's (a corrupt shape)
     ops: list[Op] = []
     constants: list[Tensor] = []
     s = np.ones(channels)

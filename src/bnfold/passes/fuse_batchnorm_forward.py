@@ -222,7 +222,9 @@ def _shift_refusal(layer: Op, y: Tensor) -> str | None:
     w = layer.input(1)
     out = layer.outputs[0]
     sig_in, sig_out = y.shape_signature or y.shape, out.shape_signature or out.shape
-    if len(y.shape) != 4 or min(sig_in[1:3]) < 0 or min(sig_out[1:3]) < 0:
+    if len(y.shape) != 4 or len(out.shape) != 4 or len(sig_in) != 4 or len(sig_out) != 4 or len(w.shape) != 4:
+        return f"{layer.kind} is not a 4-D NHWC layer with a 4-D filter"
+    if min(sig_in[1:3]) < 0 or min(sig_out[1:3]) < 0:
         return f"{layer.kind} has SAME padding and a dynamic spatial size"
     strides = (getattr(options, "strideH", 1) or 1, getattr(options, "strideW", 1) or 1)
     dilations = (getattr(options, "dilationHFactor", 1) or 1, getattr(options, "dilationWFactor", 1) or 1)
