@@ -7,15 +7,12 @@ original on normal(0, 2) inputs within rtol = atol = 1e-5 (helpers from test_lay
 from __future__ import annotations
 
 import numpy as np
-import pytest
-from conftest import DATA, RECIPES
+from conftest import DATA
 from test_layout_folds import TOL, Net, assert_same_outputs
 
 from bnfold import api
 from bnfold.check import litert
 from bnfold.io.reader import read_model
-from bnfold.recipe.chef import build, load_recipe, recipe_format
-from bnfold.recipe.rules import broken_rules, expectation
 
 PASS = "fuse_batchnorm_forward"
 
@@ -241,17 +238,3 @@ def test_reshape_feeding_something_else_is_skipped():
     optimize(model)
     assert model.op_counts() == original.op_counts()
 
-
-# ---- this pass's recipes ----------------------------------------------------------------------------------
-
-FORWARD_RECIPES = sorted(p.stem for pattern in ("Net_Forward_*", "Neg_Forward_*") for p in RECIPES.glob(pattern + ".toml"))
-
-
-@pytest.mark.parametrize("name", FORWARD_RECIPES)
-def test_forward_recipe(name):
-    recipe = load_recipe(RECIPES / f"{name}.toml")
-    expect = expectation(recipe)
-    original, model = build(recipe, recipe_format(recipe)), build(recipe, recipe_format(recipe))
-    api.optimize(model, expect.passes)
-    assert broken_rules(model, expect.rules) == []
-    assert_same_outputs(original, model)

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 
 import numpy as np
-import pytest
 
 from bnfold import api
 from bnfold.check import litert

@@ -16,10 +16,9 @@ from bnfold.check import litert
 from bnfold.io.reader import read_model
 from bnfold.passes import layers, layout
 from bnfold.passes.manager import PassLog, Report
-from bnfold.recipe.chef import build, load_recipe, recipe_format
-from bnfold.recipe.rules import broken_rules, expectation
+from bnfold.recipe.chef import build
 
-from conftest import DATA, RECIPES
+from conftest import DATA
 
 TOL = 1e-5
 FUSED_ACTIVATION_KINDS = {"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "FULLY_CONNECTED", "CONV_3D",
@@ -348,18 +347,3 @@ def test_reshape_with_dynamic_batch_maps_on_the_rest():
     z = Tensor("z", "FLOAT32", (1, 7, 45), shape_signature=(7, -1, 45))
     assert isinstance(layout._reshape_axis("RESHAPE", x, z, 3), str)
 
-
-# ---- this recipes: build, optimize with the recipe's passes, rules, value diff -------------
-
-MY_RECIPES = sorted(p.stem for pattern in ("Net_Layout_*", "Neg_Layout_*", "Net_Atrous_*", "Neg_Atrous_*")
-                    for p in RECIPES.glob(pattern + ".toml"))
-
-
-@pytest.mark.parametrize("name", MY_RECIPES)
-def test_layout_recipe(name):
-    recipe = load_recipe(RECIPES / f"{name}.toml")
-    expect = expectation(recipe)
-    original, model = build(recipe, recipe_format(recipe)), build(recipe, recipe_format(recipe))
-    api.optimize(model, expect.passes)
-    assert broken_rules(model, expect.rules) == []
-    assert_same_outputs(original, model)

@@ -323,7 +323,7 @@ class _Plan:
         raise ModelError(f"cannot be written as {self.fmt.name}: {what}")
 
     def model_record(self, slots):
-        model, fmt = self.model, self.fmt
+        model = self.model
         rec = self._base(model.record, "ModelT")
         rec.version = model.version
         rec.description = model.description
@@ -358,7 +358,6 @@ class _Plan:
         return out
 
     def _graph_record(self, graph):
-        fmt = self.fmt
         index = {id(t): i for i, t in enumerate(graph.tensors)}
 
         def idx(t):

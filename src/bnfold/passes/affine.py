@@ -16,6 +16,7 @@ so the whole chain is y = act(s·x + t) with the last op's fused activation `act
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -160,6 +161,36 @@ def match_chain(graph: Graph, x: Tensor, axis: int, *, start: Op | None = None) 
 
 def _finish(x, axis, ops, s, t, activation, constants) -> AffineChain:
     return AffineChain(x, axis, ops, s, t, activation, constants)
+
+
+def data_input(op: Op) -> Tensor | None:
+    """The one non-constant operand of a binary op (None if there is not exactly one)."""
+    data = [t for t in op.inputs[:2] if t is not None and not t.is_const]
+    return data[0] if len(data) == 1 and len(op.inputs) >= 2 else None
+
+
+def _continues_chain(graph: Graph, x: Tensor, op: Op) -> bool:
+    """op is the middle of a longer chain (x made by an activation-free affine op with a constant,
+    read only by op): the chain is matched from its start instead."""
+    p = x.producer
+    return (p is not None and p.kind in AFFINE_KINDS and p.fused_activation == "NONE" and data_input(p) is not None
+            and graph.has_single_use(x, op))
+
+
+def chains_from_starts(graph: Graph) -> Iterator[AffineChain | Refusal]:
+    """Every affine chain matched from its first op, whatever produced its input.
+
+    Lazy, so a pass may rewrite the graph between chains: ops removed meanwhile are skipped.
+    """
+    for op in list(graph.ops):
+        if op not in graph.ops or op.kind not in AFFINE_KINDS:
+            continue
+        x = data_input(op)
+        if x is None or not x.shape or _continues_chain(graph, x, op):
+            continue
+        chain = match_chain(graph, x, len(x.shape) - 1, start=op)
+        if chain is not None:
+            yield chain
 
 
 def remove_chain(graph: Graph, chain: AffineChain) -> None:

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir.graph import Graph, Op, Options, Tensor
-from .affine import AFFINE_KINDS, AffineChain, Refusal, as_float32, finite, freed_constants, match_chain
+from .affine import AffineChain, Refusal, as_float32, chains_from_starts, finite, freed_constants
 from .layers import CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, SPECS, LayerSpec, float_const, set_const_input
 from .manager import PassLog
 
@@ -62,31 +62,11 @@ class Sink:
 
 def run(graph: Graph, log: PassLog) -> bool:
     changed = False
-    for op in list(graph.ops):
-        if op not in graph.ops or op.kind not in AFFINE_KINDS:
-            continue
-        x = _data_input(op)
-        if x is None or not x.shape or _continues_chain(graph, x, op):
-            continue
-        chain = match_chain(graph, x, len(x.shape) - 1, start=op)
-        if chain is None or isinstance(chain, Refusal):
+    for chain in chains_from_starts(graph):
+        if isinstance(chain, Refusal):
             continue
         changed |= _fold(graph, log, chain)
     return changed
-
-
-def _data_input(op: Op) -> Tensor | None:
-    """The one non-constant operand of a binary op (None if there is not exactly one)."""
-    data = [t for t in op.inputs[:2] if t is not None and not t.is_const]
-    return data[0] if len(data) == 1 and len(op.inputs) >= 2 else None
-
-
-def _continues_chain(graph: Graph, x: Tensor, op: Op) -> bool:
-    """op is the middle of a longer chain (x made by an activation-free affine op, read only by op):
-    the chain is tried from its start instead."""
-    p = x.producer
-    return (p is not None and p.kind in AFFINE_KINDS and p.fused_activation == "NONE" and _data_input(p) is not None
-            and graph.has_single_use(x, op))
 
 
 def _fold(graph: Graph, log: PassLog, chain: AffineChain) -> bool:

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir.graph import ACTIVATIONS, PADDINGS, Graph, Op, Options, Tensor
-from .affine import AFFINE_KINDS, AffineChain, as_float32, finite, match_chain
+from .affine import AffineChain, as_float32, chains_from_starts, finite
 from .layers import CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, SPECS, LayerSpec, float_const, layer_refusal, set_const_input
 from .manager import PassLog
 
@@ -73,29 +73,11 @@ class BiasEdit:
 
 def run(graph: Graph, log: PassLog) -> bool:
     changed = False
-    for op in list(graph.ops):
-        if op not in graph.ops or op.kind not in AFFINE_KINDS:
-            continue
-        x = _data_input(op)
-        if x is None or len(x.shape) == 0 or _inside_chain(graph, x, op):
-            continue
-        chain = match_chain(graph, x, len(x.shape) - 1, start=op)
-        if chain is None or not isinstance(chain, AffineChain) or chain.activation != "RELU":
+    for chain in chains_from_starts(graph):
+        if not isinstance(chain, AffineChain) or chain.activation != "RELU":
             continue
         changed |= _fold(graph, log, chain)
     return changed
-
-
-def _data_input(op: Op) -> Tensor | None:
-    data = [t for t in op.inputs[:2] if t is not None and not t.is_const]
-    return data[0] if len(data) == 1 else None
-
-
-def _inside_chain(graph: Graph, x: Tensor, op: Op) -> bool:
-    """x comes from an affine op with a constant whose only reader is `op`: the chain starts earlier."""
-    p = x.producer
-    return (p is not None and p.kind in AFFINE_KINDS and _data_input(p) is not None
-            and graph.has_single_use(x, op) and p.fused_activation == "NONE")
 
 
 # ---- the fold -------------------------------------------------------------------------------

@@ -48,7 +48,7 @@ PASSES: tuple[PassSpec, ...] = (
     PassSpec("fuse_batchnorm_with_conv3d",
              "fold a batch-norm chain after CONV_3D into its filter and bias", True, True),
     PassSpec("make_batchnorm_gamma_positive",
-             "LOSSY: replace negative scales of a Mul -> Add(RELU) batch norm by 1e-10 (as ONE does) so the "
+             "replace negative scales of a Mul -> Add(RELU) batch norm by 1e-10 (as ONE does) so the "
              "pre-activation fold can proceed; the output error is measured and reported", False, False),
     PassSpec("fuse_preactivation_batchnorm",
              "fold a batch norm + ReLU before conv/FC layers (ResNetV2): scale forward into the layers' "
