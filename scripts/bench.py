@@ -47,6 +47,11 @@ MB = 1 << 20
 PY = sys.executable
 BNFOLD = str(Path(PY).with_name("bnfold"))
 
+# Children run with bytecode caching on, as an installed package has it: a session environment
+# with PYTHONDONTWRITEBYTECODE=1 would make every run of an editable install recompile bnfold's
+# modules (~30 ms), a cost no pip-installed copy pays. compile_bnfold() writes the caches first.
+CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
 COPY_SRC = "import shutil,sys; shutil.copyfile(sys.argv[1], sys.argv[2])"
 
 # The object-API round trip, as LiteRT's flatbuffer_utils.read_model / write_model do it.
@@ -68,7 +73,7 @@ import sys, time
 t0 = time.perf_counter()
 from bnfold import cli
 t1 = time.perf_counter()
-rc = cli.run(["optimize", sys.argv[1], sys.argv[2], "--quiet"])
+rc = cli.run(["optimize", sys.argv[1], sys.argv[2], "--quiet", *sys.argv[3:]])
 t2 = time.perf_counter()
 print(t1 - t0, t2 - t1, rc)
 """
@@ -156,7 +161,8 @@ def run_child(argv: list[str], *, capture: bool = False) -> dict:
     report_r, report_w = os.pipe()
     with tempfile.TemporaryFile() as err:
         proc = subprocess.Popen([PY, "-S", "-c", LAUNCH_SRC, str(report_w), *argv], pass_fds=(report_w,),
-                                stdout=subprocess.PIPE if capture else subprocess.DEVNULL, stderr=err)
+                                stdout=subprocess.PIPE if capture else subprocess.DEVNULL, stderr=err,
+                                env=CHILD_ENV)
         os.close(report_w)
         out = proc.stdout.read() if capture else b""
         report = os.read(report_r, 200).decode()
@@ -188,7 +194,7 @@ def timed_commands(commands: dict[str, list[str]], out: Path, runs: int) -> dict
         for name, argv in commands.items():
             _remove(out)
             os.sync()
-            result = run_child(argv, capture=name == "work")
+            result = run_child(argv, capture=name.startswith("work"))
             if result["rc"] != 0:
                 raise RuntimeError(f"{name} failed ({result['rc']}): {' '.join(argv)}\n{result['stderr']}")
             samples[name].append(result)
@@ -199,11 +205,20 @@ def timed_commands(commands: dict[str, list[str]], out: Path, runs: int) -> dict
                          "cpu": statistics.median(r["cpu"] for r in results),
                          "all_seconds": [round(r["seconds"], 4) for r in results],
                          "peak_rss": max(r["rss"] for r in results)}
-        if name == "work":
+        if name.startswith("work"):
             parsed = [tuple(float(v) for v in r["stdout"].split()[:2]) for r in results]
             summary[name]["startup"] = statistics.median(p[0] for p in parsed)
             summary[name]["work"] = statistics.median(p[1] for p in parsed)
     return summary
+
+
+def compile_bnfold() -> str:
+    """Write bnfold's bytecode caches (what `pip install` does), so no timed run compiles source."""
+    from importlib.util import find_spec
+
+    package = str(Path(find_spec("bnfold").origin).parent)
+    subprocess.run([PY, "-m", "compileall", "-q", package], env=CHILD_ENV, check=False, stdout=subprocess.DEVNULL)
+    return package
 
 
 # ---- models --------------------------------------------------------------------------------
@@ -269,6 +284,7 @@ def measure_process(model: Path, out_dir: Path, runs: int, *, objapi: bool = Tru
         "bnfold": [BNFOLD, "optimize", str(model), str(out)],
         "rewrite": [BNFOLD, "optimize", str(model), str(out), "--passes", ""],
         "work": [PY, "-c", WORK_SRC, str(model), str(out)],
+        "work_rewrite": [PY, "-c", WORK_SRC, str(model), str(out), "--passes", ""],
     }
     if objapi:
         commands["objapi"] = [PY, "-c", OBJAPI_SRC, str(model), str(out)]
@@ -280,6 +296,7 @@ def measure_process(model: Path, out_dir: Path, runs: int, *, objapi: bool = Tru
            "cpu_s": {k: v["cpu"] for k, v in m.items()}, "loadavg_1min_after": load,
            "bnfold_rss": m["bnfold"]["peak_rss"], "copy_rss": m["copy"]["peak_rss"],
            "startup_s": m["work"]["startup"], "work_s": m["work"]["work"],
+           "work_rewrite_s": m["work_rewrite"]["work"],
            "samples": {k: v["all_seconds"] for k, v in m.items()}}
     row["a"] = row["bnfold_s"] / row["copy_s"]
     row["a_rewrite"] = row["rewrite_s"] / row["copy_s"]
@@ -288,6 +305,7 @@ def measure_process(model: Path, out_dir: Path, runs: int, *, objapi: bool = Tru
     row["c"] = row["bnfold_rss"] / size
     row["s_per_mb"] = row["bnfold_s"] / (size / MB)
     row["work_s_per_mb"] = row["work_s"] / (size / MB)
+    row["work_rewrite_s_per_mb"] = row["work_rewrite_s"] / (size / MB)
     if objapi:
         row["objapi_s"] = m["objapi"]["seconds"]
         row["objapi_rss"] = m["objapi"]["peak_rss"]
@@ -371,6 +389,25 @@ def profile_optimize(model: Path, out_dir: Path) -> str:
 
 
 # ---- report --------------------------------------------------------------------------------
+def _flatness(values) -> float:
+    values = list(values)
+    return max(values) / min(values)
+
+
+def series_scaling(series: list[dict]) -> dict:
+    """(d) several ways: s/MB of the in-process work (load + passes + save; judged), of the
+    pass-less rewrite's work, of the whole process (start-up included, so small models look
+    slow per MB), and the marginal cost between consecutive sizes (whole process: the slope,
+    which a fixed start-up cost does not affect)."""
+    out = {"work s/MB, default passes (judged)": _flatness(r["work_s_per_mb"] for r in series),
+           "work s/MB, --passes ''": _flatness(r["work_rewrite_s_per_mb"] for r in series),
+           "whole-process s/MB, default passes": _flatness(r["s_per_mb"] for r in series)}
+    for label, key in (("default passes", "bnfold_s"), ("--passes ''", "rewrite_s")):
+        slopes = [(b[key] - a[key]) / ((b["size"] - a["size"]) / MB) for a, b in zip(series, series[1:])]
+        out[f"marginal whole-process s/MB, {label}"] = _flatness(slopes) if min(slopes) > 0 else float("nan")
+    return out
+
+
 def verdict(key: str, value: float | None) -> str:
     if value is None:
         return "n/a"
@@ -433,7 +470,7 @@ def print_table(rows: dict) -> None:
 
 
 def machine_info() -> dict:
-    info = {"cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
+    info = {"cores": os.cpu_count(), "bytecode": "cached (compileall, as an installed package)", "python": platform.python_version(), "platform": platform.platform()}
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -477,6 +514,7 @@ def main(argv=None) -> int:
     out_dir = Path(args.out).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.time()
+    compile_bnfold()
     print("building models", flush=True)
     models = {  # name -> (path, inference measured, pre-activation)
         "resnet_post": (ensure_model(out_dir, "resnet_post", "resnet_post", rebuild=args.rebuild), True, False),
@@ -507,18 +545,18 @@ def main(argv=None) -> int:
             profiles[name] = profile_optimize(path, out_dir)
 
     series = [rows[n] for n, _, _ in SERIES if n in rows and n != "scale_3gb"]
-    flatness = None
+    flatness = scaling = None
     if len(series) >= 2:
-        per_mb = [r["work_s_per_mb"] for r in series]
-        flatness = max(per_mb) / min(per_mb)
+        flatness = _flatness(r["work_s_per_mb"] for r in series)
+        scaling = series_scaling(series)
     big = big_model_check(models["scale_3gb"][0], out_dir) if "scale_3gb" in models else None
 
     print()
     print_table(rows)
-    if flatness is not None:
-        whole = [r["s_per_mb"] for r in series]
-        print(f"\n(d) scale series work s/MB flatness max/min = {flatness:.2f} "
-              f"(whole-process s/MB max/min = {max(whole) / min(whole):.2f}, start-up included)")
+    if scaling is not None:
+        print(f"\n(d) scale series 10 MB..1 GB, max/min of s/MB (target judged on the first):")
+        for key, value in scaling.items():
+            print(f"    {key:<42} {value:.2f}")
     if big is not None:
         print(f"3 GB check: {json.dumps(big)}")
     summary = targets_summary(rows, flatness)
@@ -530,7 +568,7 @@ def main(argv=None) -> int:
         print(f"\nprofile of bnfold optimize on {name}:\n{text}")
 
     result = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "machine": machine_info(),
-              "runs": args.runs, "infer_iters": args.infer_iters, "models": rows, "flatness_d": flatness,
+              "runs": args.runs, "infer_iters": args.infer_iters, "models": rows, "flatness_d": flatness, "series_scaling": scaling,
               "big_model_check": big, "targets": summary, "profiles": profiles,
               "elapsed_s": round(time.time() - started, 1)}
     json_path = Path(args.json) if args.json else out_dir / "bench.json"
