@@ -108,7 +108,8 @@ for i in range(iters):
         interps[key].invoke()
         times[key].append(time.perf_counter() - t)
 diff = max(float(np.max(np.abs(a.astype(np.float64) - b))) for a, b in zip(outs["orig"], outs["opt"]))
-print(json.dumps({"times": times, "max_abs_diff": diff}))
+scale = max(float(np.max(np.abs(a))) for a in outs["orig"])
+print(json.dumps({"times": times, "max_abs_diff": diff, "max_abs_out": scale}))
 """
 
 # Run one model in LiteRT once (for the 3 GB check): load, invoke, save the outputs.
@@ -324,7 +325,8 @@ def measure_inference(orig: Path, opt: Path, iters: int, budget: float) -> dict:
     data = json.loads(r["stdout"].strip().splitlines()[-1])
     t_orig, t_opt = statistics.median(data["times"]["orig"]), statistics.median(data["times"]["opt"])
     return {"orig_ms": 1000 * t_orig, "opt_ms": 1000 * t_opt, "e": t_orig / t_opt,
-            "max_abs_diff": data["max_abs_diff"], "iters": len(data["times"]["orig"])}
+            "max_abs_diff": data["max_abs_diff"], "max_abs_out": data["max_abs_out"],
+            "iters": len(data["times"]["orig"])}
 
 
 def big_model_check(model: Path, out_dir: Path) -> dict:
