@@ -386,7 +386,9 @@ def profile_optimize(model: Path, out_dir: Path) -> str:
     import pstats
 
     text = io.StringIO()
-    pstats.Stats(str(prof), stream=text).sort_stats("cumulative").print_stats(30)
+    stats = pstats.Stats(str(prof), stream=text)
+    stats.sort_stats("cumulative").print_stats(25)
+    stats.sort_stats("tottime").print_stats(20)
     return text.getvalue()
 
 
