@@ -473,6 +473,30 @@ def print_table(rows: dict) -> None:
               f"{r['a_cpu']:>8.2f}{_fmt(r.get('b_cpu'), '.2f'):>8}{r['loadavg_1min_after']:>6.1f}")
 
 
+def markdown_table(result: dict) -> str:
+    """The README's Performance table, from a bench JSON (figures copied, never retyped)."""
+    names = {"resnet50v2": "ResNet50V2", "scale_10mb": "scale 10 MB", "scale_100mb": "scale 100 MB",
+             "scale_1gb": "scale 1 GB", "scale_3gb": "scale 3 GB"}
+    lines = ['| model | MB | copy s | object API s | bnfold s | (a) | (b) | peak RSS MB | (c) '
+             '| `--passes ""` s | (a) | (b) | (c) | LiteRT ms orig / opt | (e) |',
+             "|" + "---|" * 15]
+    big = result.get("big_model_check") or {}
+    for name, r in result["models"].items():
+        inf = r.get("inference", {})
+        spec = ".2f" if inf.get("orig_ms", 99) < 1 else ".1f"
+        infer = f"{inf['orig_ms']:{spec}} / {inf['opt_ms']:{spec}}" if "orig_ms" in inf else ""
+        if name == "scale_3gb" and "litert_opt_s" in big:
+            infer = f"load + 1 run: {big['litert_orig_s']:.2f} s / {big['litert_opt_s']:.2f} s"
+        objapi = _fmt(r.get("objapi_s"), ".3f") if "objapi_s" in r else "(cannot)"
+        cells = [names.get(name, name), f"{r['size'] / MB:.1f}", f"{r['copy_s']:.3f}", objapi,
+                 f"{r['bnfold_s']:.3f}", f"{r['a']:.2f}", _fmt(r.get("b"), ".2f").replace("-", ""),
+                 f"{r['bnfold_rss'] / MB:.0f}", f"{r['c']:.2f}", f"{r['rewrite_s']:.3f}", f"{r['a_rewrite']:.2f}",
+                 _fmt(r.get("b_rewrite"), ".2f").replace("-", ""), f"{r['c_rewrite']:.2f}", infer,
+                 _fmt(inf.get("e"), ".3f").replace("-", "")]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def machine_info() -> dict:
     info = {"cores": os.cpu_count(), "bytecode": "cached (compileall, as an installed package)", "python": platform.python_version(), "platform": platform.platform()}
     try:
@@ -509,12 +533,16 @@ def parse_args(argv=None):
     p.add_argument("--infer-iters", type=int, default=20, help="paired LiteRT iterations per model")
     p.add_argument("--infer-budget", type=float, default=4.0, help="seconds of paired LiteRT runs per model (at least --infer-iters pairs)")
     p.add_argument("--rebuild", action="store_true", help="rebuild models even if up to date")
+    p.add_argument("--markdown", metavar="JSON", help="print the README table of an earlier run's JSON and exit")
     p.add_argument("--profile", action="store_true", help="cProfile bnfold optimize on the 100 MB models")
     return p.parse_args(argv)
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.markdown:
+        print(markdown_table(json.loads(Path(args.markdown).read_text())))
+        return 0
     out_dir = Path(args.out).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.time()
