@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir.graph import Graph, Op, Options, Tensor
-from .affine import AffineChain, Refusal, as_float32, chains_from_starts, finite, freed_constants
+from .affine import AffineChain, Refusal, as_float32, chains_from_starts, finite, freed_constants, scale_along
 from .layers import CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, SPECS, LayerSpec, float_const, set_const_input
 from .manager import PassLog
 
@@ -229,13 +229,14 @@ def _input_vector(layer: Op, spec: LayerSpec, per_channel: np.ndarray) -> tuple[
 
 def _layer_update(sink: Sink, s: np.ndarray, t: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
     layer, spec = sink.layer, sink.spec
-    w = np.asarray(layer.input(spec.weights).data, dtype=np.float64)
+    raw = layer.input(spec.weights).data
     vs, axis = _input_vector(layer, spec, s)
-    shape = [1] * w.ndim
-    shape[axis] = len(vs)
-    new_w = as_float32(w * vs.reshape(shape))
+    new_w = scale_along(raw, vs, axis)
     if t is None:
         return new_w, None
+    w = np.asarray(raw, dtype=np.float64)
+    shape = [1] * w.ndim
+    shape[axis] = len(vs)
     vt, _ = _input_vector(layer, spec, t)
     weighted = w * vt.reshape(shape)
     if layer.kind == "DEPTHWISE_CONV_2D":

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir.graph import ACTIVATIONS, PADDINGS, Graph, Op, Options, Tensor
-from .affine import AffineChain, as_float32, chains_from_starts, finite
+from .affine import AffineChain, as_float32, chains_from_starts, finite, scale_along
 from .layers import CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, SPECS, LayerSpec, float_const, layer_refusal, set_const_input
 from .manager import PassLog
 
@@ -254,13 +254,14 @@ def _forward_updates(sinks: list[Sink], s: np.ndarray, constant: np.ndarray) -> 
     Σ W·relu(t) the constant (s == 0) channels contribute."""
     updates, terms = [], []
     for k in sinks:
-        w = np.asarray(k.layer.input(k.spec.weights).data, dtype=np.float64)
+        raw = k.layer.input(k.spec.weights).data
         per_weight_channel, axis = _input_channel_vector(k, s)
-        shape = [1] * w.ndim
-        shape[axis] = len(per_weight_channel)
         name = k.layer.outputs[0].name
-        updates.append((k.layer, k.spec.weights, as_float32(w * per_weight_channel.reshape(shape)), f"{name}/weights"))
+        updates.append((k.layer, k.spec.weights, scale_along(raw, per_weight_channel, axis), f"{name}/weights"))
         if np.any(constant):
+            w = np.asarray(raw, dtype=np.float64)
+            shape = [1] * w.ndim
+            shape[axis] = len(per_weight_channel)
             c, _ = _input_channel_vector(k, constant)
             contribution = (w * c.reshape(shape)).sum(axis=tuple(i for i in range(w.ndim) if i != k.spec.out_axis))
             terms.append(BiasEdit(k.layer, k.spec, contribution))

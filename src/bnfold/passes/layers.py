@@ -25,7 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir.graph import Graph, Op, Tensor
-from .affine import AFFINE_KINDS, AffineChain, Refusal, as_float32, finite, freed_constants, match_chain, remove_chain
+from .affine import (AFFINE_KINDS, AffineChain, Refusal, as_float32, finite, freed_constants, match_chain, remove_chain,
+                     scale_along)
 from .manager import PassLog
 from .layout import LAYOUT_KINDS, LayoutBlock
 from .layout import follow as follow_layout
@@ -177,9 +178,7 @@ def apply_backward(graph: Graph, log: PassLog, layer: Op, spec: LayerSpec, chain
     w = layer.input(spec.weights)
     b = layer.input(spec.bias)
     s, t = chain.scale, chain.shift
-    shape = [1] * len(w.shape)
-    shape[spec.out_axis] = len(s)
-    new_w = as_float32(np.asarray(w.data, dtype=np.float64) * s.reshape(shape))
+    new_w = scale_along(w.data, s, spec.out_axis)
     old_b = np.zeros(len(s)) if b is None else np.asarray(b.data, dtype=np.float64).reshape(-1)
     new_b = as_float32(old_b * s + t)
     if not finite(new_w, new_b):
