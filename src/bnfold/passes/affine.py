@@ -212,22 +212,15 @@ def finite(*arrays: np.ndarray) -> bool:
     return all(np.all(np.isfinite(a)) for a in arrays)
 
 
-# float64 elements per block in scale_along: the temporaries stay ~32 MB whatever the layer's size
-BLOCK_ELEMENTS = 1 << 22
-
-
 def scale_along(weights: np.ndarray, vector: np.ndarray, axis: int) -> np.ndarray:
-    """float32(weights · vector), the vector laid along `axis`, each product computed in float64
-    and rounded once, one block of the leading axis at a time (no full-size float64 copy)."""
+    """float32(weights · vector), the vector laid along `axis`: each product is computed in
+    float64 and rounded once. The ufunc casts in small internal buffers, so no float64 copy of
+    the weights is ever made (memory stays at the float32 result)."""
     shape = [1] * weights.ndim
     shape[axis] = len(vector)
-    factors = vector.reshape(shape)
     out = np.empty(weights.shape, dtype=np.float32)
-    rows = max(1, BLOCK_ELEMENTS // max(1, weights[0].size))
-    for start in range(0, weights.shape[0], rows):
-        block = slice(start, start + rows)
-        with np.errstate(over="ignore", invalid="ignore"):
-            out[block] = weights[block].astype(np.float64) * (factors[block] if axis == 0 else factors)
+    with np.errstate(over="ignore", invalid="ignore"):
+        np.multiply(weights, vector.reshape(shape), out=out, dtype=np.float64, casting="same_kind")
     return out
 
 
