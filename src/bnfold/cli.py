@@ -108,9 +108,11 @@ def optimize(input_path, output_path, passes, config_path, report_path, external
     after = model.op_counts()
     lossy = api.measure_lossy(input_path, model, report)
     checked = _check_optimized(input_path, model, check_samples) if check_samples else None
-    if report_path:
-        _write_text(report_path, report.to_json())
     api.save(model, output_path, fmt=fmt, external=external_buffers)
+    if report_path:  # after the model, so a failed write leaves neither behind
+        _write_text(report_path, report.to_json())
+    if lossy is not None and quiet:  # a lossy change is never silent
+        click.echo(api.describe_lossy(lossy), err=True)
     if not quiet:
         _print_counts(before, after)
         for name, (folds, skips) in report.counts().items():
