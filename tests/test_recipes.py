@@ -60,10 +60,7 @@ def test_reference_interpreter_agrees_with_litert_on_recipe(name, tmp_path):
     _, path = written_recipe(name, tmp_path)
     model = read_model(str(path))
     inputs = random_inputs(model.graphs[0], 1, seed=2)[0]
-    try:
-        got = interpreter.run(model, inputs)
-    except interpreter.UnsupportedOperator as e:  # quantized recipes (Quant_*): float reference only
-        pytest.skip(str(e))
+    got = interpreter.run(model, inputs)
     assert all(np.isfinite(g).all() for g in got if g.dtype.kind == "f")
     if not _litert_runs(model):  # Circle-only operators: the reference interpreter is the only backend
         assert interpreter.unsupported_kinds(model) == []

@@ -3,6 +3,8 @@ one small model per operator and option combination it supports; unknown operato
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -231,10 +233,104 @@ def test_quantized_arithmetic_is_refused_not_guessed():
     recipe = {
         "input": ["x"], "output": ["y"],
         "operand": [{"name": "x", "shape": [2, 3], "dtype": "INT8", "quant": {"scale": [0.1], "zero_point": [3]}},
-                    {"name": "c", "shape": [3], "dtype": "INT8", "filler": {"kind": "constant", "value": 5},
-                     "quant": {"scale": [0.1], "zero_point": [3]}},
-                    {"name": "y", "shape": [2, 3], "dtype": "INT8", "quant": {"scale": [0.2], "zero_point": [0]}}],
-        "operation": [{"type": "ADD", "inputs": ["x", "c"], "outputs": ["y"]}],
+                    {"name": "y", "shape": [2, 3], "dtype": "INT8", "quant": {"scale": [1 / 128], "zero_point": [0]}}],
+        "operation": [{"type": "TANH", "inputs": ["x"], "outputs": ["y"]}],
     }
-    with pytest.raises(UnsupportedOperator, match=r"^reference interpreter cannot run quantized ADD \(op 0\)$"):
+    with pytest.raises(UnsupportedOperator, match=r"^reference interpreter cannot run quantized TANH \(op 0\)$"):
         interpreter.run(build(recipe), [np.zeros((2, 3), np.int8)])
+
+
+# ---- int8 kernels: exact against LiteRT's builtin kernels ------------------------------------
+
+def qt(shape, scale, zp, values=None, dtype="INT8", axis=0):
+    d = {"name": None, "shape": list(shape), "dtype": dtype,
+         "quant": {"scale": [float(v) for v in np.atleast_1d(scale)], "zero_point": [int(v) for v in np.atleast_1d(zp)],
+                   "quantized_dimension": axis}}
+    if values is not None:
+        d["filler"] = {"kind": "explicit", "values": np.asarray(values).reshape(-1).tolist()}
+    return d
+
+
+def random_int8_model(kind, rng):
+    """One random int8 operator: odd sizes, SAME/VALID, strides, dilations, per-channel and
+    per-tensor weights, extreme zero points, random fused activations and scales."""
+    scale = lambda lo, hi: float(np.float32(10 ** rng.uniform(lo, hi)))
+    zp = lambda: int(rng.choice([-128, 127])) if rng.random() < 0.2 else int(rng.integers(-128, 128))
+    act = {"fused_activation_function": str(rng.choice(["NONE", "RELU", "RELU6", "RELU_N1_TO_1"]))}
+    n, h, w, c = int(rng.integers(1, 3)), int(rng.integers(1, 10)), int(rng.integers(1, 10)), int(rng.integers(1, 6))
+    sx, so = scale(-3, 0), scale(-3, 0.5)
+    kh, kw = int(rng.integers(1, min(h, 4) + 1)), int(rng.integers(1, min(w, 4) + 1))
+    sh, sw, pad = int(rng.integers(1, 3)), int(rng.integers(1, 3)), str(rng.choice(["SAME", "VALID"]))
+    size = lambda s, k, st, d=1: (s + st - 1) // st if pad == "SAME" else (s - (k - 1) * d - 1 + st) // st
+    if kind == "CONV_2D":
+        co = int(rng.integers(1, 7))
+        dh, dw = (int(rng.integers(1, 3)), int(rng.integers(1, 3))) if pad == "SAME" else (1, 1)
+        sws = np.array([scale(-4, -1) for _ in range(co if rng.random() < 0.7 else 1)], np.float32)
+        bias_range = 2 ** 24 if rng.random() < 0.2 else 20000
+        operands = [qt([n, h, w, c], sx, zp()), qt([co, kh, kw, c], sws, [0] * sws.size, rng.integers(-127, 128, [co, kh, kw, c])),
+                    qt([co], np.float32(sx) * sws, [0] * sws.size, rng.integers(-bias_range, bias_range, [co]), "INT32")]
+        out = [n, size(h, kh, sh, dh), size(w, kw, sw, dw), co]
+        options = {"padding": pad, "stride_h": sh, "stride_w": sw, "dilation_h_factor": dh, "dilation_w_factor": dw, **act}
+    elif kind == "FULLY_CONNECTED":
+        i, o = int(rng.integers(1, 40)), int(rng.integers(1, 9))
+        sw_ = np.float32(scale(-4, -1))
+        operands = [qt([n, i], sx, zp()), qt([o, i], sw_, 0, rng.integers(-127, 128, [o, i])),
+                    qt([o], np.float32(sx) * sw_, 0, rng.integers(-20000, 20000, [o]), "INT32")]
+        out, options = [n, o], act
+    elif kind in ("ADD", "SUB", "MUL"):
+        shape = [n, h, w, c]
+        other = shape if rng.random() < 0.5 else [1, 1, 1, c]
+        sb = sx if rng.random() < 0.3 else scale(-3, 0)
+        so = scale(-1, 0.5) if kind == "MUL" else so
+        values = rng.integers(-128, 128, other) if rng.random() < 0.5 else None
+        operands, out, options = [qt(shape, sx, zp()), qt(other, sb, zp(), values)], shape, act
+    elif kind in ("RELU", "RELU6"):
+        so = sx if rng.random() < 0.3 else scale(-3, 0)
+        operands, out, options = [qt([n, h, w, c], sx, zp())], [n, h, w, c], None
+    else:  # pools: the output shares the input's quantization
+        so, z = sx, zp()
+        operands = [qt([n, h, w, c], sx, z)]
+        out = [n, size(h, kh, sh), size(w, kw, sw), c]
+        options = {"padding": pad, "stride_h": sh, "stride_w": sw, "filter_height": kh, "filter_width": kw, **act}
+    model = single(kind, operands, out, options, out_dtype="INT8")
+    q = model.graphs[0].ops[0].inputs[0].quantization
+    out_q = copy.deepcopy(q)
+    out_q.scale, out_q.zeroPoint, out_q.quantizedDimension = [so], [z if kind.endswith("POOL_2D") else zp()], 0
+    model.graphs[0].ops[0].outputs[0].quantization = out_q
+    return model
+
+
+def int8_inputs(model, rng):
+    return [(rng.choice([-128, 127], t.shape) if rng.random() < 0.2 else rng.integers(-128, 128, t.shape)).astype(np.int8)
+            for t in model.graphs[0].inputs]
+
+
+INT8_KINDS = ["CONV_2D", "FULLY_CONNECTED", "ADD", "SUB", "MUL", "RELU", "RELU6", "MAX_POOL_2D", "AVERAGE_POOL_2D"]
+
+
+@pytest.mark.parametrize("kind", INT8_KINDS)
+def test_int8_operator_is_bit_exact_with_litert(kind):
+    # LiteRT's builtin kernels ("plain") are the target; 60 random single-operator models each.
+    rng = np.random.default_rng(INT8_KINDS.index(kind))
+    checked = 0
+    for _ in range(60):
+        model = random_int8_model(kind, rng)
+        x = int8_inputs(model, rng)
+        try:
+            got = interpreter.run(model, x)
+        except UnsupportedOperator as e:  # ADD/SUB/MUL whose scales reach LiteRT's int16 narrowing
+            assert kind in ("ADD", "SUB", "MUL") and "beyond int16" in str(e)
+            continue
+        want = litert.run(model, x)
+        assert got[0].dtype == want[0].dtype == np.int8 and got[0].shape == want[0].shape
+        np.testing.assert_array_equal(got[0], want[0])
+        checked += 1
+    assert checked >= 40
+
+
+def test_int8_depthwise_conv_is_refused():
+    model = single("DEPTHWISE_CONV_2D", [qt([1, 5, 5, 2], 0.1, 0), qt([1, 3, 3, 2], [0.01, 0.02], [0, 0], np.ones(18, int), axis=3),
+                                         qt([2], [0.001, 0.002], [0, 0], [0, 0], "INT32")],
+                   [1, 5, 5, 2], {"padding": "SAME", "stride_h": 1, "stride_w": 1, "depth_multiplier": 1}, out_dtype="INT8")
+    with pytest.raises(UnsupportedOperator, match="quantized DEPTHWISE_CONV_2D"):
+        interpreter.run(model, [np.zeros((1, 5, 5, 2), np.int8)])
