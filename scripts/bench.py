@@ -586,7 +586,7 @@ def main(argv=None) -> int:
     print()
     print_table(rows)
     if scaling is not None:
-        print(f"\n(d) scale series 10 MB..1 GB, max/min of s/MB (target judged on the first):")
+        print("\n(d) scale series 10 MB..1 GB, max/min of s/MB (target judged on the first):")
         for key, value in scaling.items():
             print(f"    {key:<42} {value:.2f}")
     if big is not None:

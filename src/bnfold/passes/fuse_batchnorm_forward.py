@@ -87,11 +87,7 @@ def _fold(graph: Graph, log: PassLog, chain: AffineChain) -> bool:
     for layer, spec, new_w, new_b in updates:
         set_const_input(graph, layer, spec.weights, new_w, f"{layer.outputs[0].name}/weights")
         if new_b is not None:
-            b = layer.input(spec.bias)
-            if b is None:
-                graph.set_input(layer, spec.bias, graph.add_const(f"{layer.outputs[0].name}/bias", new_b))
-            else:
-                set_const_input(graph, layer, spec.bias, new_b.reshape(b.shape), f"{layer.outputs[0].name}/bias")
+            set_const_input(graph, layer, spec.bias, new_b, f"{layer.outputs[0].name}/bias")
     _rewire(graph, chain, sinks, kept_shift)
     return True
 

@@ -125,7 +125,7 @@ def _fold(graph: Graph, log: PassLog, chain: AffineChain) -> bool:
              shift_kept=plan if isinstance(plan, str) else None,
              constant_channels=np.flatnonzero(constant).tolist(), **groups)
     for op, index, values, name in updates:
-        _set_or_create(graph, op, index, values, name)
+        set_const_input(graph, op, index, values, name)
     _replace_chain(graph, chain, None if not isinstance(plan, str) else d)
     return True
 
@@ -133,13 +133,6 @@ def _fold(graph: Graph, log: PassLog, chain: AffineChain) -> bool:
 def _channel_groups(s: np.ndarray) -> dict:
     return {"channels": len(s), "negative_channels": np.flatnonzero(s < 0).tolist(),
             "zero_channels": np.flatnonzero(s == 0).tolist()}
-
-
-def _set_or_create(graph: Graph, op: Op, index: int, values: np.ndarray, name: str) -> None:
-    if op.input(index) is None:
-        graph.set_input(op, index, graph.add_const(name, values))
-    else:
-        set_const_input(graph, op, index, values.reshape(op.input(index).shape), name)
 
 
 def _replace_chain(graph: Graph, chain: AffineChain, kept_shift: np.ndarray | None) -> None:

@@ -75,20 +75,21 @@ def out_channels(layer: Op, spec: LayerSpec) -> int:
     return layer.input(spec.weights).shape[spec.out_axis]
 
 
-def set_const_input(graph: Graph, op: Op, index: int, values: np.ndarray, name: str) -> tuple[Tensor, bool]:
+def set_const_input(graph: Graph, op: Op, index: int, values: np.ndarray, name: str) -> None:
     """Give `op` new constant data at input `index` without touching what anyone else sees.
 
-    The old tensor is updated only if `op` is its sole reader and nothing outside names it;
-    otherwise a new tensor is made. Either way the data goes into a new buffer, so a buffer
-    shared with any other tensor is never modified. Returns (tensor, created_new_tensor).
+    A missing (optional) input gets a new tensor. An existing one keeps its shape when `values`
+    has as many elements, and is updated only if `op` is its sole reader and nothing outside
+    names it; otherwise a new tensor is made. Either way the data goes into a new buffer, so a
+    buffer shared with any other tensor is never modified.
     """
     old = op.input(index)
+    if old is not None and values.size == int(np.prod(old.shape)):
+        values = values.reshape(old.shape)
     if old is not None and graph.has_single_use(old, op) and old.dtype == "FLOAT32":
         old.data = values
-        return old, False
-    tensor = graph.add_const(name, values)
-    graph.set_input(op, index, tensor)
-    return tensor, True
+        return
+    graph.set_input(op, index, graph.add_const(name, values))
 
 
 def fold_backward(graph: Graph, log: PassLog, spec: LayerSpec, *, after=None) -> bool:
@@ -190,11 +191,8 @@ def apply_backward(graph: Graph, log: PassLog, layer: Op, spec: LayerSpec, chain
     freed = freed_constants(graph, chain)
     log.fold(layer, chain.ops, scale=s, shift=t, activation=chain.activation, output=chain.output.name,
              **_buffer_changes(graph, layer, spec, freed))
-    w_tensor, w_new = set_const_input(graph, layer, spec.weights, new_w, f"{chain.output.name}/weights")
-    if b is None:
-        graph.set_input(layer, spec.bias, graph.add_const(f"{chain.output.name}/bias", new_b))
-    else:
-        set_const_input(graph, layer, spec.bias, new_b.reshape(b.shape), f"{chain.output.name}/bias")
+    set_const_input(graph, layer, spec.weights, new_w, f"{chain.output.name}/weights")
+    set_const_input(graph, layer, spec.bias, new_b, f"{chain.output.name}/bias")
     layer.fused_activation = chain.activation
     remove_chain(graph, chain)
     return True

@@ -46,7 +46,7 @@ def run(graph: Graph, log: PassLog) -> bool:
         new = np.where(values < 0, REPLACEMENT, values).astype(np.float32)
         log.fold(mul, [], lossy=True, output=chain.output.name, negative_channels=negative.tolist(),
                  replaced_values=values[negative], replacement=float(REPLACEMENT))
-        shape = gamma.shape if gamma.data.size == len(new) else (1,) * (len(x.shape) - 1) + (len(new),)
+        shape = (1,) * (len(x.shape) - 1) + (len(new),)  # kept as the old shape when the sizes agree
         set_const_input(graph, mul, gamma_index, new.reshape(shape), f"{gamma.name}/positive")
         changed = True
     return changed
