@@ -34,26 +34,6 @@ class Runner:
         return litert.invoke(self._litert, inputs)
 
 
-def litert_hazard(model: Model) -> str | None:
-    """Why LiteRT must not be handed `model` (it would crash the process), or None.
-
-    LiteRT 2.3's DEPTHWISE_CONV_2D kernel dereferences a bias that a two-input operator does
-    not have (a segmentation fault, not an error).
-    """
-    for gi, graph in enumerate(model.graphs):
-        for index, op in enumerate(graph.ops):
-            if op.kind == "DEPTHWISE_CONV_2D" and len(op.inputs) < 3:
-                return f"LiteRT cannot run DEPTHWISE_CONV_2D without a bias input (subgraph {gi} op {index})"
-    return None
-
-
-def _litert_interpreter(model: Model):
-    hazard = litert_hazard(model)
-    if hazard:
-        raise ModelError(hazard)
-    return litert.interpreter(litert.tflite_bytes(model), resolver="plain")
-
-
 def runners(models: list[Model], backend: str = "auto") -> list[Runner]:
     """One Runner per model, all on the same backend (see module docstring for `auto`)."""
     if backend not in BACKENDS:
@@ -63,7 +43,7 @@ def runners(models: list[Model], backend: str = "auto") -> list[Runner]:
     interps = []
     for m in models:
         try:
-            interps.append(_litert_interpreter(m))
+            interps.append(litert.model_interpreter(m))
         except ModelError:
             if backend == "litert":
                 raise

@@ -45,10 +45,30 @@ def interpreter(content: bytes, *, resolver: str = "plain", threads: int | None 
     return interp
 
 
+def hazard(model: Model) -> str | None:
+    """Why LiteRT must not be handed `model` (it would crash the process), or None.
+
+    LiteRT 2.3's DEPTHWISE_CONV_2D kernel dereferences a bias that a two-input operator does
+    not have (a segmentation fault, not an error).
+    """
+    for gi, graph in enumerate(model.graphs):
+        for index, op in enumerate(graph.ops):
+            if op.kind == "DEPTHWISE_CONV_2D" and len(op.inputs) < 3:
+                return f"LiteRT cannot run DEPTHWISE_CONV_2D without a bias input (subgraph {gi} op {index})"
+    return None
+
+
+def model_interpreter(model: Model, *, resolver: str = "plain"):
+    """A loaded interpreter for `model`; a ModelError instead of handing LiteRT what crashes it."""
+    reason = hazard(model)
+    if reason:
+        raise ModelError(reason)
+    return interpreter(tflite_bytes(model), resolver=resolver)
+
+
 def run(model: Model, inputs: list[np.ndarray], *, resolver: str = "plain") -> list[np.ndarray]:
     """Outputs of subgraph 0 for `inputs` (in the subgraph's input order)."""
-    interp = interpreter(tflite_bytes(model), resolver=resolver)
-    return invoke(interp, inputs)
+    return invoke(model_interpreter(model, resolver=resolver), inputs)
 
 
 def invoke(interp, inputs: list[np.ndarray]) -> list[np.ndarray]:
