@@ -52,9 +52,20 @@ class Net:
                                 "version": version})
         return output
 
+    def ints(self, name: str, values) -> str:
+        return self.tensor(name, [len(values)], "INT32", {"kind": "explicit", "values": list(values)})
+
+    def bn(self, x: str, shape, const_shape, *, act: str = "NONE") -> str:
+        """x -> MUL(scale) -> ADD(shift, act), constants of `const_shape`."""
+        m = self.op("MUL", [x, self.const("bn_scale", const_shape)], "bn_mul", shape)
+        return self.op("ADD", [m, self.const("bn_shift", const_shape)], "bn_out", shape, fused_activation_function=act)
+
     def recipe(self) -> dict:
         return {"seed": self.seed, "input": self.inputs, "output": self.outputs or [self.operations[-1]["outputs"][0]],
                 "operand": self.operands, "operation": self.operations}
+
+    def model(self):
+        return build(self.recipe())
 
 
 # ---- layers: each returns (net, layer output name); the input is "ifm" -------------------------

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 from conftest import DATA
-from test_layout_folds import TOL, Net, assert_same_outputs
+from bn_models import Net
+from test_layout_folds import TOL, assert_same_outputs
 
 from bnfold import api
 from bnfold.check import litert

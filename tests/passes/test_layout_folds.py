@@ -16,53 +16,11 @@ from bnfold.check import litert
 from bnfold.io.reader import read_model
 from bnfold.passes import layers, layout
 from bnfold.passes.manager import PassLog, Report
-from bnfold.recipe.chef import build
 
+from bn_models import Net
 from conftest import DATA
 
 TOL = 1e-5
-FUSED_ACTIVATION_KINDS = {"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "FULLY_CONNECTED", "CONV_3D",
-                          "ADD", "SUB", "MUL", "DIV"}
-
-
-# ---- a tiny recipe-dict builder -------------------------------------------------------------
-
-class Net:
-    def __init__(self, seed: int = 5):
-        self.seed, self.operands, self.operations, self.inputs = seed, [], [], []
-
-    def tensor(self, name, shape, dtype="FLOAT32", filler=None):
-        operand = {"name": name, "shape": list(shape), "dtype": dtype}
-        if filler is not None:
-            operand["filler"] = filler
-        self.operands.append(operand)
-        return name
-
-    def input(self, name, shape):
-        self.inputs.append(self.tensor(name, shape))
-        return name
-
-    def const(self, name, shape, low=-2.0, high=2.0):
-        return self.tensor(name, shape, filler={"kind": "uniform", "low": low, "high": high})
-
-    def ints(self, name, values):
-        return self.tensor(name, [len(values)], "INT32", {"kind": "explicit", "values": list(values)})
-
-    def op(self, kind, inputs, output, shape, **options):
-        if kind in FUSED_ACTIVATION_KINDS:
-            options.setdefault("fused_activation_function", "NONE")
-        self.tensor(output, shape)
-        self.operations.append({"type": kind, "inputs": list(inputs), "outputs": [output], "options": options})
-        return output
-
-    def bn(self, x, shape, const_shape, *, act="NONE"):
-        """x -> MUL(scale) -> ADD(shift, act), constants of `const_shape`."""
-        m = self.op("MUL", [x, self.const("bn_scale", const_shape)], "bn_mul", shape)
-        return self.op("ADD", [m, self.const("bn_shift", const_shape)], "bn_out", shape, fused_activation_function=act)
-
-    def model(self):
-        return build({"seed": self.seed, "input": self.inputs, "output": [self.operations[-1]["outputs"][0]],
-                      "operand": self.operands, "operation": self.operations})
 
 
 def fold(model, spec):
