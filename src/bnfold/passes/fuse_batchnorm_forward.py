@@ -41,13 +41,13 @@ import numpy as np
 
 from ..ir.graph import Graph, Op, Options, Tensor
 from .affine import AffineChain, Refusal, as_float32, chains_from_starts, finite, freed_constants, scale_along
-from .layers import CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, SPECS, LayerSpec, float_const, set_const_input
+from .layers import (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, SPECS, LayerSpec, constant_input_response, float_const,
+                     input_channel_vector, padding_refusal, set_const_input)
 from .manager import PassLog
 
 FORWARD = {s.kind: s for s in (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED)}
 ACTIVATION_KINDS = frozenset({"RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "LEAKY_RELU", "PRELU", "TANH",
                               "LOGISTIC", "HARD_SWISH", "GELU", "ELU"})
-VALID = 1  # Conv2DOptions.padding
 
 
 @dataclass
@@ -167,7 +167,7 @@ def _sink(graph: Graph, u: Op, y: Tensor, channels: int) -> Sink | str:
     reason = _weights_refusal(u, spec, channels)
     if reason:
         return f"{u.kind} {u.outputs[0].name!r}: {reason}"
-    return Sink(u, spec, via, _shift_refusal(u, y))
+    return Sink(u, spec, via, padding_refusal(u, y))
 
 
 def _weights_refusal(layer: Op, spec: LayerSpec, channels: int) -> str | None:
@@ -188,60 +188,17 @@ def _weights_refusal(layer: Op, spec: LayerSpec, channels: int) -> str | None:
     return None
 
 
-def _shift_refusal(layer: Op, y: Tensor) -> str | None:
-    """None when no implicit zero padding reaches the layer's input, else why it does."""
-    if layer.kind == "FULLY_CONNECTED":
-        return None
-    options = layer.options
-    if getattr(options, "padding", None) == VALID:
-        return None
-    w = layer.input(1)
-    out = layer.outputs[0]
-    sig_in, sig_out = y.shape_signature or y.shape, out.shape_signature or out.shape
-    if len(y.shape) != 4 or len(out.shape) != 4 or len(sig_in) != 4 or len(sig_out) != 4 or len(w.shape) != 4:
-        return f"{layer.kind} is not a 4-D NHWC layer with a 4-D filter"
-    if min(sig_in[1:3]) < 0 or min(sig_out[1:3]) < 0:
-        return f"{layer.kind} has SAME padding and a dynamic spatial size"
-    strides = (getattr(options, "strideH", 1) or 1, getattr(options, "strideW", 1) or 1)
-    dilations = (getattr(options, "dilationHFactor", 1) or 1, getattr(options, "dilationWFactor", 1) or 1)
-    for d in range(2):
-        size, out_size, k = y.shape[1 + d], out.shape[1 + d], w.shape[1 + d]
-        if (out_size - 1) * strides[d] + (k - 1) * dilations[d] + 1 > size:
-            return f"{layer.kind} {out.name!r} has SAME padding that pads its {w.shape[1]}x{w.shape[2]} kernel's input"
-    return None
-
-
 # ---- the new weights and bias -------------------------------------------------------------------
-
-def _input_vector(layer: Op, spec: LayerSpec, per_channel: np.ndarray) -> tuple[np.ndarray, int]:
-    """per_channel expanded to the weights' input axis: (vector, axis)."""
-    w = layer.input(spec.weights)
-    if layer.kind == "CONV_2D":
-        return per_channel, 3
-    if layer.kind == "DEPTHWISE_CONV_2D":
-        return np.repeat(per_channel, w.shape[3] // len(per_channel)), 3
-    return np.tile(per_channel, w.shape[1] // len(per_channel)), 1
-
 
 def _layer_update(sink: Sink, s: np.ndarray, t: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
     layer, spec = sink.layer, sink.spec
-    raw = layer.input(spec.weights).data
-    vs, axis = _input_vector(layer, spec, s)
-    new_w = scale_along(raw, vs, axis)
+    vs, axis = input_channel_vector(layer, spec, s)
+    new_w = scale_along(layer.input(spec.weights).data, vs, axis)
     if t is None:
         return new_w, None
-    w = np.asarray(raw, dtype=np.float64)
-    shape = [1] * w.ndim
-    shape[axis] = len(vs)
-    vt, _ = _input_vector(layer, spec, t)
-    weighted = w * vt.reshape(shape)
-    if layer.kind == "DEPTHWISE_CONV_2D":
-        delta = weighted.sum(axis=(0, 1, 2))
-    else:
-        delta = weighted.reshape(w.shape[0], -1).sum(axis=1)
     b = layer.input(spec.bias)
-    old_b = np.zeros(len(delta)) if b is None else np.asarray(b.data, dtype=np.float64).reshape(-1)
-    return new_w, as_float32(old_b + delta)
+    old_b = 0.0 if b is None else np.asarray(b.data, dtype=np.float64).reshape(-1)
+    return new_w, as_float32(old_b + constant_input_response(layer, spec, t))
 
 
 # ---- rewiring ---------------------------------------------------------------------------------------

@@ -44,9 +44,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir.graph import ACTIVATIONS, PADDINGS, Graph, Op, Options, Tensor
+from ..ir.graph import ACTIVATIONS, Graph, Op, Options, Tensor
 from .affine import AffineChain, as_float32, chains_from_starts, finite, scale_along
-from .layers import CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, SPECS, LayerSpec, float_const, layer_refusal, set_const_input
+from .layers import (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, SPECS, LayerSpec, constant_input_response, float_const,
+                     input_channel_vector, layer_refusal, padding_refusal, set_const_input)
 from .manager import PassLog
 
 FORWARD_LAYERS = {s.kind: s for s in (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED)}
@@ -195,24 +196,8 @@ def _sink(layer: Op, v: Tensor, channels: int, padded: bool) -> Sink | str:
         return f"{where}: {w.shape[3]} output channels is not a multiple of {channels}"
     if layer.kind == "FULLY_CONNECTED" and (w.shape[1] != channels or v.shape[-1] != channels):
         return f"{where}: the weights' input size {w.shape[1]} is not the channel count {channels}"
-    constant_ok = "a zero PAD on the way turns the constant into 0 at the border" if padded else _padding_refusal(layer, v)
+    constant_ok = "a zero PAD on the way turns the constant into 0 at the border" if padded else padding_refusal(layer, v)
     return Sink(layer, spec, v.shape, constant_ok)
-
-
-def _padding_refusal(layer: Op, v: Tensor) -> str | None:
-    """Why a constant input channel does not give a constant contribution (None: it does)."""
-    if layer.kind == "FULLY_CONNECTED":
-        return None
-    o = layer.options
-    if PADDINGS[o.padding] == "VALID":
-        return None
-    w = layer.input(1)
-    for size, k, stride, dil in ((v.shape[1], w.shape[1], o.strideH, o.dilationHFactor),
-                                 (v.shape[2], w.shape[2], o.strideW, o.dilationWFactor)):
-        out = -(-size // stride)
-        if (out - 1) * stride + (k - 1) * dil + 1 - size > 0:
-            return "SAME padding adds zeros at the border, where the constant is missing"
-    return None
 
 
 def _pass_through_refusal(graph: Graph, op: Op, channels: int) -> str | None:
@@ -247,26 +232,12 @@ def _forward_updates(sinks: list[Sink], s: np.ndarray, constant: np.ndarray) -> 
     Σ W·relu(t) the constant (s == 0) channels contribute."""
     updates, terms = [], []
     for k in sinks:
-        raw = k.layer.input(k.spec.weights).data
-        per_weight_channel, axis = _input_channel_vector(k, s)
-        name = k.layer.outputs[0].name
-        updates.append((k.layer, k.spec.weights, scale_along(raw, per_weight_channel, axis), f"{name}/weights"))
+        per_weight_channel, axis = input_channel_vector(k.layer, k.spec, s)
+        new_w = scale_along(k.layer.input(k.spec.weights).data, per_weight_channel, axis)
+        updates.append((k.layer, k.spec.weights, new_w, f"{k.layer.outputs[0].name}/weights"))
         if np.any(constant):
-            w = np.asarray(raw, dtype=np.float64)
-            shape = [1] * w.ndim
-            shape[axis] = len(per_weight_channel)
-            c, _ = _input_channel_vector(k, constant)
-            contribution = (w * c.reshape(shape)).sum(axis=tuple(i for i in range(w.ndim) if i != k.spec.out_axis))
-            terms.append(BiasEdit(k.layer, k.spec, contribution))
+            terms.append(BiasEdit(k.layer, k.spec, constant_input_response(k.layer, k.spec, constant)))
     return updates, terms
-
-
-def _input_channel_vector(k: Sink, per_channel: np.ndarray) -> tuple[np.ndarray, int]:
-    """The per-input-channel vector laid out along the weights' axis that carries input channels."""
-    if k.layer.kind == "DEPTHWISE_CONV_2D":
-        multiplier = k.layer.input(k.spec.weights).shape[3] // len(per_channel)
-        return np.repeat(per_channel, multiplier), 3
-    return per_channel, k.spec.in_axis
 
 
 # ---- backward: the shift into the producer's bias -------------------------------------------

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir.graph import Graph, Op, Tensor
+from ..ir.graph import PADDINGS, Graph, Op, Tensor
 from .affine import (AFFINE_KINDS, AffineChain, Refusal, as_float32, finite, freed_constants, match_chain, remove_chain,
                      scale_along)
 from .manager import PassLog
@@ -68,6 +68,56 @@ def layer_refusal(graph: Graph, layer: Op, spec: LayerSpec) -> str | None:
     out = layer.outputs[0]
     if out.dtype != "FLOAT32" or out.is_quantized:
         return f"the layer's output is {out.dtype}, not float32"
+    return None
+
+
+def input_channel_vector(layer: Op, spec: LayerSpec, per_channel: np.ndarray) -> tuple[np.ndarray, int]:
+    """A per-input-channel vector laid along the weights' input axis: (vector, axis).
+
+    DEPTHWISE_CONV_2D: input channel i feeds outputs i·M .. i·M+M−1, so each entry repeats M
+    times on axis 3. Otherwise the vector is tiled to the axis' length, which is the NHWC flatten
+    order when a FULLY_CONNECTED reads a flattened feature map (a factor of 1 everywhere else).
+    """
+    w = layer.input(spec.weights)
+    if layer.kind == "DEPTHWISE_CONV_2D":
+        return np.repeat(per_channel, w.shape[3] // len(per_channel)), 3
+    return np.tile(per_channel, w.shape[spec.in_axis] // len(per_channel)), spec.in_axis
+
+
+def constant_input_response(layer: Op, spec: LayerSpec, per_channel: np.ndarray) -> np.ndarray:
+    """What a constant per-channel input adds to each output channel (float64): Σ W·c over the
+    kernel taps and input channels. Exact only where no padding reaches the layer's input."""
+    w = np.asarray(layer.input(spec.weights).data, dtype=np.float64)
+    v, axis = input_channel_vector(layer, spec, per_channel)
+    shape = [1] * w.ndim
+    shape[axis] = len(v)
+    return (w * v.reshape(shape)).sum(axis=tuple(i for i in range(w.ndim) if i != spec.out_axis))
+
+
+def padding_refusal(layer: Op, x: Tensor) -> str | None:
+    """None when no implicit zero padding reaches `layer`'s input `x`, else why it does.
+
+    VALID padding and FULLY_CONNECTED never pad; SAME pads only when the kernel's reach
+    (out−1)·stride + (k−1)·dilation + 1 exceeds the input size (so 1×1 kernels never do).
+    """
+    if layer.kind == "FULLY_CONNECTED":
+        return None
+    options = layer.options
+    if getattr(options, "padding", None) == PADDINGS.index("VALID"):
+        return None
+    w = layer.input(1)
+    out = layer.outputs[0]
+    sig_in, sig_out = x.shape_signature or x.shape, out.shape_signature or out.shape
+    if len(x.shape) != 4 or len(out.shape) != 4 or len(sig_in) != 4 or len(sig_out) != 4 or len(w.shape) != 4:
+        return f"{layer.kind} is not a 4-D NHWC layer with a 4-D filter"
+    if min(sig_in[1:3]) < 0 or min(sig_out[1:3]) < 0:
+        return f"{layer.kind} has SAME padding and a dynamic spatial size"
+    strides = (getattr(options, "strideH", 1) or 1, getattr(options, "strideW", 1) or 1)
+    dilations = (getattr(options, "dilationHFactor", 1) or 1, getattr(options, "dilationWFactor", 1) or 1)
+    for d in range(2):
+        size, out_size, k = x.shape[1 + d], out.shape[1 + d], w.shape[1 + d]
+        if (out_size - 1) * strides[d] + (k - 1) * dilations[d] + 1 > size:
+            return f"{layer.kind} {out.name!r} has SAME padding that pads its {w.shape[1]}x{w.shape[2]} kernel's input"
     return None
 
 
