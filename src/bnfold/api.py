@@ -10,7 +10,8 @@ from .io.reader import read_model
 from .io.writer import WriteInfo, save_model
 from .ir.model import Model
 from .passes import registry
-from .passes.manager import Report, run_passes
+from .passes.manager import run_passes
+from .passes.report import Report
 
 
 def load(path: str) -> Model:

@@ -10,7 +10,8 @@ from bnfold import api
 from bnfold.check import litert
 from bnfold.io.formats import TFLITE
 from bnfold.io.reader import read_model
-from bnfold.ir.graph import ACTIVATIONS, Graph, Options
+from bnfold.ir.graph import Graph, Options
+from bnfold.ir.ops import FUSED_ACTIVATIONS as ACTIVATIONS
 from bnfold.ir.model import Model
 
 PASS = "fuse_activation_function"

@@ -29,7 +29,8 @@ from numpy.lib.stride_tricks import as_strided
 
 from ..errors import ModelError
 from ..ir.const import NUMPY_DTYPES
-from ..ir.graph import ACTIVATIONS, Graph, Op
+from ..ir.graph import Graph, Op
+from ..ir.ops import FUSED_ACTIVATIONS as ACTIVATIONS
 from ..ir.model import Model
 
 MAX_WHILE_ITERATIONS = 1_000_000

@@ -19,7 +19,8 @@ from ..ir.const import Buffer
 from ..ir.graph import Graph, Options, Tensor
 from ..ir.model import Metadata, Model, OpCode, Signature
 from .formats import Format, format_from_identifier
-from .validate import check_model, validate
+from ..ir.check import check_model
+from .validate import validate
 
 # What a corrupt flatbuffer makes the generated unpacking code raise.
 _DECODE_ERRORS = (struct.error, IndexError, ValueError, TypeError, OverflowError, KeyError, AttributeError,

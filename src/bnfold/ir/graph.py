@@ -6,25 +6,24 @@ IR does not model (sparsity, variant tensors, debug metadata, custom options, ..
 the `record` of each object and is written back unchanged.
 
 Edges are kept consistent by the Graph's mutation methods (`set_input`, `set_output`,
-`add_op`, `remove_op`, `replace_uses`); `Op.inputs`/`Op.outputs` are tuples so nothing else can
-change them behind the graph's back. `tensor.producer` and `graph.consumers(tensor)` are always
-current.
+`set_const_input`, `add_op`, `remove_op`, `replace_uses`); `Op.inputs`/`Op.outputs` are tuples so
+nothing else can change them behind the graph's back. `tensor.producer` and
+`graph.consumers(tensor)` are always current.
+
+Every mutation costs time in proportion to what it touches, never to the graph's size, so a pass
+over a graph of 100k operators stays linear: removed ops leave the execution order lazily and ops
+inserted after an anchor are spliced in when `graph.ops` is next read (one sweep for any number of
+edits); membership is a set; new tensor names come from a set and a counter per base name.
 """
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 
 from .const import NUMPY_DTYPES, Buffer
-
-ACTIVATIONS = ("NONE", "RELU", "RELU_N1_TO_1", "RELU6", "TANH", "SIGN_BIT")
-PADDINGS = ("SAME", "VALID")
-
-# Operators kept by cleanup() even when nothing reads their outputs: they act on state.
-SIDE_EFFECT_KINDS = frozenset({"ASSIGN_VARIABLE", "CALL_ONCE", "VAR_HANDLE", "HASHTABLE_IMPORT", "CUSTOM"})
+from .ops import FUSED_ACTIVATIONS, SIDE_EFFECT_KINDS
 
 
 class Options:
@@ -92,10 +91,11 @@ class Tensor:
 
 
 class Op:
-    __slots__ = ("opcode", "inputs", "outputs", "options", "record", "intermediates")
+    __slots__ = ("opcode", "inputs", "outputs", "options", "record", "intermediates", "index")
 
     def __init__(self, opcode, inputs: Sequence[Tensor | None], outputs: Sequence[Tensor], options: Options | None = None,
                  *, record=None, intermediates: Sequence[Tensor] = ()):
+        self.index: int | None = None  # position in the graph as read or built; None for ops passes make
         self.opcode = opcode
         self.inputs: tuple[Tensor | None, ...] = tuple(inputs)
         self.outputs: tuple[Tensor, ...] = tuple(outputs)
@@ -110,13 +110,13 @@ class Op:
     @property
     def fused_activation(self) -> str:
         value = getattr(self.options, "fusedActivationFunction", None) if self.options is not None else None
-        return "NONE" if value is None else ACTIVATIONS[value]
+        return "NONE" if value is None else FUSED_ACTIVATIONS[value]
 
     @fused_activation.setter
     def fused_activation(self, name: str) -> None:
         if self.options is None or not hasattr(self.options, "fusedActivationFunction"):
             raise ValueError(f"{self.kind} has no fused activation")
-        self.options.fusedActivationFunction = ACTIVATIONS.index(name)
+        self.options.fusedActivationFunction = FUSED_ACTIVATIONS.index(name)
 
     @property
     def has_fused_activation_slot(self) -> bool:
@@ -137,13 +137,28 @@ class Graph:
         self.name = name
         self.record = record
         self.tensors: list[Tensor] = []
-        self.ops: list[Op] = []
         self.inputs: list[Tensor] = []
         self.outputs: list[Tensor] = []
         self.pinned: set[Tensor] = set()  # tensors a signature names: never removed or renamed
         self.model = None  # set by Model.add_graph
+        self._order: list[Op] = []  # execution order; may still hold removed ops (see `ops`)
+        self._members: set[Op] = set()
+        self._inserted_after: dict[Op, list[Op]] = {}  # anchor -> ops added right after it, pending
+        self._dirty = False
+        self._names: set[str] | None = None  # built on first use (the reader appends tensors directly)
+        self._next_suffix: dict[str, int] = {}
 
     # ---- lookups -------------------------------------------------------------------------
+    @property
+    def ops(self) -> list[Op]:
+        """The ops in execution order (do not modify the list: use add_op/remove_op)."""
+        if self._dirty:
+            self._settle_order()
+        return self._order
+
+    def contains(self, op: Op) -> bool:
+        return op in self._members
+
     def consumers(self, tensor: Tensor) -> list[Op]:
         """Ops reading `tensor`, each once, in execution order of their first read."""
         seen: dict[int, Op] = {}
@@ -159,9 +174,6 @@ class Graph:
         """True when `op` is the only reader of `tensor` and nothing outside sees it."""
         return not self.is_observed(tensor) and all(user is op for user in tensor._uses) and bool(tensor._uses)
 
-    def index_of(self, op: Op) -> int:
-        return self.ops.index(op)
-
     def tensor(self, name: str) -> Tensor:
         for t in self.tensors:
             if t.name == name:
@@ -170,18 +182,22 @@ class Graph:
 
     # ---- construction --------------------------------------------------------------------
     def unique_name(self, base: str) -> str:
-        names = {t.name for t in self.tensors}
-        if base not in names:
+        """`base`, or `base_N` with the first N not taken since this base was last asked for."""
+        if self._names is None:
+            self._names = {t.name for t in self.tensors}
+        if base not in self._names:
             return base
-        i = 1
-        while f"{base}_{i}" in names:
+        i = self._next_suffix.get(base, 1)
+        while f"{base}_{i}" in self._names:
             i += 1
+        self._next_suffix[base] = i + 1
         return f"{base}_{i}"
 
     def add_tensor(self, name: str, dtype: str, shape: Sequence[int], buffer: Buffer | None = None, **kw) -> Tensor:
         if buffer is None and self.model is not None:
             buffer = self.model.empty_buffer
         t = Tensor(self.unique_name(name), dtype, shape, buffer, **kw)
+        self._names.add(t.name)
         self.tensors.append(t)
         return t
 
@@ -190,18 +206,19 @@ class Graph:
         return self.add_tensor(name, dtype, array.shape, Buffer.from_array(array))
 
     def add_op(self, kind_or_opcode, inputs: Sequence[Tensor | None], outputs: Sequence[Tensor],
-               options: Options | None = None, *, before: Op | None = None, after: Op | None = None,
-               version: int = 1, record=None) -> Op:
+               options: Options | None = None, *, after: Op | None = None, version: int = 1, record=None) -> Op:
+        """A new op at the end of the execution order, or right after the op `after`."""
         opcode = kind_or_opcode
         if isinstance(kind_or_opcode, str):
             opcode = self.model.opcode(kind_or_opcode, version=version)
         op = Op(opcode, inputs, outputs, options, record=record)
-        if before is not None:
-            self.ops.insert(self.ops.index(before), op)
-        elif after is not None:
-            self.ops.insert(self.ops.index(after) + 1, op)
+        if after is None:
+            op.index = len(self._order) if not self._dirty else None
+            self._order.append(op)
         else:
-            self.ops.append(op)
+            self._inserted_after.setdefault(after, []).append(op)
+            self._dirty = True
+        self._members.add(op)
         self._link(op)
         return op
 
@@ -213,13 +230,28 @@ class Graph:
             t.producer = op
 
     def remove_op(self, op: Op) -> None:
-        self.ops.remove(op)
+        self._members.remove(op)
+        self._dirty = True
         for t in op.inputs:
             if t is not None:
                 t._uses.remove(op)
         for t in op.outputs:
             if t.producer is op:
                 t.producer = None
+
+    def _settle_order(self) -> None:
+        """Drop removed ops from the order and splice in the ops inserted after an anchor (the
+        latest insertion nearest its anchor), in one sweep."""
+        order: list[Op] = []
+        pending = list(reversed(self._order))
+        while pending:
+            op = pending.pop()
+            if op in self._members:
+                order.append(op)
+            pending.extend(self._inserted_after.pop(op, ()))  # popped latest-first
+        self._order = order
+        self._inserted_after.clear()
+        self._dirty = False
 
     # ---- rewiring ------------------------------------------------------------------------
     def set_input(self, op: Op, index: int, tensor: Tensor | None) -> None:
@@ -243,6 +275,22 @@ class Graph:
         tensor.producer = op
         op.outputs = tuple(outputs)
 
+    def set_const_input(self, op: Op, index: int, values: np.ndarray, name: str) -> None:
+        """Give `op` new constant data at input `index` without touching what anyone else sees.
+
+        A missing (optional) input gets a new tensor. An existing one keeps its shape when `values`
+        has as many elements, and is updated only if `op` is its sole reader and nothing outside
+        names it; otherwise a new tensor is made. Either way the data goes into a new buffer, so a
+        buffer shared with any other tensor is never modified (copy-on-write, see const.py).
+        """
+        old = op.input(index)
+        if old is not None and values.size == int(np.prod(old.shape)):
+            values = values.reshape(old.shape)
+        if old is not None and self.has_single_use(old, op) and old.dtype == "FLOAT32":
+            old.data = values
+            return
+        self.set_input(op, index, self.add_const(name, values))
+
     def replace_uses(self, old: Tensor, new: Tensor, *, only: Iterable[Op] | None = None) -> None:
         """Make readers of `old` (all, or those in `only`) read `new`. Graph outputs are untouched."""
         targets = set(map(id, only)) if only is not None else None
@@ -255,17 +303,14 @@ class Graph:
 
     # ---- maintenance ---------------------------------------------------------------------
     def cleanup(self) -> Graph:
-        """Remove ops nothing needs, then tensors no op or signature refers to."""
-        changed = True
-        while changed:
-            changed = False
-            for op in reversed(self.ops):
-                if op.kind in SIDE_EFFECT_KINDS or not op.outputs:
-                    continue
-                if any(t._uses or self.is_observed(t) for t in op.outputs):
-                    continue
-                self.remove_op(op)
-                changed = True
+        """Remove ops nothing needs, then tensors no op or signature refers to (one sweep each:
+        walking backwards, an op's readers are decided before the op itself)."""
+        for op in reversed(list(self.ops)):
+            if op.kind in SIDE_EFFECT_KINDS or not op.outputs:
+                continue
+            if any(t._uses or self.is_observed(t) for t in op.outputs):
+                continue
+            self.remove_op(op)
         referenced: set[int] = set()
         for op in self.ops:
             referenced.update(id(t) for t in op.inputs if t is not None)
@@ -274,29 +319,10 @@ class Graph:
         referenced.update(id(t) for t in self.inputs)
         referenced.update(id(t) for t in self.outputs)
         referenced.update(id(t) for t in self.pinned)
-        self.tensors = [t for t in self.tensors if id(t) in referenced]
-        return self
-
-    def toposort(self) -> Graph:
-        """Order ops so every op comes after the producers of its inputs; keeps the current
-        order wherever it is already valid."""
-        position = {id(op): i for i, op in enumerate(self.ops)}
-        pending = {id(op): sum(1 for t in set(op.inputs) if t is not None and t.producer is not None
-                               and id(t.producer) in position) for op in self.ops}
-        ready = [(position[id(op)], op) for op in self.ops if pending[id(op)] == 0]
-        heapq.heapify(ready)
-        ordered: list[Op] = []
-        while ready:
-            _, op = heapq.heappop(ready)
-            ordered.append(op)
-            for out in op.outputs:
-                for user in self.consumers(out):
-                    pending[id(user)] -= sum(1 for t in set(user.inputs) if t is out)
-                    if pending[id(user)] == 0:
-                        heapq.heappush(ready, (position[id(user)], user))
-        if len(ordered) != len(self.ops):
-            raise ValueError(f"subgraph {self.name!r} has a cycle")
-        self.ops = ordered
+        kept = [t for t in self.tensors if id(t) in referenced]
+        if self._names is not None and len(kept) != len(self.tensors):
+            self._names.difference_update(t.name for t in self.tensors if id(t) not in referenced)
+        self.tensors = kept
         return self
 
     def __repr__(self) -> str:

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ir.graph import Graph, Op, Tensor
-
-AFFINE_KINDS = frozenset({"MUL", "ADD", "SUB", "DIV"})
+from ..ir.ops import AFFINE_KINDS
+from .report import Refusal
 # Per-channel vectors are float64 [C]; a channel count beyond this comes from a corrupt shape, and
 # matching it would allocate gigabytes for a file of kilobytes.
 MAX_CHANNELS = 1 << 22
@@ -46,15 +46,7 @@ class AffineChain:
         return self.ops[-1].outputs[0]
 
 
-@dataclass
-class Refusal:
-    """A chain that exists but cannot be folded, and why."""
-
-    anchor: Op
-    reason: str
-
-
-def channel_vector(const: Tensor, x_shape: tuple[int, ...], axis: int) -> np.ndarray | str:
+def channel_vector(const: Tensor, x_shape: tuple[int, ...], axis: int) -> np.ndarray | Refusal:
     """The constant as a float64 vector over channels of `axis`, or why it is not per-channel.
 
     Accepted: any shape that broadcasts onto x without growing it and is 1 everywhere except
@@ -62,20 +54,20 @@ def channel_vector(const: Tensor, x_shape: tuple[int, ...], axis: int) -> np.nda
     for axis 1 of a rank-4 x, and so on.
     """
     if not const.is_const:
-        return f"operand {const.name!r} is not a constant"
+        return Refusal(f"operand {const.name!r} is not a constant")
     if const.dtype != "FLOAT32" or const.is_quantized:
-        return f"constant {const.name!r} is {const.dtype}{' (quantized)' if const.is_quantized else ''}, not float32"
+        return Refusal(f"constant {const.name!r} is {const.dtype}{' (quantized)' if const.is_quantized else ''}, not float32")
     shape, rank = const.shape, len(x_shape)
     channels = x_shape[axis]
     if len(shape) > rank:
-        return f"constant {const.name!r} of shape {list(shape)} has more dimensions than the data {list(x_shape)}"
+        return Refusal(f"constant {const.name!r} of shape {list(shape)} has more dimensions than the data {list(x_shape)}")
     aligned = (1,) * (rank - len(shape)) + tuple(shape)
     for i, d in enumerate(aligned):
         if i == axis:
             if d not in (1, channels):
-                return f"constant {const.name!r} of shape {list(shape)} does not match {channels} channels"
+                return Refusal(f"constant {const.name!r} of shape {list(shape)} does not match {channels} channels")
         elif d != 1:
-            return f"constant {const.name!r} of shape {list(shape)} varies along axis {i}, not only the channel axis {axis}"
+            return Refusal(f"constant {const.name!r} of shape {list(shape)} varies along axis {i}, not only the channel axis {axis}")
     values = np.asarray(const.data, dtype=np.float64).reshape(-1)
     return np.broadcast_to(values, (channels,)).copy() if values.size == 1 else values.copy()
 
@@ -90,7 +82,7 @@ def _constant_operand(op: Op, value: Tensor) -> tuple[Tensor | None, bool]:
     return None, True
 
 
-def _step(kind: str, value_first: bool, c: np.ndarray, s: np.ndarray, t: np.ndarray) -> tuple | str:
+def _step(kind: str, value_first: bool, c: np.ndarray, s: np.ndarray, t: np.ndarray) -> tuple | Refusal:
     if kind == "MUL":
         return s * c, t * c
     if kind == "ADD":
@@ -99,11 +91,11 @@ def _step(kind: str, value_first: bool, c: np.ndarray, s: np.ndarray, t: np.ndar
         return (s, t - c) if value_first else (-s, c - t)
     if kind == "DIV":
         if not value_first:
-            return "DIV of a constant by the data is not affine"
+            return Refusal("DIV of a constant by the data is not affine")
         if np.any(c == 0):
-            return "DIV by a constant containing zero"
+            return Refusal("DIV by a constant containing zero")
         return s / c, t / c
-    return f"{kind} is not an affine op"
+    return Refusal(f"{kind} is not an affine op")
 
 
 def match_chain(graph: Graph, x: Tensor, axis: int, *, start: Op | None = None) -> AffineChain | Refusal | None:
@@ -137,16 +129,17 @@ def match_chain(graph: Graph, x: Tensor, axis: int, *, start: Op | None = None) 
             break
         out = op.outputs[0]
         if out.shape != value.shape or out.dtype != "FLOAT32" or value.dtype != "FLOAT32" or out.is_quantized or value.is_quantized:
-            reason = "the elementwise op changes the shape or is not float32"
-            return Refusal(op, reason) if not ops else _finish(x, axis, ops, s, t, activation, constants)
+            refusal = Refusal("the elementwise op changes the shape or is not float32")
+            return _at(refusal, op) if not ops else _finish(x, axis, ops, s, t, activation, constants)
         c = channel_vector(const, value.shape, axis)
-        if isinstance(c, str):
-            return Refusal(op, c) if not ops else _finish(x, axis, ops, s, t, activation, constants)
+        if isinstance(c, Refusal):
+            return _at(c, op) if not ops else _finish(x, axis, ops, s, t, activation, constants)
         stepped = _step(op.kind, value_first, c, s, t)
-        if isinstance(stepped, str):
-            return Refusal(op, stepped) if not ops else _finish(x, axis, ops, s, t, activation, constants)
+        if isinstance(stepped, Refusal):
+            return _at(stepped, op) if not ops else _finish(x, axis, ops, s, t, activation, constants)
         if activation != "NONE":
-            return Refusal(ops[-1], f"activation {activation} on {ops[-1].kind} sits between the layer and the rest of the chain")
+            return Refusal(f"activation {activation} on {ops[-1].kind} sits between the layer and the rest of the chain",
+                           ops[-1])
         s, t = stepped
         ops.append(op)
         constants.append(const)
@@ -157,6 +150,10 @@ def match_chain(graph: Graph, x: Tensor, axis: int, *, start: Op | None = None) 
     if not ops:
         return None
     return _finish(x, axis, ops, s, t, activation, constants)
+
+
+def _at(refusal: Refusal, op: Op) -> Refusal:
+    return Refusal(refusal.reason, op)
 
 
 def _finish(x, axis, ops, s, t, activation, constants) -> AffineChain:
@@ -183,7 +180,7 @@ def chains_from_starts(graph: Graph) -> Iterator[AffineChain | Refusal]:
     Lazy, so a pass may rewrite the graph between chains: ops removed meanwhile are skipped.
     """
     for op in list(graph.ops):
-        if op not in graph.ops or op.kind not in AFFINE_KINDS:
+        if not graph.contains(op) or op.kind not in AFFINE_KINDS:
             continue
         x = data_input(op)
         if x is None or not x.shape or _continues_chain(graph, x, op):

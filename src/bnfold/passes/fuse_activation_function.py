@@ -7,24 +7,20 @@ uses): RELU after NONE/RELU -> RELU, after RELU6 -> RELU6; RELU6 after NONE/RELU
 RELU_N1_TO_1 after NONE/RELU_N1_TO_1 -> RELU_N1_TO_1; anything else is left alone.
 
 TANH is not fused: LiteRT's kernels compute fused activations through an activation *range*
-(NONE, RELU, RELU6, RELU_N1_TO_1). Checked with LiteRT 2.3 (builtin, XNNPACK and reference
-kernels): FULLY_CONNECTED refuses to load a fused TANH, while CONV_2D and ADD load it and silently
-ignore it (outputs outside [-1, 1]) — so fusing TANH would either not run or be wrong.
+(ir/ops.py RANGE_ACTIVATIONS says which, and why).
 
 Guards: the producer's output has no other reader and is not a graph output; the producer is an
-operator whose fused activation is applied to its output (not LSTM/RNN cell activations, and not
-CONCATENATION or TRANSPOSE_CONV, which runtimes run without one); float tensors only, since a
-quantized activation may carry its own output scale.
+operator whose fused activation is applied to its output (`fused_output` in ir/ops.py: not
+LSTM/RNN cell activations, and not CONCATENATION or TRANSPOSE_CONV, which runtimes run without
+one); float tensors only, since a quantized activation may carry its own output scale.
 """
 
 from __future__ import annotations
 
 from ..ir.graph import Graph
-from .manager import PassLog
+from ..ir.ops import RANGE_ACTIVATIONS, info
+from .report import PassResult
 
-ACTIVATION_OPS = ("RELU", "RELU6", "RELU_N1_TO_1")
-PRODUCERS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "CONV_3D", "ADD", "SUB", "MUL", "DIV",
-                       "AVERAGE_POOL_2D", "MAX_POOL_2D"})
 COMBINE = {
     ("NONE", "RELU"): "RELU", ("RELU", "RELU"): "RELU", ("RELU6", "RELU"): "RELU6",
     ("NONE", "RELU6"): "RELU6", ("RELU", "RELU6"): "RELU6", ("RELU6", "RELU6"): "RELU6",
@@ -32,29 +28,28 @@ COMBINE = {
 }
 
 
-def run(graph: Graph, log: PassLog) -> bool:
-    changed = False
-    for act in [op for op in graph.ops if op.kind in ACTIVATION_OPS]:
+def run(graph: Graph) -> PassResult:
+    result = PassResult()
+    for act in [op for op in graph.ops if op.kind in RANGE_ACTIVATIONS]:
         x = act.input(0)
         producer = x.producer if x is not None else None
         if producer is None:
             continue
         reason = _refusal(graph, producer, act)
         if reason:
-            log.skip(act, reason)
+            result.skip(act, reason)
             continue
         fused = COMBINE[(producer.fused_activation, act.kind)]
-        log.fold(producer, [act], activation=act.kind, before=producer.fused_activation, after=fused)
+        result.fold(producer, [act], activation=act.kind, before=producer.fused_activation, after=fused)
         producer.fused_activation = fused
         graph.set_output(producer, 0, act.outputs[0])
         graph.remove_op(act)
-        changed = True
-    return changed
+    return result
 
 
 def _refusal(graph: Graph, producer, act) -> str | None:
     x = act.inputs[0]
-    if producer.kind not in PRODUCERS:
+    if not info(producer.kind).fused_output:
         return f"producer {producer.kind} has no fused activation that applies to its output"
     if not producer.has_fused_activation_slot:
         return f"producer {producer.kind} has no options table to hold a fused activation"

@@ -21,9 +21,9 @@ non-channel axis, a non-finite result. A filter shared with another op is copied
 from __future__ import annotations
 
 from ..ir.graph import Graph
-from .layers import DEPTHWISE_CONV_2D, fold_backward
-from .manager import PassLog
+from .backward import fold_backward
+from .report import PassResult
 
 
-def run(graph: Graph, log: PassLog) -> bool:
-    return fold_backward(graph, log, DEPTHWISE_CONV_2D)
+def run(graph: Graph) -> PassResult:
+    return fold_backward(graph, "DEPTHWISE_CONV_2D")

@@ -11,7 +11,7 @@ Weights are [O, I] and output feature o is row o of W times x, plus b[o]:
 Through a RESHAPE that keeps the last axis (same last dimension O, so row-major order keeps every
 element's feature index: flat index k·O + o before and after), the chain is matched on the
 reshape output's last axis and the RESHAPE stays. That walk is the layout-op follower shared by
-every backward fold (layout.py, via layers.find_chain_after); a reshape that merges or splits the
+every backward fold (layout.py, via backward.chain_after); a reshape that merges or splits the
 feature axis is not followed.
 
 Guards (skipped with a reason): an activation on the layer or inside the chain, the FC output,
@@ -23,9 +23,9 @@ non-finite result. Weights shared with another op are copied, never edited.
 from __future__ import annotations
 
 from ..ir.graph import Graph
-from .layers import FULLY_CONNECTED, fold_backward
-from .manager import PassLog
+from .backward import fold_backward
+from .report import PassResult
 
 
-def run(graph: Graph, log: PassLog) -> bool:
-    return fold_backward(graph, log, FULLY_CONNECTED)
+def run(graph: Graph) -> PassResult:
+    return fold_backward(graph, "FULLY_CONNECTED")

@@ -27,33 +27,32 @@ A filter shared with another op is copied, never edited.
 
 from __future__ import annotations
 
-from ..io.formats import TFLITE
 from ..ir.graph import Graph, Op
-from .layers import TRANSPOSE_CONV, fold_backward
-from .manager import PassLog
+from ..ir.ops import ACTIVATION_KINDS, LAYERS
+from .backward import fold_backward
+from .report import PassResult
 
-BIAS_VERSION = 3
-ACTIVATION_VERSION = 4
-STANDALONE = ("RELU", "RELU6", "RELU_N1_TO_1", "TANH")
-
-
-def run(graph: Graph, log: PassLog) -> bool:
-    return fold_backward(graph, log, TRANSPOSE_CONV, after=_finish)
+SPEC = LAYERS["TRANSPOSE_CONV"]
 
 
-def _finish(graph: Graph, log: PassLog, layer: Op) -> None:
+def run(graph: Graph) -> PassResult:
+    return fold_backward(graph, "TRANSPOSE_CONV", finish=_finish)
+
+
+def _finish(graph: Graph, layer: Op) -> dict:
     """Give the folded layer an operator version (TFLite) or a standalone activation (Circle)."""
-    record = log.report.folds[-1]
-    tflite = graph.model is None or graph.model.format is TFLITE
+    details = {}
+    circle = graph.model is not None and graph.model.format.name == "circle"
     act = layer.fused_activation
-    if act != "NONE" and not tflite and act in STANDALONE:
-        record["standalone_activation"] = _split_activation(graph, layer, act).outputs[0].name
+    if act != "NONE" and circle and SPEC.standalone_activation_in_circle and act in ACTIVATION_KINDS:
+        details["standalone_activation"] = _split_activation(graph, layer, act).outputs[0].name
         act = "NONE"
-    if tflite and graph.model is not None:
-        need = ACTIVATION_VERSION if act != "NONE" else BIAS_VERSION
+    if not circle and graph.model is not None:
+        need = SPEC.version_for("activation" if act != "NONE" else "bias")
         if layer.opcode.version < need:
-            record["opcode_version"] = [layer.opcode.version, need]
-            layer.opcode = graph.model.opcode(TRANSPOSE_CONV.kind, version=need)
+            details["opcode_version"] = [layer.opcode.version, need]
+            layer.opcode = graph.model.opcode(layer.kind, version=need)
+    return details
 
 
 def _split_activation(graph: Graph, layer: Op, act: str) -> Op:

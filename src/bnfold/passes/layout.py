@@ -39,10 +39,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ir.graph import Graph, Op, Tensor
-from .affine import AFFINE_KINDS
-
-RESHAPE_KINDS = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS"})
-LAYOUT_KINDS = frozenset({"TRANSPOSE", "BATCH_TO_SPACE_ND"}) | RESHAPE_KINDS
+from ..ir.ops import LAYOUT_KINDS
+from .report import Refusal
 
 
 @dataclass
@@ -57,17 +55,9 @@ class LayoutPath:
         return " -> ".join(op.kind for op in self.ops)
 
 
-@dataclass
-class LayoutBlock:
-    """A layout op the channel cannot be followed through, and why."""
-
-    op: Op
-    reason: str
-    feeds_chain: bool  # whether an affine op reads its output (only then is it worth reporting)
-
-
-def follow(graph: Graph, start: Tensor, axis: int) -> LayoutPath | LayoutBlock:
-    """Walk from `start` (channel on `axis`) through single-reader layout ops as far as they go."""
+def follow(graph: Graph, start: Tensor, axis: int) -> LayoutPath | Refusal:
+    """Walk from `start` (channel on `axis`) through single-reader layout ops as far as they go;
+    a Refusal at the layout op the channel cannot be followed through."""
     path = LayoutPath(start, axis)
     while True:
         users = graph.consumers(path.tensor)
@@ -77,56 +67,52 @@ def follow(graph: Graph, start: Tensor, axis: int) -> LayoutPath | LayoutBlock:
         if op.input(0) is not path.tensor or not graph.has_single_use(path.tensor, op) or len(op.outputs) != 1:
             return path
         moved = map_axis(op, path.axis)
-        if isinstance(moved, str):
-            return LayoutBlock(op, moved, _feeds_affine(graph, op.outputs[0]))
+        if isinstance(moved, Refusal):
+            return Refusal(moved.reason, op)
         path = LayoutPath(op.outputs[0], moved, path.ops + [op])
 
 
-def _feeds_affine(graph: Graph, tensor: Tensor) -> bool:
-    return any(u.kind in AFFINE_KINDS for u in graph.consumers(tensor))
-
-
-def map_axis(op: Op, axis: int) -> int | str:
+def map_axis(op: Op, axis: int) -> int | Refusal:
     """The axis of op's output holding what `axis` of its input held, or why there is none."""
     x, y = op.input(0), op.outputs[0]
     if op.kind == "TRANSPOSE":
         return _transpose_axis(op, axis)
     if op.kind == "BATCH_TO_SPACE_ND":
         if axis != len(x.shape) - 1 or len(y.shape) != len(x.shape) or y.shape[-1] != x.shape[axis]:
-            return f"BATCH_TO_SPACE_ND keeps only the last axis (channels) in place, the channel is on axis {axis}"
+            return Refusal(f"BATCH_TO_SPACE_ND keeps only the last axis (channels) in place, the channel is on axis {axis}")
         return len(y.shape) - 1
     return _reshape_axis(op.kind, x, y, axis)
 
 
-def _transpose_axis(op: Op, axis: int) -> int | str:
+def _transpose_axis(op: Op, axis: int) -> int | Refusal:
     perm_t = op.input(1)
     if perm_t is None or not perm_t.is_const:
-        return "the TRANSPOSE permutation is not a constant"
+        return Refusal("the TRANSPOSE permutation is not a constant")
     perm = [int(p) for p in np.asarray(perm_t.data).reshape(-1)]
     rank = len(op.input(0).shape)
     perm = [p + rank if p < 0 else p for p in perm]
     if sorted(perm) != list(range(rank)):
-        return f"the TRANSPOSE permutation {perm} is not a permutation of {rank} axes"
+        return Refusal(f"the TRANSPOSE permutation {perm} is not a permutation of {rank} axes")
     return perm.index(axis)
 
 
-def _reshape_axis(kind: str, x: Tensor, y: Tensor, axis: int) -> int | str:
+def _reshape_axis(kind: str, x: Tensor, y: Tensor, axis: int) -> int | Refusal:
     shapes = _static_shapes(x, y)
-    if isinstance(shapes, str):
-        return f"{kind}: {shapes}"
+    if isinstance(shapes, Refusal):
+        return shapes.prefixed(f"{kind}: ")
     i, o, offset = shapes
     a = axis - offset
     if a < 0:
-        return f"{kind}: the channel is on the dynamic batch axis"
+        return Refusal(f"{kind}: the channel is on the dynamic batch axis")
     before, channels = int(np.prod(i[:a], dtype=np.int64)), i[a]
     for b in range(len(o)):
         if int(np.prod(o[:b], dtype=np.int64)) == before and o[b] == channels:
             return b + offset
-    return (f"{kind} from {list(x.shape)} to {list(y.shape)} merges or splits the channel axis {axis} "
-            f"({channels} channels) with others, so the constant is not per layer channel")
+    return Refusal(f"{kind} from {list(x.shape)} to {list(y.shape)} merges or splits the channel axis {axis} "
+                   f"({channels} channels) with others, so the constant is not per layer channel")
 
 
-def _static_shapes(x: Tensor, y: Tensor) -> tuple[tuple, tuple, int] | str:
+def _static_shapes(x: Tensor, y: Tensor) -> tuple[tuple, tuple, int] | Refusal:
     """(input shape, output shape, leading axes left out) with every dimension static."""
     sx = x.shape_signature or x.shape
     sy = y.shape_signature or y.shape
@@ -135,4 +121,4 @@ def _static_shapes(x: Tensor, y: Tensor) -> tuple[tuple, tuple, int] | str:
     if (sx and sy and sx[0] < 0 and sy[0] < 0 and all(d >= 0 for d in sx[1:]) and all(d >= 0 for d in sy[1:])
             and np.prod(sx[1:], dtype=np.int64) == np.prod(sy[1:], dtype=np.int64)):
         return x.shape[1:], y.shape[1:], 1
-    return "shapes with dynamic dimensions other than a leading batch"
+    return Refusal("shapes with dynamic dimensions other than a leading batch")

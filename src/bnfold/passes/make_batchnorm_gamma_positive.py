@@ -11,7 +11,7 @@ inputs (api.measure_lossy) and prints and reports it.
 
 Only the pattern ONE touches: a MUL with a float32 per-channel constant whose only reader is an ADD
 with a per-channel constant and a fused RELU. Unlike ONE, a γ constant shared with another op is
-copied, not edited (set_const_input).
+copied, not edited (Graph.set_const_input).
 """
 
 from __future__ import annotations
@@ -20,14 +20,13 @@ import numpy as np
 
 from ..ir.graph import Graph
 from .affine import AffineChain, channel_vector, match_chain
-from .layers import set_const_input
-from .manager import PassLog
+from .report import PassResult, Refusal
 
 REPLACEMENT = np.float32(1e-10)
 
 
-def run(graph: Graph, log: PassLog) -> bool:
-    changed = False
+def run(graph: Graph) -> PassResult:
+    result = PassResult()
     for mul in [op for op in graph.ops if op.kind == "MUL"]:
         gamma_index = _gamma_index(mul)
         if gamma_index is None:
@@ -40,16 +39,15 @@ def run(graph: Graph, log: PassLog) -> bool:
             continue
         gamma = mul.inputs[gamma_index]
         values = channel_vector(gamma, x.shape, len(x.shape) - 1)
-        if isinstance(values, str) or not np.any(values < 0):
+        if isinstance(values, Refusal) or not np.any(values < 0):
             continue
         negative = np.flatnonzero(values < 0)
         new = np.where(values < 0, REPLACEMENT, values).astype(np.float32)
-        log.fold(mul, [], lossy=True, output=chain.output.name, negative_channels=negative.tolist(),
-                 replaced_values=values[negative], replacement=float(REPLACEMENT))
+        result.fold(mul, [], lossy=True, output=chain.output.name, negative_channels=negative.tolist(),
+                    replaced_values=values[negative], replacement=float(REPLACEMENT))
         shape = (1,) * (len(x.shape) - 1) + (len(new),)  # kept as the old shape when the sizes agree
-        set_const_input(graph, mul, gamma_index, new.reshape(shape), f"{gamma.name}/positive")
-        changed = True
-    return changed
+        graph.set_const_input(mul, gamma_index, new.reshape(shape), f"{gamma.name}/positive")
+    return result
 
 
 def _gamma_index(mul) -> int | None:

@@ -1,15 +1,20 @@
 """The one list of passes: names (ONE's flag spellings), what each does, whether it is exact,
 whether it runs by default, and the order they run in. CLI flags are generated from it.
 
-Each pass lives in `bnfold/passes/<name>.py` and exposes `run(graph, log) -> bool`.
+Each pass lives in `bnfold/passes/<name>.py` and exposes `run(graph) -> PassResult` (report.py).
 """
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import UsageError
+from ..ir.graph import Graph
+from . import (fuse_activation_function, fuse_batchnorm_forward, fuse_batchnorm_with_conv, fuse_batchnorm_with_conv3d,
+               fuse_batchnorm_with_dwconv, fuse_batchnorm_with_fc, fuse_batchnorm_with_tconv,
+               fuse_preactivation_batchnorm, make_batchnorm_gamma_positive)
+from .report import PassResult
 
 
 @dataclass(frozen=True)
@@ -18,9 +23,7 @@ class PassSpec:
     summary: str
     exact: bool  # changes are exact up to float rounding
     default: bool  # part of the default set (only exact passes may be)
-
-    def load(self):
-        return importlib.import_module(f"{__package__}.{self.name}").run
+    run: Callable[[Graph], PassResult]
 
 
 # Run order matters and is fixed here, not by the command line:
@@ -34,31 +37,37 @@ class PassSpec:
 # - fuse_activation_function last, to absorb standalone activations the folds leave behind.
 PASSES: tuple[PassSpec, ...] = (
     PassSpec("fuse_batchnorm_with_conv",
-             "fold a Mul/Add/Sub/Div batch-norm chain after CONV_2D into its filter and bias", True, True),
-    # the other layer kinds, same algebra (layers.py); independent of each other, so any order
+             "fold a Mul/Add/Sub/Div batch-norm chain after CONV_2D into its filter and bias",
+             True, True, fuse_batchnorm_with_conv.run),
+    # the other layer kinds, same algebra (backward.py); independent of each other, so any order
     PassSpec("fuse_batchnorm_with_dwconv",
              "fold a batch-norm chain after DEPTHWISE_CONV_2D (any depth multiplier) into its filter and bias",
-             True, True),
+             True, True, fuse_batchnorm_with_dwconv.run),
     PassSpec("fuse_batchnorm_with_tconv",
              "fold a batch-norm chain after TRANSPOSE_CONV into its filter and (created if missing) bias",
-             True, True),
+             True, True, fuse_batchnorm_with_tconv.run),
     PassSpec("fuse_batchnorm_with_fc",
              "fold a batch-norm chain after FULLY_CONNECTED (also through a RESHAPE keeping the last axis)",
-             True, True),
+             True, True, fuse_batchnorm_with_fc.run),
     PassSpec("fuse_batchnorm_with_conv3d",
-             "fold a batch-norm chain after CONV_3D into its filter and bias", True, True),
+             "fold a batch-norm chain after CONV_3D into its filter and bias",
+             True, True, fuse_batchnorm_with_conv3d.run),
     PassSpec("make_batchnorm_gamma_positive",
              "replace negative scales of a Mul -> Add(RELU) batch norm by 1e-10 (as ONE does) so the "
-             "pre-activation fold can proceed; the output error is measured and reported", False, False),
+             "pre-activation fold can proceed; the output error is measured and reported",
+             False, False, make_batchnorm_gamma_positive.run),
     PassSpec("fuse_preactivation_batchnorm",
              "fold a batch norm + ReLU before conv/FC layers (ResNetV2): scale forward into the layers' "
-             "input channels, shift back into the preceding bias", True, True),
+             "input channels, shift back into the preceding bias",
+             True, True, fuse_preactivation_batchnorm.run),
     PassSpec("fuse_batchnorm_forward",
              "fold a batch-norm chain before CONV_2D/DEPTHWISE_CONV_2D/FULLY_CONNECTED (also through a flatten "
              "to FC) into their input channels; the shift into the bias where padding cannot see it, else "
-             "kept as one ADD", True, True),
+             "kept as one ADD",
+             True, True, fuse_batchnorm_forward.run),
     PassSpec("fuse_activation_function",
-             "fuse a standalone RELU/RELU6/RELU_N1_TO_1 into the fused activation of its producer", True, True),
+             "fuse a standalone RELU/RELU6/RELU_N1_TO_1 into the fused activation of its producer",
+             True, True, fuse_activation_function.run),
 )
 
 BY_NAME = {p.name: p for p in PASSES}

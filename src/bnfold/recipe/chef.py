@@ -28,23 +28,12 @@ import numpy as np
 from ..errors import UsageError
 from ..io.formats import CIRCLE, TFLITE, Format
 from ..ir.const import NUMPY_DTYPES, Buffer
-from ..ir.graph import ACTIVATIONS, PADDINGS, Graph, Options
+from ..ir.graph import Graph, Options
+from ..ir.ops import FUSED_ACTIVATIONS, PADDINGS, info
 from ..ir.model import Metadata, Model, Signature
 
-# operator kind -> its builtin options table (for the kinds recipes use; `options_type` overrides)
-OPTIONS_TYPE = {
-    "CONV_2D": "Conv2DOptions", "DEPTHWISE_CONV_2D": "DepthwiseConv2DOptions", "TRANSPOSE_CONV": "TransposeConvOptions",
-    "FULLY_CONNECTED": "FullyConnectedOptions", "CONV_3D": "Conv3DOptions", "ADD": "AddOptions", "SUB": "SubOptions",
-    "MUL": "MulOptions", "DIV": "DivOptions", "MAX_POOL_2D": "Pool2DOptions", "AVERAGE_POOL_2D": "Pool2DOptions",
-    "MEAN": "ReducerOptions", "SUM": "ReducerOptions", "RESHAPE": "ReshapeOptions", "SQUEEZE": "SqueezeOptions",
-    "TRANSPOSE": "TransposeOptions", "CONCATENATION": "ConcatenationOptions", "SOFTMAX": "SoftmaxOptions",
-    "PAD": "PadOptions", "SPACE_TO_BATCH_ND": "SpaceToBatchNDOptions", "BATCH_TO_SPACE_ND": "BatchToSpaceNDOptions",
-    "EXPAND_DIMS": "ExpandDimsOptions", "DEQUANTIZE": "DequantizeOptions", "QUANTIZE": "QuantizeOptions",
-    "WHILE": "WhileOptions", "IF": "IfOptions", "LESS": "LessOptions", "INSTANCE_NORM": "InstanceNormOptions",
-    "LEAKY_RELU": "LeakyReluOptions", "MAXIMUM": "MaximumMinimumOptions", "MINIMUM": "MaximumMinimumOptions",
-}
 # option fields whose values are given by enum name
-ENUM_FIELDS = {"padding": PADDINGS, "fused_activation_function": ACTIVATIONS}
+ENUM_FIELDS = {"padding": PADDINGS, "fused_activation_function": FUSED_ACTIVATIONS}
 
 
 def camel(name: str) -> str:
@@ -138,7 +127,7 @@ def _build_graph(model: Model, graph: Graph, spec: dict, rng, where: str) -> Non
 
 
 def _options(kind: str, op: dict, where: str) -> Options | None:
-    type_name = op.get("options_type", OPTIONS_TYPE.get(kind))
+    type_name = op.get("options_type", info(kind).options)
     given = op.get("options", {})
     if type_name is None:
         if given:

@@ -1,0 +1,160 @@
+"""Semantic checks of a lifted model: what is well-formed as a flatbuffer but not as a model.
+
+Run by the reader after io/validate.py has bounds-checked the bytes and the model is lifted, so
+passes and the interpreter can rely on it: buffers match their tensor's shape and type, no
+negative dimensions, each tensor written once, everything read is produced (or an input, a
+constant, a variable), no cycles, subgraph indices in options in range, and what ir/ops.py says of
+each operator kind (options table, arity, weight rank, bias length, positive strides). Every
+failure is one ModelError naming the file and the place.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ModelError
+from .const import NUMPY_DTYPES
+from .ops import FUSED_ACTIVATIONS, info
+
+# Byte sizes of fixed-size element types numpy has no dtype for (sizes of the others come from
+# NUMPY_DTYPES); packed and variable-size types (INT4, UINT4, INT2, STRING, RESOURCE, VARIANT)
+# have no per-element size and are not size-checked.
+EXTRA_ITEM_SIZES = {"BFLOAT16": 2, "FLOAT8E4M3FN": 1, "FLOAT8E5M2": 1}
+# Option fields that divide or step: zero or negative would make a kernel (and a pass) divide by zero.
+POSITIVE_FIELDS = ("strideW", "strideH", "strideD", "dilationWFactor", "dilationHFactor", "dilationDFactor",
+                   "filterWidth", "filterHeight")
+# No tensor of a real model holds more elements than this (8 GB of float32); a larger shape is a
+# corrupt one, and passes size arrays by shapes.
+MAX_ELEMENTS = 2**31
+
+
+def check_model(model, path: str):
+    """Semantic checks on a lifted model; returns it, or raises ModelError naming the problem."""
+    n_graphs = len(model.graphs)
+    for g_index, graph in enumerate(model.graphs):
+        where = f"subgraph {g_index}"
+        for t_index, t in enumerate(graph.tensors):
+            _check_tensor(t, f"{where} tensor {t_index} ({t.name!r})", path)
+        _check_ops(graph, where, n_graphs, path)
+    return model
+
+
+def _item_size(dtype: str) -> int | None:
+    np_dtype = NUMPY_DTYPES.get(dtype)
+    return np_dtype.itemsize if np_dtype is not None else EXTRA_ITEM_SIZES.get(dtype)
+
+
+def _check_tensor(t, where: str, path: str) -> None:
+    """Shape sane; a constant's bytes match its shape and type (sparse tensors excepted: their
+    buffer holds the compressed values)."""
+    if any(d < 0 for d in t.shape):
+        # LiteRT refuses these too; a dynamic dimension is -1 in shape_signature, never in shape
+        raise ModelError(f"{where} has a negative dimension in shape {list(t.shape)}", path)
+    signature = t.shape_signature
+    if signature is not None and len(signature) != len(t.shape) and len(signature) > 0:
+        raise ModelError(f"{where} has shape signature {list(signature)} of another rank than its shape {list(t.shape)}", path)
+    count = bound = 1
+    for d in t.shape:
+        count *= d
+        bound *= max(d, 1)  # a zero dimension does not make the others sane
+    if bound > MAX_ELEMENTS:
+        raise ModelError(f"{where} has an absurd shape {list(t.shape)} ({bound} elements)", path)
+    if not t.is_const or getattr(t.record, "sparsity", None) is not None:
+        return
+    item = _item_size(t.dtype)
+    if item is None:
+        return
+    expected, actual = count * item, t.buffer.nbytes
+    if expected != actual:
+        raise ModelError(f"{where}: its buffer holds {actual} bytes but shape {list(t.shape)} of {t.dtype} needs {expected}", path)
+
+
+def _check_ops(graph, where: str, n_graphs: int, path: str) -> None:
+    """Each tensor written once; everything read is produced, an input, a constant or a variable;
+    subgraph indices in options in range; fused activations known; no cycles."""
+    producers: dict[int, int] = {}
+    for o_index, op in enumerate(graph.ops):
+        for t in op.outputs:
+            if id(t) in producers:
+                raise ModelError(f"{where}: tensor {t.name!r} is written by operators {producers[id(t)]} and {o_index}", path)
+            producers[id(t)] = o_index
+        _check_options(op, f"{where} operator {o_index} ({op.kind})", n_graphs, len(FUSED_ACTIVATIONS), path)
+    sources = {id(t) for t in graph.inputs}
+    for o_index, op in enumerate(graph.ops):
+        for t in op.inputs:
+            if t is None or id(t) in producers or id(t) in sources or t.is_const or _is_variable(t) or _is_empty(t):
+                continue
+            raise ModelError(f"{where} operator {o_index} ({op.kind}) reads tensor {t.name!r}, which no operator "
+                             "produces and which is neither an input, a constant nor a variable", path)
+    _check_acyclic(graph, producers, where, path)
+
+
+def _is_variable(t) -> bool:
+    record = t.record
+    return record is not None and (bool(getattr(record, "isVariable", False)) or bool(getattr(record, "externalBuffer", 0)))
+
+
+def _is_empty(t) -> bool:
+    """A tensor with a zero dimension holds no values, so it needs no producer."""
+    return any(d == 0 for d in t.shape)
+
+
+def _check_options(op, where: str, n_graphs: int, n_activations: int, path: str) -> None:
+    facts = info(op.kind)
+    required, n_outputs = facts.arity or (0, None)
+    if len(op.inputs) < required or any(t is None for t in op.inputs[:required]):
+        raise ModelError(f"{where} needs {required} inputs, has {sum(t is not None for t in op.inputs[:required])}", path)
+    if n_outputs is not None and len(op.outputs) != n_outputs:
+        raise ModelError(f"{where} has {len(op.outputs)} outputs, expected {n_outputs}", path)
+    layer = facts.layer
+    if layer is not None:
+        weights, bias, dim = op.inputs[layer.weights], op.input(layer.bias), layer.out_axis
+        if len(weights.shape) != layer.rank:
+            raise ModelError(f"{where} has weights of rank {len(weights.shape)}, expected {layer.rank}", path)
+        if bias is not None and int(np.prod(bias.shape)) != weights.shape[dim]:
+            raise ModelError(f"{where} has a bias of shape {list(bias.shape)} for {weights.shape[dim]} output channels", path)
+    options = op.options
+    if options is None:
+        if facts.needs_options:
+            raise ModelError(f"{where} has no options table (strides and padding)", path)
+        return
+    expected = facts.options
+    if expected is not None and options.type != expected:
+        raise ModelError(f"{where} carries {options.type}, expected {expected}", path)
+    for name, value in options.fields().items():
+        if "subgraph" in name.lower() or name == "subgraph":
+            values = value if isinstance(value, (list, np.ndarray)) else [value]
+            for v in values:
+                if isinstance(v, (int, np.integer)) and not 0 <= int(v) < n_graphs:
+                    raise ModelError(f"{where}: {name} refers to subgraph {int(v)}, but the model has {n_graphs}", path)
+    if facts.needs_options:
+        for name in POSITIVE_FIELDS:
+            value = getattr(options, name, None)
+            if isinstance(value, int) and value < 1:
+                raise ModelError(f"{where} has {name} = {value}; it must be at least 1", path)
+    act = getattr(options, "fusedActivationFunction", None)
+    if isinstance(act, int) and not 0 <= act < n_activations:
+        raise ModelError(f"{where} has unknown fused activation {act}", path)
+
+
+def _check_acyclic(graph, producers: dict[int, int], where: str, path: str) -> None:
+    """Kahn's algorithm over the op graph (iterative, so any depth is fine)."""
+    ops = graph.ops
+    pending = [0] * len(ops)
+    users: list[list[int]] = [[] for _ in ops]
+    for o_index, op in enumerate(ops):
+        for p in {producers[id(t)] for t in op.inputs if t is not None and id(t) in producers}:
+            pending[o_index] += 1
+            users[p].append(o_index)
+    ready = [i for i, n in enumerate(pending) if n == 0]
+    done = 0
+    while ready:
+        i = ready.pop()
+        done += 1
+        for u in users[i]:
+            pending[u] -= 1
+            if pending[u] == 0:
+                ready.append(u)
+    if done != len(ops):
+        stuck = next(i for i, n in enumerate(pending) if n > 0)
+        raise ModelError(f"{where} has a cycle through operator {stuck} ({ops[stuck].kind})", path)

@@ -1,0 +1,141 @@
+"""What bnfold knows about operator kinds: one table that validation, the recipe chef and every
+pass read. Teaching bnfold a new conv-like operator is one `OpInfo` entry here (plus its test).
+
+Columns of `OpInfo`:
+
+    options        the builtin options table the op carries (a file carrying another is rejected;
+                   recipes fill this table)
+    needs_options  cannot run without its options (strides, padding): LiteRT would read zeros
+    arity          (inputs that must be present, outputs), as LiteRT's kernels check them
+    fused_output   its fused activation applies to its output, so it can absorb a standalone one
+    layer          for conv-like layers, where weights and bias are (`Layer`, below)
+    moves_elements a layout op: only moves elements (folds follow a channel through it)
+    commutes_with_scale  op(s·v) = s·op(v) for a positive per-channel s with the channel axis
+                   last and kept (pools, MEAN over other axes, zero PAD)
+
+`Layer` says which weight axis carries the output channel (backward folds scale it) and which
+the input channel (forward folds scale it):
+
+    kind               weights  layout         out axis  in axis  bias  rank
+    CONV_2D            1        O H W I        0         3        2     4
+    DEPTHWISE_CONV_2D  1        1 H W (I·M)    3         3 (*)    2     4
+    TRANSPOSE_CONV     1        O H W I        0         3        3     4   (bias optional 4th input)
+    FULLY_CONNECTED    1        O I            0         1        2     2
+    CONV_3D            1        D H W I O      4         3        2     5
+
+(*) depthwise: input channel i feeds output columns i·M .. i·M+M−1 of axis 3.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Enums the IR carries by name, in the schema's order (the same in TFLite and Circle).
+FUSED_ACTIVATIONS = ("NONE", "RELU", "RELU_N1_TO_1", "RELU6", "TANH", "SIGN_BIT")
+PADDINGS = ("SAME", "VALID")
+
+# Fused activations with act(s·v) = s·act(v) for s > 0: a positive scale crosses them.
+HOMOGENEOUS_ACTIVATIONS = frozenset({"NONE", "RELU"})
+# Standalone activation operators: elementwise and not affine, so no batch norm crosses them.
+ACTIVATION_KINDS = frozenset({"RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "LEAKY_RELU", "PRELU", "TANH",
+                              "LOGISTIC", "HARD_SWISH", "GELU", "ELU"})
+# Standalone activations a producer can take as its fused activation. LiteRT computes fused
+# activations as an output *range*, so only the clamping ones; TANH is loaded and then ignored by
+# CONV_2D/ADD and refused by FULLY_CONNECTED (LiteRT 2.3), so it never moves into a producer.
+RANGE_ACTIVATIONS = ("RELU", "RELU6", "RELU_N1_TO_1")
+# Operators kept by cleanup() even when nothing reads their outputs: they act on state.
+SIDE_EFFECT_KINDS = frozenset({"ASSIGN_VARIABLE", "CALL_ONCE", "VAR_HANDLE", "HASHTABLE_IMPORT", "CUSTOM"})
+# The per-channel elementwise ops a batch norm is lowered to (affine.py folds them).
+AFFINE_KINDS = frozenset({"MUL", "ADD", "SUB", "DIV"})
+
+
+@dataclass(frozen=True)
+class Layer:
+    weights: int  # input index of the weights
+    bias: int  # input index of the bias (may be absent: folds create it)
+    rank: int  # the weights' rank LiteRT insists on
+    out_axis: int  # weight axis of the output channels
+    in_axis: int  # weight axis of the input channels
+    # how the data's C channels lie along in_axis: "exact" (C entries; anything else is a grouped
+    # conv), "repeat" (depthwise: channel i feeds columns i·M .. i·M+M−1), "tile" (FC reading a
+    # flattened NHWC map: n·C entries, channel k mod C)
+    input_channels: str = "exact"
+    forward: bool = True  # an input-channel scale folds into it (forward and pre-activation folds)
+    # minimum operator versions for what a fold adds (TFLite op_version rules): {"bias": 3, ...}
+    versions: tuple[tuple[str, int], ...] = ()
+    # runtimes run it without a fused activation in Circle (ONE splits one off): a fold emits a
+    # standalone activation op after it instead
+    standalone_activation_in_circle: bool = False
+
+    def version_for(self, feature: str) -> int:
+        return dict(self.versions).get(feature, 1)
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    kind: str
+    options: str | None = None
+    arity: tuple[int, int] | None = None
+    needs_options: bool = False
+    fused_output: bool = False
+    layer: Layer | None = None
+    moves_elements: bool = False
+    commutes_with_scale: bool = False
+
+
+def _pool(kind: str) -> OpInfo:
+    return OpInfo(kind, "Pool2DOptions", (1, 1), needs_options=True, fused_output=kind != "L2_POOL_2D",
+                  commutes_with_scale=kind != "L2_POOL_2D")
+
+
+def _binary(kind: str, options: str | None, fused: bool = False) -> OpInfo:
+    return OpInfo(kind, options, (2, 1), fused_output=fused)
+
+
+def _unary(kind: str, options: str | None = None) -> OpInfo:
+    return OpInfo(kind, options, (1, 1))
+
+
+TABLE: tuple[OpInfo, ...] = (
+    # conv-like layers
+    OpInfo("CONV_2D", "Conv2DOptions", (2, 1), True, True, Layer(1, 2, 4, out_axis=0, in_axis=3)),
+    OpInfo("DEPTHWISE_CONV_2D", "DepthwiseConv2DOptions", (2, 1), True, True, Layer(1, 2, 4, out_axis=3, in_axis=3, input_channels="repeat")),
+    OpInfo("TRANSPOSE_CONV", "TransposeConvOptions", (3, 1), True, False,
+           Layer(1, 3, 4, out_axis=0, in_axis=3, forward=False, versions=(("bias", 3), ("activation", 4)),
+                 standalone_activation_in_circle=True)),
+    OpInfo("FULLY_CONNECTED", "FullyConnectedOptions", (2, 1), False, True, Layer(1, 2, 2, out_axis=0, in_axis=1, input_channels="tile")),
+    OpInfo("CONV_3D", "Conv3DOptions", (2, 1), True, True, Layer(1, 2, 5, out_axis=4, in_axis=3, forward=False)),
+    # elementwise
+    _binary("ADD", "AddOptions", fused=True), _binary("SUB", "SubOptions", fused=True),
+    _binary("MUL", "MulOptions", fused=True), _binary("DIV", "DivOptions", fused=True),
+    _binary("MAXIMUM", "MaximumMinimumOptions"), _binary("MINIMUM", "MaximumMinimumOptions"),
+    _binary("LESS", "LessOptions"), _binary("PRELU", None), _binary("BATCH_MATMUL", "BatchMatMulOptions"),
+    # pools and reductions
+    _pool("AVERAGE_POOL_2D"), _pool("MAX_POOL_2D"), _pool("L2_POOL_2D"),
+    OpInfo("MEAN", "ReducerOptions", (2, 1), commutes_with_scale=True), OpInfo("SUM", "ReducerOptions"),
+    # layout
+    OpInfo("TRANSPOSE", "TransposeOptions", (2, 1), moves_elements=True),
+    OpInfo("RESHAPE", "ReshapeOptions", (1, 1), moves_elements=True),
+    OpInfo("SQUEEZE", "SqueezeOptions", (1, 1), moves_elements=True),
+    OpInfo("EXPAND_DIMS", "ExpandDimsOptions", (2, 1), moves_elements=True),
+    OpInfo("BATCH_TO_SPACE_ND", "BatchToSpaceNDOptions", moves_elements=True),
+    # SPACE_TO_BATCH_ND pads with zeros, which a shift would see: not a layout op for folds
+    OpInfo("SPACE_TO_BATCH_ND", "SpaceToBatchNDOptions"),
+    OpInfo("PAD", "PadOptions", (2, 1), commutes_with_scale=True), OpInfo("PADV2", None, commutes_with_scale=True),
+    OpInfo("CONCATENATION", "ConcatenationOptions", (1, 1)),
+    # activations and the rest
+    _unary("RELU"), _unary("RELU6"), _unary("RELU_N1_TO_1"), _unary("TANH"), _unary("LOGISTIC"),
+    _unary("LEAKY_RELU", "LeakyReluOptions"), _unary("SOFTMAX", "SoftmaxOptions"),
+    _unary("DEQUANTIZE", "DequantizeOptions"), _unary("QUANTIZE", "QuantizeOptions"),
+    OpInfo("INSTANCE_NORM", "InstanceNormOptions", (3, 1)),
+    OpInfo("WHILE", "WhileOptions"), OpInfo("IF", "IfOptions"),
+)
+
+OPS: dict[str, OpInfo] = {info.kind: info for info in TABLE}
+LAYERS: dict[str, Layer] = {info.kind: info.layer for info in TABLE if info.layer is not None}
+LAYOUT_KINDS = frozenset(info.kind for info in TABLE if info.moves_elements)
+
+
+def info(kind: str) -> OpInfo:
+    """The table's entry for `kind` (an empty one for kinds bnfold knows nothing about)."""
+    return OPS.get(kind) or OpInfo(kind)

@@ -1,0 +1,192 @@
+"""Backward folding: a per-channel scale and shift *after* a layer goes into its weights and bias.
+
+Every `fuse_batchnorm_with_<layer>` pass is this fold for one layer kind (ir/ops.py says where
+each kind keeps its weights and bias and which weight axis is the output channel):
+
+    before:  x -> LAYER(W, b) [-> layout ops] -> MUL(s) -> ADD(t, act) -> y
+    after:   x -> LAYER(W', b', act) [-> layout ops] -> y
+
+    W'[.., o, ..] = s[o]·W[.., o, ..]   (along the output-channel axis)
+    b'[o]         = s[o]·b[o] + t[o]    (b = 0 when the layer has no bias: one is created)
+
+exact for any padding, stride or dilation, because s and t act per output channel after the
+layer's sum; computed in float64 from the float32 originals and rounded once. The chain's fused
+activation moves onto the layer, whose own activation must be NONE. Layout ops between the layer
+and the chain (TICO's NCHW transposes, a flatten to FC, an atrous conv's BATCH_TO_SPACE_ND) stay;
+layout.py follows the channel through them.
+
+Refused with a reason: an activation on the layer or inside the chain; the layer output, a tensor
+on the way or a chain intermediate read elsewhere or being a graph output; non-constant or
+non-float32 weights, bias or constants; constants that vary along a non-channel axis; a channel
+count that differs from the layer's; a non-finite result. A weight or bias tensor shared with
+another op is copied (Graph.set_const_input), never edited.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..ir.graph import Graph, Op, Tensor
+from ..ir.ops import AFFINE_KINDS, LAYERS, LAYOUT_KINDS, Layer
+from .affine import AffineChain, as_float32, finite, freed_constants, match_chain, remove_chain, scale_along
+from .layout import follow
+from .report import PassResult, Refusal
+
+
+# ---- the math -------------------------------------------------------------------------------
+
+def fold_output_affine(weights: np.ndarray, bias: np.ndarray | None, scale: np.ndarray, shift: np.ndarray,
+                       out_axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """(W', b') for y = s·layer(x) + t: W scaled along `out_axis`, b' = s·b + t (float32, one rounding)."""
+    new_w = scale_along(weights, scale, out_axis)
+    old_b = np.zeros(len(scale)) if bias is None else np.asarray(bias, dtype=np.float64).reshape(-1)
+    return new_w, as_float32(old_b * scale + shift)
+
+
+# ---- the IR: where it applies ---------------------------------------------------------------
+
+def float_const(t: Tensor | None) -> bool:
+    return t is not None and t.is_const and t.dtype == "FLOAT32" and not t.is_quantized
+
+
+def layer_refusal(layer: Op, spec: Layer) -> Refusal | None:
+    """Why the layer's own weights, bias, activation or output rule out changing them (None if nothing)."""
+    w = layer.input(spec.weights)
+    if w is None or not w.is_const:
+        return Refusal("the weights are not constant")
+    if w.dtype != "FLOAT32" or w.is_quantized:
+        return Refusal(f"the weights are {w.dtype}{' (quantized)' if w.is_quantized else ''}, not float32")
+    b = layer.input(spec.bias)
+    if b is not None and not float_const(b):
+        return Refusal("the bias is not a float32 constant")
+    if layer.fused_activation != "NONE":
+        return Refusal(f"the layer has a fused {layer.fused_activation}, which sits between it and the chain")
+    out = layer.outputs[0]
+    if out.dtype != "FLOAT32" or out.is_quantized:
+        return Refusal(f"the layer's output is {out.dtype}, not float32")
+    return None
+
+
+def out_channels(layer: Op, spec: Layer) -> int:
+    return layer.input(spec.weights).shape[spec.out_axis]
+
+
+def fold_backward(graph: Graph, kind: str, *, finish: Callable[[Graph, Op], dict] | None = None) -> PassResult:
+    """Fold every affine chain that follows a `kind` layer into it; every refused candidate reported.
+
+    `finish(graph, layer)`, if given, runs after each fold (e.g. to raise an op version) and returns
+    details for the fold's report entry.
+    """
+    spec = LAYERS[kind]
+    result = PassResult()
+    for layer in [op for op in graph.ops if op.kind == kind]:
+        if not graph.contains(layer) or not layer.outputs:
+            continue
+        out = layer.outputs[0]
+        chain = chain_after(graph, layer)
+        if chain is None:
+            _report_unmatched(graph, result, out)
+            continue
+        if isinstance(chain, Refusal):
+            result.refuse(chain, layer, layer=out.name)
+            continue
+        refusal = layer_refusal(layer, spec) or _output_refusal(graph, layer, chain)
+        if refusal is None and out_channels(layer, spec) != len(chain.scale):
+            refusal = Refusal(f"the chain has {len(chain.scale)} channels, the layer {out_channels(layer, spec)}")
+        if refusal:
+            result.skip(chain.ops[0], refusal, layer=out.name)
+            continue
+        record = apply_backward(graph, result, layer, spec, chain)
+        if record is not None and finish is not None:
+            record.update(finish(graph, layer))
+    return result
+
+
+def chain_after(graph: Graph, layer: Op) -> AffineChain | Refusal | None:
+    """The chain after the layer's output, directly or through layout ops (see layout.py).
+
+    The layer's channel is the last axis of its output; layout ops carry it to the axis the chain
+    must be per-channel on. A layout op the channel cannot be followed through is a Refusal when a
+    chain follows it (else there is nothing to say).
+    """
+    out = layer.outputs[0]
+    path = follow(graph, out, len(out.shape) - 1)
+    if isinstance(path, Refusal):
+        blocked = path.at.outputs[0]
+        return path if any(u.kind in AFFINE_KINDS for u in graph.consumers(blocked)) else None
+    chain = match_chain(graph, path.tensor, path.axis)
+    if isinstance(chain, Refusal) and path.ops:
+        chain.reason += f" (after {path.describe()} the layer's channel is on axis {path.axis})"
+    return chain
+
+
+def _report_unmatched(graph: Graph, result: PassResult, out: Tensor) -> None:
+    """Say why an elementwise op after the layer (directly or after layout ops) is not a chain
+    the matcher follows: a tensor on the way has other readers or is a graph output, or the op's
+    other operand is not a constant."""
+    way = [out]
+    while not any(op.kind in AFFINE_KINDS for op in graph.consumers(way[-1])):
+        layout = [op for op in graph.consumers(way[-1]) if op.kind in LAYOUT_KINDS and op.input(0) is way[-1]]
+        if len(layout) != 1 or len(way) > len(graph.ops):
+            return
+        way.append(layout[0].outputs[0])
+    affine = next(op for op in graph.consumers(way[-1]) if op.kind in AFFINE_KINDS)
+    for t in way:
+        if graph.is_observed(t) or len(graph.consumers(t)) > 1:
+            what = "is a graph output (or named by a signature)" if graph.is_observed(t) else "has other readers"
+            result.skip(affine, f"{t.name!r} on the way to the chain {what}, which must keep the unscaled value",
+                        layer=out.name)
+            return
+    # a per-channel-sized operand computed at runtime (not a full feature map, like a residual)
+    others = [t for t in affine.inputs if t is not None and t is not way[-1]]
+    if len(others) == 1 and not others[0].is_const and np.prod(others[0].shape) < np.prod(way[-1].shape):
+        result.skip(affine, f"operand {others[0].name!r} is not a constant", layer=out.name)
+
+
+def _output_refusal(graph: Graph, layer: Op, chain: AffineChain) -> Refusal | None:
+    out = layer.outputs[0]
+    if graph.is_observed(out):
+        return Refusal("the layer's output is a graph output (or named by a signature), and must keep its value")
+    if len(graph.consumers(out)) != 1:
+        return Refusal("the layer's output has other readers, which must keep the unscaled value")
+    if graph.is_observed(chain.input):
+        return Refusal(f"{chain.input.name!r} between the layer and the chain is a graph output, and must keep its value")
+    return None
+
+
+# ---- the IR: the rewrite ----------------------------------------------------------------------
+
+def apply_backward(graph: Graph, result: PassResult, layer: Op, spec: Layer, chain: AffineChain) -> dict | None:
+    """Rewrite one matched fold; its report entry, or None (and a skip) when the result is unusable."""
+    w, b = layer.input(spec.weights), layer.input(spec.bias)
+    new_w, new_b = fold_output_affine(w.data, None if b is None else b.data, chain.scale, chain.shift, spec.out_axis)
+    if not finite(new_w, new_b):
+        result.skip(chain.ops[0], "the folded weights or bias would not be finite", layer=layer.outputs[0].name)
+        return None
+    if not layer.has_fused_activation_slot:  # no options table (LiteRT runs it with defaults)
+        result.skip(chain.ops[0], "the layer has no options table to carry the chain's activation",
+                    layer=layer.outputs[0].name)
+        return None
+    record = result.fold(layer, chain.ops, scale=chain.scale, shift=chain.shift, activation=chain.activation,
+                         output=chain.output.name, **_buffer_changes(graph, layer, spec, freed_constants(graph, chain)))
+    graph.set_const_input(layer, spec.weights, new_w, f"{chain.output.name}/weights")
+    graph.set_const_input(layer, spec.bias, new_b, f"{chain.output.name}/bias")
+    layer.fused_activation = chain.activation
+    remove_chain(graph, chain)
+    return record
+
+
+def _buffer_changes(graph: Graph, layer: Op, spec: Layer, freed: list[str]) -> dict:
+    """Which constants the fold replaces or frees, before it happens (for the report)."""
+    created, replaced = [], []
+    for index, what in ((spec.weights, "weights"), (spec.bias, "bias")):
+        t = layer.input(index)
+        if t is None:
+            created.append(f"new {what}")
+        elif graph.has_single_use(t, layer):
+            replaced.append(t.name)
+        else:
+            created.append(f"copy of {t.name} (shared, left untouched)")
+    return {"buffers_created": created, "buffers_replaced": replaced, "buffers_freed": freed}

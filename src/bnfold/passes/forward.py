@@ -1,0 +1,210 @@
+"""Forward folding: a per-channel scale (and shift) *before* layers goes into their input channels.
+
+Used by fuse_batchnorm_forward (y = s·x + t before the layers) and fuse_preactivation_batchnorm
+(relu(s·x + t) = s·relu(x + t/s) for s > 0, so s moves forward across the ReLU). ir/ops.py says
+which weight axis carries the input channels of each layer kind and how the data's C channels lie
+along it ("exact", "repeat" for depthwise, "tile" for an FC reading a flattened NHWC map).
+
+* Scale, into the input-channel axis of every reader's weights — exact for any padding, because
+  padded zeros stay zero under scaling:
+      CONV_2D            W'[o,h,w,i]     = W[o,h,w,i]·s[i]
+      DEPTHWISE_CONV_2D  W'[0,h,w,iM+m]  = W[0,h,w,iM+m]·s[i]
+      FULLY_CONNECTED    W'[o,k]         = W[o,k]·s[k mod C]
+* A per-channel constant c reaching the layer's input adds Σ W·c to each output channel:
+      b'[o] = b[o] + Σ_{h,w,i} W[o,h,w,i]·c[i]
+  exact only where no zero padding reaches the input (the padded zeros would have been c):
+  VALID padding, SAME padding whose geometry pads nothing (a 1×1 kernel always), an FC, and no
+  zero PAD on the way (`Sink.padding` says why not).
+
+`find_sinks` finds the layers that read a tensor — directly, through a RESHAPE that flattens into
+a FULLY_CONNECTED, and (when asked) through ops that commute with a positive per-channel scale
+and keep the channel last (pools with NONE/RELU, MEAN over other axes, zero PAD) — or refuses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ir.graph import Graph, Op, Tensor
+from ..ir.ops import ACTIVATION_KINDS, HOMOGENEOUS_ACTIVATIONS, LAYERS, PADDINGS, Layer, info
+from .affine import scale_along
+from .backward import float_const
+from .report import Refusal
+
+
+# ---- the math ---------------------------------------------------------------------------------
+
+def along_input(weights: np.ndarray, spec: Layer, per_channel: np.ndarray) -> np.ndarray:
+    """A per-channel vector laid out as the weights' input-channel axis holds the channels."""
+    n = weights.shape[spec.in_axis]
+    if spec.input_channels == "repeat":
+        return np.repeat(per_channel, n // len(per_channel))
+    if spec.input_channels == "tile":
+        return np.tile(per_channel, n // len(per_channel))
+    return per_channel
+
+
+def fold_input_scale(weights: np.ndarray, spec: Layer, scale: np.ndarray) -> np.ndarray:
+    """W' with every input channel i scaled by s[i] (float32, one rounding)."""
+    return scale_along(weights, along_input(weights, spec, scale), spec.in_axis)
+
+
+def constant_input_response(weights: np.ndarray, spec: Layer, constant: np.ndarray) -> np.ndarray:
+    """What a constant per-channel input adds to each output channel (float64): Σ W·c over the
+    kernel taps and input channels."""
+    w = np.asarray(weights, dtype=np.float64)
+    v = along_input(weights, spec, constant)
+    shape = [1] * w.ndim
+    shape[spec.in_axis] = len(v)
+    return (w * v.reshape(shape)).sum(axis=tuple(i for i in range(w.ndim) if i != spec.out_axis))
+
+
+# ---- the IR: which layers read a tensor -------------------------------------------------------
+
+@dataclass
+class Sink:
+    """A layer that takes a scale into its input channels; it reads its data through `via` (a
+    flattening RESHAPE) when that is set. `padding` says why zero padding would see a constant
+    added to its input (None: it would not)."""
+
+    layer: Op
+    spec: Layer
+    via: Op | None
+    padding: Refusal | None
+
+    @property
+    def name(self) -> str:
+        return self.layer.outputs[0].name
+
+
+def padding_refusal(layer: Op, x: Tensor) -> Refusal | None:
+    """None when no implicit zero padding reaches `layer`'s input `x`, else why it does.
+
+    VALID padding and FULLY_CONNECTED never pad; SAME pads only when the kernel's reach
+    (out−1)·stride + (k−1)·dilation + 1 exceeds the input size (so 1×1 kernels never do).
+    """
+    if layer.kind == "FULLY_CONNECTED":
+        return None
+    options = layer.options
+    if getattr(options, "padding", None) == PADDINGS.index("VALID"):
+        return None
+    w = layer.input(1)
+    out = layer.outputs[0]
+    sig_in, sig_out = x.shape_signature or x.shape, out.shape_signature or out.shape
+    if len(x.shape) != 4 or len(out.shape) != 4 or len(sig_in) != 4 or len(sig_out) != 4 or len(w.shape) != 4:
+        return Refusal(f"{layer.kind} is not a 4-D NHWC layer with a 4-D filter")
+    if min(sig_in[1:3]) < 0 or min(sig_out[1:3]) < 0:
+        return Refusal(f"{layer.kind} has SAME padding and a dynamic spatial size")
+    strides = (getattr(options, "strideH", 1) or 1, getattr(options, "strideW", 1) or 1)
+    dilations = (getattr(options, "dilationHFactor", 1) or 1, getattr(options, "dilationWFactor", 1) or 1)
+    for d in range(2):
+        size, out_size, k = x.shape[1 + d], out.shape[1 + d], w.shape[1 + d]
+        if (out_size - 1) * strides[d] + (k - 1) * dilations[d] + 1 > size:
+            return Refusal(f"{layer.kind} {out.name!r} has SAME padding that pads its {w.shape[1]}x{w.shape[2]} "
+                           "kernel's input")
+    return None
+
+
+PADDED_ON_THE_WAY = Refusal("a zero PAD on the way turns the constant into 0 at the border")
+
+
+def find_sinks(graph: Graph, y: Tensor, channels: int, *, through_scale_commuting: bool) -> list[Sink] | Refusal:
+    """Every layer reading `y` (channel last) as a Sink, or why some reader of y cannot take a scale."""
+    sinks: list[Sink] = []
+    frontier = [(y, False)]  # (tensor, a zero PAD on the way)
+    while frontier:
+        v, padded = frontier.pop()
+        users = graph.consumers(v)
+        if not users:
+            return Refusal(f"{v.name!r} has no reader")
+        for u in users:
+            if u.input(0) is not v or any(t is v for t in u.inputs[1:]):
+                return Refusal(f"{v.name!r} is read by {u.kind} as something other than its data input")
+            if through_scale_commuting and info(u.kind).commutes_with_scale:
+                refusal = _crossing_refusal(graph, u, channels)
+                if refusal:
+                    return refusal
+                frontier.append((u.outputs[0], padded or u.kind in ("PAD", "PADV2")))
+                continue
+            via = None
+            if u.kind == "RESHAPE":
+                via, u, v = u, *_flattened_reader(graph, u)
+                if u is None:
+                    return Refusal("a RESHAPE of the batch norm's result feeds something other than a single "
+                                   "FULLY_CONNECTED")
+            sink = _sink(u, v, channels, via, padded)
+            if isinstance(sink, Refusal):
+                return sink
+            sinks.append(sink)
+    return sinks
+
+
+def _flattened_reader(graph: Graph, reshape: Op) -> tuple[Op | None, Tensor]:
+    """The single FULLY_CONNECTED reading a RESHAPE's output (None if there is none)."""
+    r = reshape.outputs[0]
+    readers = graph.consumers(r)
+    if graph.is_observed(r) or len(readers) != 1 or readers[0].kind != "FULLY_CONNECTED":
+        return None, r
+    return readers[0], r
+
+
+def _sink(layer: Op, v: Tensor, channels: int, via: Op | None, padded: bool) -> Sink | Refusal:
+    if layer.kind in ACTIVATION_KINDS:
+        return Refusal(f"an activation ({layer.kind}) sits between the batch norm and the layer")
+    spec = LAYERS.get(layer.kind)
+    if spec is None or not spec.forward:
+        return Refusal(f"{v.name!r} is also read by {layer.kind}, which cannot absorb the batch norm")
+    if layer.input(0) is not v or any(t is v for t in layer.inputs[1:]):
+        return Refusal(f"{v.name!r} is read by {layer.kind} as something other than its data input")
+    refusal = _weights_refusal(layer, spec, channels)
+    if refusal:
+        return refusal.prefixed(f"{layer.kind} {layer.outputs[0].name!r}: ")
+    return Sink(layer, spec, via, PADDED_ON_THE_WAY if padded else padding_refusal(layer, v))
+
+
+def _weights_refusal(layer: Op, spec: Layer, channels: int) -> Refusal | None:
+    w, b = layer.input(spec.weights), layer.input(spec.bias)
+    if not float_const(w):
+        return Refusal("the weights are not a float32 constant")
+    if b is not None and not float_const(b):
+        return Refusal("the bias is not a float32 constant")
+    n = w.shape[spec.in_axis]
+    if spec.input_channels == "exact" and n != channels:
+        return Refusal(f"grouped convolution (the filter has {n} input channels, the data {channels})")
+    if spec.input_channels == "repeat" and n % channels:
+        return Refusal(f"the filter's {n} channels are not a multiple of the data's {channels}")
+    if spec.input_channels == "tile":
+        if getattr(layer.options, "weightsFormat", 0):
+            return Refusal("the weights are in a shuffled format")
+        if n % channels:
+            return Refusal(f"its rows of {n} values do not start on a channel boundary ({channels} channels)")
+    return None
+
+
+def _crossing_refusal(graph: Graph, op: Op, channels: int) -> Refusal | None:
+    """Why a positive per-channel scale cannot cross `op` (None if it can)."""
+    where = f"{op.kind} -> {op.outputs[0].name}"
+    out = op.outputs[0]
+    if graph.is_observed(out):
+        return Refusal(f"{where}: its output is a graph output and would change")
+    if len(out.shape) == 0 or out.shape[-1] != channels or len(op.outputs) != 1:
+        return Refusal(f"{where}: the channel axis does not stay last")
+    if op.has_fused_activation_slot and op.fused_activation not in HOMOGENEOUS_ACTIVATIONS:
+        return Refusal(f"{where}: its fused {op.fused_activation} does not commute with a scale")
+    if op.kind == "MEAN":
+        axes = op.input(1)
+        if axes is None or not axes.is_const:
+            return Refusal(f"{where}: the reduction axes are not constant")
+        rank = len(op.inputs[0].shape)
+        if any(int(a) % rank == rank - 1 for a in np.asarray(axes.data).reshape(-1)):
+            return Refusal(f"{where}: it reduces over the channel axis")
+    if op.kind in ("PAD", "PADV2"):
+        pads = op.input(1)
+        if pads is None or not pads.is_const or np.any(np.asarray(pads.data)[-1] != 0):
+            return Refusal(f"{where}: the paddings are not constant or pad the channel axis")
+        value = op.input(2) if op.kind == "PADV2" else None
+        if value is not None and (not value.is_const or np.any(np.asarray(value.data) != 0)):
+            return Refusal(f"{where}: pads with a non-zero value, which a scale changes")
+    return None

@@ -1,0 +1,102 @@
+"""What passes say: a `Refusal` when a match fails, a `PassResult` from each run, the run's `Report`.
+
+Every matcher either returns what it found or a `Refusal` carrying the reason (and the op it is
+about); the reason is shown verbatim in the report. A pass returns a `PassResult` listing its folds
+and the candidates it refused; the manager collects them into the `Report` of the whole run. Ops
+are described by kind, output tensor name and their position in the model as read (None for ops
+a pass made), which costs nothing to compute however large the graph.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ir.graph import Op
+
+
+@dataclass
+class Refusal:
+    """Why a candidate cannot be folded; `at` is the op the reason is about, if one is."""
+
+    reason: str
+    at: Op | None = None
+
+    def __str__(self) -> str:
+        return self.reason
+
+    def prefixed(self, prefix: str) -> Refusal:
+        return Refusal(f"{prefix}{self.reason}", self.at)
+
+
+def describe(op: Op) -> dict:
+    return {"index": op.index, "kind": op.kind, "output": op.outputs[0].name if op.outputs else None}
+
+
+def _plain(value):
+    """JSON-friendly copy of report details."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, Refusal):
+        return value.reason
+    return value
+
+
+@dataclass
+class PassResult:
+    """What one run of one pass over one graph did."""
+
+    folds: list[dict] = field(default_factory=list)
+    skips: list[dict] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.folds)
+
+    def fold(self, layer: Op, removed: list[Op], **details) -> dict:
+        """Record a fold (ops are described as they are now: call before rewiring them away)."""
+        record = {"layer": describe(layer), "removed": [describe(op) for op in removed], **details}
+        self.folds.append(record)
+        return record
+
+    def skip(self, at: Op, reason: str | Refusal, **details) -> None:
+        self.skips.append({"at": describe(at), "reason": str(reason), **details})
+
+    def refuse(self, refusal: Refusal, fallback: Op, **details) -> None:
+        """Record a refusal at the op it is about (or at `fallback`)."""
+        self.skip(refusal.at or fallback, refusal.reason, **details)
+
+
+@dataclass
+class Report:
+    """Everything a run of the pass manager did, as the JSON report shows it."""
+
+    passes: list[str]
+    folds: list[dict] = field(default_factory=list)
+    skips: list[dict] = field(default_factory=list)
+    notes: list[dict] = field(default_factory=list)
+    rounds: int = 0
+    converged: bool = True
+
+    def add(self, pass_name: str, graph_index: int, result: PassResult) -> None:
+        where = {"pass": pass_name, "subgraph": graph_index}
+        self.folds.extend({**where, **f} for f in result.folds)
+        self.skips.extend({**where, **s} for s in result.skips)
+
+    def counts(self) -> dict[str, tuple[int, int]]:
+        folds = Counter(f["pass"] for f in self.folds)
+        skips = Counter(s["pass"] for s in self.skips)
+        return {name: (folds[name], skips[name]) for name in self.passes}
+
+    def to_json(self) -> str:
+        return json.dumps(_plain({"passes": self.passes, "rounds": self.rounds, "converged": self.converged,
+                                  "folds": self.folds, "skips": self.skips, "notes": self.notes}), indent=2)
