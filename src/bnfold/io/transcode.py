@@ -55,7 +55,7 @@ def transcode(value, target, shallow=frozenset()):
             setattr(out, field, item)
             continue
         if not hasattr(out, field):
-            if (name, field) in DROPPABLE or _same(item, getattr(defaults, field, None)):
+            if (name, field) in DROPPABLE or same_value(item, getattr(defaults, field, None)):
                 continue
             raise NotRepresentable(f"{name[:-1]}.{field} has no counterpart in {target.name}")
         if field in UNION_ENUMS and item is not None:
@@ -70,7 +70,8 @@ def transcode(value, target, shallow=frozenset()):
     return out
 
 
-def _same(a, b) -> bool:
+def same_value(a, b) -> bool:
+    """Field equality that also holds for numpy vectors (the object API stores some vectors as arrays)."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return a is not None and b is not None and np.array_equal(a, b)
     return a == b

@@ -31,7 +31,7 @@ from ..errors import ModelError
 from ..ir.const import Buffer
 from ..ir.model import Model
 from .formats import Format
-from .transcode import NotRepresentable, transcode
+from .transcode import NotRepresentable, same_value, transcode
 
 TWO_GB = 2**31 - 1
 DATA_ALIGN = 16
@@ -412,7 +412,7 @@ class _Plan:
             for name, value in op.options.fields().items():
                 if not hasattr(options, name):
                     defaults = defaults or self.model.format.cls(op.options.type + "T")()
-                    if _same_value(value, getattr(defaults, name, None)):
+                    if same_value(value, getattr(defaults, name, None)):
                         continue  # a field the target lacks, at its default: nothing is lost
                     self._refuse(f"{op.options.type}.{name} does not exist in {self.fmt.name}")
                 setattr(options, name, self._convert(value))
@@ -447,12 +447,6 @@ class _Plan:
             return transcode(value, self.fmt)
         except NotRepresentable as e:
             raise ModelError(f"cannot be written as {self.fmt.name}: {e}") from None
-
-
-def _same_value(a, b) -> bool:
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return a is not None and b is not None and np.array_equal(a, b)
-    return a == b
 
 
 def _list_or_none(items: list, original):

@@ -1,0 +1,89 @@
+"""backward.py: the pure fold of an output-channel scale/shift, and the matching that finds it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bnfold.check import interpreter
+from bnfold.ir.ops import LAYERS
+from bnfold.passes.backward import chain_after, fold_backward, fold_output_affine, layer_refusal
+from bnfold.passes.report import Refusal
+
+from bn_models import Net, conv2d, dwconv, fc
+
+RNG = np.random.default_rng(11)
+
+
+def test_fold_output_affine_is_s_times_layer_plus_t_for_fc():
+    w = RNG.normal(0, 1, (5, 7)).astype(np.float32)
+    b = RNG.normal(0, 1, 5).astype(np.float32)
+    s, t = RNG.uniform(-2, 2, 5), RNG.normal(0, 1, 5)
+    x = RNG.normal(0, 1, (3, 7))
+    new_w, new_b = fold_output_affine(w, b, s, t, LAYERS["FULLY_CONNECTED"].out_axis)
+    want = s * (x @ w.T.astype(np.float64) + b) + t
+    np.testing.assert_allclose(x @ new_w.T.astype(np.float64) + new_b, want, rtol=1e-6, atol=1e-6)
+    assert new_w.dtype == new_b.dtype == np.float32
+
+
+@pytest.mark.parametrize("kind", ["CONV_2D", "DEPTHWISE_CONV_2D", "CONV_3D"])
+def test_fold_output_affine_scales_only_the_output_axis_with_one_rounding(kind):
+    spec = LAYERS[kind]
+    shape = {"CONV_2D": (4, 3, 2, 5), "DEPTHWISE_CONV_2D": (1, 3, 2, 6), "CONV_3D": (2, 3, 2, 5, 4)}[kind]
+    w = RNG.normal(0, 1, shape).astype(np.float32)
+    c = shape[spec.out_axis]
+    s, t = RNG.uniform(-2, 2, c), RNG.normal(0, 1, c)
+    new_w, new_b = fold_output_affine(w, None, s, t, spec.out_axis)
+    view = [1] * len(shape)
+    view[spec.out_axis] = c
+    assert np.array_equal(new_w, (w.astype(np.float64) * s.reshape(view)).astype(np.float32))
+    assert np.array_equal(new_b, t.astype(np.float32))  # no bias: b = 0
+
+
+def test_the_folded_conv_computes_the_chain():
+    n, out = conv2d()
+    y = n.bn(out, [1, 5, 7, 4], [4])
+    original, model = n.model(), n.model()
+    result = fold_backward(model.graphs[0], "CONV_2D")
+    model.graphs[0].cleanup()
+    assert result.changed and model.op_counts() == {"CONV_2D": 1}
+    x = [RNG.normal(0, 2, (1, 5, 7, 3)).astype(np.float32)]
+    np.testing.assert_allclose(interpreter.run(model, x)[0], interpreter.run(original, x)[0], rtol=1e-5, atol=1e-5)
+    assert y == "bn_out" and model.graphs[0].outputs[0].name == "bn_out"
+
+
+def test_chain_after_follows_layout_ops_to_the_channel_axis():
+    n, out = conv2d()
+    t = n.op("TRANSPOSE", [out, n.ints("perm", [0, 3, 1, 2])], "nchw", [1, 4, 5, 7])
+    n.bn(t, [1, 4, 5, 7], [1, 4, 1, 1])
+    graph = n.model().graphs[0]
+    chain = chain_after(graph, graph.ops[0])
+    assert chain.axis == 1 and [op.kind for op in chain.ops] == ["MUL", "ADD"] and len(chain.scale) == 4
+
+
+def test_a_refusal_names_the_op_it_is_about():
+    n, out = conv2d()
+    t = n.op("RESHAPE", [out, n.ints("shape", [1, 35, 4])], "flat", [1, 35, 4])
+    n.op("MUL", [t, n.const("c", [1, 35, 1])], "m", [1, 35, 4])
+    graph = n.model().graphs[0]
+    refusal = chain_after(graph, graph.ops[0])
+    assert isinstance(refusal, Refusal) and refusal.at.kind == "MUL" and "varies along axis 1" in refusal.reason
+    result = fold_backward(graph, "CONV_2D")
+    assert not result.changed and result.skips[0]["at"]["kind"] == "MUL"
+
+
+def test_layer_refusals():
+    n, _ = dwconv(act="RELU")
+    graph = n.model().graphs[0]
+    assert "fused RELU" in layer_refusal(graph.ops[0], LAYERS["DEPTHWISE_CONV_2D"]).reason
+    n, _ = fc()
+    graph = n.model().graphs[0]
+    assert layer_refusal(graph.ops[0], LAYERS["FULLY_CONNECTED"]) is None
+
+
+def test_no_chain_no_report_line():
+    n = Net()
+    n.input("ifm", [1, 4])
+    n.op("FULLY_CONNECTED", ["ifm", n.const("w", [3, 4]), ""], "y", [1, 3])
+    result = fold_backward(n.model().graphs[0], "FULLY_CONNECTED")
+    assert not result.changed and result.skips == []
