@@ -44,7 +44,7 @@ def test_the_folded_conv_computes_the_chain():
     n, out = conv2d()
     y = n.bn(out, [1, 5, 7, 4], [4])
     original, model = n.model(), n.model()
-    result = fold_backward(model.graphs[0], "CONV_2D")
+    result = fold_backward(model.graphs[0], "fuse_batchnorm_with_conv")
     model.graphs[0].cleanup()
     assert result.changed and model.op_counts() == {"CONV_2D": 1}
     x = [RNG.normal(0, 2, (1, 5, 7, 3)).astype(np.float32)]
@@ -68,7 +68,7 @@ def test_a_refusal_names_the_op_it_is_about():
     graph = n.model().graphs[0]
     refusal = chain_after(graph, graph.ops[0])
     assert isinstance(refusal, Refusal) and refusal.at.kind == "MUL" and "varies along axis 1" in refusal.reason
-    result = fold_backward(graph, "CONV_2D")
+    result = fold_backward(graph, "fuse_batchnorm_with_conv")
     assert not result.changed and result.skips[0]["at"]["kind"] == "MUL"
 
 
@@ -85,5 +85,5 @@ def test_no_chain_no_report_line():
     n = Net()
     n.input("ifm", [1, 4])
     n.op("FULLY_CONNECTED", ["ifm", n.const("w", [3, 4]), ""], "y", [1, 3])
-    result = fold_backward(n.model().graphs[0], "FULLY_CONNECTED")
+    result = fold_backward(n.model().graphs[0], "fuse_batchnorm_with_fc")
     assert not result.changed and result.skips == []

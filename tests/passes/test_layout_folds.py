@@ -14,6 +14,7 @@ import pytest
 from bnfold import api
 from bnfold.check import litert
 from bnfold.io.reader import read_model
+from bnfold.ir.ops import LAYERS
 from bnfold.passes import layout
 from bnfold.passes.backward import fold_backward
 from bnfold.passes.report import Refusal, Report
@@ -26,7 +27,7 @@ TOL = 1e-5
 
 def fold(model, kind):
     report = Report([f"fold_{kind}"])
-    result = fold_backward(model.graphs[0], kind)
+    result = fold_backward(model.graphs[0], LAYERS[kind].backward_pass)
     report.add(f"fold_{kind}", 0, result)
     model.graphs[0].cleanup()
     return result.changed, report

@@ -212,6 +212,31 @@ def k_transpose_conv(interp, op, index, args):
     return [_fused(op, out)]
 
 
+def k_conv_3d_transpose(interp, op, index, args):
+    """CONV_3D_TRANSPOSE (filter D H W O I): each input voxel scattered through the filter with the
+    stride and dilation, then cropped at the TFLite padding, as k_transpose_conv in three dims."""
+    shape, w, x = args[0], _float(args[1], op, index), _float(args[2], op, index)
+    bias = args[3] if len(args) > 3 else None
+    n, *out_sizes, co = (int(v) for v in shape)
+    *kernel, _, ci = w.shape
+    strides = _positive(op, index, "strideD", "strideH", "strideW")
+    dilations = _positive(op, index, "dilationDFactor", "dilationHFactor", "dilationWFactor")
+    padding = _opt(op, "padding", 0)
+    sizes = x.shape[1:4]
+    front = [pads(o, k, s, d, padding)[0] for o, k, s, d in zip(out_sizes, kernel, strides, dilations)]
+    taps = (x.reshape(-1, ci) @ np.moveaxis(w, 3, 0).reshape(co, -1, ci).reshape(-1, ci).T)
+    taps = taps.reshape(n, *sizes, co, *kernel)
+    full = np.zeros((n, *[max((i - 1) * s + (k - 1) * d + 1, f + o) for i, s, k, d, f, o in
+                          zip(sizes, strides, kernel, dilations, front, out_sizes)], co), np.float32)
+    for tap in np.ndindex(*kernel):
+        where = tuple(slice(t * d, t * d + (i - 1) * s + 1, s) for t, d, i, s in zip(tap, dilations, sizes, strides))
+        full[(slice(None), *where)] += taps[(Ellipsis, *tap)]
+    out = full[(slice(None), *(slice(f, f + o) for f, o in zip(front, out_sizes)))].copy()
+    if bias is not None:
+        out += bias
+    return [_fused(op, out)]
+
+
 def k_fully_connected(interp, op, index, args):
     x, w, bias = _float(args[0], op, index), _float(args[1], op, index), args[2] if len(args) > 2 else None
     if _opt(op, "weightsFormat", 0) != 0:
@@ -450,6 +475,7 @@ KERNELS: dict[str, Callable] = {
     "CONV_3D": k_conv_3d,
     "DEPTHWISE_CONV_2D": k_depthwise_conv_2d,
     "TRANSPOSE_CONV": k_transpose_conv,
+    "CONV_3D_TRANSPOSE": k_conv_3d_transpose,
     "FULLY_CONNECTED": k_fully_connected,
     "ADD": _binary(np.add),
     "SUB": _binary(np.subtract),

@@ -22,6 +22,7 @@ the input channel (forward folds scale it):
     TRANSPOSE_CONV     1        O H W I        0         3        3     4   (bias optional 4th input)
     FULLY_CONNECTED    1        O I            0         1        2     2
     CONV_3D            1        D H W I O      4         3        2     5
+    CONV_3D_TRANSPOSE  1        D H W O I      3         4        3     5   (bias optional 4th input)
 
 (*) depthwise: input channel i feeds output columns i·M .. i·M+M−1 of axis 3.
 """
@@ -51,6 +52,7 @@ AFFINE_KINDS = frozenset({"MUL", "ADD", "SUB", "DIV"})
 
 @dataclass(frozen=True)
 class Layer:
+    backward_pass: str  # the fuse_batchnorm_with_* pass that folds a batch norm after it
     weights: int  # input index of the weights
     bias: int  # input index of the bias (may be absent: folds create it)
     rank: int  # the weights' rank LiteRT insists on
@@ -98,13 +100,19 @@ def _unary(kind: str, options: str | None = None) -> OpInfo:
 
 TABLE: tuple[OpInfo, ...] = (
     # conv-like layers
-    OpInfo("CONV_2D", "Conv2DOptions", (2, 1), True, True, Layer(1, 2, 4, out_axis=0, in_axis=3)),
-    OpInfo("DEPTHWISE_CONV_2D", "DepthwiseConv2DOptions", (2, 1), True, True, Layer(1, 2, 4, out_axis=3, in_axis=3, input_channels="repeat")),
+    OpInfo("CONV_2D", "Conv2DOptions", (2, 1), True, True,
+           Layer("fuse_batchnorm_with_conv", 1, 2, 4, out_axis=0, in_axis=3)),
+    OpInfo("DEPTHWISE_CONV_2D", "DepthwiseConv2DOptions", (2, 1), True, True,
+           Layer("fuse_batchnorm_with_dwconv", 1, 2, 4, out_axis=3, in_axis=3, input_channels="repeat")),
     OpInfo("TRANSPOSE_CONV", "TransposeConvOptions", (3, 1), True, False,
-           Layer(1, 3, 4, out_axis=0, in_axis=3, forward=False, versions=(("bias", 3), ("activation", 4)),
-                 standalone_activation_in_circle=True)),
-    OpInfo("FULLY_CONNECTED", "FullyConnectedOptions", (2, 1), False, True, Layer(1, 2, 2, out_axis=0, in_axis=1, input_channels="tile")),
-    OpInfo("CONV_3D", "Conv3DOptions", (2, 1), True, True, Layer(1, 2, 5, out_axis=4, in_axis=3, forward=False)),
+           Layer("fuse_batchnorm_with_tconv", 1, 3, 4, out_axis=0, in_axis=3, forward=False,
+                 versions=(("bias", 3), ("activation", 4)), standalone_activation_in_circle=True)),
+    OpInfo("FULLY_CONNECTED", "FullyConnectedOptions", (2, 1), False, True,
+           Layer("fuse_batchnorm_with_fc", 1, 2, 2, out_axis=0, in_axis=1, input_channels="tile")),
+    OpInfo("CONV_3D", "Conv3DOptions", (2, 1), True, True,
+           Layer("fuse_batchnorm_with_conv3d", 1, 2, 5, out_axis=4, in_axis=3, forward=False)),
+    OpInfo("CONV_3D_TRANSPOSE", "Conv3DOptions", (3, 1), True, True,
+           Layer("fuse_batchnorm_with_conv3d", 1, 3, 5, out_axis=3, in_axis=4, forward=False)),
     # elementwise
     _binary("ADD", "AddOptions", fused=True), _binary("SUB", "SubOptions", fused=True),
     _binary("MUL", "MulOptions", fused=True), _binary("DIV", "DivOptions", fused=True),

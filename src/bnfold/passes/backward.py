@@ -1,7 +1,8 @@
 """Backward folding: a per-channel scale and shift *after* a layer goes into its weights and bias.
 
-Every `fuse_batchnorm_with_<layer>` pass is this fold for one layer kind (ir/ops.py says where
-each kind keeps its weights and bias and which weight axis is the output channel):
+Every `fuse_batchnorm_with_<layer>` pass is this fold for the layer kinds whose ir/ops.py entry
+names it (the entry also says where the kind keeps its weights and bias and which weight axis is
+the output channel):
 
     before:  x -> LAYER(W, b) [-> layout ops] -> MUL(s) -> ADD(t, act) -> y
     after:   x -> LAYER(W', b', act) [-> layout ops] -> y
@@ -73,15 +74,17 @@ def out_channels(layer: Op, spec: Layer) -> int:
     return layer.input(spec.weights).shape[spec.out_axis]
 
 
-def fold_backward(graph: Graph, kind: str, *, finish: Callable[[Graph, Op], dict] | None = None) -> PassResult:
-    """Fold every affine chain that follows a `kind` layer into it; every refused candidate reported.
+def fold_backward(graph: Graph, pass_name: str, *, finish: Callable[[Graph, Op], dict] | None = None) -> PassResult:
+    """Fold every affine chain that follows a layer of a kind `pass_name` folds (ir/ops.py) into
+    that layer; every refused candidate reported.
 
     `finish(graph, layer)`, if given, runs after each fold (e.g. to raise an op version) and returns
     details for the fold's report entry.
     """
-    spec = LAYERS[kind]
+    kinds = {kind: spec for kind, spec in LAYERS.items() if spec.backward_pass == pass_name}
     result = PassResult()
-    for layer in [op for op in graph.ops if op.kind == kind]:
+    for layer in [op for op in graph.ops if op.kind in kinds]:
+        spec = kinds[layer.kind]
         if not graph.contains(layer) or not layer.outputs:
             continue
         out = layer.outputs[0]

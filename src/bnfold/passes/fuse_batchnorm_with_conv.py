@@ -21,4 +21,4 @@ from .report import PassResult
 
 
 def run(graph: Graph) -> PassResult:
-    return fold_backward(graph, "CONV_2D")
+    return fold_backward(graph, "fuse_batchnorm_with_conv")

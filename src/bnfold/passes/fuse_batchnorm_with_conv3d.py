@@ -1,9 +1,11 @@
-"""fuse_batchnorm_with_conv3d: a batch norm after a CONV_3D goes into its filter and bias.
+"""fuse_batchnorm_with_conv3d: a batch norm after a CONV_3D or CONV_3D_TRANSPOSE goes into its
+filter and bias.
 
     before:  x -> CONV_3D(W, b) -> MUL(s) -> ADD(t, act) -> y        (NDHWC data)
     after:   x -> CONV_3D(W', b', act) -> y
 
-    W'[d, h, w, i, o] = s[o]·W[d, h, w, i, o]   (filter DHWIO, output channel on axis 4)
+    W'[d, h, w, i, o] = s[o]·W[d, h, w, i, o]   (CONV_3D filter DHWIO, output channel on axis 4)
+    W'[d, h, w, o, i] = s[o]·W[d, h, w, o, i]   (CONV_3D_TRANSPOSE filter DHWOI, axis 3)
     b'[o]             = s[o]·b[o] + t[o]        (b = 0 when there is no bias: one is created)
 
 The TFLite converter never folds this one. Constants may be [], [1], [C], [1,C], [1,1,C],
@@ -21,4 +23,4 @@ from .report import PassResult
 
 
 def run(graph: Graph) -> PassResult:
-    return fold_backward(graph, "CONV_3D")
+    return fold_backward(graph, "fuse_batchnorm_with_conv3d")

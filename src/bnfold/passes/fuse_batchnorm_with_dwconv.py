@@ -26,4 +26,4 @@ from .report import PassResult
 
 
 def run(graph: Graph) -> PassResult:
-    return fold_backward(graph, "DEPTHWISE_CONV_2D")
+    return fold_backward(graph, "fuse_batchnorm_with_dwconv")

@@ -28,4 +28,4 @@ from .report import PassResult
 
 
 def run(graph: Graph) -> PassResult:
-    return fold_backward(graph, "FULLY_CONNECTED")
+    return fold_backward(graph, "fuse_batchnorm_with_fc")

@@ -36,7 +36,7 @@ SPEC = LAYERS["TRANSPOSE_CONV"]
 
 
 def run(graph: Graph) -> PassResult:
-    return fold_backward(graph, "TRANSPOSE_CONV", finish=_finish)
+    return fold_backward(graph, "fuse_batchnorm_with_tconv", finish=_finish)
 
 
 def _finish(graph: Graph, layer: Op) -> dict:

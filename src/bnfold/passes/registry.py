@@ -50,7 +50,7 @@ PASSES: tuple[PassSpec, ...] = (
              "fold a batch-norm chain after FULLY_CONNECTED (also through a RESHAPE keeping the last axis)",
              True, True, fuse_batchnorm_with_fc.run),
     PassSpec("fuse_batchnorm_with_conv3d",
-             "fold a batch-norm chain after CONV_3D into its filter and bias",
+             "fold a batch-norm chain after CONV_3D or CONV_3D_TRANSPOSE into its filter and bias",
              True, True, fuse_batchnorm_with_conv3d.run),
     PassSpec("make_batchnorm_gamma_positive",
              "replace negative scales of a Mul -> Add(RELU) batch norm by 1e-10 (as ONE does) so the "
