@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ..ir.graph import Graph
 from ..ir.ops import RANGE_ACTIVATIONS, info
-from .report import PassResult
+from .report import PassResult, Refusal
 
 COMBINE = {
     ("NONE", "RELU"): "RELU", ("RELU", "RELU"): "RELU", ("RELU6", "RELU"): "RELU6",
@@ -35,9 +35,9 @@ def run(graph: Graph) -> PassResult:
         producer = x.producer if x is not None else None
         if producer is None:
             continue
-        reason = _refusal(graph, producer, act)
-        if reason:
-            result.skip(act, reason)
+        refusal = _refusal(graph, producer, act)
+        if refusal:
+            result.skip(act, refusal)
             continue
         fused = COMBINE[(producer.fused_activation, act.kind)]
         result.fold(producer, [act], activation=act.kind, before=producer.fused_activation, after=fused)
@@ -47,16 +47,16 @@ def run(graph: Graph) -> PassResult:
     return result
 
 
-def _refusal(graph: Graph, producer, act) -> str | None:
+def _refusal(graph: Graph, producer, act) -> Refusal | None:
     x = act.inputs[0]
     if not info(producer.kind).fused_output:
-        return f"producer {producer.kind} has no fused activation that applies to its output"
+        return Refusal(f"producer {producer.kind} has no fused activation that applies to its output")
     if not producer.has_fused_activation_slot:
-        return f"producer {producer.kind} has no options table to hold a fused activation"
+        return Refusal(f"producer {producer.kind} has no options table to hold a fused activation")
     if not graph.has_single_use(x, act):
-        return "the producer's output has other readers or is a graph output"
+        return Refusal("the producer's output has other readers or is a graph output")
     if x.dtype != "FLOAT32" or act.outputs[0].dtype != "FLOAT32" or x.is_quantized:
-        return f"not float32 ({x.dtype})"
+        return Refusal(f"not float32 ({x.dtype})")
     if (producer.fused_activation, act.kind) not in COMBINE:
-        return f"{act.kind} after a fused {producer.fused_activation} has no single equivalent"
+        return Refusal(f"{act.kind} after a fused {producer.fused_activation} has no single equivalent")
     return None
