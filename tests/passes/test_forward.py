@@ -7,7 +7,7 @@ import pytest
 
 from bnfold.check import interpreter
 from bnfold.ir.ops import LAYERS
-from bnfold.passes.forward import (along_input, constant_input_response, find_sinks, fold_input_scale,
+from bnfold.passes.forward import (Crossing, along_input, constant_input_response, find_sinks, fold_input_scale,
                                    padding_refusal)
 from bnfold.passes.report import Refusal
 
@@ -79,18 +79,35 @@ def readers_net(between: str | None) -> Net:
     return n
 
 
+AFFINE = Crossing(frozenset({"NONE"}), nonnegative=False)
+POSITIVE_SCALE = Crossing(frozenset({"NONE", "RELU"}), nonnegative=True)
+
+
 def test_find_sinks_direct_and_through_scale_commuting_ops():
     graph = readers_net(None).model().graphs[0]
-    [sink] = find_sinks(graph, graph.inputs[0], 3, through_scale_commuting=False)
-    assert sink.layer.kind == "CONV_2D" and sink.padding is None and sink.via is None
+    [sink] = find_sinks(graph, graph.inputs[0], 3, AFFINE)
+    assert sink.layer.kind == "CONV_2D" and sink.padding is None and sink.via is None and sink.root is sink.layer
     graph = readers_net("MAX_POOL_2D").model().graphs[0]
-    refusal = find_sinks(graph, graph.inputs[0], 3, through_scale_commuting=False)
-    assert isinstance(refusal, Refusal) and "MAX_POOL_2D" in refusal.reason
-    [sink] = find_sinks(graph, graph.inputs[0], 3, through_scale_commuting=True)
-    assert sink.layer.kind == "CONV_2D" and sink.padding is None
+    refusal = find_sinks(graph, graph.inputs[0], 3, AFFINE)
+    assert isinstance(refusal, Refusal) and "MAX_POOL_2D" in refusal.reason and "negative scale" in refusal.reason
+    [sink] = find_sinks(graph, graph.inputs[0], 3, POSITIVE_SCALE)
+    assert sink.layer.kind == "CONV_2D" and sink.padding is None and sink.root.kind == "MAX_POOL_2D"
     graph = readers_net("PAD").model().graphs[0]
-    [sink] = find_sinks(graph, graph.inputs[0], 3, through_scale_commuting=True)
+    [sink] = find_sinks(graph, graph.inputs[0], 3, POSITIVE_SCALE)
     assert "zero PAD" in sink.padding.reason
+
+
+def test_find_sinks_maps_the_channel_through_a_transpose():
+    n = Net()
+    n.input("x", [1, 3, 6, 7])  # NCHW
+    t = n.op("TRANSPOSE", ["x", n.ints("perm", [0, 2, 3, 1])], "nhwc", [1, 6, 7, 3])
+    n.op("CONV_2D", [t, n.const("filter", [4, 3, 3, 3]), n.const("bias", [4])], "y", [1, 4, 5, 4],
+         padding="VALID", stride_w=1, stride_h=1)
+    graph = n.model().graphs[0]
+    [sink] = find_sinks(graph, graph.inputs[0], 1, AFFINE)
+    assert sink.root.kind == "TRANSPOSE" and sink.layer.kind == "CONV_2D"
+    refusal = find_sinks(graph, graph.inputs[0], 2, AFFINE)  # a per-row constant is not per channel
+    assert isinstance(refusal, Refusal) and "reads the channel on axis 1, not its channel axis" in refusal.reason
 
 
 def test_find_sinks_follows_a_flatten_into_fc():
@@ -99,5 +116,5 @@ def test_find_sinks_follows_a_flatten_into_fc():
     flat = n.op("RESHAPE", ["x", n.ints("shape", [1, 12])], "flat", [1, 12])
     n.op("FULLY_CONNECTED", [flat, n.const("w", [5, 12]), n.const("b", [5])], "y", [1, 5])
     graph = n.model().graphs[0]
-    [sink] = find_sinks(graph, graph.inputs[0], 3, through_scale_commuting=False)
-    assert sink.via.kind == "RESHAPE" and sink.layer.kind == "FULLY_CONNECTED"
+    [sink] = find_sinks(graph, graph.inputs[0], 3, AFFINE)
+    assert sink.via.kind == "RESHAPE" and sink.layer.kind == "FULLY_CONNECTED" and sink.inner == 1

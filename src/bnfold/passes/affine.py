@@ -175,7 +175,8 @@ def _continues_chain(graph: Graph, x: Tensor, op: Op) -> bool:
 
 
 def chains_from_starts(graph: Graph) -> Iterator[AffineChain | Refusal]:
-    """Every affine chain matched from its first op, whatever produced its input.
+    """Every affine chain matched from its first op, whatever produced its input, per channel on
+    the axis its first constant varies along (channels last, or NCHW's axis 1 in PyTorch exports).
 
     Lazy, so a pass may rewrite the graph between chains: ops removed meanwhile are skipped.
     """
@@ -185,9 +186,20 @@ def chains_from_starts(graph: Graph) -> Iterator[AffineChain | Refusal]:
         x = data_input(op)
         if x is None or not x.shape or _continues_chain(graph, x, op):
             continue
-        chain = match_chain(graph, x, len(x.shape) - 1, start=op)
+        chain = match_chain(graph, x, varying_axis(_constant_operand(op, x)[0], len(x.shape)), start=op)
         if chain is not None:
             yield chain
+
+
+def varying_axis(const: Tensor | None, rank: int) -> int:
+    """The one axis of data of `rank` along which `const` (broadcast onto it) varies; the last axis
+    when it varies along none (a scalar) or several (match_chain then says why it is no chain)."""
+    shape = () if const is None else const.shape
+    if len(shape) > rank:
+        return rank - 1
+    aligned = (1,) * (rank - len(shape)) + tuple(shape)
+    varying = [i for i, d in enumerate(aligned) if d != 1]
+    return varying[0] if len(varying) == 1 else rank - 1
 
 
 def remove_chain(graph: Graph, chain: AffineChain) -> None:
@@ -219,6 +231,15 @@ def scale_along(weights: np.ndarray, vector: np.ndarray, axis: int) -> np.ndarra
     with np.errstate(over="ignore", invalid="ignore"):
         np.multiply(weights, vector.reshape(shape), out=out, dtype=np.float64, casting="same_kind")
     return out
+
+
+def kept_constant(values: np.ndarray, rank: int, axis: int) -> np.ndarray:
+    """A per-channel constant a fold leaves in the graph, shaped to broadcast along `axis` of data
+    of `rank`; one value for every channel stays a scalar, so no scalar-broadcast op becomes a
+    per-channel one (which runs slower)."""
+    if values.size and np.all(values == values.reshape(-1)[0]):
+        return values.reshape(-1)[:1].reshape(())
+    return values.reshape((len(values),) + (1,) * (rank - 1 - axis))
 
 
 def as_float32(values: np.ndarray) -> np.ndarray:

@@ -28,34 +28,36 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir.graph import Graph, Op, Tensor
-from ..ir.ops import ACTIVATION_KINDS, HOMOGENEOUS_ACTIVATIONS, LAYERS, PADDINGS, Layer, info
+from ..ir.ops import ACTIVATION_KINDS, LAYERS, PADDINGS, Layer, info
 from .affine import scale_along
 from .backward import float_const
+from .layout import map_axis
 from .report import Refusal
 
 
 # ---- the math ---------------------------------------------------------------------------------
 
-def along_input(weights: np.ndarray, spec: Layer, per_channel: np.ndarray) -> np.ndarray:
-    """A per-channel vector laid out as the weights' input-channel axis holds the channels."""
+def along_input(weights: np.ndarray, spec: Layer, per_channel: np.ndarray, inner: int = 1) -> np.ndarray:
+    """A per-channel vector laid out as the weights' input-channel axis holds the channels; `inner`
+    is how many consecutive entries of a flattened FC row share a channel (NCHW flattens: H·W)."""
     n = weights.shape[spec.in_axis]
     if spec.input_channels == "repeat":
         return np.repeat(per_channel, n // len(per_channel))
     if spec.input_channels == "tile":
-        return np.tile(per_channel, n // len(per_channel))
+        return np.tile(np.repeat(per_channel, inner), n // (len(per_channel) * inner))
     return per_channel
 
 
-def fold_input_scale(weights: np.ndarray, spec: Layer, scale: np.ndarray) -> np.ndarray:
+def fold_input_scale(weights: np.ndarray, spec: Layer, scale: np.ndarray, inner: int = 1) -> np.ndarray:
     """W' with every input channel i scaled by s[i] (float32, one rounding)."""
-    return scale_along(weights, along_input(weights, spec, scale), spec.in_axis)
+    return scale_along(weights, along_input(weights, spec, scale, inner), spec.in_axis)
 
 
-def constant_input_response(weights: np.ndarray, spec: Layer, constant: np.ndarray) -> np.ndarray:
+def constant_input_response(weights: np.ndarray, spec: Layer, constant: np.ndarray, inner: int = 1) -> np.ndarray:
     """What a constant per-channel input adds to each output channel (float64): Σ W·c over the
     kernel taps and input channels."""
     w = np.asarray(weights, dtype=np.float64)
-    v = along_input(weights, spec, constant)
+    v = along_input(weights, spec, constant, inner)
     shape = [1] * w.ndim
     shape[spec.in_axis] = len(v)
     return (w * v.reshape(shape)).sum(axis=tuple(i for i in range(w.ndim) if i != spec.out_axis))
@@ -65,14 +67,17 @@ def constant_input_response(weights: np.ndarray, spec: Layer, constant: np.ndarr
 
 @dataclass
 class Sink:
-    """A layer that takes a scale into its input channels; it reads its data through `via` (a
-    flattening RESHAPE) when that is set. `padding` says why zero padding would see a constant
-    added to its input (None: it would not)."""
+    """A layer that takes a scale into its input channels. `root` is the op reading the batch
+    norm's result on the way to it (the layer itself, or the first layout/pool/pad op), `via` a
+    flattening RESHAPE right before an FC, `inner` how many consecutive FC inputs share a channel.
+    `padding` says why zero padding would see a constant added to its input (None: it would not)."""
 
     layer: Op
     spec: Layer
+    root: Op
     via: Op | None
     padding: Refusal | None
+    inner: int = 1
 
     @property
     def name(self) -> str:
@@ -108,37 +113,106 @@ def padding_refusal(layer: Op, x: Tensor) -> Refusal | None:
 
 
 PADDED_ON_THE_WAY = Refusal("a zero PAD on the way turns the constant into 0 at the border")
+ZERO_PADS = ("PAD", "PADV2")
 
 
-def find_sinks(graph: Graph, y: Tensor, channels: int, *, through_scale_commuting: bool) -> list[Sink] | Refusal:
-    """Every layer reading `y` (channel last) as a Sink, or why some reader of y cannot take a scale."""
+@dataclass(frozen=True)
+class Crossing:
+    """What the value travelling forward may cross on its way to the layers: ops whose fused
+    activation is one of `activations` (NONE for an affine value s·x + t; NONE or RELU for a
+    scale alone, s ≥ 0), and MAX_POOL_2D only when every scale is ≥ 0 (max(s·v) = s·max(v))."""
+
+    activations: frozenset
+    nonnegative: bool
+
+
+def find_sinks(graph: Graph, y: Tensor, axis: int, crossing: Crossing) -> list[Sink] | Refusal:
+    """Every layer reading `y` (per channel on `axis`) as a Sink — directly, through layout ops that
+    keep the channel a whole axis, through ops that commute with a per-channel scale (pools, MEAN
+    over other axes, zero PAD), through a flatten into a FULLY_CONNECTED — or why some reader of y
+    cannot take a scale."""
     sinks: list[Sink] = []
-    frontier = [(y, False)]  # (tensor, a zero PAD on the way)
+    frontier = [(y, axis, False, None)]  # (tensor, channel axis, a zero PAD on the way, root)
     while frontier:
-        v, padded = frontier.pop()
+        v, a, padded, root = frontier.pop()
         users = graph.consumers(v)
         if not users:
             return Refusal(f"{v.name!r} has no reader")
         for u in users:
+            step_root = root or u
             if u.input(0) is not v or any(t is v for t in u.inputs[1:]):
                 return Refusal(f"{v.name!r} is read by {u.kind} as something other than its data input")
-            if through_scale_commuting and info(u.kind).commutes_with_scale:
-                refusal = _crossing_refusal(graph, u, channels)
-                if refusal:
-                    return refusal
-                frontier.append((u.outputs[0], padded or u.kind in ("PAD", "PADV2")))
+            moved = _cross(graph, u, a, crossing)
+            if isinstance(moved, int):
+                frontier.append((u.outputs[0], moved, padded or u.kind in ZERO_PADS, step_root))
                 continue
-            via = None
-            if u.kind == "RESHAPE":
-                via, u, v = u, *_flattened_reader(graph, u)
-                if u is None:
-                    return Refusal("a RESHAPE of the batch norm's result feeds something other than a single "
-                                   "FULLY_CONNECTED")
-            sink = _sink(u, v, channels, via, padded)
+            if u.kind == "RESHAPE":  # a flatten (the channel no whole axis) into an FC
+                fc, flat = _flattened_reader(graph, u)
+                if fc is None:
+                    return moved if moved is not None else Refusal(
+                        "a RESHAPE of the batch norm's result feeds something other than a single FULLY_CONNECTED")
+                sink = _sink(fc, flat, v.shape[a], _inner(v, a), u, step_root, padded)
+            elif moved is not None:
+                return moved
+            else:
+                sink = _direct_sink(u, v, a, step_root, padded)
             if isinstance(sink, Refusal):
                 return sink
             sinks.append(sink)
     return sinks
+
+
+def _inner(v: Tensor, axis: int) -> int:
+    return int(np.prod(v.shape[axis + 1:], dtype=np.int64))
+
+
+def _cross(graph: Graph, op: Op, axis: int, crossing: Crossing) -> int | Refusal | None:
+    """The channel axis of op's output when the travelling value may cross op; a Refusal when op
+    is an op values travel through but this one cannot be crossed; None when op is no such op."""
+    facts = info(op.kind)
+    if not (facts.moves_elements or facts.commutes_with_scale):
+        return None
+    where = f"{op.kind} -> {op.outputs[0].name}"
+    out = op.outputs[0]
+    if len(op.outputs) != 1 or graph.is_observed(out):
+        return Refusal(f"{where}: its output is a graph output and would change")
+    if facts.moves_elements:
+        moved = map_axis(op, axis)
+        return moved.prefixed(f"{where}: ") if isinstance(moved, Refusal) else moved
+    if op.has_fused_activation_slot and op.fused_activation not in crossing.activations:
+        return Refusal(f"{where}: its fused {op.fused_activation} does not commute with the batch norm")
+    rank = len(op.inputs[0].shape)
+    if op.kind == "MEAN":
+        return _mean_axis(op, axis, rank, where)
+    if op.kind in ZERO_PADS:
+        return _pad_refusal(op, axis, where) or axis
+    # pools: NHWC only, and max commutes with a scale only when it is not negative
+    if rank != 4 or axis != 3:
+        return Refusal(f"{where}: pools the channel on axis {axis}, not its channel axis")
+    if op.kind == "MAX_POOL_2D" and not crossing.nonnegative:
+        return Refusal(f"{where}: a negative scale does not commute with max")
+    return axis
+
+
+def _mean_axis(op: Op, axis: int, rank: int, where: str) -> int | Refusal:
+    axes = op.input(1)
+    if axes is None or not axes.is_const:
+        return Refusal(f"{where}: the reduction axes are not constant")
+    reduced = {int(a) % rank for a in np.asarray(axes.data).reshape(-1)}
+    if axis in reduced:
+        return Refusal(f"{where}: it reduces over the channel axis")
+    keep = bool(getattr(op.options, "keepDims", False))
+    return axis if keep else axis - sum(1 for r in reduced if r < axis)
+
+
+def _pad_refusal(op: Op, axis: int, where: str) -> Refusal | None:
+    pads = op.input(1)
+    if pads is None or not pads.is_const or np.any(np.asarray(pads.data).reshape(-1, 2)[axis] != 0):
+        return Refusal(f"{where}: the paddings are not constant or pad the channel axis")
+    value = op.input(2) if op.kind == "PADV2" else None
+    if value is not None and (not value.is_const or np.any(np.asarray(value.data) != 0)):
+        return Refusal(f"{where}: pads with a non-zero value, which a scale changes")
+    return None
 
 
 def _flattened_reader(graph: Graph, reshape: Op) -> tuple[Op | None, Tensor]:
@@ -150,7 +224,20 @@ def _flattened_reader(graph: Graph, reshape: Op) -> tuple[Op | None, Tensor]:
     return readers[0], r
 
 
-def _sink(layer: Op, v: Tensor, channels: int, via: Op | None, padded: bool) -> Sink | Refusal:
+def _direct_sink(layer: Op, v: Tensor, axis: int, root: Op, padded: bool) -> Sink | Refusal:
+    """A layer reading v itself: the channel must be on its channel axis (the last), or an FC
+    flattens v itself (then `inner` entries of a row share a channel)."""
+    spec = LAYERS.get(layer.kind)
+    inner = 1
+    if spec is not None and spec.forward and axis != len(v.shape) - 1:
+        if spec.input_channels != "tile":
+            return Refusal(f"{layer.kind} {layer.outputs[0].name!r} reads the channel on axis {axis}, not its "
+                           "channel axis")
+        inner = _inner(v, axis)
+    return _sink(layer, v, v.shape[axis], inner, None, root, padded)
+
+
+def _sink(layer: Op, v: Tensor, channels: int, inner: int, via: Op | None, root: Op, padded: bool) -> Sink | Refusal:
     if layer.kind in ACTIVATION_KINDS:
         return Refusal(f"an activation ({layer.kind}) sits between the batch norm and the layer")
     spec = LAYERS.get(layer.kind)
@@ -158,13 +245,13 @@ def _sink(layer: Op, v: Tensor, channels: int, via: Op | None, padded: bool) -> 
         return Refusal(f"{v.name!r} is also read by {layer.kind}, which cannot absorb the batch norm")
     if layer.input(0) is not v or any(t is v for t in layer.inputs[1:]):
         return Refusal(f"{v.name!r} is read by {layer.kind} as something other than its data input")
-    refusal = _weights_refusal(layer, spec, channels)
+    refusal = _weights_refusal(layer, spec, channels, inner)
     if refusal:
         return refusal.prefixed(f"{layer.kind} {layer.outputs[0].name!r}: ")
-    return Sink(layer, spec, via, PADDED_ON_THE_WAY if padded else padding_refusal(layer, v))
+    return Sink(layer, spec, root, via, PADDED_ON_THE_WAY if padded else padding_refusal(layer, v), inner)
 
 
-def _weights_refusal(layer: Op, spec: Layer, channels: int) -> Refusal | None:
+def _weights_refusal(layer: Op, spec: Layer, channels: int, inner: int) -> Refusal | None:
     w, b = layer.input(spec.weights), layer.input(spec.bias)
     if not float_const(w):
         return Refusal("the weights are not a float32 constant")
@@ -178,33 +265,6 @@ def _weights_refusal(layer: Op, spec: Layer, channels: int) -> Refusal | None:
     if spec.input_channels == "tile":
         if getattr(layer.options, "weightsFormat", 0):
             return Refusal("the weights are in a shuffled format")
-        if n % channels:
+        if n % (channels * inner):
             return Refusal(f"its rows of {n} values do not start on a channel boundary ({channels} channels)")
-    return None
-
-
-def _crossing_refusal(graph: Graph, op: Op, channels: int) -> Refusal | None:
-    """Why a positive per-channel scale cannot cross `op` (None if it can)."""
-    where = f"{op.kind} -> {op.outputs[0].name}"
-    out = op.outputs[0]
-    if graph.is_observed(out):
-        return Refusal(f"{where}: its output is a graph output and would change")
-    if len(out.shape) == 0 or out.shape[-1] != channels or len(op.outputs) != 1:
-        return Refusal(f"{where}: the channel axis does not stay last")
-    if op.has_fused_activation_slot and op.fused_activation not in HOMOGENEOUS_ACTIVATIONS:
-        return Refusal(f"{where}: its fused {op.fused_activation} does not commute with a scale")
-    if op.kind == "MEAN":
-        axes = op.input(1)
-        if axes is None or not axes.is_const:
-            return Refusal(f"{where}: the reduction axes are not constant")
-        rank = len(op.inputs[0].shape)
-        if any(int(a) % rank == rank - 1 for a in np.asarray(axes.data).reshape(-1)):
-            return Refusal(f"{where}: it reduces over the channel axis")
-    if op.kind in ("PAD", "PADV2"):
-        pads = op.input(1)
-        if pads is None or not pads.is_const or np.any(np.asarray(pads.data)[-1] != 0):
-            return Refusal(f"{where}: the paddings are not constant or pad the channel axis")
-        value = op.input(2) if op.kind == "PADV2" else None
-        if value is not None and (not value.is_const or np.any(np.asarray(value.data) != 0)):
-            return Refusal(f"{where}: pads with a non-zero value, which a scale changes")
     return None

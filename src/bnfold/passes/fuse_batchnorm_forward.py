@@ -40,8 +40,8 @@ import numpy as np
 
 from ..ir.graph import Graph, Options, Tensor
 from ..ir.ops import LAYERS
-from .affine import AffineChain, as_float32, chains_from_starts, finite, freed_constants
-from .forward import Sink, constant_input_response, find_sinks, fold_input_scale
+from .affine import AffineChain, as_float32, chains_from_starts, finite, freed_constants, kept_constant
+from .forward import Crossing, Sink, constant_input_response, find_sinks, fold_input_scale
 from .report import PassResult, Refusal
 
 
@@ -60,10 +60,11 @@ def _fold(graph: Graph, result: PassResult, chain: AffineChain) -> None:
         result.skip(chain.ops[0], plan, output=y.name)
         return
     sinks, updates, kept_shift = plan
-    kept_for = [k for k in sinks if _keeps_shift(k, kept_shift)]
+    kept_for = [k for k in sinks if _keeps_shift(k, sinks, kept_shift)]
     result.fold(sinks[0].layer, chain.ops, direction="forward", layers=[k.name for k in sinks],
                 scale=chain.scale, shift=chain.shift, shift_kept=kept_shift is not None,
-                shift_kept_for=[k.name for k in kept_for], reasons_shift_kept=[k.padding.reason for k in kept_for],
+                shift_kept_for=[k.name for k in kept_for],
+                reasons_shift_kept=[_root_padding(k.root, sinks).reason for k in kept_for],
                 buffers_freed=freed_constants(graph, chain))
     for k, new_w, new_b in updates:
         graph.set_const_input(k.layer, k.spec.weights, new_w, f"{k.name}/weights")
@@ -72,8 +73,14 @@ def _fold(graph: Graph, result: PassResult, chain: AffineChain) -> None:
     _rewire(graph, chain, sinks, kept_shift)
 
 
-def _keeps_shift(sink: Sink, kept_shift) -> bool:
-    return kept_shift is not None and sink.padding is not None
+def _root_padding(root, sinks: list[Sink]) -> Refusal | None:
+    """Why zero padding would see a shift on some path through `root` (the op reading the batch
+    norm's result that these sinks are reached through): the shift is kept or folded per root."""
+    return next((k.padding for k in sinks if k.root is root and k.padding), None)
+
+
+def _keeps_shift(sink: Sink, sinks: list[Sink], kept_shift) -> bool:
+    return kept_shift is not None and _root_padding(sink.root, sinks) is not None
 
 
 def _plan(graph: Graph, chain: AffineChain):
@@ -84,7 +91,7 @@ def _plan(graph: Graph, chain: AffineChain):
                        f"layers (a batch norm -> ReLU -> layer is fuse_preactivation_batchnorm's)")
     if graph.is_observed(y):
         return Refusal(f"the batch norm's result {y.name!r} is a graph output (or named by a signature)")
-    sinks = find_sinks(graph, y, len(s), through_scale_commuting=False)
+    sinks = find_sinks(graph, y, chain.axis, Crossing(frozenset({"NONE"}), nonnegative=bool(np.all(s >= 0))))
     if isinstance(sinks, Refusal):
         return sinks
     kept_shift = None
@@ -100,7 +107,7 @@ def _plan(graph: Graph, chain: AffineChain):
             return Refusal("the shift divided by the scale is not finite in float32")
     updates = []
     for k in sinks:
-        takes_shift = (k.padding is None or kept_shift is None) and np.any(t != 0)
+        takes_shift = (_root_padding(k.root, sinks) is None or kept_shift is None) and np.any(t != 0)
         new_w, new_b = _layer_update(k, s, t if takes_shift else None)
         if not finite(new_w) or (new_b is not None and not finite(new_b)):
             return Refusal(f"the folded weights or bias of {k.name!r} would not be finite")
@@ -118,24 +125,23 @@ def _reaches_layer(graph: Graph, y: Tensor) -> bool:
 
 def _layer_update(sink: Sink, s: np.ndarray, t: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
     w = sink.layer.input(sink.spec.weights).data
-    new_w = fold_input_scale(w, sink.spec, s)
+    new_w = fold_input_scale(w, sink.spec, s, sink.inner)
     if t is None:
         return new_w, None
     b = sink.layer.input(sink.spec.bias)
     old_b = 0.0 if b is None else np.asarray(b.data, dtype=np.float64).reshape(-1)
-    return new_w, as_float32(old_b + constant_input_response(w, sink.spec, t))
+    return new_w, as_float32(old_b + constant_input_response(w, sink.spec, t, sink.inner))
 
 
 def _rewire(graph: Graph, chain: AffineChain, sinks: list[Sink], kept_shift: np.ndarray | None) -> None:
-    """Readers that took the shift read x; the others read one new ADD(x, t/s); the chain goes."""
+    """Paths that took the shift read x; the others read one new ADD(x, t/s); the chain goes."""
     x, y = chain.input, chain.output
     shifted = None
     if kept_shift is not None:
         shifted = graph.add_tensor(f"{y.name}/shifted", "FLOAT32", x.shape, shape_signature=x.shape_signature)
-        d = graph.add_const(f"{y.name}/shift", kept_shift)
+        d = graph.add_const(f"{y.name}/shift", kept_constant(kept_shift, len(x.shape), chain.axis))
         graph.add_op("ADD", [x, d], [shifted], Options("AddOptions", fusedActivationFunction=0), after=chain.ops[-1])
     for k in sinks:
-        reader = k.via or k.layer
-        graph.replace_uses(y, shifted if _keeps_shift(k, kept_shift) else x, only=[reader])
+        graph.replace_uses(y, shifted if _keeps_shift(k, sinks, kept_shift) else x, only=[k.root])
     for op in chain.ops:
         graph.remove_op(op)

@@ -45,11 +45,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir.graph import Graph, Op, Options, Tensor
-from ..ir.ops import FUSED_ACTIVATIONS, LAYERS, Layer
-from .affine import AffineChain, as_float32, chains_from_starts, finite
+from ..ir.ops import FUSED_ACTIVATIONS, HOMOGENEOUS_ACTIVATIONS, LAYERS, Layer
+from .affine import AffineChain, as_float32, chains_from_starts, finite, kept_constant
 from .backward import layer_refusal
-from .forward import Sink, constant_input_response, find_sinks, fold_input_scale
+from .forward import Crossing, Sink, constant_input_response, find_sinks, fold_input_scale
+from .layout import layout_source
 from .report import PassResult, Refusal
+
+# a scale alone (s ≥ 0 once negative channels are refused) crosses ops fused with NONE or RELU
+SCALE_CROSSING = Crossing(HOMOGENEOUS_ACTIVATIONS, nonnegative=True)
 
 
 @dataclass
@@ -83,7 +87,7 @@ def _fold(graph: Graph, result: PassResult, chain: AffineChain) -> None:
         result.skip(anchor, "channels with a negative scale cannot cross the ReLU (relu(-v) != -relu(v)); "
                             "the batch norm is left as it is", **groups)
         return
-    sinks = find_sinks(graph, y, len(s), through_scale_commuting=True)
+    sinks = find_sinks(graph, y, chain.axis, SCALE_CROSSING)
     if isinstance(sinks, Refusal):
         result.skip(anchor, f"the scale cannot move forward: {sinks}", **groups)
         return
@@ -127,8 +131,7 @@ def _replace_chain(graph: Graph, chain: AffineChain, kept_shift: np.ndarray | No
     if kept_shift is None:
         graph.add_op("RELU", [x], [y], None, after=last)
     else:
-        shape = next((c.shape for c in chain.constants if c.data.size == len(kept_shift)), (len(kept_shift),))
-        const = graph.add_const(f"{y.name}/shift", as_float32(kept_shift).reshape(shape))
+        const = graph.add_const(f"{y.name}/shift", kept_constant(as_float32(kept_shift), len(x.shape), chain.axis))
         if last.kind == "ADD":
             graph.add_op(last.opcode, [x, const], [y], last.options.copy(), after=last)
         else:
@@ -146,9 +149,9 @@ def _forward_updates(sinks: list[Sink], s: np.ndarray, constant: np.ndarray) -> 
     updates, terms = [], []
     for k in sinks:
         w = k.layer.input(k.spec.weights).data
-        updates.append((k.layer, k.spec.weights, fold_input_scale(w, k.spec, s), f"{k.name}/weights"))
+        updates.append((k.layer, k.spec.weights, fold_input_scale(w, k.spec, s, k.inner), f"{k.name}/weights"))
         if np.any(constant):
-            terms.append(BiasEdit(k.layer, k.spec, constant_input_response(w, k.spec, constant)))
+            terms.append(BiasEdit(k.layer, k.spec, constant_input_response(w, k.spec, constant, k.inner)))
     return updates, terms
 
 
@@ -163,17 +166,34 @@ def _backward_plan(graph: Graph, chain: AffineChain, d: np.ndarray) -> list[Bias
     if graph.is_observed(x):
         return Refusal(f"its input {x.name!r} is a graph output and must keep its value")
     others = [u for u in graph.consumers(x) if u is not reader]
+    origin, _, via = layout_source(graph, x, chain.axis)
+    p = origin.producer or p
     if p.kind in LAYERS or p.kind == "MAX_POOL_2D":
         if others:
             return Refusal(f"{p.kind} -> {x.name} has other readers, which must keep the unshifted value")
-        edit = _through_pool(graph, p, x, reader, channels, d) if p.kind == "MAX_POOL_2D" else \
-            _bias_target(graph, p, reader, channels, d)
+        edit = _through_pool(graph, p, x, reader, channels, d) if p.kind == "MAX_POOL_2D" and via is None else \
+            _layer_behind(graph, x, chain.axis, reader, channels, d)
         return edit if isinstance(edit, Refusal) else [edit]
-    if p.kind == "ADD" and _is_residual_add(p, x):
-        return _residual_plan(graph, p, x, reader, others, channels, d)
+    if p.kind == "ADD" and via is None and _is_residual_add(p, x):
+        return _residual_plan(graph, p, x, reader, others, channels, d, chain.axis)
     if p.kind in ("PAD", "PADV2", "MIRROR_PAD"):
         return Refusal(f"a {p.kind} sits between: the padded border would become the shift instead of 0")
     return Refusal(f"it is produced by {p.kind}, which cannot absorb a shift")
+
+
+def _layer_behind(graph: Graph, t: Tensor, axis: int, reader: Op, channels: int, delta: np.ndarray
+                  ) -> BiasEdit | Refusal:
+    """The layer producing `t` — directly, or through layout ops (TICO's NCHW transposes) whose
+    outputs only lead to `t` — takes `delta` along `axis` of t into its bias."""
+    origin, origin_axis, via = layout_source(graph, t, axis)
+    p = origin.producer
+    if p is None:
+        return Refusal(f"{t.name} is a graph input")
+    if p.kind not in LAYERS:
+        return Refusal(f"it is produced by {p.kind}, which cannot absorb a shift")
+    if origin_axis != len(origin.shape) - 1:
+        return Refusal(f"{p.kind} -> {origin.name}: the channel maps to axis {origin_axis}, not its channel axis")
+    return _bias_target(graph, p, via or reader, channels, delta)
 
 
 def _bias_target(graph: Graph, layer: Op, reader: Op, channels: int, delta: np.ndarray) -> BiasEdit | Refusal:
@@ -204,7 +224,7 @@ def _through_pool(graph: Graph, pool: Op, x: Tensor, reader: Op, channels: int, 
                        "instead of 0")
     if q.kind not in LAYERS:
         return Refusal(f"MAX_POOL_2D -> {x.name} pools the output of {q.kind}, which cannot absorb a shift")
-    return _bias_target(graph, q, pool, channels, d)
+    return _layer_behind(graph, v, len(v.shape) - 1, pool, channels, d)
 
 
 def _is_residual_add(op: Op, x: Tensor) -> bool:
@@ -214,17 +234,14 @@ def _is_residual_add(op: Op, x: Tensor) -> bool:
 
 
 def _residual_plan(graph: Graph, add: Op, x: Tensor, reader: Op, others: list[Op], channels: int,
-                   d: np.ndarray) -> list[BiasEdit] | Refusal:
+                   d: np.ndarray, axis: int) -> list[BiasEdit] | Refusal:
     """x = ADD(a, b): d into the conv producing b (or a); -d back for every other reader of x."""
     if add.fused_activation != "NONE":
         return Refusal(f"the residual ADD -> {x.name} has a fused {add.fused_activation}")
     reasons = []
     target = None
     for operand in (add.inputs[1], add.inputs[0]):
-        if operand.producer is None:
-            reasons.append(f"{operand.name} is a graph input")
-            continue
-        found = _bias_target(graph, operand.producer, add, channels, d)
+        found = _layer_behind(graph, operand, axis, add, channels, d)
         if isinstance(found, BiasEdit):
             target = found
             break
@@ -233,7 +250,7 @@ def _residual_plan(graph: Graph, add: Op, x: Tensor, reader: Op, others: list[Op
         return Refusal("no layer feeding the residual ADD can take the shift (" + "; ".join(reasons) + ")")
     plan = [target]
     for u in others:
-        edit = _compensation(graph, u, x, channels, -d)
+        edit = _compensation(graph, u, x, channels, -d, axis)
         if isinstance(edit, Refusal):
             return edit.prefixed(f"the skip-path reader {u.kind} -> {u.outputs[0].name} cannot take back the shift "
                                  "exactly: ")
@@ -243,7 +260,7 @@ def _residual_plan(graph: Graph, add: Op, x: Tensor, reader: Op, others: list[Op
     return plan
 
 
-def _compensation(graph: Graph, u: Op, v: Tensor, channels: int, delta: np.ndarray) -> BiasEdit | Refusal:
+def _compensation(graph: Graph, u: Op, v: Tensor, channels: int, delta: np.ndarray, axis: int) -> BiasEdit | Refusal:
     """u reads v + d instead of v: act(v + c) = act((v + d) + (c - d)) puts -d into c's layer."""
     if u.kind == "MAX_POOL_2D":
         out = u.outputs[0]
@@ -252,13 +269,13 @@ def _compensation(graph: Graph, u: Op, v: Tensor, channels: int, delta: np.ndarr
             return Refusal(f"it has a fused {u.fused_activation}")
         if len(users) != 1 or graph.is_observed(out):
             return Refusal("its output has several readers or is a graph output")
-        return _compensation(graph, users[0], out, channels, delta)
+        return _compensation(graph, users[0], out, channels, delta, axis)
     if u.kind != "ADD" or not _is_residual_add(u, v):
         return Refusal(f"{u.kind} is not a residual ADD")
     other = u.inputs[1] if u.inputs[0] is v else u.inputs[0]
     if other.producer is None:
         return Refusal("the other operand of the ADD is a graph input")
-    return _bias_target(graph, other.producer, u, channels, delta)
+    return _layer_behind(graph, other, axis, u, channels, delta)
 
 
 def _bias_updates(plan: list[BiasEdit]) -> list[tuple]:

@@ -72,6 +72,24 @@ def follow(graph: Graph, start: Tensor, axis: int) -> LayoutPath | Refusal:
         path = LayoutPath(op.outputs[0], moved, path.ops + [op])
 
 
+def layout_source(graph: Graph, tensor: Tensor, axis: int) -> tuple[Tensor, int, Op | None]:
+    """Walk back from `tensor` (channel on `axis`) through the layout ops producing it, as far as
+    each one's input has no other reader and is not observed (a shift added before them reaches
+    `tensor` and nothing else): (the tensor reached, its channel axis, the layout op reading it —
+    None when `tensor` itself is not made by a layout op)."""
+    via = None
+    while tensor.producer is not None and tensor.producer.kind in LAYOUT_KINDS:
+        op = tensor.producer
+        source = op.input(0)
+        if source is None or not graph.has_single_use(source, op) or len(op.outputs) != 1:
+            break
+        back = [b for b in range(len(source.shape)) if map_axis(op, b) == axis]
+        if len(back) != 1:
+            break
+        tensor, axis, via = source, back[0], op
+    return tensor, axis, via
+
+
 def map_axis(op: Op, axis: int) -> int | Refusal:
     """The axis of op's output holding what `axis` of its input held, or why there is none."""
     x, y = op.input(0), op.outputs[0]
