@@ -184,7 +184,10 @@ def _backward_plan(graph: Graph, chain: AffineChain, d: np.ndarray) -> list[Bias
 def _layer_behind(graph: Graph, t: Tensor, axis: int, reader: Op, channels: int, delta: np.ndarray
                   ) -> BiasEdit | Refusal:
     """The layer producing `t` — directly, or through layout ops (TICO's NCHW transposes) whose
-    outputs only lead to `t` — takes `delta` along `axis` of t into its bias."""
+    outputs only lead to `t` — takes `delta` along `axis` of t into its bias. `reader` must be
+    t's only reader."""
+    if not graph.has_single_use(t, reader):
+        return Refusal(f"{t.name} has other readers or is a graph output, which must keep the unshifted value")
     origin, origin_axis, via = layout_source(graph, t, axis)
     p = origin.producer
     if p is None:

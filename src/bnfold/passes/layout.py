@@ -75,8 +75,9 @@ def follow(graph: Graph, start: Tensor, axis: int) -> LayoutPath | Refusal:
 def layout_source(graph: Graph, tensor: Tensor, axis: int) -> tuple[Tensor, int, Op | None]:
     """Walk back from `tensor` (channel on `axis`) through the layout ops producing it, as far as
     each one's input has no other reader and is not observed (a shift added before them reaches
-    `tensor` and nothing else): (the tensor reached, its channel axis, the layout op reading it —
-    None when `tensor` itself is not made by a layout op)."""
+    `tensor` and nothing else; whether `tensor` itself has other readers is the caller's to check):
+    (the tensor reached, its channel axis, the layout op reading it — None when `tensor` itself is
+    not made by a layout op)."""
     via = None
     while tensor.producer is not None and tensor.producer.kind in LAYOUT_KINDS:
         op = tensor.producer

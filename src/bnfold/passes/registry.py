@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from ..errors import UsageError
 from ..ir.graph import Graph
-from . import (fuse_activation_function, fuse_batchnorm_forward, fuse_batchnorm_with_conv, fuse_batchnorm_with_conv3d,
-               fuse_batchnorm_with_dwconv, fuse_batchnorm_with_fc, fuse_batchnorm_with_tconv,
+from . import (fuse_activation_function, fuse_batchnorm_forward, fuse_batchnorm_with_concat, fuse_batchnorm_with_conv,
+               fuse_batchnorm_with_conv3d, fuse_batchnorm_with_dwconv, fuse_batchnorm_with_fc, fuse_batchnorm_with_tconv,
                fuse_preactivation_batchnorm, make_batchnorm_gamma_positive)
 from .report import PassResult
 
@@ -52,6 +52,10 @@ PASSES: tuple[PassSpec, ...] = (
     PassSpec("fuse_batchnorm_with_conv3d",
              "fold a batch-norm chain after CONV_3D or CONV_3D_TRANSPOSE into its filter and bias",
              True, True, fuse_batchnorm_with_conv3d.run),
+    # a batch norm after a concatenation: each channel slice into the layer that made that part
+    PassSpec("fuse_batchnorm_with_concat",
+             "fold a batch-norm chain after a CONCATENATION of conv-like layers into each layer's slice of channels "
+             "(and its activation into every layer)", True, True, fuse_batchnorm_with_concat.run),
     PassSpec("make_batchnorm_gamma_positive",
              "replace negative scales of a Mul -> Add(RELU) batch norm by 1e-10 (as ONE does) so the "
              "pre-activation fold can proceed; the output error is measured and reported",
