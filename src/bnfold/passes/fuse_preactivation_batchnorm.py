@@ -20,6 +20,8 @@ Algebra, per channel c of the last axis (any affine chain ending in a fused RELU
   the layer has no activation, x has no other reader, and nothing but a MAX_POOL_2D (which commutes
   with adding a per-channel constant: TFLite pools ignore padded positions) sits between; a zero PAD
   (or a pool fed by one) would turn the border into d, so it blocks.
+  After a CONCATENATION along the channel axis (DenseNet), each part's slice of d goes into the
+  bias of the layer making that part, on the same conditions.
   Residual case (ResNetV2): x = ADD(a, b) also feeds the skip path. Then d goes into the bias of a
   conv producing a or b, and every other reader of x gets −d back exactly: a residual ADD(x, c)
   (optionally behind a MAX_POOL_2D) folds −d into the bias of the conv producing c
@@ -176,6 +178,10 @@ def _backward_plan(graph: Graph, chain: AffineChain, d: np.ndarray) -> list[Bias
         return edit if isinstance(edit, Refusal) else [edit]
     if p.kind == "ADD" and via is None and _is_residual_add(p, x):
         return _residual_plan(graph, p, x, reader, others, channels, d, chain.axis)
+    if p.kind == "CONCATENATION" and via is None:
+        if others:
+            return Refusal(f"CONCATENATION -> {x.name} has other readers, which must keep the unshifted value")
+        return _concat_plan(graph, p, chain.axis, d)
     if p.kind in ("PAD", "PADV2", "MIRROR_PAD"):
         return Refusal(f"a {p.kind} sits between: the padded border would become the shift instead of 0")
     return Refusal(f"it is produced by {p.kind}, which cannot absorb a shift")
@@ -197,6 +203,27 @@ def _layer_behind(graph: Graph, t: Tensor, axis: int, reader: Op, channels: int,
     if origin_axis != len(origin.shape) - 1:
         return Refusal(f"{p.kind} -> {origin.name}: the channel maps to axis {origin_axis}, not its channel axis")
     return _bias_target(graph, p, via or reader, channels, delta)
+
+
+def _concat_plan(graph: Graph, concat: Op, axis: int, d: np.ndarray) -> list[BiasEdit] | Refusal:
+    """x = CONCATENATION(parts) along the channel axis: each part's slice of d into the layer making it."""
+    rank = len(concat.outputs[0].shape)
+    concat_axis = int(getattr(concat.options, "axis", 0) or 0) % rank
+    if concat_axis != axis:
+        return Refusal(f"the CONCATENATION joins axis {concat_axis}, not the channel axis {axis}")
+    if concat.has_fused_activation_slot and concat.fused_activation != "NONE":
+        return Refusal(f"the CONCATENATION has a fused {concat.fused_activation}")
+    plan, offset = [], 0
+    for part in concat.inputs:
+        width = part.shape[axis]
+        edit = _layer_behind(graph, part, axis, concat, width, d[offset:offset + width])
+        if isinstance(edit, Refusal):
+            return edit.prefixed(f"the CONCATENATION part {part.name!r}: ")
+        plan.append(edit)
+        offset += width
+    if len({id(e.layer) for e in plan}) != len(plan):
+        return Refusal("one layer feeds two parts of the CONCATENATION")
+    return plan
 
 
 def _bias_target(graph: Graph, layer: Op, reader: Op, channels: int, delta: np.ndarray) -> BiasEdit | Refusal:
