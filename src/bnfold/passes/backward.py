@@ -10,6 +10,9 @@ the output channel):
     W'[.., o, ..] = s[o]·W[.., o, ..]   (along the output-channel axis)
     b'[o]         = s[o]·b[o] + t[o]    (b = 0 when the layer has no bias: one is created)
 
+A chain whose scale and shift are one value for every channel commutes with every reshape and
+transpose, so it is found across layout ops that merge or split the channel axis too.
+
 exact for any padding, stride or dilation, because s and t act per output channel after the
 layer's sum; computed in float64 from the float32 originals and rounded once. The chain's fused
 activation moves onto the layer, whose own activation must be NONE. Layout ops between the layer
@@ -117,11 +120,29 @@ def chain_after(graph: Graph, layer: Op) -> AffineChain | Refusal | None:
     out = layer.outputs[0]
     path = follow(graph, out, len(out.shape) - 1)
     if isinstance(path, Refusal):
+        uniform = _uniform_chain_after(graph, out)
+        if uniform is not None:
+            return uniform
         blocked = path.at.outputs[0]
         return path if any(u.kind in AFFINE_KINDS for u in graph.consumers(blocked)) else None
     chain = match_chain(graph, path.tensor, path.axis)
     if isinstance(chain, Refusal) and path.ops:
         chain.reason += f" (after {path.describe()} the layer's channel is on axis {path.axis})"
+    return chain
+
+
+def _uniform_chain_after(graph: Graph, out: Tensor) -> AffineChain | None:
+    """A chain with one scale and one shift for every channel commutes with any reshape or
+    transpose (ONE's Conv -> Reshape -> Mul/Add scalar), so it is found across layout ops that
+    merge or split the channel axis; None if there is no such chain."""
+    path = follow(graph, out, None)
+    if isinstance(path, Refusal) or not path.ops or not path.tensor.shape:
+        return None
+    chain = match_chain(graph, path.tensor, len(path.tensor.shape) - 1)
+    if not isinstance(chain, AffineChain) or np.ptp(chain.scale) != 0 or np.ptp(chain.shift) != 0:
+        return None
+    channels = out.shape[-1]
+    chain.scale, chain.shift = np.full(channels, chain.scale[0]), np.full(channels, chain.shift[0])
     return chain
 
 

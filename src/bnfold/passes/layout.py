@@ -55,9 +55,10 @@ class LayoutPath:
         return " -> ".join(op.kind for op in self.ops)
 
 
-def follow(graph: Graph, start: Tensor, axis: int) -> LayoutPath | Refusal:
+def follow(graph: Graph, start: Tensor, axis: int | None) -> LayoutPath | Refusal:
     """Walk from `start` (channel on `axis`) through single-reader layout ops as far as they go;
-    a Refusal at the layout op the channel cannot be followed through."""
+    a Refusal at the layout op the channel cannot be followed through. With `axis` None no
+    channel is followed (a value that is the same for every channel crosses any layout op)."""
     path = LayoutPath(start, axis)
     while True:
         users = graph.consumers(path.tensor)
@@ -66,7 +67,7 @@ def follow(graph: Graph, start: Tensor, axis: int) -> LayoutPath | Refusal:
         op = users[0]
         if op.input(0) is not path.tensor or not graph.has_single_use(path.tensor, op) or len(op.outputs) != 1:
             return path
-        moved = map_axis(op, path.axis)
+        moved = None if axis is None else map_axis(op, path.axis)
         if isinstance(moved, Refusal):
             return Refusal(moved.reason, op)
         path = LayoutPath(op.outputs[0], moved, path.ops + [op])
