@@ -117,6 +117,10 @@ def optimize(input_path, output_path, passes, config_path, report_path, external
         _print_counts(before, after)
         for name, (folds, skips) in report.counts().items():
             click.echo(f"{name}: {folds} folded, {skips} skipped")
+        float16 = sum(1 for f in report.folds if f.get("float16_weights"))
+        if float16:
+            click.echo(f"float16: {float16} fold(s) rewrote float16 weights, each weight rounded once more "
+                       "(relative error <= 2^-11 per weight; see the report)")
         if not report.converged:
             click.echo(f"warning: passes still changing the model after {report.rounds} rounds; stopped")
         if lossy is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from bnfold.io.formats import TFLITE
-from bnfold.ir.graph import Graph
+from bnfold.ir.graph import Graph, float_source
 from bnfold.ir.model import Model
 
 
@@ -116,3 +116,34 @@ def test_many_edits_on_a_long_chain_keep_a_valid_order():
     assert len(order) == 10_000 and order == ops[0::2]
     position = {id(op): i for i, op in enumerate(order)}
     assert all(position[id(op.inputs[0].producer)] < position[id(op)] for op in order[1:])
+
+
+def float16_weights_graph(shared: bool):
+    graph, _ = chain(0)
+    x = graph.inputs[0]
+    w16 = graph.add_const("w16", np.arange(8, dtype=np.float16).reshape(2, 4), "FLOAT16")
+    w = graph.add_tensor("w", "FLOAT32", [2, 4])
+    dequantize = graph.add_op("DEQUANTIZE", [w16], [w])
+    fc = graph.add_op("FULLY_CONNECTED", [x, w], [graph.add_tensor("y", "FLOAT32", [1, 2])])
+    if shared:
+        graph.add_op("FULLY_CONNECTED", [x, w], [graph.add_tensor("z", "FLOAT32", [1, 2])])
+    return graph, fc, dequantize, w16
+
+
+def test_float16_weights_behind_a_dequantize_stay_float16():
+    graph, fc, dequantize, w16 = float16_weights_graph(shared=False)
+    assert float_source(fc.inputs[1]) is w16
+    assert graph.set_const_input(fc, 1, np.full(8, 0.5, np.float16), "new") is True
+    assert fc.inputs[1].producer is dequantize and w16.dtype == "FLOAT16" and np.all(w16.data == 0.5)
+
+
+def test_shared_float16_weights_get_their_own_dequantize():
+    graph, fc, dequantize, w16 = float16_weights_graph(shared=True)
+    old = w16.buffer
+    assert graph.set_const_input(fc, 1, np.full(8, 0.5, np.float16), "fc/weights") is True
+    new = fc.inputs[1]
+    assert new.producer is not dequantize and new.producer.kind == "DEQUANTIZE"
+    assert float_source(new).dtype == "FLOAT16" and np.all(float_source(new).data == 0.5)
+    assert w16.buffer is old and np.array_equal(w16.data.reshape(-1), np.arange(8))
+    order = graph.ops
+    assert order.index(new.producer) < order.index(fc)

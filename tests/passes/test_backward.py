@@ -87,3 +87,13 @@ def test_no_chain_no_report_line():
     n.op("FULLY_CONNECTED", ["ifm", n.const("w", [3, 4]), ""], "y", [1, 3])
     result = fold_backward(n.model().graphs[0], "fuse_batchnorm_with_fc")
     assert not result.changed and result.skips == []
+
+
+def test_float16_weights_are_folded_in_float64_and_rounded_once_to_float16():
+    w = RNG.normal(0, 1, (4, 3, 2, 5)).astype(np.float16)
+    b = RNG.normal(0, 1, 4).astype(np.float16)
+    s, t = RNG.uniform(-2, 2, 4), RNG.normal(0, 1, 4)
+    new_w, new_b = fold_output_affine(w, b, s, t, 0)
+    assert new_w.dtype == new_b.dtype == np.float16
+    assert np.array_equal(new_w, (w.astype(np.float64) * s.reshape(4, 1, 1, 1)).astype(np.float16))
+    assert np.array_equal(new_b, (b.astype(np.float64) * s + t).astype(np.float16))

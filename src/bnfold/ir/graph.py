@@ -130,6 +130,23 @@ class Op:
         return f"Op({self.kind} -> {outs})"
 
 
+def float_source(t: Tensor | None) -> Tensor | None:
+    """The constant holding a float tensor's values: `t` itself when it is a FLOAT32 constant, or
+    the FLOAT16 constant a DEQUANTIZE expands into `t` (the TFLite converter's float16
+    quantization); None when `t` is neither (a runtime value, an integer or quantized tensor)."""
+    if t is None or t.dtype != "FLOAT32" or t.is_quantized:
+        return None
+    if t.is_const:
+        return t
+    p = t.producer
+    if p is None or p.kind != "DEQUANTIZE" or not p.inputs:
+        return None
+    source = p.inputs[0]
+    if source is not None and source.is_const and source.dtype == "FLOAT16" and not source.is_quantized:
+        return source
+    return None
+
+
 class Graph:
     """One subgraph: tensors, ops in execution order, inputs and outputs."""
 
@@ -275,21 +292,41 @@ class Graph:
         tensor.producer = op
         op.outputs = tuple(outputs)
 
-    def set_const_input(self, op: Op, index: int, values: np.ndarray, name: str) -> None:
+    def set_const_input(self, op: Op, index: int, values: np.ndarray, name: str) -> bool:
         """Give `op` new constant data at input `index` without touching what anyone else sees.
 
         A missing (optional) input gets a new tensor. An existing one keeps its shape when `values`
         has as many elements, and is updated only if `op` is its sole reader and nothing outside
         names it; otherwise a new tensor is made. Either way the data goes into a new buffer, so a
         buffer shared with any other tensor is never modified (copy-on-write, see const.py).
+        An input a DEQUANTIZE expands from FLOAT16 stays FLOAT16 behind its DEQUANTIZE (the values
+        are expected in float16 already: weights are never widened). Returns whether it wrote
+        float16 values.
         """
         old = op.input(index)
         if old is not None and values.size == int(np.prod(old.shape)):
             values = values.reshape(old.shape)
+        source = float_source(old)
+        if source is not None and source is not old:
+            self._set_dequantized_input(op, index, values, name)
+            return True
         if old is not None and self.has_single_use(old, op) and old.dtype == "FLOAT32":
             old.data = values
+        else:
+            self.set_input(op, index, self.add_const(name, values))
+        return False
+
+    def _set_dequantized_input(self, op: Op, index: int, values: np.ndarray, name: str) -> None:
+        old = op.inputs[index]
+        dequantize = old.producer
+        source = dequantize.inputs[0]
+        if self.has_single_use(old, op) and self.has_single_use(source, dequantize):
+            source.data = values
             return
-        self.set_input(op, index, self.add_const(name, values))
+        new_source = self.add_const(f"{name}/float16", values, "FLOAT16")
+        expanded = self.add_tensor(name, "FLOAT32", old.shape, shape_signature=old.shape_signature)
+        self.add_op(dequantize.opcode, [new_source], [expanded], None, after=dequantize)
+        self.set_input(op, index, expanded)
 
     def replace_uses(self, old: Tensor, new: Tensor, *, only: Iterable[Op] | None = None) -> None:
         """Make readers of `old` (all, or those in `only`) read `new`. Graph outputs are untouched."""

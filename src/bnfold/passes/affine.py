@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..ir.graph import Graph, Op, Tensor
+from ..ir.graph import Graph, Op, Tensor, float_source
 from ..ir.ops import AFFINE_KINDS
 from .report import Refusal
 # Per-channel vectors are float64 [C]; a channel count beyond this comes from a corrupt shape, and
@@ -53,9 +53,10 @@ def channel_vector(const: Tensor, x_shape: tuple[int, ...], axis: int) -> np.nda
     (possibly) at `axis` after right-alignment: [], [1], [C], [1,C], [1,1,C], [1,1,1,C], [1,C,1,1]
     for axis 1 of a rank-4 x, and so on.
     """
-    if not const.is_const:
+    source = float_source(const)
+    if source is None and not const.is_const:
         return Refusal(f"operand {const.name!r} is not a constant")
-    if const.dtype != "FLOAT32" or const.is_quantized:
+    if source is None:
         return Refusal(f"constant {const.name!r} is {const.dtype}{' (quantized)' if const.is_quantized else ''}, not float32")
     shape, rank = const.shape, len(x_shape)
     channels = x_shape[axis]
@@ -68,7 +69,7 @@ def channel_vector(const: Tensor, x_shape: tuple[int, ...], axis: int) -> np.nda
                 return Refusal(f"constant {const.name!r} of shape {list(shape)} does not match {channels} channels")
         elif d != 1:
             return Refusal(f"constant {const.name!r} of shape {list(shape)} varies along axis {i}, not only the channel axis {axis}")
-    values = np.asarray(const.data, dtype=np.float64).reshape(-1)
+    values = np.asarray(source.data, dtype=np.float64).reshape(-1)
     return np.broadcast_to(values, (channels,)).copy() if values.size == 1 else values.copy()
 
 
@@ -125,7 +126,7 @@ def match_chain(graph: Graph, x: Tensor, axis: int, *, start: Op | None = None) 
         if ops and not graph.has_single_use(value, op):
             break
         const, value_first = _constant_operand(op, value)
-        if const is None or not const.is_const:
+        if float_source(const) is None and (const is None or not const.is_const):
             break
         out = op.outputs[0]
         if out.shape != value.shape or out.dtype != "FLOAT32" or value.dtype != "FLOAT32" or out.is_quantized or value.is_quantized:
@@ -162,7 +163,7 @@ def _finish(x, axis, ops, s, t, activation, constants) -> AffineChain:
 
 def data_input(op: Op) -> Tensor | None:
     """The one non-constant operand of a binary op (None if there is not exactly one)."""
-    data = [t for t in op.inputs[:2] if t is not None and not t.is_const]
+    data = [t for t in op.inputs[:2] if t is not None and not t.is_const and float_source(t) is None]
     return data[0] if len(data) == 1 and len(op.inputs) >= 2 else None
 
 
@@ -222,12 +223,13 @@ def finite(*arrays: np.ndarray) -> bool:
 
 
 def scale_along(weights: np.ndarray, vector: np.ndarray, axis: int) -> np.ndarray:
-    """float32(weights · vector), the vector laid along `axis`: each product is computed in
-    float64 and rounded once. The ufunc casts in small internal buffers, so no float64 copy of
-    the weights is ever made (memory stays at the float32 result)."""
+    """weights · vector in the weights' own dtype (float32, or float16: never widened), the vector
+    laid along `axis`: each product is computed in float64 and rounded once. The ufunc casts in
+    small internal buffers, so no float64 copy of the weights is ever made (memory stays at the
+    size of the result)."""
     shape = [1] * weights.ndim
     shape[axis] = len(vector)
-    out = np.empty(weights.shape, dtype=np.float32)
+    out = np.empty(weights.shape, dtype=weights.dtype)
     with np.errstate(over="ignore", invalid="ignore"):
         np.multiply(weights, vector.reshape(shape), out=out, dtype=np.float64, casting="same_kind")
     return out
@@ -242,7 +244,9 @@ def kept_constant(values: np.ndarray, rank: int, axis: int) -> np.ndarray:
     return values.reshape((len(values),) + (1,) * (rank - 1 - axis))
 
 
-def as_float32(values: np.ndarray) -> np.ndarray:
-    """Cast the float64 result back once; callers check `finite` on the result."""
+def as_float32(values: np.ndarray, like: np.ndarray | None = None) -> np.ndarray:
+    """Round the float64 result once, to float32 or to the dtype of `like` (float16 weights stay
+    float16); callers check `finite` on the result."""
+    dtype = np.float32 if like is None else like.dtype
     with np.errstate(over="ignore", invalid="ignore"):
-        return values.astype(np.float32)
+        return values.astype(dtype)

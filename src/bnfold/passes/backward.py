@@ -32,39 +32,47 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..ir.graph import Graph, Op, Tensor
+from ..ir.graph import Graph, Op, Tensor, float_source
 from ..ir.ops import AFFINE_KINDS, LAYERS, LAYOUT_KINDS, Layer
 from .affine import AffineChain, as_float32, finite, freed_constants, match_chain, remove_chain, scale_along
 from .layout import follow
-from .report import PassResult, Refusal
+from .report import PassResult, Refusal, float16_note
 
 
 # ---- the math -------------------------------------------------------------------------------
 
 def fold_output_affine(weights: np.ndarray, bias: np.ndarray | None, scale: np.ndarray, shift: np.ndarray,
                        out_axis: int) -> tuple[np.ndarray, np.ndarray]:
-    """(W', b') for y = s·layer(x) + t: W scaled along `out_axis`, b' = s·b + t (float32, one rounding)."""
+    """(W', b') for y = s·layer(x) + t: W scaled along `out_axis`, b' = s·b + t, each rounded once
+    to its own dtype (float32, or float16 weights stay float16; a created bias is float32)."""
     new_w = scale_along(weights, scale, out_axis)
     old_b = np.zeros(len(scale)) if bias is None else np.asarray(bias, dtype=np.float64).reshape(-1)
-    return new_w, as_float32(old_b * scale + shift)
+    return new_w, as_float32(old_b * scale + shift, like=bias)
 
 
 # ---- the IR: where it applies ---------------------------------------------------------------
 
-def float_const(t: Tensor | None) -> bool:
-    return t is not None and t.is_const and t.dtype == "FLOAT32" and not t.is_quantized
+def weights_refusal(layer: Op, spec: Layer) -> Refusal | None:
+    """Why the layer's weights or bias are not float constants a fold may rewrite (float32, or
+    float16 behind a DEQUANTIZE); None if they are."""
+    w = layer.input(spec.weights)
+    if float_source(w) is None:
+        if w is not None and w.producer is not None and w.producer.kind == "DEQUANTIZE":
+            return Refusal(f"the weights are {w.producer.inputs[0].dtype} behind a DEQUANTIZE (integer-quantized)")
+        if w is None or not w.is_const:
+            return Refusal("the weights are not constant")
+        return Refusal(f"the weights are {w.dtype}{' (quantized)' if w.is_quantized else ''}, not float32")
+    b = layer.input(spec.bias)
+    if b is not None and float_source(b) is None:
+        return Refusal("the bias is not a float32 (or float16) constant")
+    return None
 
 
 def layer_refusal(layer: Op, spec: Layer) -> Refusal | None:
     """Why the layer's own weights, bias, activation or output rule out changing them (None if nothing)."""
-    w = layer.input(spec.weights)
-    if w is None or not w.is_const:
-        return Refusal("the weights are not constant")
-    if w.dtype != "FLOAT32" or w.is_quantized:
-        return Refusal(f"the weights are {w.dtype}{' (quantized)' if w.is_quantized else ''}, not float32")
-    b = layer.input(spec.bias)
-    if b is not None and not float_const(b):
-        return Refusal("the bias is not a float32 constant")
+    refusal = weights_refusal(layer, spec)
+    if refusal:
+        return refusal
     if layer.fused_activation != "NONE":
         return Refusal(f"the layer has a fused {layer.fused_activation}, which sits between it and the chain")
     out = layer.outputs[0]
@@ -184,7 +192,7 @@ def _output_refusal(graph: Graph, layer: Op, chain: AffineChain) -> Refusal | No
 
 def apply_backward(graph: Graph, result: PassResult, layer: Op, spec: Layer, chain: AffineChain) -> dict | None:
     """Rewrite one matched fold; its report entry, or None (and a skip) when the result is unusable."""
-    w, b = layer.input(spec.weights), layer.input(spec.bias)
+    w, b = float_source(layer.input(spec.weights)), float_source(layer.input(spec.bias))
     new_w, new_b = fold_output_affine(w.data, None if b is None else b.data, chain.scale, chain.shift, spec.out_axis)
     if not finite(new_w, new_b):
         result.skip(chain.ops[0], "the folded weights or bias would not be finite", layer=layer.outputs[0].name)
@@ -195,8 +203,10 @@ def apply_backward(graph: Graph, result: PassResult, layer: Op, spec: Layer, cha
         return None
     record = result.fold(layer, chain.ops, scale=chain.scale, shift=chain.shift, activation=chain.activation,
                          output=chain.output.name, **_buffer_changes(graph, layer, spec, freed_constants(graph, chain)))
-    graph.set_const_input(layer, spec.weights, new_w, f"{chain.output.name}/weights")
-    graph.set_const_input(layer, spec.bias, new_b, f"{chain.output.name}/bias")
+    written = [f"{chain.output.name}/{what}" for index, values, what in
+               ((spec.weights, new_w, "weights"), (spec.bias, new_b, "bias"))
+               if graph.set_const_input(layer, index, values, f"{chain.output.name}/{what}")]
+    record.update(float16_note(written))
     layer.fused_activation = chain.activation
     remove_chain(graph, chain)
     return record

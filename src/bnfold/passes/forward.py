@@ -30,7 +30,7 @@ import numpy as np
 from ..ir.graph import Graph, Op, Tensor
 from ..ir.ops import ACTIVATION_KINDS, LAYERS, PADDINGS, Layer, info
 from .affine import scale_along
-from .backward import float_const
+from .backward import weights_refusal
 from .layout import map_axis
 from .report import Refusal
 
@@ -252,12 +252,10 @@ def _sink(layer: Op, v: Tensor, channels: int, inner: int, via: Op | None, root:
 
 
 def _weights_refusal(layer: Op, spec: Layer, channels: int, inner: int) -> Refusal | None:
-    w, b = layer.input(spec.weights), layer.input(spec.bias)
-    if not float_const(w):
-        return Refusal("the weights are not a float32 constant")
-    if b is not None and not float_const(b):
-        return Refusal("the bias is not a float32 constant")
-    n = w.shape[spec.in_axis]
+    refusal = weights_refusal(layer, spec)
+    if refusal:
+        return refusal
+    n = layer.input(spec.weights).shape[spec.in_axis]
     if spec.input_channels == "exact" and n != channels:
         return Refusal(f"grouped convolution (the filter has {n} input channels, the data {channels})")
     if spec.input_channels == "repeat" and n % channels:

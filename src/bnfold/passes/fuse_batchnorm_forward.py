@@ -38,11 +38,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.graph import Graph, Options, Tensor
+from ..ir.graph import Graph, Options, Tensor, float_source
 from ..ir.ops import LAYERS
 from .affine import AffineChain, as_float32, chains_from_starts, finite, freed_constants, kept_constant
 from .forward import Crossing, Sink, constant_input_response, find_sinks, fold_input_scale
-from .report import PassResult, Refusal
+from .report import PassResult, Refusal, float16_note
 
 
 def run(graph: Graph) -> PassResult:
@@ -61,15 +61,18 @@ def _fold(graph: Graph, result: PassResult, chain: AffineChain) -> None:
         return
     sinks, updates, kept_shift = plan
     kept_for = [k for k in sinks if _keeps_shift(k, sinks, kept_shift)]
-    result.fold(sinks[0].layer, chain.ops, direction="forward", layers=[k.name for k in sinks],
-                scale=chain.scale, shift=chain.shift, shift_kept=kept_shift is not None,
-                shift_kept_for=[k.name for k in kept_for],
-                reasons_shift_kept=[_root_padding(k.root, sinks).reason for k in kept_for],
-                buffers_freed=freed_constants(graph, chain))
+    record = result.fold(sinks[0].layer, chain.ops, direction="forward", layers=[k.name for k in sinks],
+                         scale=chain.scale, shift=chain.shift, shift_kept=kept_shift is not None,
+                         shift_kept_for=[k.name for k in kept_for],
+                         reasons_shift_kept=[_root_padding(k.root, sinks).reason for k in kept_for],
+                         buffers_freed=freed_constants(graph, chain))
+    written = []
     for k, new_w, new_b in updates:
-        graph.set_const_input(k.layer, k.spec.weights, new_w, f"{k.name}/weights")
-        if new_b is not None:
-            graph.set_const_input(k.layer, k.spec.bias, new_b, f"{k.name}/bias")
+        if graph.set_const_input(k.layer, k.spec.weights, new_w, f"{k.name}/weights"):
+            written.append(f"{k.name}/weights")
+        if new_b is not None and graph.set_const_input(k.layer, k.spec.bias, new_b, f"{k.name}/bias"):
+            written.append(f"{k.name}/bias")
+    record.update(float16_note(written))
     _rewire(graph, chain, sinks, kept_shift)
 
 
@@ -124,13 +127,13 @@ def _reaches_layer(graph: Graph, y: Tensor) -> bool:
 
 
 def _layer_update(sink: Sink, s: np.ndarray, t: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
-    w = sink.layer.input(sink.spec.weights).data
+    w = float_source(sink.layer.input(sink.spec.weights)).data
     new_w = fold_input_scale(w, sink.spec, s, sink.inner)
     if t is None:
         return new_w, None
-    b = sink.layer.input(sink.spec.bias)
+    b = float_source(sink.layer.input(sink.spec.bias))
     old_b = 0.0 if b is None else np.asarray(b.data, dtype=np.float64).reshape(-1)
-    return new_w, as_float32(old_b + constant_input_response(w, sink.spec, t, sink.inner))
+    return new_w, as_float32(old_b + constant_input_response(w, sink.spec, t, sink.inner), like=None if b is None else b.data)
 
 
 def _rewire(graph: Graph, chain: AffineChain, sinks: list[Sink], kept_shift: np.ndarray | None) -> None:

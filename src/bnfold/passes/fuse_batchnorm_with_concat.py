@@ -27,12 +27,12 @@ A weight or bias tensor shared with another op is copied (Graph.set_const_input)
 
 from __future__ import annotations
 
-from ..ir.graph import Graph, Op, Tensor
+from ..ir.graph import Graph, Op, Tensor, float_source
 from ..ir.ops import LAYERS, Layer, info
 from .affine import AffineChain, finite, freed_constants, match_chain, remove_chain
 from .backward import fold_output_affine, layer_refusal
 from .layout import follow, layout_source
-from .report import PassResult, Refusal
+from .report import PassResult, Refusal, float16_note
 
 
 def run(graph: Graph) -> PassResult:
@@ -120,19 +120,22 @@ def _fold(graph: Graph, result: PassResult, concat: Op, chain: AffineChain,
           parts: list[tuple[Op, Layer, slice]]) -> None:
     updates = []
     for layer, spec, channels in parts:
-        w, b = layer.input(spec.weights), layer.input(spec.bias)
+        w, b = float_source(layer.input(spec.weights)), float_source(layer.input(spec.bias))
         new_w, new_b = fold_output_affine(w.data, None if b is None else b.data, chain.scale[channels],
                                           chain.shift[channels], spec.out_axis)
         if not finite(new_w, new_b):
             result.skip(chain.ops[0], f"the folded weights or bias of {layer.outputs[0].name!r} would not be finite")
             return
         updates.append((layer, spec, new_w, new_b))
-    result.fold(concat, chain.ops, scale=chain.scale, shift=chain.shift, activation=chain.activation,
-                output=chain.output.name, layers=[layer.outputs[0].name for layer, *_ in parts],
-                buffers_freed=freed_constants(graph, chain))
+    record = result.fold(concat, chain.ops, scale=chain.scale, shift=chain.shift, activation=chain.activation,
+                         output=chain.output.name, layers=[layer.outputs[0].name for layer, *_ in parts],
+                         buffers_freed=freed_constants(graph, chain))
+    written = []
     for layer, spec, new_w, new_b in updates:
         name = layer.outputs[0].name
-        graph.set_const_input(layer, spec.weights, new_w, f"{name}/weights")
-        graph.set_const_input(layer, spec.bias, new_b, f"{name}/bias")
+        for index, values, what in ((spec.weights, new_w, "weights"), (spec.bias, new_b, "bias")):
+            if graph.set_const_input(layer, index, values, f"{name}/{what}"):
+                written.append(f"{name}/{what}")
         layer.fused_activation = chain.activation
+    record.update(float16_note(written))
     remove_chain(graph, chain)

@@ -46,13 +46,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir.graph import Graph, Op, Options, Tensor
+from ..ir.graph import Graph, Op, Options, Tensor, float_source
 from ..ir.ops import FUSED_ACTIVATIONS, HOMOGENEOUS_ACTIVATIONS, LAYERS, Layer
 from .affine import AffineChain, as_float32, chains_from_starts, finite, kept_constant
 from .backward import layer_refusal
 from .forward import Crossing, Sink, constant_input_response, find_sinks, fold_input_scale
 from .layout import layout_source
-from .report import PassResult, Refusal
+from .report import PassResult, Refusal, float16_note
 
 # a scale alone (s ≥ 0 once negative channels are refused) crosses ops fused with NONE or RELU
 SCALE_CROSSING = Crossing(HOMOGENEOUS_ACTIVATIONS, nonnegative=True)
@@ -112,13 +112,13 @@ def _fold(graph: Graph, result: PassResult, chain: AffineChain) -> None:
     if not finite(*[u[2] for u in updates]) or not finite(as_float32(d)):
         result.skip(anchor, "the folded weights, biases or shift would not be finite in float32", **groups)
         return
-    result.fold(anchor, chain.ops, scale=s, shift=t, output=y.name,
-                scale_into=[k.name for k in sinks],
-                shift_into=None if isinstance(plan, Refusal) else [e.layer.outputs[0].name for e in plan],
-                shift_kept=plan.reason if isinstance(plan, Refusal) else None,
-                constant_channels=np.flatnonzero(constant).tolist(), **groups)
-    for op, index, values, name in updates:
-        graph.set_const_input(op, index, values, name)
+    record = result.fold(anchor, chain.ops, scale=s, shift=t, output=y.name,
+                         scale_into=[k.name for k in sinks],
+                         shift_into=None if isinstance(plan, Refusal) else [e.layer.outputs[0].name for e in plan],
+                         shift_kept=plan.reason if isinstance(plan, Refusal) else None,
+                         constant_channels=np.flatnonzero(constant).tolist(), **groups)
+    written = [name for op, index, values, name in updates if graph.set_const_input(op, index, values, name)]
+    record.update(float16_note(written))
     _replace_chain(graph, chain, None if not isinstance(plan, Refusal) else d)
 
 
@@ -150,7 +150,7 @@ def _forward_updates(sinks: list[Sink], s: np.ndarray, constant: np.ndarray) -> 
     Σ W·relu(t) the constant (s == 0) channels contribute."""
     updates, terms = [], []
     for k in sinks:
-        w = k.layer.input(k.spec.weights).data
+        w = float_source(k.layer.input(k.spec.weights)).data
         updates.append((k.layer, k.spec.weights, fold_input_scale(w, k.spec, s, k.inner), f"{k.name}/weights"))
         if np.any(constant):
             terms.append(BiasEdit(k.layer, k.spec, constant_input_response(w, k.spec, constant, k.inner)))
@@ -317,7 +317,8 @@ def _bias_updates(plan: list[BiasEdit]) -> list[tuple]:
         total[id(e.layer)] = (e, e.delta if prev is None else prev[1] + e.delta)
     updates = []
     for e, delta in total.values():
-        b = e.layer.input(e.spec.bias)
+        b = float_source(e.layer.input(e.spec.bias))
         old = np.zeros(len(delta)) if b is None else np.asarray(b.data, dtype=np.float64).reshape(-1)
-        updates.append((e.layer, e.spec.bias, as_float32(old + delta), f"{e.layer.outputs[0].name}/bias"))
+        updates.append((e.layer, e.spec.bias, as_float32(old + delta, like=None if b is None else b.data),
+                        f"{e.layer.outputs[0].name}/bias"))
     return updates

@@ -32,6 +32,19 @@ class Refusal:
         return Refusal(f"{prefix}{self.reason}", self.at)
 
 
+# One float16 rounding of a weight that was already float16: the error a fold adds to it.
+FLOAT16_ROUNDING = 2.0 ** -11
+
+
+def float16_note(written: list[str]) -> dict:
+    """Report details for a fold that rewrote float16 weights (empty when it rewrote none)."""
+    if not written:
+        return {}
+    return {"float16_weights": written,
+            "added_error_bound": f"each rewritten float16 weight is rounded once more: relative error <= "
+                                 f"2^-11 ({FLOAT16_ROUNDING:.2e}) per weight"}
+
+
 def describe(op: Op) -> dict:
     return {"index": op.index, "kind": op.kind, "output": op.outputs[0].name if op.outputs else None}
 
