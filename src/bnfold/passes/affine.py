@@ -235,13 +235,17 @@ def scale_along(weights: np.ndarray, vector: np.ndarray, axis: int) -> np.ndarra
     return out
 
 
-def kept_constant(values: np.ndarray, rank: int, axis: int) -> np.ndarray:
-    """A per-channel constant a fold leaves in the graph, shaped to broadcast along `axis` of data
-    of `rank`; one value for every channel stays a scalar, so no scalar-broadcast op becomes a
-    per-channel one (which runs slower)."""
+def kept_constant(values: np.ndarray, chain: AffineChain) -> np.ndarray:
+    """A per-channel constant a fold leaves in the graph in place of the chain's: shaped like the
+    chain's own per-channel constant (runtimes pick their broadcast kernel by shape), and one
+    value for every channel stays a scalar, so no scalar-broadcast op becomes a per-channel one."""
     if values.size and np.all(values == values.reshape(-1)[0]):
         return values.reshape(-1)[:1].reshape(())
-    return values.reshape((len(values),) + (1,) * (rank - 1 - axis))
+    shape = next((c.shape for c in chain.constants if int(np.prod(c.shape)) == len(values)), None)
+    if shape is None:
+        rank = len(chain.input.shape)
+        shape = (1,) * chain.axis + (len(values),) + (1,) * (rank - 1 - chain.axis)
+    return values.reshape(shape)
 
 
 def as_float32(values: np.ndarray, like: np.ndarray | None = None) -> np.ndarray:

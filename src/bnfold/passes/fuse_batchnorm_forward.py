@@ -142,7 +142,7 @@ def _rewire(graph: Graph, chain: AffineChain, sinks: list[Sink], kept_shift: np.
     shifted = None
     if kept_shift is not None:
         shifted = graph.add_tensor(f"{y.name}/shifted", "FLOAT32", x.shape, shape_signature=x.shape_signature)
-        d = graph.add_const(f"{y.name}/shift", kept_constant(kept_shift, len(x.shape), chain.axis))
+        d = graph.add_const(f"{y.name}/shift", kept_constant(kept_shift, chain))
         graph.add_op("ADD", [x, d], [shifted], Options("AddOptions", fusedActivationFunction=0), after=chain.ops[-1])
     for k in sinks:
         graph.replace_uses(y, shifted if _keeps_shift(k, sinks, kept_shift) else x, only=[k.root])

@@ -133,7 +133,7 @@ def _replace_chain(graph: Graph, chain: AffineChain, kept_shift: np.ndarray | No
     if kept_shift is None:
         graph.add_op("RELU", [x], [y], None, after=last)
     else:
-        const = graph.add_const(f"{y.name}/shift", kept_constant(as_float32(kept_shift), len(x.shape), chain.axis))
+        const = graph.add_const(f"{y.name}/shift", kept_constant(as_float32(kept_shift), chain))
         if last.kind == "ADD":
             graph.add_op(last.opcode, [x, const], [y], last.options.copy(), after=last)
         else:

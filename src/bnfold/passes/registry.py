@@ -13,7 +13,7 @@ from ..errors import UsageError
 from ..ir.graph import Graph
 from . import (fuse_activation_function, fuse_batchnorm_forward, fuse_batchnorm_with_concat, fuse_batchnorm_with_conv,
                fuse_batchnorm_with_conv3d, fuse_batchnorm_with_dwconv, fuse_batchnorm_with_fc, fuse_batchnorm_with_tconv,
-               fuse_preactivation_batchnorm, make_batchnorm_gamma_positive)
+               fuse_preactivation_batchnorm, make_batchnorm_gamma_positive, remove_redundant_transpose)
 from .report import PassResult
 
 
@@ -34,6 +34,8 @@ class PassSpec:
 #   across the ReLU, and it may leave standalone RELUs behind;
 # - fuse_batchnorm_forward next: a batch norm with no activation before the layers (what the
 #   backward folds could not take) moves forward into their input channels;
+# - remove_redundant_transpose then: TICO's NCHW wrapping leaves transpose pairs with only a ReLU
+#   between once the batch norm is gone; moving the ReLU out lets the pair cancel;
 # - fuse_activation_function last, to absorb standalone activations the folds leave behind.
 PASSES: tuple[PassSpec, ...] = (
     PassSpec("fuse_batchnorm_with_conv",
@@ -69,6 +71,9 @@ PASSES: tuple[PassSpec, ...] = (
              "to FC) into their input channels; the shift into the bias where padding cannot see it, else "
              "kept as one ADD",
              True, True, fuse_batchnorm_forward.run),
+    PassSpec("remove_redundant_transpose",
+             "remove TRANSPOSE pairs that cancel (also across elementwise ops between them) and merge two "
+             "consecutive transposes into one", True, True, remove_redundant_transpose.run),
     PassSpec("fuse_activation_function",
              "fuse a standalone RELU/RELU6/RELU_N1_TO_1 into the fused activation of its producer",
              True, True, fuse_activation_function.run),
