@@ -75,9 +75,9 @@ def test_only_the_named_passes_run(tmp_path):
 
 @pytest.mark.parametrize("args, code, words", [
     (["optimize", "missing.tflite", "o.tflite"], 1, "no such file"),
-    (["optimize", "{src}", "o.tflite", "--passes", "nope"], 2, "unknown pass 'nope'"),
+    (["optimize", "{src}", "o.tflite", "--passes", "nope"], 2, "unknown pass or option 'nope'"),
     (["optimize", "{src}", "o.onnx"], 2, "extension"),
-    (["optimize", "{src}", "{tmp}/missing/o.tflite"], 1, "output directory does not exist"),
+    (["optimize", "{src}", "{tmp}/missing/o.tflite"], 2, "does not exist"),
     (["optimize", "{src}", "{src}"], 2, "--in-place"),
     (["frobnicate"], 2, "frobnicate"),
     (["optimize"], 2, "need IN and OUT"),
