@@ -80,7 +80,7 @@ def select(passes: str | Iterable[str] | None, switches: Mapping[str, bool], *, 
             lacking.append(name)
     if strict and lacking:
         raise UsageError(f"{', '.join(lacking)}: ONE option{'s' if len(lacking) > 1 else ''} bnfold does not "
-                         "implement (--strict)")
+                         "implement (strict mode)")
     if passes is None and not on and default:
         wanted = registry.default_passes()
     return Selection([spec.name for spec in registry.resolve(wanted)], lacking, skipped)
