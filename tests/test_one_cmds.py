@@ -184,3 +184,28 @@ def test_selection_rules():
     chosen = selection.select(None, {"O1": True, "fuse_activation_function": False}, default=False)
     assert "fuse_activation_function" not in chosen.passes and "fuse_batchnorm_with_conv" in chosen.passes
     assert selection.select(None, {"fuse_bcq": False}, default=False).not_implemented == []
+
+
+def _readme_section(title: str) -> str:
+    text = (DATA.parent.parent / "README.md").read_text()
+    return text.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_readme_pipeline_example_works_as_shown(tmp_path, monkeypatch, capsys):
+    section = _readme_section("Using bnfold in a ONE pipeline")
+    cfg = section.split("```ini\n", 1)[1].split("```", 1)[0]
+    console = section.split("```console\n", 1)[1].split("```", 1)[0].splitlines()
+    shown = [line for line in console if not line.startswith(("$", "note:"))]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "one.cfg").write_text(cfg)
+    shutil.copy(DATA / "resnet_v2_mini.tflite", tmp_path)
+    assert run(["convert", "resnet_v2_mini.tflite", "model.circle"]) == 0
+    capsys.readouterr()
+    assert run(["optimize", "--config", "one.cfg"]) == 0
+    captured = capsys.readouterr()
+    printed = captured.err.splitlines() + captured.out.splitlines()
+    for line in shown:
+        assert line in printed
+    note = next(line for line in printed if line.startswith("note: O1"))
+    assert note.startswith(next(line for line in console if line.startswith("note:")).split("...")[0])
+    assert read_model("model.opt.circle").format.name == "circle"
