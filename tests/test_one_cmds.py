@@ -39,7 +39,7 @@ def optimized_counts(workdir, name="model.opt.tflite"):
 @pytest.mark.parametrize("cfg, counts", [
     ("onecc_paths_only.cfg", UNFOLDED),     # a section with only paths runs no pass
     ("onecc_include_O1.cfg", FOLDED),       # [onecc] include=O1
-    ("one-build_O1_false.cfg", UNFOLDED),   # O1=True, but the one O1 pass that applies is switched off
+    ("one-build_O1_false.cfg", UNFOLDED),   # O1=True, but the O1 passes that apply are switched off
 ])
 def test_config_runs_what_it_names(cfg, counts, workdir, capsys):
     assert run(["optimize", "--config", str(CFG / cfg)]) == 0
