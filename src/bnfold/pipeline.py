@@ -61,7 +61,9 @@ class Optimized:
         info = api.save(self.model, path, fmt=fmt or format_from_extension(path), external=external)
         self.report["output"] = {"path": path, "format": info.format, "bytes": info.size,
                                  "layout": "offset buffers" if info.external else "standard"}
-        self.report["seconds"]["write"] = round(time.perf_counter() - start, 6)
+        seconds = self.report["seconds"]
+        seconds["write"] = round(time.perf_counter() - start, 6)
+        seconds["total"] = round(sum(v for k, v in seconds.items() if k != "total"), 6)
         return info
 
     def to_json(self) -> str:
@@ -102,7 +104,7 @@ def run(path: str, chosen: Selection, *, check: int = 0, label: str | None = Non
         "operators": {"before": before, "after": dict(model.op_counts())},
         "ignored_options": chosen.not_implemented,
         "group_members_not_implemented": chosen.group_skipped,
-        "seconds": {k: round(v, 6) for k, v in times.items()},
+        "seconds": {**{k: round(v, 6) for k, v in times.items()}, "total": round(sum(times.values()), 6)},
     }
     if checked is not None:
         report["check"] = {"samples": checked.samples, "backend": checked.backend, "rtol": checked.rtol,
