@@ -209,3 +209,21 @@ def test_readme_pipeline_example_works_as_shown(tmp_path, monkeypatch, capsys):
     note = next(line for line in printed if line.startswith("note: O1"))
     assert note.startswith(next(line for line in console if line.startswith("note:")).split("...")[0])
     assert read_model("model.opt.circle").format.name == "circle"
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda d: d / "missing.cfg", "configuration file not found"),
+    (lambda d: d, "is a directory"),
+    (lambda d: (os.mkfifo(d / "fifo.cfg"), d / "fifo.cfg")[1], "not a regular file"),
+    (lambda d: (d / "no_section.cfg").write_text("[onecc]\none-optimize=False\n") and d / "no_section.cfg",
+     "no [one-optimize] section"),
+    (lambda d: (d / "empty_value.cfg").write_text("[one-optimize]\nfuse_batchnorm_with_conv=\n") and d / "empty_value.cfg",
+     "empty_value.cfg:2: fuse_batchnorm_with_conv=: expected True or False"),
+    (lambda d: (d / "bad_group.cfg").write_text("[onecc]\ninclude=O3\n[one-optimize]\n") and d / "bad_group.cfg",
+     "bad_group.cfg:2: include=O3: bnfold knows the group(s) O1"),
+])
+def test_unusable_config_files_are_one_line_usage_errors(make, words, workdir, capsys):
+    assert run(["optimize", "model.tflite", "o.tflite", "--config", str(make(workdir))]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0], err
+    assert not (workdir / "o.tflite").exists()

@@ -99,6 +99,8 @@ class Config:
 def read_config(path: str) -> Config:
     import configparser  # only for --config: ~5 ms of start-up otherwise
 
+    if os.path.exists(path) and not os.path.isdir(path) and not os.path.isfile(path):
+        raise UsageError("not a regular file (a FIFO or device would block or never end)", path)
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
