@@ -19,7 +19,8 @@ def test_passes_lists_every_registered_pass(capsys):
     out = capsys.readouterr().out
     for spec in registry.PASSES:
         assert spec.name in out
-    assert "fuse_batchnorm_with_conv" in out and "[exact, default]" in out
+    assert "fuse_batchnorm_with_conv" in out and "[exact, default, O1]" in out
+    assert "fuse_batchnorm_with_fc" in out and "[exact, default]" in out  # bnfold's own: not in ONE's O1
 
 
 def test_every_registered_pass_has_a_flag(tmp_path):

@@ -270,10 +270,10 @@ def h5diff(file_a, file_b, rtol, atol, delta):
 
 @main.command(name="passes")
 def list_passes():
-    """List the passes, in the order they run, with whether each is exact and on by default."""
+    """List the passes, in the order they run: exact or lossy, on by default, in ONE's O1 group."""
     width = max(len(p.name) for p in registry.PASSES)
     for p in registry.PASSES:
-        tag = ("exact" if p.exact else "LOSSY") + (", default" if p.default else "")
+        tag = ("exact" if p.exact else "LOSSY") + (", default" if p.default else "") + (", O1" if p.name in one.O1 else "")
         click.echo(f"{p.name:<{width}}  [{tag}]  {p.summary}")
 
 
