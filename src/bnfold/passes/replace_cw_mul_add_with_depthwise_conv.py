@@ -44,8 +44,10 @@ def run(graph: Graph) -> PassResult:
 
 
 def _refusal(graph: Graph, chain: AffineChain) -> Refusal | None:
-    if len(chain.input.shape) != 4 or chain.axis != 3:
+    if len(chain.input.shape) != 4:
         return Refusal(f"the data is {len(chain.input.shape)}-D; DEPTHWISE_CONV_2D needs 4-D NHWC", chain.ops[0])
+    if chain.axis != 3:
+        return Refusal(f"the constants vary along axis {chain.axis}, not the channels (axis 3)", chain.ops[0])
     if chain.activation not in ("NONE", *RANGE_ACTIVATIONS):
         return Refusal(f"a depthwise conv cannot carry the chain's {chain.activation}", chain.ops[-1])
     layer = _layer_before(graph, chain.input)
