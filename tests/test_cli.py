@@ -19,7 +19,8 @@ def test_passes_lists_every_registered_pass(capsys):
     out = capsys.readouterr().out
     for spec in registry.PASSES:
         assert spec.name in out
-    assert "fuse_batchnorm_with_conv" in out and "[exact, default]" in out
+    assert "fuse_batchnorm_with_conv" in out and "[exact, default, O1]" in out
+    assert "fuse_batchnorm_with_fc" in out and "[exact, default]" in out  # bnfold's own: not in ONE's O1
 
 
 def test_every_registered_pass_has_a_flag(tmp_path):
@@ -75,9 +76,9 @@ def test_only_the_named_passes_run(tmp_path):
 
 @pytest.mark.parametrize("args, code, words", [
     (["optimize", "missing.tflite", "o.tflite"], 1, "no such file"),
-    (["optimize", "{src}", "o.tflite", "--passes", "nope"], 2, "unknown pass 'nope'"),
+    (["optimize", "{src}", "o.tflite", "--passes", "nope"], 2, "unknown pass or option 'nope'"),
     (["optimize", "{src}", "o.onnx"], 2, "extension"),
-    (["optimize", "{src}", "{tmp}/missing/o.tflite"], 1, "output directory does not exist"),
+    (["optimize", "{src}", "{tmp}/missing/o.tflite"], 2, "does not exist"),
     (["optimize", "{src}", "{src}"], 2, "--in-place"),
     (["frobnicate"], 2, "frobnicate"),
     (["optimize"], 2, "need IN and OUT"),

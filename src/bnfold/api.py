@@ -78,3 +78,17 @@ def same_file(a: str, b: str) -> bool:
 def refuse_overwrite(input_path: str, output_path: str, in_place: bool) -> None:
     if not in_place and os.path.exists(output_path) and same_file(input_path, output_path):
         raise UsageError("output is the input file; pass --in-place to overwrite it", output_path)
+
+
+def check_output_path(path: str, *, model: bool = True) -> None:
+    """Refuse, before any work, an output path that cannot be written: a directory, a missing
+    directory, or one the user may not write in. (`model`: the path must then be a model file.)"""
+    what = "a model file" if model else "a file"
+    if os.path.isdir(path):
+        raise UsageError(f"is a directory; give the path of {what} to write", path)
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        missing = "does not exist" if not os.path.exists(directory) else "is not a directory"
+        raise UsageError(f"output directory {directory} {missing}", path)
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise UsageError(f"cannot write in {directory}: permission denied", path)

@@ -6,27 +6,42 @@ Set BNFOLD_DEBUG=1 to see the traceback of an unexpected error.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
+from collections import Counter
 
 import click
 
-from . import api
-from .errors import BnfoldError, UsageError
+from . import api, one, pipeline, selection
+from .errors import BnfoldError, CheckFailed, UsageError
 from .passes import registry
 
-CONFIG_SECTION = "one-optimize"
-TRUE_WORDS = {"true", "1", "yes", "on"}
+class _ReaderGone(Exception):
+    """stdout's reader closed the pipe. Raised in place of BrokenPipeError, which click would
+    turn into exit status 1."""
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            raise _ReaderGone() from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="bnfold")
 def main():
     """Fold batch normalization and its neighbours into conv-like layers of TFLite and Circle models."""
 
 
 def _pass_flags(function):
-    """One boolean --<pass_name> flag per registered pass, generated from the registry."""
+    """One boolean --<pass_name> flag per registered pass, generated from the registry; a hidden one
+    per ONE option bnfold does not implement, so a one-optimize command line is accepted (and warned
+    about) rather than refused."""
+    for name in sorted((one.PASS_OPTIONS | set(one.UTILITY_OPTIONS)) - set(registry.BY_NAME), reverse=True):
+        function = click.option(f"--{name}", name, is_flag=True, default=False, hidden=True)(function)
     for spec in reversed(registry.PASSES):
         kind = "exact" if spec.exact else "LOSSY"
         function = click.option(f"--{spec.name}", spec.name, is_flag=True, default=False,
@@ -34,101 +49,109 @@ def _pass_flags(function):
     return function
 
 
-def _read_config(path: str) -> dict[str, str]:
-    import configparser  # only for --config: ~5 ms of start-up otherwise
-
-    parser = configparser.ConfigParser()
-    try:
-        with open(path, encoding="utf-8") as f:
-            parser.read_file(f)
-    except FileNotFoundError:
-        raise UsageError("configuration file not found", path) from None
-    except (configparser.Error, UnicodeDecodeError) as e:
-        raise UsageError(f"not a valid configuration file: {str(e).splitlines()[0]}", path) from None
-    if not parser.has_section(CONFIG_SECTION):
-        raise UsageError(f"no [{CONFIG_SECTION}] section", path)
-    return dict(parser.items(CONFIG_SECTION))
-
-
-def _selected_passes(passes: str | None, flags: dict[str, bool], config: dict[str, str]) -> list[str] | None:
-    """Passes named on the command line or in the config; None means the default set."""
-    named: list[str] = []
-    if passes is not None:
-        named += [p for p in passes.split(",") if p.strip()]
-    named += [name for name, on in flags.items() if on]
-    for key, value in config.items():
-        if key in ("input_path", "output_path"):
-            continue
-        if key not in registry.BY_NAME:
-            raise UsageError(f"unknown pass {key!r} in [{CONFIG_SECTION}] (see 'bnfold passes')")
-        if value.strip().lower() in TRUE_WORDS:
-            named.append(key)
-    if passes is None and not named:
-        return None
-    registry.resolve(named)  # reject unknown names early
-    return named
-
-
-def _print_counts(before, after) -> None:
+def _print_counts(before, after, echo) -> None:
     kinds = sorted(set(before) | set(after), key=lambda k: (-before.get(k, 0), k))
     width = max([len(k) for k in kinds] + [8])
-    click.echo(f"{'operator':<{width}}  {'before':>7}  {'after':>7}")
+    echo(f"{'operator':<{width}}  {'before':>7}  {'after':>7}")
     for k in kinds:
         b, a = before.get(k, 0), after.get(k, 0)
         mark = "" if a == b else "  *"
-        click.echo(f"{k:<{width}}  {b:>7}  {a:>7}{mark}")
-    click.echo(f"{'total':<{width}}  {sum(before.values()):>7}  {sum(after.values()):>7}")
+        echo(f"{k:<{width}}  {b:>7}  {a:>7}{mark}")
+    echo(f"{'total':<{width}}  {sum(before.values()):>7}  {sum(after.values()):>7}")
+
+
+def _one_path(what: str, positional: str | None, option: str | None) -> str | None:
+    if positional and option and positional != option:
+        raise UsageError(f"{what} given twice: {positional!r} and {option!r}")
+    return positional or option
 
 
 @main.command()
 @click.argument("input_path", required=False, metavar="IN")
 @click.argument("output_path", required=False, metavar="OUT")
+@click.option("-i", "--input_path", "--input", "input_option", metavar="IN", help="The input model (one-optimize's spelling of IN).")
+@click.option("-o", "--output_path", "--output", "output_option", metavar="OUT", help="The output model (one-optimize's spelling of OUT).")
 @click.option("--passes", default=None, metavar="A,B", help="Comma-separated passes to run ('' runs none). Default: the exact default set.")
+@click.option("-O", "group", default=None, metavar="1",
+              help="-O1: run the passes of ONE's O1 group that bnfold implements (the others are listed).")
 @_pass_flags
-@click.option("--config", "config_path", type=str, default=None, help="one-cmds configuration file; reads its [one-optimize] section.")
-@click.option("--report", "report_path", default=None, metavar="R.json", help="Write what every pass folded and skipped, as JSON.")
+@click.option("-C", "--config", "config_path", type=str, default=None,
+              help="one-cmds configuration file; reads its [one-optimize] section (and [onecc] include=O1).")
+@click.option("--strict", is_flag=True, help="Refuse (exit 2) ONE options bnfold does not implement, instead of warning.")
+@click.option("--report", "report_path", default=None, metavar="R.json",
+              help="Write the report (passes, folds, refusals, operator counts, times) as JSON; '-' for stdout.")
 @click.option("--external-buffers", is_flag=True, help="Store weights after the flatbuffer (Buffer.offset/size layout).")
 @click.option("--in-place", is_flag=True, help="Allow OUT to be IN (or omit OUT) and overwrite it.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
 @click.option("--check", "check_samples", type=click.IntRange(min=1), default=None, metavar="N",
               help="Value-check the result against IN on N random samples before writing; write nothing if it fails.")
-def optimize(input_path, output_path, passes, config_path, report_path, external_buffers, in_place, quiet, check_samples, **flags):
+def optimize(input_path, output_path, input_option, output_option, passes, group, config_path, strict, report_path,
+             external_buffers, in_place, quiet, check_samples, **flags):
     """Run passes over IN and write the result to OUT (format from OUT's extension)."""
-    config = _read_config(config_path) if config_path else {}
-    input_path = input_path or config.get("input_path")
-    output_path = output_path or config.get("output_path") or (input_path if in_place else None)
+    config = selection.read_config(config_path) if config_path else None
+    switches = dict(config.switches) if config else {}
+    switches.update({name: True for name, on in flags.items() if on})  # the command line wins, as in ONE
+    if group is not None:
+        if f"O{group}" not in one.GROUPS:
+            raise UsageError(f"-O{group}: bnfold knows the group(s) {', '.join('-' + g for g in one.GROUPS)}")
+        switches[f"O{group}"] = True
+    input_path = _one_path("IN", input_path, input_option) or (config and config.input_path)
+    output_path = _one_path("OUT", output_path, output_option) or (config and config.output_path) or (
+        input_path if in_place else None)
     if not input_path or not output_path:
-        raise UsageError("need IN and OUT (as arguments or input_path/output_path in --config)")
-    selected = _selected_passes(passes, flags, config)
+        raise UsageError("need IN and OUT (as arguments, -i/-o, or input_path/output_path in --config)")
+    chosen = selection.select(passes, switches, default=config is None, strict=strict)
+    to_stdout = report_path == "-"
+    echo = functools.partial(click.echo, err=to_stdout)  # stdout carries the JSON then
+    for line in chosen.warnings():
+        click.echo(f"bnfold: {line}", err=True)
+    if not quiet:
+        for line in chosen.notes():
+            echo(line)
     api.refuse_overwrite(input_path, output_path, in_place)
+    api.check_output_path(output_path)
+    if report_path and not to_stdout:
+        api.check_output_path(report_path, model=False)
     fmt = api.format_from_extension(output_path)
-    model = api.load(input_path)
-    before = model.op_counts()
-    report = api.optimize(model, selected)
-    after = model.op_counts()
-    lossy = api.measure_lossy(input_path, model, report)
-    checked = _check_optimized(input_path, model, check_samples) if check_samples else None
-    api.save(model, output_path, fmt=fmt, external=external_buffers)
-    if report_path:  # after the model, so a failed write leaves neither behind
-        _write_text(report_path, report.to_json())
+    try:
+        result = pipeline.run(input_path, chosen, check=check_samples or 0)
+    except CheckFailed as e:
+        if getattr(e, "result", None) is not None:
+            click.echo(e.result.table(), err=to_stdout)
+        raise
+    result.save(output_path, fmt=fmt, external=external_buffers)
+    report = result.report
+    if to_stdout:
+        click.echo(result.to_json())
+    elif report_path:  # after the model, so a failed write leaves neither behind
+        _write_text(report_path, result.to_json())
+    lossy = next((n for n in report["notes"] if "lossy_passes" in n), None)
     if lossy is not None and quiet:  # a lossy change is never silent
         click.echo(api.describe_lossy(lossy), err=True)
-    if not quiet:
-        _print_counts(before, after)
-        for name, (folds, skips) in report.counts().items():
-            click.echo(f"{name}: {folds} folded, {skips} skipped")
-        float16 = sum(1 for f in report.folds if f.get("float16_weights"))
-        if float16:
-            click.echo(f"float16: {float16} fold(s) rewrote float16 weights, each weight rounded once more "
-                       "(relative error <= 2^-11 per weight; see the report)")
-        if not report.converged:
-            click.echo(f"warning: passes still changing the model after {report.rounds} rounds; stopped")
-        if lossy is not None:
-            click.echo(api.describe_lossy(lossy))
-        if checked is not None:
-            worst = max((o.max_abs for o in checked.outputs), default=0.0)
-            click.echo(f"check: {checked.samples} sample(s) on {checked.backend}, every output within tolerance (max abs err {worst:.3e})")
-        click.echo(f"wrote {output_path}")
+    if quiet:
+        return
+    _print_counts(report["operators"]["before"], report["operators"]["after"], echo)
+    for name, (folds, skips) in _fold_counts(report).items():
+        echo(f"{name}: {folds} folded, {skips} skipped")
+    float16 = sum(1 for f in report["folds"] if f.get("float16_weights"))
+    if float16:
+        echo(f"float16: {float16} fold(s) rewrote float16 weights, each weight rounded once more "
+             "(relative error <= 2^-11 per weight; see the report)")
+    if not report["converged"]:
+        echo(f"warning: passes still changing the model after {report['rounds']} rounds; stopped")
+    if lossy is not None:
+        echo(api.describe_lossy(lossy))
+    if result.check is not None:
+        worst = max((o.max_abs for o in result.check.outputs), default=0.0)
+        echo(f"check: {result.check.samples} sample(s) on {result.check.backend}, every output within tolerance "
+             f"(max abs err {worst:.3e})")
+    echo(f"wrote {output_path}")
+
+
+def _fold_counts(report: dict) -> dict[str, tuple[int, int]]:
+    folds = Counter(f["pass"] for f in report["folds"])
+    skips = Counter(s["pass"] for s in report["skips"])
+    return {name: (folds[name], skips[name]) for name in report["passes"]}
 
 
 def _write_text(path: str, text: str) -> None:
@@ -184,18 +207,6 @@ def inspect(model_path, operators, tensors):
             for i, t in enumerate(graph.tensors):
                 const = " const" if t.is_const else ""
                 click.echo(f"  {i:>4} {t.name} {t.dtype}{list(t.shape)}{const}")
-
-
-def _check_optimized(input_path, model, samples):
-    """Run --check: the file as read against the optimized in-memory model; CheckFailed stops the write."""
-    from .check.diff import verify
-    from .errors import CheckFailed
-
-    try:
-        return verify(api.load(input_path), model, samples)
-    except CheckFailed as e:
-        click.echo(e.result.table())
-        raise
 
 
 @main.command()
@@ -259,10 +270,10 @@ def h5diff(file_a, file_b, rtol, atol, delta):
 
 @main.command(name="passes")
 def list_passes():
-    """List the passes, in the order they run, with whether each is exact and on by default."""
+    """List the passes, in the order they run: exact or lossy, on by default, in ONE's O1 group."""
     width = max(len(p.name) for p in registry.PASSES)
     for p in registry.PASSES:
-        tag = ("exact" if p.exact else "LOSSY") + (", default" if p.default else "")
+        tag = ("exact" if p.exact else "LOSSY") + (", default" if p.default else "") + (", O1" if p.name in one.O1 else "")
         click.echo(f"{p.name:<{width}}  [{tag}]  {p.summary}")
 
 
@@ -295,19 +306,41 @@ def run(argv=None) -> int:
     except click.exceptions.Abort:
         _fail("interrupted")
         return 130
+    except click.NoSuchOption as e:
+        _fail(f"no such option: {e.option_name}{_near_options(e)}")
+        return 2
     except click.ClickException as e:
         _fail(e.format_message().replace("\n", " "))
         return 2
     except KeyboardInterrupt:
         _fail("interrupted")
         return 130
-    except BrokenPipeError:
-        return 1
+    except (_ReaderGone, BrokenPipeError):  # the reader went away (`bnfold passes | head -1`): not an error
+        _silence_stdout()
+        return 0
     except Exception as e:  # a bug in bnfold: still one line, traceback only on request
         if os.environ.get("BNFOLD_DEBUG"):
             raise
         _fail(f"internal error: {type(e).__name__}: {e} (set BNFOLD_DEBUG=1 for a traceback)")
         return 3
+
+
+def _near_options(error: click.NoSuchOption) -> str:
+    """Suggestions for a misspelt option among every option the command has, hidden ONE flags
+    included (click's own hint can pick an unrelated visible flag)."""
+    command = error.ctx.command if error.ctx else None
+    names = [n for p in getattr(command, "params", []) for n in p.opts + p.secondary_opts if n.startswith("--")]
+    return one.did_you_mean(error.option_name, names) if names else ""
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail on the closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def _fail(message: str) -> None:

@@ -99,8 +99,10 @@ def _step(kind: str, value_first: bool, c: np.ndarray, s: np.ndarray, t: np.ndar
     return Refusal(f"{kind} is not an affine op")
 
 
-def match_chain(graph: Graph, x: Tensor, axis: int, *, start: Op | None = None) -> AffineChain | Refusal | None:
-    """The longest affine chain reading `x` (None if x does not feed one).
+def match_chain(graph: Graph, x: Tensor, axis: int, *, start: Op | None = None,
+                kinds: frozenset[str] = AFFINE_KINDS) -> AffineChain | Refusal | None:
+    """The longest affine chain reading `x` (None if x does not feed one), of ops of `kinds`
+    only (the ONE passes that fold just a MUL or just an ADD end their chain at any other op).
 
     The first chain op must be x's only reader (checked by the caller as part of its own
     single-use guard), unless `start` names it: then the chain starts at that reader of x and x
@@ -120,7 +122,7 @@ def match_chain(graph: Graph, x: Tensor, axis: int, *, start: Op | None = None) 
     activation = "NONE"
     while True:
         users = [start] if start is not None and not ops else graph.consumers(value)
-        if len(users) != 1 or users[0].kind not in AFFINE_KINDS:
+        if len(users) != 1 or users[0].kind not in kinds:
             break
         op = users[0]
         if ops and not graph.has_single_use(value, op):

@@ -85,12 +85,14 @@ def out_channels(layer: Op, spec: Layer) -> int:
     return layer.input(spec.weights).shape[spec.out_axis]
 
 
-def fold_backward(graph: Graph, pass_name: str, *, finish: Callable[[Graph, Op], dict] | None = None) -> PassResult:
+def fold_backward(graph: Graph, pass_name: str, *, finish: Callable[[Graph, Op], dict] | None = None,
+                  chain_kinds: frozenset[str] = AFFINE_KINDS) -> PassResult:
     """Fold every affine chain that follows a layer of a kind `pass_name` folds (ir/ops.py) into
     that layer; every refused candidate reported.
 
     `finish(graph, layer)`, if given, runs after each fold (e.g. to raise an op version) and returns
-    details for the fold's report entry.
+    details for the fold's report entry. `chain_kinds` restricts the chain to those ops (ONE's
+    fuse_mul_with_* / fuse_add_with_* passes fold only a MUL, or only an ADD).
     """
     kinds = {kind: spec for kind, spec in LAYERS.items() if spec.backward_pass == pass_name}
     result = PassResult()
@@ -99,18 +101,12 @@ def fold_backward(graph: Graph, pass_name: str, *, finish: Callable[[Graph, Op],
         if not graph.contains(layer) or not layer.outputs:
             continue
         out = layer.outputs[0]
-        chain = chain_after(graph, layer)
+        chain = foldable_chain(graph, layer, chain_kinds)
         if chain is None:
-            _report_unmatched(graph, result, out)
+            _report_unmatched(graph, result, out, chain_kinds)
             continue
         if isinstance(chain, Refusal):
             result.refuse(chain, layer, layer=out.name)
-            continue
-        refusal = layer_refusal(layer, spec) or _output_refusal(graph, layer, chain)
-        if refusal is None and out_channels(layer, spec) != len(chain.scale):
-            refusal = Refusal(f"the chain has {len(chain.scale)} channels, the layer {out_channels(layer, spec)}")
-        if refusal:
-            result.skip(chain.ops[0], refusal, layer=out.name)
             continue
         record = apply_backward(graph, result, layer, spec, chain)
         if record is not None and finish is not None:
@@ -118,7 +114,20 @@ def fold_backward(graph: Graph, pass_name: str, *, finish: Callable[[Graph, Op],
     return result
 
 
-def chain_after(graph: Graph, layer: Op) -> AffineChain | Refusal | None:
+def foldable_chain(graph: Graph, layer: Op, chain_kinds: frozenset[str] = AFFINE_KINDS) -> AffineChain | Refusal | None:
+    """The chain a backward fold takes after `layer`, a Refusal (at the chain) saying why it
+    cannot, or None when no chain follows the layer."""
+    chain = chain_after(graph, layer, chain_kinds)
+    if chain is None or isinstance(chain, Refusal):
+        return chain
+    spec = LAYERS[layer.kind]
+    refusal = layer_refusal(layer, spec) or _output_refusal(graph, layer, chain)
+    if refusal is None and out_channels(layer, spec) != len(chain.scale):
+        refusal = Refusal(f"the chain has {len(chain.scale)} channels, the layer {out_channels(layer, spec)}")
+    return Refusal(refusal.reason, chain.ops[0]) if refusal else chain
+
+
+def chain_after(graph: Graph, layer: Op, chain_kinds: frozenset[str] = AFFINE_KINDS) -> AffineChain | Refusal | None:
     """The chain after the layer's output, directly or through layout ops (see layout.py).
 
     The layer's channel is the last axis of its output; layout ops carry it to the axis the chain
@@ -128,25 +137,25 @@ def chain_after(graph: Graph, layer: Op) -> AffineChain | Refusal | None:
     out = layer.outputs[0]
     path = follow(graph, out, len(out.shape) - 1)
     if isinstance(path, Refusal):
-        uniform = _uniform_chain_after(graph, out)
+        uniform = _uniform_chain_after(graph, out, chain_kinds)
         if uniform is not None:
             return uniform
         blocked = path.at.outputs[0]
-        return path if any(u.kind in AFFINE_KINDS for u in graph.consumers(blocked)) else None
-    chain = match_chain(graph, path.tensor, path.axis)
+        return path if any(u.kind in chain_kinds for u in graph.consumers(blocked)) else None
+    chain = match_chain(graph, path.tensor, path.axis, kinds=chain_kinds)
     if isinstance(chain, Refusal) and path.ops:
         chain.reason += f" (after {path.describe()} the layer's channel is on axis {path.axis})"
     return chain
 
 
-def _uniform_chain_after(graph: Graph, out: Tensor) -> AffineChain | None:
+def _uniform_chain_after(graph: Graph, out: Tensor, chain_kinds: frozenset[str]) -> AffineChain | None:
     """A chain with one scale and one shift for every channel commutes with any reshape or
     transpose (ONE's Conv -> Reshape -> Mul/Add scalar), so it is found across layout ops that
     merge or split the channel axis; None if there is no such chain."""
     path = follow(graph, out, None)
     if isinstance(path, Refusal) or not path.ops or not path.tensor.shape:
         return None
-    chain = match_chain(graph, path.tensor, len(path.tensor.shape) - 1)
+    chain = match_chain(graph, path.tensor, len(path.tensor.shape) - 1, kinds=chain_kinds)
     if not isinstance(chain, AffineChain) or np.ptp(chain.scale) != 0 or np.ptp(chain.shift) != 0:
         return None
     channels = out.shape[-1]
@@ -154,17 +163,17 @@ def _uniform_chain_after(graph: Graph, out: Tensor) -> AffineChain | None:
     return chain
 
 
-def _report_unmatched(graph: Graph, result: PassResult, out: Tensor) -> None:
+def _report_unmatched(graph: Graph, result: PassResult, out: Tensor, chain_kinds: frozenset[str]) -> None:
     """Say why an elementwise op after the layer (directly or after layout ops) is not a chain
     the matcher follows: a tensor on the way has other readers or is a graph output, or the op's
     other operand is not a constant."""
     way = [out]
-    while not any(op.kind in AFFINE_KINDS for op in graph.consumers(way[-1])):
+    while not any(op.kind in chain_kinds for op in graph.consumers(way[-1])):
         layout = [op for op in graph.consumers(way[-1]) if op.kind in LAYOUT_KINDS and op.input(0) is way[-1]]
         if len(layout) != 1 or len(way) > len(graph.ops):
             return
         way.append(layout[0].outputs[0])
-    affine = next(op for op in graph.consumers(way[-1]) if op.kind in AFFINE_KINDS)
+    affine = next(op for op in graph.consumers(way[-1]) if op.kind in chain_kinds)
     for t in way:
         if graph.is_observed(t) or len(graph.consumers(t)) > 1:
             what = "is a graph output (or named by a signature)" if graph.is_observed(t) else "has other readers"

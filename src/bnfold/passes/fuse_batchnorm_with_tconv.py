@@ -36,11 +36,12 @@ SPEC = LAYERS["TRANSPOSE_CONV"]
 
 
 def run(graph: Graph) -> PassResult:
-    return fold_backward(graph, "fuse_batchnorm_with_tconv", finish=_finish)
+    return fold_backward(graph, "fuse_batchnorm_with_tconv", finish=finish)
 
 
-def _finish(graph: Graph, layer: Op) -> dict:
-    """Give the folded layer an operator version (TFLite) or a standalone activation (Circle)."""
+def finish(graph: Graph, layer: Op) -> dict:
+    """Give the folded layer an operator version (TFLite) or a standalone activation (Circle).
+    Shared with fuse_add_with_tconv, which folds into the same layer."""
     details = {}
     circle = graph.model is not None and graph.model.format.name == "circle"
     act = layer.fused_activation

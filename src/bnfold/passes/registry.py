@@ -11,9 +11,11 @@ from dataclasses import dataclass
 
 from ..errors import UsageError
 from ..ir.graph import Graph
-from . import (fuse_activation_function, fuse_batchnorm_forward, fuse_batchnorm_with_concat, fuse_batchnorm_with_conv,
-               fuse_batchnorm_with_conv3d, fuse_batchnorm_with_dwconv, fuse_batchnorm_with_fc, fuse_batchnorm_with_tconv,
-               fuse_preactivation_batchnorm, make_batchnorm_gamma_positive, remove_redundant_transpose)
+from . import (fuse_activation_function, fuse_add_with_conv, fuse_add_with_fully_connected, fuse_add_with_tconv,
+               fuse_batchnorm_forward, fuse_batchnorm_with_concat, fuse_batchnorm_with_conv, fuse_batchnorm_with_conv3d,
+               fuse_batchnorm_with_dwconv, fuse_batchnorm_with_fc, fuse_batchnorm_with_tconv, fuse_mul_with_conv,
+               fuse_mul_with_fullyconnected, fuse_preactivation_batchnorm, make_batchnorm_gamma_positive,
+               remove_redundant_transpose, replace_cw_mul_add_with_depthwise_conv)
 from .report import PassResult
 
 
@@ -58,6 +60,19 @@ PASSES: tuple[PassSpec, ...] = (
     PassSpec("fuse_batchnorm_with_concat",
              "fold a batch-norm chain after a CONCATENATION of conv-like layers into each layer's slice of channels "
              "(and its activation into every layer)", True, True, fuse_batchnorm_with_concat.run),
+    # ONE's single-op folds: the backward fold restricted to a MUL or an ADD (opt-in, for ONE's
+    # flags and O1; the fuse_batchnorm_with_* passes above already fold these and more)
+    PassSpec("fuse_mul_with_conv", "fold a MUL by a per-channel or scalar constant after CONV_2D into its filter and bias",
+             True, False, fuse_mul_with_conv.run),
+    PassSpec("fuse_add_with_conv", "fold an ADD of a per-channel constant after CONV_2D into its bias",
+             True, False, fuse_add_with_conv.run),
+    PassSpec("fuse_add_with_tconv", "fold an ADD of a per-channel constant after TRANSPOSE_CONV into its bias",
+             True, False, fuse_add_with_tconv.run),
+    PassSpec("fuse_mul_with_fullyconnected",
+             "fold a MUL by a per-feature or scalar constant after FULLY_CONNECTED into its weights and bias",
+             True, False, fuse_mul_with_fullyconnected.run),
+    PassSpec("fuse_add_with_fully_connected", "fold an ADD of a per-feature constant after FULLY_CONNECTED into its bias",
+             True, False, fuse_add_with_fully_connected.run),
     PassSpec("make_batchnorm_gamma_positive",
              "replace negative scales of a Mul -> Add(RELU) batch norm by 1e-10 (as ONE does) so the "
              "pre-activation fold can proceed; the output error is measured and reported",
@@ -71,6 +86,10 @@ PASSES: tuple[PassSpec, ...] = (
              "to FC) into their input channels; the shift into the bias where padding cannot see it, else "
              "kept as one ADD",
              True, True, fuse_batchnorm_forward.run),
+    # after every fold that removes a batch norm outright: only what none of them took is replaced
+    PassSpec("replace_cw_mul_add_with_depthwise_conv",
+             "replace a channel-wise MUL/ADD chain no layer absorbs by one 1x1 DEPTHWISE_CONV_2D",
+             True, False, replace_cw_mul_add_with_depthwise_conv.run),
     PassSpec("remove_redundant_transpose",
              "remove TRANSPOSE pairs that cancel (also across elementwise ops between them) and merge two "
              "consecutive transposes into one", True, True, remove_redundant_transpose.run),

@@ -1,0 +1,87 @@
+"""What bnfold knows about Samsung ONE's one-optimize: its option names, its O1 group and how a
+one-cmds configuration file spells values. This is the only place that knows them.
+
+Sources (facts only): one-optimize's option table (one-cmds onelib/constant.py) and circle2circle's
+switches, as of 2024; fuse_mul_with_conv, fuse_mul_with_div and fuse_mul_with_fullyconnected were
+added to O1 after the table we read (ONE PRs 12057, 12306, 13609). That table lacks a comma after
+fuse_horizontal_fc_layers, which glues it to transform_min_max_to_relu6; both are listed apart here.
+
+How one-optimize reads a `[one-optimize]` section: option names are case-sensitive; a key it
+does not know is an error; an option is on unless its value is one of false / 0 / n (any case);
+`input_path` and `output_path` name the files; a section with nothing else switches on no
+optional pass. `-O1` (and `[onecc] include=O1`) adds the O1 group.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+# Keys of a [one-optimize] section that are not optimization switches.
+PATH_KEYS = ("input_path", "output_path")
+# one-optimize's own (non-pass) options: a value, a log or a check switch; bnfold has no use for them.
+UTILITY_OPTIONS = ("generate_profile_data", "change_outputs", "verbose", "mute_warnings", "disable_validation")
+VALUE_OPTIONS = ("change_outputs",)  # takes a value (output names), not True/False
+
+# ONE's basic optimization group: passes that do not change the model's results.
+O1 = (
+    "fold_add_v2", "fold_cast", "fold_densify", "fold_dequantize", "fold_dwconv", "fold_fully_connected",
+    "fold_gather", "fold_sparse_to_dense",
+    "fuse_add_with_tconv", "fuse_add_with_fully_connected", "fuse_batchnorm_with_conv",
+    "fuse_batchnorm_with_dwconv", "fuse_batchnorm_with_tconv", "fuse_activation_function",
+    "fuse_mul_with_conv", "fuse_mul_with_div", "fuse_mul_with_fullyconnected", "fuse_instnorm", "fuse_prelu",
+    "fuse_gelu", "fuse_mean_with_mean", "fuse_transpose_with_mean", "fuse_slice_with_tconv",
+    "fuse_horizontal_fc_layers", "transform_min_max_to_relu6", "transform_min_relu_to_relu6",
+    "remove_redundant_reshape", "remove_redundant_transpose", "remove_unnecessary_add",
+    "remove_unnecessary_reshape", "remove_unnecessary_slice", "remove_unnecessary_strided_slice",
+    "remove_unnecessary_split", "common_subexpression_elimination",
+    "resolve_customop_add", "resolve_customop_batchmatmul", "resolve_customop_matmul",
+    "resolve_customop_max_pool_with_argmax", "resolve_customop_splitv", "substitute_pack_to_reshape",
+    "substitute_padv2_to_pad", "substitute_splitv_to_split", "substitute_squeeze_to_reshape",
+    "substitute_strided_slice_to_reshape", "substitute_transpose_to_reshape", "forward_reshape_to_unaryop",
+    "forward_transpose_op", "replace_non_const_fc_with_batch_matmul", "replace_with_fc_gelu_fc",
+)
+
+# Every optimization switch of one-optimize / circle2circle (O1's members and the rest).
+PASS_OPTIONS = frozenset(O1) | {
+    "convert_nchw_to_nhwc", "nchw_to_nhwc_input_shape", "nchw_to_nhwc_output_shape", "expand_broadcast_const",
+    "fold_mul", "fold_reshape", "fold_shape", "fold_squeeze", "fuse_add_to_fullyconnected_bias",
+    "fuse_add_with_conv", "fuse_bcq", "fuse_mul_to_fullyconnected_weights", "fuse_preactivation_batchnorm",
+    "make_batchnorm_gamma_positive", "fuse_rsqrt", "replace_cw_mul_add_with_depthwise_conv",
+    "remove_duplicate_const", "remove_fakequant", "remove_gather_guard", "remove_qdq_for_mpo",
+    "remove_quantdequant", "remove_redundant_quantize", "remove_unnecessary_transpose", "replace_sub_with_add",
+    "resolve_former_customop", "shuffle_weight_to_16x1float32", "transform_sqrt_div_to_rsqrt_mul",
+    "decompose_hardswish", "decompose_softmax", "unroll_unidirseqlstm", "dynamic_batch_to_single_batch",
+    "exp_disable_sep_transposeconv_actfunc",
+}
+
+GROUPS = {"O1": O1}  # the groups bnfold knows (`-O1`, `O1=True`, `[onecc] include=O1`)
+
+# How a configuration value is read. ONE itself treats anything but false/0/n as on; bnfold reads
+# only these words and calls anything else an error, so a typo cannot switch a pass on.
+TRUE_WORDS = frozenset({"true", "1", "yes", "y", "on"})
+FALSE_WORDS = frozenset({"false", "0", "no", "n", "off"})
+
+
+def is_one_option(name: str) -> bool:
+    return name in PASS_OPTIONS or name in UTILITY_OPTIONS or name in GROUPS
+
+
+def parse_switch(value: str) -> bool | None:
+    """True / False for a configuration value, None when it is neither."""
+    word = value.strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    return None
+
+
+def closest(name: str, candidates, n: int = 3) -> list[str]:
+    """The real names nearest to a misspelt one (difflib's ratio), best first."""
+    return difflib.get_close_matches(name, sorted(candidates), n=n, cutoff=0.6)
+
+
+def did_you_mean(name: str, candidates, prefix: str = "") -> str:
+    """' (did you mean a, b?)' for the closest candidates, or '' when none is close."""
+    near = closest(name, candidates)
+    return f" (did you mean {', '.join(prefix + c for c in near)}?)" if near else ""

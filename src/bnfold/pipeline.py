@@ -1,0 +1,127 @@
+"""bnfold as a library: `bnfold.optimize(model, passes=..., check=...)`.
+
+    import bnfold
+    result = bnfold.optimize("model.tflite")                          # the default passes
+    result = bnfold.optimize(data, fuse_batchnorm_with_conv=True)     # bytes; one-optimize's keywords
+    result = bnfold.optimize("model.circle", O1=True, check=3)        # ONE's O1 group, value-checked
+    data, report = result                                             # optimized bytes, report dict
+    result.save("model.opt.circle")
+
+The model is a path or the bytes of a .tflite/.circle file. The passes are chosen as on the
+command line (selection.py): `passes` names them ("a,b" or a list), keywords switch them on or
+off by their ONE names, nothing named runs the default set. `check=N` runs the original and the
+optimized model on N random samples and raises CheckFailed (nothing is returned) if any output
+differs beyond tolerance. The report is a plain dict (JSON-ready): what ran, what folded, what
+was refused and why, operator counts before and after, and the time each step took.
+
+The `optimize` command is this function plus printing and writing the file.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from . import __version__, api
+from .io.formats import Format, format_from_extension
+from .io.writer import WriteInfo, serialize
+from .ir.model import Model
+from .selection import Selection, select
+
+
+@dataclass
+class Optimized:
+    """The optimized model and its report. Unpacks as `data, report`."""
+
+    model: Model
+    report: dict
+    check: object | None = None  # the CheckResult of `check=N`
+    _data: bytes | None = None
+
+    @property
+    def data(self) -> bytes:
+        """The optimized model as a file's bytes, in the input's format."""
+        if self._data is None:
+            out = io.BytesIO()
+            serialize(self.model, out, self.model.format)
+            self._data = out.getvalue()
+        return self._data
+
+    def __iter__(self):
+        yield self.data
+        yield self.report
+
+    def save(self, path: str, *, fmt: Format | None = None, external: bool = False) -> WriteInfo:
+        """Write to `path` (format from its extension unless `fmt`); the report records it."""
+        start = time.perf_counter()
+        info = api.save(self.model, path, fmt=fmt or format_from_extension(path), external=external)
+        self.report["output"] = {"path": path, "format": info.format, "bytes": info.size,
+                                 "layout": "offset buffers" if info.external else "standard"}
+        seconds = self.report["seconds"]
+        seconds["write"] = round(time.perf_counter() - start, 6)
+        seconds["total"] = round(sum(v for k, v in seconds.items() if k != "total"), 6)
+        return info
+
+    def to_json(self) -> str:
+        return json.dumps(self.report, indent=2)
+
+
+def optimize(model: str | os.PathLike | bytes | bytearray | memoryview, passes: str | Iterable[str] | None = None,
+             *, check: int = 0, strict: bool = False, **options: bool) -> Optimized:
+    """Optimize `model` (a path or a file's bytes). See the module docstring."""
+    chosen = select(passes, options, default=not options, strict=strict)
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        return _from_bytes(bytes(model), chosen, check)
+    return run(os.fspath(model), chosen, check=check)
+
+
+def run(path: str, chosen: Selection, *, check: int = 0, label: str | None = None) -> Optimized:
+    """Read `path`, run the chosen passes, optionally value-check; `label` names the input in the report."""
+    times = {}
+    start = time.perf_counter()
+    model = api.load(path)
+    times["read"] = time.perf_counter() - start
+    before = dict(model.op_counts())
+    start = time.perf_counter()
+    log = api.optimize(model, chosen.passes)
+    times["passes"] = time.perf_counter() - start
+    api.measure_lossy(path, model, log)
+    checked = None
+    if check:
+        from .check.diff import verify
+
+        start = time.perf_counter()
+        checked = verify(api.load(path), model, check)
+        times["check"] = time.perf_counter() - start
+    report = {
+        "bnfold": __version__,
+        "input": {"path": label or path, "format": model.format.name, "bytes": os.path.getsize(path)},
+        **json.loads(log.to_json()),
+        "operators": {"before": before, "after": dict(model.op_counts())},
+        "ignored_options": chosen.not_implemented,
+        "group_members_not_implemented": chosen.group_skipped,
+        "seconds": {**{k: round(v, 6) for k, v in times.items()}, "total": round(sum(times.values()), 6)},
+    }
+    if checked is not None:
+        report["check"] = {"samples": checked.samples, "backend": checked.backend, "rtol": checked.rtol,
+                           "atol": checked.atol, "passed": checked.passed,
+                           "outputs": [{"name": o.name, "max_abs": o.max_abs, "max_rel": o.max_rel}
+                                       for o in checked.outputs]}
+    return Optimized(model, report, checked)
+
+
+def _from_bytes(data: bytes, chosen: Selection, check: int) -> Optimized:
+    """The reader maps a file, so the bytes go to a temporary file first; the mapping outlives
+    the file's name (unlinked at once), and unchanged buffers are copied from it as usual."""
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(prefix="bnfold-", suffix=".model", delete=False) as f:
+        f.write(data)
+    try:
+        return run(f.name, chosen, check=check, label="<bytes>")
+    finally:
+        os.unlink(f.name)

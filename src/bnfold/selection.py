@@ -1,0 +1,164 @@
+"""Which passes run: from the names a user gave (`--passes`, `--<flag>`, `-O1`, a one-cmds
+configuration file, or the library's keywords), read the way one-optimize reads them (one.py).
+
+- Only what is switched on runs; a configuration file or keyword that names nothing runs no pass.
+  With nothing named at all (a bare `bnfold optimize IN OUT`) the default set runs.
+- A name switched off stays off, even when a group (O1) would switch it on.
+- A ONE option that bnfold does not implement is reported (one warning per name) and the run goes
+  on; with `strict` it is a usage error. A group's members that bnfold does not implement are
+  listed once, as a note: asking for a group never asks for all of it.
+- A name neither bnfold nor ONE has is a usage error that suggests the closest real names.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from . import one
+from .errors import UsageError
+from .passes import registry
+
+CONFIG_SECTION = "one-optimize"
+ONECC_SECTIONS = ("onecc", "one-build")  # one-build: the older name ONE still reads
+
+
+@dataclass
+class Selection:
+    passes: list[str]  # registry names, in run order
+    not_implemented: list[str] = field(default_factory=list)  # ONE options switched on that bnfold lacks
+    group_skipped: dict[str, list[str]] = field(default_factory=dict)  # group -> members bnfold lacks
+
+    def warnings(self) -> list[str]:
+        return [f"warning: {name} is a ONE option bnfold does not implement; ignored" for name in self.not_implemented]
+
+    def notes(self) -> list[str]:
+        return [f"note: {group} members bnfold does not implement (not run): {', '.join(names)}"
+                for group, names in self.group_skipped.items() if names]
+
+
+def known_names() -> set[str]:
+    """Every name a user may switch: bnfold's passes, ONE's options and groups."""
+    return set(registry.BY_NAME) | one.PASS_OPTIONS | set(one.UTILITY_OPTIONS) | set(one.GROUPS)
+
+
+def unknown_name_error(name: str, where: str = "", path: str | None = None) -> UsageError:
+    return UsageError(f"unknown pass or option {name!r}{where}{one.did_you_mean(name, known_names())}"
+                      " (see 'bnfold passes')", path)
+
+
+def split_names(passes: str | Iterable[str]) -> list[str]:
+    items = passes.split(",") if isinstance(passes, str) else list(passes)
+    return [p.strip() for p in items if p.strip()]
+
+
+def select(passes: str | Iterable[str] | None, switches: Mapping[str, bool], *, default: bool,
+           strict: bool = False) -> Selection:
+    """Resolve `passes` (names, all on) and `switches` (name -> on/off) into what runs.
+
+    `default`: run the default set when nothing at all is named (the bare command line).
+    """
+    named = split_names(passes) if passes is not None else []
+    for name in list(named) + list(switches):
+        if name not in known_names():
+            raise unknown_name_error(name)
+    on = dict.fromkeys(named, True)
+    on.update(switches)
+    off = {name for name, value in on.items() if not value}
+    wanted, lacking, skipped = [], [], {}
+    for name, value in on.items():
+        if not value:
+            continue
+        if name in one.GROUPS:
+            members = [m for m in one.GROUPS[name] if m not in off]
+            wanted += [m for m in members if m in registry.BY_NAME]
+            skipped[name] = [m for m in members if m not in registry.BY_NAME]
+        elif name in registry.BY_NAME:
+            wanted.append(name)
+        else:
+            lacking.append(name)
+    if strict and lacking:
+        raise UsageError(f"{', '.join(lacking)}: ONE option{'s' if len(lacking) > 1 else ''} bnfold does not "
+                         "implement (strict mode)")
+    if passes is None and not on and default:
+        wanted = registry.default_passes()
+    return Selection([spec.name for spec in registry.resolve(wanted)], lacking, skipped)
+
+
+@dataclass
+class Config:
+    """A one-cmds configuration file's [one-optimize] section, read as one-optimize reads it."""
+
+    path: str
+    input_path: str | None
+    output_path: str | None
+    switches: dict[str, bool]
+
+
+def read_config(path: str) -> Config:
+    import configparser  # only for --config: ~5 ms of start-up otherwise
+
+    if os.path.exists(path) and not os.path.isdir(path) and not os.path.isfile(path):
+        raise UsageError("not a regular file (a FIFO or device would block or never end)", path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        raise UsageError("configuration file not found", path) from None
+    except IsADirectoryError:
+        raise UsageError("is a directory, not a configuration file", path) from None
+    except UnicodeDecodeError:
+        raise UsageError("not a text configuration file", path) from None
+    except OSError as e:
+        raise UsageError(f"cannot read configuration file: {e.strerror}", path) from None
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.optionxform = str  # ONE's option names are case-sensitive (O1)
+    try:
+        parser.read_string(text, source=path)
+    except configparser.Error as e:
+        raise UsageError(f"not a valid configuration file: {str(e).splitlines()[0]}", path) from None
+    if not parser.has_section(CONFIG_SECTION):
+        raise UsageError(f"no [{CONFIG_SECTION}] section", path)
+
+    def where(section: str, key: str) -> str:
+        return f"{path}:{_line_of(text, section, key)}"
+
+    switches: dict[str, bool] = {}
+    for section in ONECC_SECTIONS:
+        if parser.has_option(section, "include"):  # [onecc] include=O1: a group for one-optimize
+            for group in parser.get(section, "include").replace(",", " ").split():
+                if group not in one.GROUPS:
+                    raise UsageError(f"include={group}: bnfold knows the group(s) {', '.join(one.GROUPS)}",
+                                     where(section, "include"))
+                switches[group] = True
+    values = dict(parser.items(CONFIG_SECTION))
+    for key, value in values.items():
+        if key in one.PATH_KEYS:
+            continue
+        if key not in known_names():
+            raise unknown_name_error(key, f" in [{CONFIG_SECTION}]", where(CONFIG_SECTION, key))
+        if key in one.VALUE_OPTIONS:  # takes a value, not a switch: on when given one
+            switches[key] = bool(value.strip())
+            continue
+        state = one.parse_switch(value)
+        if state is None:
+            raise UsageError(f"{key}={value}: expected True or False", where(CONFIG_SECTION, key))
+        switches[key] = state
+    return Config(path, _path_value(values.get("input_path")), _path_value(values.get("output_path")), switches)
+
+
+def _path_value(value: str | None) -> str | None:
+    return os.path.expanduser(value.strip()) if value and value.strip() else None
+
+
+def _line_of(text: str, section: str, key: str) -> int:
+    """Line number of `key` in `[section]` (for messages; configparser does not keep it)."""
+    current = None
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if stripped.startswith("[") and stripped.endswith("]"):
+            current = stripped[1:-1].strip()
+        elif current == section and stripped.split("=", 1)[0].split(":", 1)[0].strip() == key:
+            return number
+    return 0

@@ -1,0 +1,28 @@
+"""fuse_add_with_conv: an ADD after CONV_2D into its bias (the backward fold restricted to ADD)."""
+
+import pytest
+from bn_models import conv2d, channel_shapes
+from single_op_folds import fold_one, leaves_other_kind, only_the_first_op, refuses_activation_on_layer
+
+PASS = "fuse_add_with_conv"
+
+
+@pytest.mark.parametrize("cshape", channel_shapes(4, 4), ids=str)
+def test_folds_every_constant_shape(cshape):
+    fold_one(conv2d, PASS, "ADD", cshape)
+
+
+def test_takes_the_activation_and_works_without_a_bias():
+    fold_one(lambda: conv2d(bias=False), PASS, "ADD", act="RELU6")
+
+
+def test_folds_only_the_add_of_a_batch_norm():
+    only_the_first_op(conv2d, PASS, "ADD", "MUL")
+
+
+def test_leaves_a_mul_alone():
+    leaves_other_kind(conv2d, PASS, "MUL")
+
+
+def test_refuses_an_activation_on_the_layer():
+    refuses_activation_on_layer(conv2d, PASS, "ADD")

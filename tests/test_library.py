@@ -1,0 +1,73 @@
+"""bnfold.optimize: the library entry point (a path or bytes in; bytes and a report out)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import bnfold
+from bnfold.errors import UsageError
+from bnfold.io.reader import read_model
+from bnfold.passes import registry
+
+from conftest import DATA, build_recipe, fixture_input, run_litert
+
+
+def counts_of(data: bytes, tmp_path, name="m.tflite"):
+    path = tmp_path / name
+    path.write_bytes(data)
+    return dict(read_model(str(path)).op_counts())
+
+
+def test_path_in_default_passes(tmp_path):
+    src = build_recipe("Net_Conv_Add_Mul_000", tmp_path)
+    data, report = bnfold.optimize(str(src))
+    assert data[4:8] == b"TFL3"
+    assert counts_of(data, tmp_path) == {"CONV_2D": 1}
+    assert report["passes"] == registry.default_passes()
+    assert report["operators"] == {"before": {"CONV_2D": 1, "MUL": 1, "ADD": 1}, "after": {"CONV_2D": 1}}
+    json.dumps(report)  # a plain value
+
+
+def test_bytes_in_with_one_keywords(tmp_path):
+    data = build_recipe("Net_Conv_Add_Mul_000", tmp_path).read_bytes()
+    result = bnfold.optimize(data, fuse_activation_function=True)  # only what is named runs
+    assert result.report["passes"] == ["fuse_activation_function"]
+    assert counts_of(result.data, tmp_path) == {"CONV_2D": 1, "MUL": 1, "ADD": 1}
+    assert result.report["input"]["path"] == "<bytes>" and result.report["input"]["bytes"] == len(data)
+    o1 = bnfold.optimize(data, O1=True)
+    assert counts_of(o1.data, tmp_path) == {"CONV_2D": 1}
+
+
+def test_values_are_unchanged_and_save_records_the_output(tmp_path):
+    name = "resnet_v2_mini.tflite"
+    result = bnfold.optimize(DATA / name, check=2)
+    assert result.report["check"]["passed"] and result.report["check"]["samples"] == 2
+    out = tmp_path / "opt.circle"
+    result.save(str(out))
+    assert result.report["output"]["format"] == "circle" and read_model(str(out)).format.name == "circle"
+    x = fixture_input(name)
+    ref = np.load(DATA / "resnet_v2_mini.ref.npy")
+    opt_tflite = tmp_path / "opt.tflite"
+    opt_tflite.write_bytes(result.data)
+    np.testing.assert_allclose(run_litert(opt_tflite, [x])[0], ref, rtol=1e-4, atol=1e-4)
+    assert sum(result.report["operators"]["after"].values()) < sum(result.report["operators"]["before"].values())
+
+
+def test_passes_as_a_list_or_a_comma_string(tmp_path):
+    src = build_recipe("Net_Conv_Add_Mul_000", tmp_path)
+    a = bnfold.optimize(src, ["fuse_batchnorm_with_conv"])
+    b = bnfold.optimize(src, "fuse_batchnorm_with_conv,")
+    assert a.data == b.data and a.report["passes"] == b.report["passes"] == ["fuse_batchnorm_with_conv"]
+
+
+def test_unknown_and_unimplemented_names(tmp_path):
+    src = build_recipe("Net_Conv_Add_Mul_000", tmp_path)
+    with pytest.raises(UsageError, match="did you mean fuse_batchnorm_with_conv"):
+        bnfold.optimize(src, fuse_batchnorm_with_cnv=True)
+    result = bnfold.optimize(src, remove_redundant_reshape=True, fuse_batchnorm_with_conv=True)
+    assert result.report["ignored_options"] == ["remove_redundant_reshape"]
+    with pytest.raises(UsageError, match="strict mode"):
+        bnfold.optimize(src, remove_redundant_reshape=True, strict=True)

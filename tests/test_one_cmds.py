@@ -1,0 +1,230 @@
+"""bnfold as a step of a one-cmds pipeline: cfg files shaped like ONE's own tests
+(tests/data/one-cmds/*.cfg) through `bnfold optimize --config`, one-optimize's command line,
+and the shell manners a pipeline relies on."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from bnfold import one, selection
+from bnfold.cli import run
+from bnfold.io.reader import read_model
+from bnfold.passes import registry
+
+from conftest import DATA, build_recipe
+
+CFG = DATA / "one-cmds"
+UNFOLDED = {"CONV_2D": 1, "MUL": 1, "ADD": 1}  # Net_Conv_Add_Mul_000: conv -> mul -> add
+FOLDED = {"CONV_2D": 1}
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    """A directory holding model.tflite (conv + batch norm), the name every cfg here uses."""
+    shutil.copy(build_recipe("Net_Conv_Add_Mul_000", tmp_path), tmp_path / "model.tflite")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def optimized_counts(workdir, name="model.opt.tflite"):
+    return dict(read_model(str(workdir / name)).op_counts())
+
+
+@pytest.mark.parametrize("cfg, counts", [
+    ("onecc_paths_only.cfg", UNFOLDED),     # a section with only paths runs no pass
+    ("onecc_include_O1.cfg", FOLDED),       # [onecc] include=O1
+    ("one-build_O1_false.cfg", UNFOLDED),   # O1=True, but the O1 passes that apply are switched off
+])
+def test_config_runs_what_it_names(cfg, counts, workdir, capsys):
+    assert run(["optimize", "--config", str(CFG / cfg)]) == 0
+    assert optimized_counts(workdir) == counts
+    captured = capsys.readouterr()
+    assert "warning" not in captured.err
+
+
+def test_o1_lists_the_members_bnfold_does_not_implement(workdir, capsys):
+    assert run(["optimize", "--config", str(CFG / "onecc_include_O1.cfg")]) == 0
+    note = [line for line in capsys.readouterr().out.splitlines() if line.startswith("note: O1")]
+    assert len(note) == 1
+    assert "remove_redundant_reshape" in note[0] and "fold_cast" in note[0]
+    assert "fuse_batchnorm_with_conv" not in note[0]  # implemented, so it ran
+
+
+def test_unimplemented_one_options_warn_once_each_and_the_run_goes_on(workdir, capsys):
+    assert run(["optimize", "--config", str(CFG / "onecc_unimplemented.cfg"), "-q"]) == 0
+    assert optimized_counts(workdir) == FOLDED
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["bnfold: warning: remove_redundant_reshape is a ONE option bnfold does not implement; ignored",
+                   "bnfold: warning: convert_nchw_to_nhwc is a ONE option bnfold does not implement; ignored"]
+
+
+def test_strict_refuses_unimplemented_one_options(workdir, capsys):
+    assert run(["optimize", "--config", str(CFG / "onecc_unimplemented.cfg"), "--strict"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "remove_redundant_reshape, convert_nchw_to_nhwc" in err[0] and "strict mode" in err[0]
+    assert not (workdir / "model.opt.tflite").exists()
+
+
+@pytest.mark.parametrize("cfg, words", [
+    ("onecc_bad_value.cfg", "onecc_bad_value.cfg:7: fuse_batchnorm_with_conv=maybe: expected True or False"),
+    ("onecc_misspelt.cfg", "onecc_misspelt.cfg:7: unknown pass or option 'fuse_batchnorm_with_cnov' in "
+                           "[one-optimize] (did you mean fuse_batchnorm_with_conv"),
+])
+def test_config_errors_name_the_line(cfg, words, workdir, capsys):
+    assert run(["optimize", "--config", str(CFG / cfg)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0]
+    assert not (workdir / "model.opt.tflite").exists()
+
+
+def test_config_without_paths_takes_them_from_the_command_line(workdir):
+    # make_batchnorm_gamma_positive alone: only it runs (not the default set), and it has nothing to do here
+    assert run(["optimize", "-C", str(CFG / "OONE-BUILD_gamma.cfg"), "-i", "model.tflite", "-o", "out.tflite", "-q"]) == 0
+    assert optimized_counts(workdir, "out.tflite") == UNFOLDED
+
+
+def test_command_line_switches_add_to_the_config(workdir):
+    assert run(["optimize", "--config", str(CFG / "onecc_paths_only.cfg"), "--fuse_batchnorm_with_conv", "-q"]) == 0
+    assert optimized_counts(workdir) == FOLDED
+
+
+def test_dash_O1_on_the_command_line(workdir, capsys):
+    assert run(["optimize", "-i", "model.tflite", "-o", "o1.tflite", "-O1"]) == 0
+    assert optimized_counts(workdir, "o1.tflite") == FOLDED
+    assert run(["optimize", "model.tflite", "o2.tflite", "-O2"]) == 2
+    assert "bnfold knows the group(s) -O1" in capsys.readouterr().err
+
+
+def test_input_given_twice_differently_is_a_usage_error(workdir, capsys):
+    assert run(["optimize", "model.tflite", "-i", "other.tflite", "-o", "x.tflite"]) == 2
+    assert "IN given twice" in capsys.readouterr().err
+
+
+def test_unimplemented_one_flag_on_the_command_line_warns(workdir, capsys):
+    assert run(["optimize", "model.tflite", "o.tflite", "--fuse_bcq", "--fuse_batchnorm_with_conv", "-q"]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        "bnfold: warning: fuse_bcq is a ONE option bnfold does not implement; ignored"]
+    assert optimized_counts(workdir, "o.tflite") == FOLDED
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--fuse_batchnorm_with_cnov"], "no such option: --fuse_batchnorm_with_cnov (did you mean --fuse_batchnorm_with_conv"),
+    (["--passes", "fuse_batchnorm_with_cov"], "unknown pass or option 'fuse_batchnorm_with_cov' (did you mean "
+                                              "fuse_batchnorm_with_conv"),
+    (["--remove_redundant_transpos"], "(did you mean --remove_redundant_transpose"),
+])
+def test_near_misses_get_the_closest_real_names(args, expected, workdir, capsys):
+    assert run(["optimize", "model.tflite", "o.tflite", *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and expected in err[0]
+
+
+def test_report_to_stdout_is_json_and_the_summary_goes_to_stderr(workdir, capsys):
+    assert run(["optimize", "model.tflite", "o.tflite", "--report", "-"]) == 0
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert not (workdir / "-").exists()
+    assert "wrote o.tflite" in captured.err and "operator" in captured.err
+    assert report["bnfold"] == __import__("bnfold").__version__
+    assert report["input"] == {"path": "model.tflite", "format": "tflite", "bytes": os.path.getsize("model.tflite")}
+    assert report["output"]["path"] == "o.tflite" and report["output"]["format"] == "tflite"
+    assert report["output"]["bytes"] == os.path.getsize("o.tflite")
+    assert report["passes"] == registry.default_passes()
+    assert report["operators"] == {"before": UNFOLDED, "after": FOLDED}
+    assert [f["pass"] for f in report["folds"]] == ["fuse_batchnorm_with_conv"]
+    assert isinstance(report["skips"], list)
+    assert set(report["seconds"]) >= {"read", "passes", "write"} and all(v >= 0 for v in report["seconds"].values())
+
+
+@pytest.mark.parametrize("out, words", [
+    (".", "is a directory"),
+    ("missing/o.tflite", "does not exist"),
+    ("model.tflite/o.tflite", "is not a directory"),
+])
+def test_unusable_output_paths_are_named_before_any_work(out, words, workdir, capsys):
+    assert run(["optimize", "model.tflite", out]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0]
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root may write anywhere")
+def test_unwritable_output_directory(workdir, capsys):
+    locked = workdir / "locked"
+    locked.mkdir(mode=0o500)
+    assert run(["optimize", "model.tflite", str(locked / "o.tflite")]) == 2
+    assert "permission denied" in capsys.readouterr().err
+
+
+def test_closed_stdout_exits_quietly_with_0():
+    """`bnfold passes | head -1` under pipefail: the reader is gone before bnfold writes."""
+    proc = subprocess.Popen([sys.executable, "-m", "bnfold", "passes"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # no reader left: the first write fails with EPIPE
+    err = proc.stderr.read()
+    assert proc.wait() == 0 and err == b""
+
+
+def test_one_tables_agree_with_the_registry():
+    # bnfold's own passes (not ONE options) are the batch-norm family's extensions; the rest keep ONE's spelling
+    ours = set(registry.BY_NAME) - one.PASS_OPTIONS
+    assert all(name.startswith("fuse_batchnorm_") for name in ours), ours
+    assert {"fuse_mul_with_conv", "fuse_add_with_tconv", "replace_cw_mul_add_with_depthwise_conv"} <= set(registry.BY_NAME)
+    assert set(one.O1) <= one.PASS_OPTIONS and len(set(one.O1)) == len(one.O1)
+    assert "fuse_preactivation_batchnorm" not in one.O1 and "make_batchnorm_gamma_positive" not in one.O1
+
+
+def test_selection_rules():
+    assert selection.select(None, {}, default=True).passes == registry.default_passes()
+    assert selection.select(None, {}, default=False).passes == []
+    assert selection.select("", {}, default=True).passes == []
+    chosen = selection.select(None, {"O1": True, "fuse_activation_function": False}, default=False)
+    assert "fuse_activation_function" not in chosen.passes and "fuse_batchnorm_with_conv" in chosen.passes
+    assert selection.select(None, {"fuse_bcq": False}, default=False).not_implemented == []
+
+
+def _readme_section(title: str) -> str:
+    text = (DATA.parent.parent / "README.md").read_text()
+    return text.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_readme_pipeline_example_works_as_shown(tmp_path, monkeypatch, capsys):
+    section = _readme_section("Using bnfold in a ONE pipeline")
+    cfg = section.split("```ini\n", 1)[1].split("```", 1)[0]
+    console = section.split("```console\n", 1)[1].split("```", 1)[0].splitlines()
+    shown = [line for line in console if not line.startswith(("$", "note:"))]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "one.cfg").write_text(cfg)
+    shutil.copy(DATA / "resnet_v2_mini.tflite", tmp_path)
+    assert run(["convert", "resnet_v2_mini.tflite", "model.circle"]) == 0
+    capsys.readouterr()
+    assert run(["optimize", "--config", "one.cfg"]) == 0
+    captured = capsys.readouterr()
+    printed = captured.err.splitlines() + captured.out.splitlines()
+    for line in shown:
+        assert line in printed
+    note = next(line for line in printed if line.startswith("note: O1"))
+    assert note.startswith(next(line for line in console if line.startswith("note:")).split("...")[0])
+    assert read_model("model.opt.circle").format.name == "circle"
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda d: d / "missing.cfg", "configuration file not found"),
+    (lambda d: d, "is a directory"),
+    (lambda d: (os.mkfifo(d / "fifo.cfg"), d / "fifo.cfg")[1], "not a regular file"),
+    (lambda d: (d / "no_section.cfg").write_text("[onecc]\none-optimize=False\n") and d / "no_section.cfg",
+     "no [one-optimize] section"),
+    (lambda d: (d / "empty_value.cfg").write_text("[one-optimize]\nfuse_batchnorm_with_conv=\n") and d / "empty_value.cfg",
+     "empty_value.cfg:2: fuse_batchnorm_with_conv=: expected True or False"),
+    (lambda d: (d / "bad_group.cfg").write_text("[onecc]\ninclude=O3\n[one-optimize]\n") and d / "bad_group.cfg",
+     "bad_group.cfg:2: include=O3: bnfold knows the group(s) O1"),
+])
+def test_unusable_config_files_are_one_line_usage_errors(make, words, workdir, capsys):
+    assert run(["optimize", "model.tflite", "o.tflite", "--config", str(make(workdir))]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0], err
+    assert not (workdir / "o.tflite").exists()
