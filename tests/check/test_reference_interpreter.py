@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from bnfold.check import interpreter, litert
-from bnfold.check.interpreter import UnsupportedOperator, pads
+from bnfold.check.interpreter import UnsupportedOperator
+from bnfold.check.kernels import pads
 from bnfold.io.reader import read_model
 from bnfold.recipe.chef import build
 
