@@ -53,7 +53,7 @@ def positive(op: Op, index: int, *names: str) -> tuple[int, ...]:
 
 
 def activation(x: np.ndarray, name: str) -> np.ndarray:
-    """A fused activation function by name (ir.graph.ACTIVATIONS)."""
+    """A fused activation function by name (ir.ops.FUSED_ACTIVATIONS)."""
     if name == "NONE":
         return x
     if name == "RELU":
