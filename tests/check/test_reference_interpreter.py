@@ -54,7 +54,7 @@ def inp(shape, dtype="FLOAT32"):
     return {"name": None, "shape": list(shape), "dtype": dtype}
 
 
-def single(kind, operands, out_shape, options=None, out_dtype="FLOAT32", n_out=1):
+def single(kind, operands, out_shape, options=None, out_dtype="FLOAT32", n_out=1, options_type=None):
     """A one-operator recipe: operands without a filler become graph inputs (in order)."""
     ops, names = [], []
     for i, o in enumerate(operands):
@@ -69,6 +69,8 @@ def single(kind, operands, out_shape, options=None, out_dtype="FLOAT32", n_out=1
     recipe = {"seed": 3, "input": [o["name"] for o in ops if "filler" not in o and o["name"] not in outs],
               "output": outs, "operand": ops,
               "operation": [{"type": kind, "inputs": names, "outputs": outs, "options": options or {}}]}
+    if options_type:
+        recipe["operation"][0]["options_type"] = options_type
     return build(recipe)
 
 
@@ -146,16 +148,52 @@ CASES = {
 }
 
 
+def resize(kind, size_in, size_out, **flags):
+    options_type = "ResizeBilinearOptions" if kind == "RESIZE_BILINEAR" else "ResizeNearestNeighborOptions"
+    return (kind, [inp([1, *size_in, 3]), const(size_out)], [1, *size_out, 3], {**flags, "_options_type": options_type})
+
+
+# The operators real vision models put around convolutions (issue: a reference interpreter for real models)
+CASES.update({
+    "prelu": ("PRELU", [inp([1, 4, 5, 3]), gauss([1, 1, 3])], [1, 4, 5, 3], None),
+    "hard_swish": ("HARD_SWISH", [inp([2, 9])], [2, 9], None),
+    "sum_keep": ("SUM", [inp([2, 5, 6, 3]), const([1, 2])], [2, 1, 1, 3], {"keep_dims": True}),
+    "reduce_max": ("REDUCE_MAX", [inp([2, 5, 6, 3]), const([-1])], [2, 5, 6], {"keep_dims": False, "_options_type": "ReducerOptions"}),
+    "bilinear_up": resize("RESIZE_BILINEAR", (5, 7), (12, 9)),
+    "bilinear_down_half_pixel": resize("RESIZE_BILINEAR", (9, 8), (4, 5), half_pixel_centers=True),
+    "bilinear_align_corners": resize("RESIZE_BILINEAR", (4, 6), (7, 11), align_corners=True),
+    "nearest_up": resize("RESIZE_NEAREST_NEIGHBOR", (5, 7), (12, 9)),
+    "nearest_half_pixel": resize("RESIZE_NEAREST_NEIGHBOR", (9, 8), (4, 13), half_pixel_centers=True),
+    "nearest_align_corners": resize("RESIZE_NEAREST_NEIGHBOR", (4, 6), (7, 11), align_corners=True),
+    "strided_slice_masks": ("STRIDED_SLICE", [inp([2, 7, 8, 3]), const([0, 1, -6, 1]), const([0, 7, -1, 3]), const([1, 2, 2, 1])],
+                            [2, 3, 3, 2], {"begin_mask": 1, "end_mask": 1, "_options_type": "StridedSliceOptions"}),
+    "strided_slice_shrink": ("STRIDED_SLICE", [inp([3, 6, 4]), const([1, 0, 0]), const([2, 6, 4]), const([1, 3, 1])],
+                             [2, 4], {"shrink_axis_mask": 1, "_options_type": "StridedSliceOptions"}),
+    "slice": ("SLICE", [inp([2, 7, 5]), const([1, 2, 0]), const([1, -1, 3])], [1, 5, 3], {"_options_type": "SliceOptions"}),
+    "gather_axis1": ("GATHER", [inp([3, 6, 2]), const([[4, 0], [5, 5], [1, 2]])], [3, 3, 2, 2], {"axis": 1, "_options_type": "GatherOptions"}),
+    "batch_matmul": ("BATCH_MATMUL", [inp([2, 3, 4, 5]), inp([2, 1, 5, 6])], [2, 3, 4, 6], None),
+    "batch_matmul_adj": ("BATCH_MATMUL", [inp([3, 5, 4]), gauss([3, 6, 5])], [3, 4, 6], {"adj_x": True, "adj_y": True}),
+})
+
+
+@pytest.mark.parametrize("kind, operands, out_shapes, options", [
+    ("SPLIT", [const([2]), inp([2, 3, 6])], [[2, 3, 2]] * 3, {"num_splits": 3, "_options_type": "SplitOptions"}),
+    ("UNPACK", [inp([2, 3, 4])], [[2, 4]] * 3, {"num": 3, "axis": 1, "_options_type": "UnpackOptions"}),
+    ("PACK", [inp([2, 3]), inp([2, 3]), inp([2, 3])], [[2, 3, 3]], {"values_count": 3, "axis": -1, "_options_type": "PackOptions"}),
+], ids=["split", "unpack", "pack"])
+def test_multi_output_operator_agrees_with_litert(kind, operands, out_shapes, options):
+    options = dict(options)
+    options_type = options.pop("_options_type")
+    model = single(kind, operands, out_shapes[0], options, n_out=len(out_shapes), options_type=options_type)
+    assert len(assert_agree(model, random_inputs(model))) == len(out_shapes)
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_operator_agrees_with_litert(case):
     kind, operands, out_shape, options = CASES[case]
     options = dict(options or {})
     options_type = options.pop("_options_type", None)
-    model = single(kind, operands, out_shape, options)
-    if options_type:
-        model.graphs[0].ops[0].options = None
-        from bnfold.ir.graph import Options
-        model.graphs[0].ops[0].options = Options(options_type)
+    model = single(kind, operands, out_shape, options, options_type=options_type)
     assert_agree(model, random_inputs(model))
 
 
