@@ -1,27 +1,26 @@
-"""Every recipe (recipes/*.toml): build it in its format, optimize it with its [expect] passes,
-check the operator-count rules, and value-diff the optimized model against the original within
-the recipe's tolerance on normal(0, 2) inputs (LiteRT when it can run the model, else the
-reference interpreter). New recipes are picked up by the glob."""
+"""Every recipe (recipes/*.toml) through `bnfold recipe test`'s own code path: build it in its
+format, store input.h5/expected.h5 from the unoptimized model, optimize with its [expect] passes,
+check the operator-count rules, and compare the optimized model's outputs with expected.h5 within
+the recipe's tolerance (LiteRT when it can run the model, else the reference interpreter). New
+recipes are picked up by the glob."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from bnfold import api
+from bnfold import recipe_test
 from bnfold.check import interpreter, litert
 from bnfold.check.backend import runners
-from bnfold.check.diff import check_models, random_inputs
-from bnfold.errors import ModelError
+from bnfold.check.diff import random_inputs
+from bnfold.errors import CannotVerify
 from bnfold.io.reader import read_model
 from bnfold.io.writer import save_model
 from bnfold.recipe.chef import build, load_recipe, recipe_format
-from bnfold.recipe.rules import broken_rules, expectation
 
 from conftest import RECIPES
 
 RECIPE_NAMES = sorted(p.stem for p in RECIPES.glob("*.toml"))
-SAMPLES = 2
 
 
 def written_recipe(name: str, tmp_path):
@@ -35,23 +34,18 @@ def written_recipe(name: str, tmp_path):
 
 @pytest.mark.parametrize("name", RECIPE_NAMES)
 def test_recipe(name, tmp_path):
-    recipe, path = written_recipe(name, tmp_path)
-    expect = expectation(recipe)
-    model = read_model(str(path))
-    api.optimize(model, expect.passes)
-    assert broken_rules(model, expect.rules) == []
-    optimized = tmp_path / f"opt{path.suffix}"
-    save_model(model, str(optimized), model.format)
-    result = check_models(read_model(str(path)), read_model(str(optimized)), samples=SAMPLES, seed=1,
-                          rtol=expect.rtol, atol=expect.atol)
-    assert result.passed, f"{result.backend}: {result.failure_message()}\n{result.table()}"
+    outcome = recipe_test.run_recipe_test(RECIPES / f"{name}.toml", tmp_path)
+    assert outcome.passed, outcome.line() + ("" if outcome.result is None else "\n" + outcome.result.table())
+    assert outcome.result.samples == recipe_test.SAMPLES
+    assert sorted(p.name for p in tmp_path.glob("*.h5")) == sorted(
+        f"{name}.{kind}.{i}.h5" for kind in ("input", "expected") for i in range(recipe_test.SAMPLES))
 
 
 def _litert_runs(model) -> bool:
     try:
         runners([model], "litert")
         return True
-    except ModelError:
+    except CannotVerify:
         return False
 
 

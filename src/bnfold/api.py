@@ -50,8 +50,9 @@ def measure_lossy(reference: Model | str, optimized: Model, report: Report, *, s
     else:
         note.update(measured=True, backend=result.backend,
                     max_abs=max((o.max_abs for o in result.outputs), default=0.0),
-                    max_rel=max((o.max_rel for o in result.outputs), default=0.0),
-                    outputs=[{"name": o.name, "max_abs": o.max_abs, "max_rel": o.max_rel} for o in result.outputs])
+                    max_rel=max((o.max_rel for o in result.outputs), default=0.0), scaled_err=result.worst.scaled,
+                    outputs=[{"name": o.name, "max_abs": o.max_abs, "max_rel": o.max_rel, "scaled_err": o.scaled}
+                             for o in result.outputs])
     report.notes.append({"pass": ",".join(names), "note": "lossy passes changed the model; measured output error", **note})
     return note
 
@@ -61,7 +62,8 @@ def describe_lossy(note: dict) -> str:
     if not note.get("measured"):
         return f"warning: {what} changed the model (LOSSY); the error could not be measured: {note['reason']}"
     return (f"warning: {what} changed the model (LOSSY): max abs err {note['max_abs']:.3e}, max rel err "
-            f"{note['max_rel']:.3e} over {note['samples']} random input(s) on {note['backend']}")
+            f"{note['max_rel']:.3e}, scaled err {note['scaled_err']:.3e} over {note['samples']} random input(s) "
+            f"on {note['backend']}")
 
 
 def save(model: Model, path: str, *, fmt: Format | None = None, external: bool = False) -> WriteInfo:

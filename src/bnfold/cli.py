@@ -7,6 +7,7 @@ Set BNFOLD_DEBUG=1 to see the traceback of an unexpected error.
 from __future__ import annotations
 
 import functools
+import math
 import os
 import sys
 from collections import Counter
@@ -16,6 +17,38 @@ import click
 from . import api, one, pipeline, selection
 from .errors import BnfoldError, CheckFailed, UsageError
 from .passes import registry
+
+
+class NonNegative(click.ParamType):
+    """A finite number >= 0 (a tolerance: NaN, inf and negative values are usage errors)."""
+
+    name = "TOL"
+
+    def convert(self, value, param, ctx):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(number) or number < 0:
+            self.fail(f"{value!r} must be a finite number >= 0", param, ctx)
+        return number
+
+
+class Seconds(NonNegative):
+    name = "SECONDS"
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if number == 0:
+            self.fail("must be greater than 0", param, ctx)
+        return number
+
+
+TOLERANCE = NonNegative()
+MAX_SAMPLES = 100_000  # --samples, --check: bounds the work, not the memory (samples stream)
+SAMPLES = click.IntRange(1, MAX_SAMPLES)
+SEED = click.IntRange(0, 2**32 - 1)
+
 
 class _ReaderGone(Exception):
     """stdout's reader closed the pipe. Raised in place of BrokenPipeError, which click would
@@ -83,10 +116,15 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
 @click.option("--external-buffers", is_flag=True, help="Store weights after the flatbuffer (Buffer.offset/size layout).")
 @click.option("--in-place", is_flag=True, help="Allow OUT to be IN (or omit OUT) and overwrite it.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
-@click.option("--check", "check_samples", type=click.IntRange(min=1), default=None, metavar="N",
+@click.option("--check", "check_samples", type=SAMPLES, default=None, metavar="N",
               help="Value-check the result against IN on N random samples before writing; write nothing if it fails.")
+@click.option("--rtol", type=TOLERANCE, default=None,
+              help="--check: |a-b| <= atol + rtol*max|a| per output. Default 1e-5 (2e-3 when float16 weights were rewritten).")
+@click.option("--atol", type=TOLERANCE, default=None, help="--check: absolute tolerance. Default 1e-5.")
+@click.option("--check-mode", type=click.Choice(["auto", "whole", "local"]), default="auto", show_default=True,  # check.verify.MODES
+              help="--check: the whole model, each rewrite on its own, or auto (whole when a backend runs the model, else local).")
 def optimize(input_path, output_path, input_option, output_option, passes, group, config_path, strict, report_path,
-             external_buffers, in_place, quiet, check_samples, **flags):
+             external_buffers, in_place, quiet, check_samples, rtol, atol, check_mode, **flags):
     """Run passes over IN and write the result to OUT (format from OUT's extension)."""
     config = selection.read_config(config_path) if config_path else None
     switches = dict(config.switches) if config else {}
@@ -114,7 +152,7 @@ def optimize(input_path, output_path, input_option, output_option, passes, group
         api.check_output_path(report_path, model=False)
     fmt = api.format_from_extension(output_path)
     try:
-        result = pipeline.run(input_path, chosen, check=check_samples or 0)
+        result = pipeline.run(input_path, chosen, check=check_samples or 0, rtol=rtol, atol=atol, check_mode=check_mode)
     except CheckFailed as e:
         if getattr(e, "result", None) is not None:
             click.echo(e.result.table(), err=to_stdout)
@@ -142,9 +180,9 @@ def optimize(input_path, output_path, input_option, output_option, passes, group
     if lossy is not None:
         echo(api.describe_lossy(lossy))
     if result.check is not None:
-        worst = max((o.max_abs for o in result.check.outputs), default=0.0)
-        echo(f"check: {result.check.samples} sample(s) on {result.check.backend}, every output within tolerance "
-             f"(max abs err {worst:.3e})")
+        checked, worst = result.check, result.check.worst
+        echo(f"check: {checked.samples} sample(s) on {checked.backend}, {checked.scope} within {checked.tolerance} "
+             f"(scaled err {worst.scaled:.3e}, max abs err {worst.max_abs:.3e})")
     echo(f"wrote {output_path}")
 
 
@@ -209,60 +247,109 @@ def inspect(model_path, operators, tensors):
                 click.echo(f"  {i:>4} {t.name} {t.dtype}{list(t.shape)}{const}")
 
 
-@main.command()
-@click.argument("model_a", metavar="MODEL_A")
-@click.argument("model_b", metavar="MODEL_B")
-@click.option("--input", "input_files", multiple=True, metavar="in.h5", help="Inputs in ONE's h5 layout (one sample per file; repeatable).")
-@click.option("--samples", type=click.IntRange(min=1), default=1, show_default=True, help="Random samples when no --input is given.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
-@click.option("--write-input", metavar="in.h5", default=None, help="Write the inputs used (file.N.h5 per sample when N > 1).")
-@click.option("--write-expected", metavar="expected.h5", default=None, help="Write MODEL_A's outputs (file.N.h5 per sample when N > 1).")
-@click.option("--rtol", type=float, default=1e-5, show_default=True, help="Relative tolerance (floats): |a-b| <= atol + rtol*|a|.")
-@click.option("--atol", type=float, default=1e-5, show_default=True, help="Absolute tolerance (floats). Integers must match exactly.")
-@click.option("--backend", type=click.Choice(["auto", "litert", "reference"]), default="auto", show_default=True,
-              help="auto: LiteRT when both models load there, else the reference interpreter.")
-def check(model_a, model_b, input_files, samples, seed, write_input, write_expected, rtol, atol, backend):
-    """Run MODEL_A and MODEL_B on the same inputs and compare every output; exit 0 only if all match."""
-    from .check import diff, h5io
-    from .errors import CheckFailed
+def _value_options(function):
+    """The options `check` and `run` share: inputs, casting, backend, time limit."""
+    for option in reversed([
+        click.option("--input", "input_files", multiple=True, metavar="in.h5",
+                     help="Inputs in ONE's h5 layout (repeatable; a record-minmax file holds several samples)."),
+        click.option("--cast", is_flag=True, help="Convert --input data of another dtype (refused if a value would change)."),
+        click.option("--backend", type=click.Choice(["auto", "litert", "reference"]), default="auto", show_default=True,
+                     help="auto: LiteRT when it loads the model(s), else the reference interpreter."),
+        click.option("--timeout", type=Seconds(), default=None, metavar="SECONDS",
+                     help="Give up (exit 4) after this long."),
+    ]):
+        function = option(function)
+    return function
 
-    inputs = [[v for _, v in h5io.read_h5(p)] for p in input_files] or None
-    a, b = api.load(model_a), api.load(model_b)
-    result = diff.check_models(a, b, samples=samples, seed=seed, inputs=inputs, rtol=rtol, atol=atol, backend=backend)
+
+@main.command()
+@click.argument("model_a", metavar="MODEL")
+@click.argument("model_b", metavar="[MODEL_B]", required=False)
+@_value_options
+@click.option("--expected", "expected_files", multiple=True, metavar="expected.h5",
+              help="Stored outputs to compare MODEL's with (one per --input file, in order), instead of MODEL_B.")
+@click.option("--samples", type=SAMPLES, default=1, show_default=True, help="Random samples when no --input is given.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the random inputs.")
+@click.option("--write-input", metavar="in.h5", default=None, help="Write the inputs used (file.N.h5 per sample when N > 1).")
+@click.option("--write-expected", metavar="expected.h5", default=None, help="Write MODEL's outputs (file.N.h5 per sample when N > 1).")
+@click.option("--rtol", type=TOLERANCE, default=1e-5, show_default=True, help="Relative tolerance: |a-b| <= atol + rtol*max|a| per output.")
+@click.option("--atol", type=TOLERANCE, default=1e-5, show_default=True, help="Absolute tolerance. Integers must match exactly.")
+def check(model_a, model_b, input_files, cast, backend, timeout, expected_files, samples, seed, write_input, write_expected, rtol, atol):
+    """Compare MODEL's outputs with MODEL_B's on the same inputs, or with stored --expected outputs;
+    exit 0 only if all match (1: they differ, 4: no backend could run them)."""
+    from .check import diff, samples as sample_files
+    from .check.deadline import Deadline
+
+    if bool(model_b) == bool(expected_files):
+        raise UsageError("give MODEL_B or --expected (with --input), not both and not neither")
+    if expected_files and not input_files:
+        raise UsageError("--expected needs the --input files its outputs came from")
+    if expected_files and (write_input or write_expected):
+        raise UsageError("--write-input/--write-expected go with MODEL_B, not --expected")
+    tolerance, deadline = diff.Tolerance(rtol, atol), Deadline(timeout)
+    a = api.load(model_a)
     graph = a.graphs[0]
-    if write_input:
-        _write_samples(write_input, [t.name for t in graph.inputs], result.inputs)
-    if write_expected:
-        _write_samples(write_expected, [t.name for t in graph.outputs], result.expected)
+    inputs = sample_files.input_samples(graph.inputs, list(input_files), cast=cast) if input_files else None
+    if expected_files:
+        result = diff.compare_to_expected(a, inputs, sample_files.expected_samples(list(expected_files)),
+                                          tolerance=tolerance, backend=backend, deadline=deadline)
+    else:
+        count = sample_files.count_files(list(input_files)) if input_files else samples
+        sink = sample_files.sample_sink(graph, count, write_input, write_expected)
+        result = diff.check_models(a, api.load(model_b), samples=samples, seed=seed, inputs=inputs, tolerance=tolerance,
+                                   backend=backend, on_sample=sink, deadline=deadline)
     click.echo(result.table())
-    click.echo(f"backend {result.backend}, {result.samples} sample(s), rtol {rtol:g}, atol {atol:g}")
+    click.echo(f"backend {result.backend}, {result.samples} sample(s), {diff.CRITERION}, {tolerance}")
     if not result.passed:
         raise CheckFailed(result.failure_message())
 
 
-def _write_samples(path: str, names: list[str], samples: list) -> None:
-    """One h5 file per sample: PATH itself for one sample, PATH with .N before the extension for more."""
-    from .check.h5io import write_h5
+@main.command(name="run")
+@click.argument("model_path", metavar="MODEL")
+@_value_options
+@click.option("--output", "output_path", required=True, metavar="out.h5", help="Where to write the outputs (out.N.h5 per sample when N > 1).")
+@click.option("--samples", type=SAMPLES, default=1, show_default=True, help="Random samples when no --input is given.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the random inputs.")
+@click.option("--write-input", metavar="in.h5", default=None, help="Write the random inputs too (TestDataGenerator's role).")
+def run_model(model_path, input_files, cast, backend, timeout, output_path, samples, seed, write_input):
+    """Run MODEL on --input h5 files (or random inputs) and write its outputs in ONE's h5 layout."""
+    from .check import samples as sample_files
+    from .check.backend import runners
+    from .check.deadline import Deadline
+    from .check.diff import iter_random_inputs
 
-    stem, ext = os.path.splitext(path)
-    for i, values in enumerate(samples):
-        write_h5(path if len(samples) == 1 else f"{stem}.{i}{ext or '.h5'}", list(zip(names, values)))
+    if input_files and write_input:
+        raise UsageError("--write-input writes random inputs; with --input they are already in files")
+    model = api.load(model_path)
+    graph = model.graphs[0]
+    deadline = Deadline(timeout)
+    if input_files:
+        count = sample_files.count_files(list(input_files))
+        inputs = sample_files.input_samples(graph.inputs, list(input_files), cast=cast)
+    else:
+        count, inputs = samples, iter_random_inputs(graph.inputs, samples, seed)
+    write = sample_files.sample_sink(graph, count, write_input, output_path)
+    (runner,) = runners([model], backend, deadline=deadline)
+    for index, sample in enumerate(inputs):
+        deadline.check()
+        write(index, sample, runner(sample))
+    last = sample_files.sample_path(output_path, count - 1, count)
+    written = output_path if count == 1 else f"{sample_files.sample_path(output_path, 0, count)} ... {last}"
+    click.echo(f"wrote {written} ({runner.description})")
 
 
 @main.command()
 @click.argument("file_a", metavar="A.h5")
 @click.argument("file_b", metavar="B.h5")
-@click.option("--rtol", type=float, default=1e-5, show_default=True, help="Relative tolerance (floats): |a-b| <= atol + rtol*|a|.")
-@click.option("--atol", type=float, default=1e-5, show_default=True, help="Absolute tolerance (floats).")
-@click.option("-d", "--delta", type=float, default=None, help="Like h5diff -d: absolute tolerance only, for every value (overrides --rtol/--atol).")
+@click.option("--rtol", type=TOLERANCE, default=1e-5, show_default=True, help="Relative tolerance: |a-b| <= atol + rtol*max|a| per value.")
+@click.option("--atol", type=TOLERANCE, default=1e-5, show_default=True, help="Absolute tolerance.")
+@click.option("-d", "--delta", type=TOLERANCE, default=None, help="Like h5diff -d: absolute tolerance only, for every value, integers too (overrides --rtol/--atol).")
 def h5diff(file_a, file_b, rtol, atol, delta):
     """Compare two h5 files in ONE's layout value by value; exit 0 only if all are within tolerance."""
-    from .check.diff import CheckResult, compare_files
-    from .errors import CheckFailed
+    from .check.diff import Tolerance, compare_files
 
-    if delta is not None:
-        rtol, atol = 0.0, delta
-    result = CheckResult(compare_files(file_a, file_b, rtol, atol, exact_integers=delta is None), rtol=rtol, atol=atol)
+    tolerance = Tolerance(rtol, atol) if delta is None else Tolerance(0.0, delta, exact_integers=False)
+    result = compare_files(file_a, file_b, tolerance)
     click.echo(result.table())
     if not result.passed:
         raise CheckFailed(result.failure_message())
@@ -291,6 +378,34 @@ def recipe_build(recipe_path, output_path):
 
     model = build_file(recipe_path, output_path)
     click.echo(f"wrote {output_path} ({sum(len(g.ops) for g in model.graphs)} operators)")
+
+
+@recipe.command(name="test")
+@click.argument("recipes", nargs=-1, required=True, metavar="RECIPE_OR_DIR...")
+@click.option("--junit", "junit_path", default=None, metavar="report.xml", help="Also write the results as JUnit XML.")
+@click.option("--samples", type=SAMPLES, default=2, show_default=True, help="Random samples per recipe.")
+@click.option("--seed", type=SEED, default=1, show_default=True, help="Seed of the random inputs.")
+@click.option("--backend", type=click.Choice(["auto", "litert", "reference"]), default="auto", show_default=True)
+def recipe_test_command(recipes, junit_path, samples, seed, backend):
+    """Value-test recipes as CI would: build, store input/expected h5, optimize, check rules and values."""
+    import tempfile
+    from pathlib import Path
+
+    from . import recipe_test
+
+    paths = recipe_test.recipe_paths(list(recipes))
+    outcomes = []
+    with tempfile.TemporaryDirectory(prefix="bnfold-recipe-test-") as workdir:
+        for path in paths:
+            outcome = recipe_test.run_recipe_test(path, Path(workdir), samples=samples, seed=seed, backend=backend)
+            outcomes.append(outcome)
+            click.echo(outcome.line())
+    if junit_path:
+        _write_text(junit_path, recipe_test.junit_xml(outcomes))
+    bad = [o for o in outcomes if not o.passed]
+    click.echo(f"{len(outcomes) - len(bad)} passed, {len(bad)} failed")
+    if bad:
+        raise CheckFailed(f"{len(bad)} of {len(outcomes)} recipes failed: {', '.join(o.name for o in bad)}")
 
 
 def run(argv=None) -> int:

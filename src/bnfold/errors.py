@@ -36,3 +36,9 @@ class CheckFailed(BnfoldError):
     """A value check found outputs outside tolerance."""
 
     exit_code = 1
+
+
+class CannotVerify(BnfoldError):
+    """A value check could not be carried out: no backend runs the model (not a difference)."""
+
+    exit_code = 4

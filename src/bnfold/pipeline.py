@@ -10,8 +10,9 @@
 The model is a path or the bytes of a .tflite/.circle file. The passes are chosen as on the
 command line (selection.py): `passes` names them ("a,b" or a list), keywords switch them on or
 off by their ONE names, nothing named runs the default set. `check=N` runs the original and the
-optimized model on N random samples and raises CheckFailed (nothing is returned) if any output
-differs beyond tolerance. The report is a plain dict (JSON-ready): what ran, what folded, what
+optimized model on N random samples (`check_mode`, `rtol`, `atol` as `optimize --check-mode/--rtol/
+--atol`) and raises CheckFailed (nothing is returned) if any output differs beyond tolerance, or
+CannotVerify if the check cannot be carried out. The report is a plain dict (JSON-ready): what ran, what folded, what
 was refused and why, operator counts before and after, and the time each step took.
 
 The `optimize` command is this function plus printing and writing the file.
@@ -71,16 +72,21 @@ class Optimized:
 
 
 def optimize(model: str | os.PathLike | bytes | bytearray | memoryview, passes: str | Iterable[str] | None = None,
-             *, check: int = 0, strict: bool = False, **options: bool) -> Optimized:
+             *, check: int = 0, check_mode: str = "auto", rtol: float | None = None, atol: float | None = None,
+             strict: bool = False, **options: bool) -> Optimized:
     """Optimize `model` (a path or a file's bytes). See the module docstring."""
     chosen = select(passes, options, default=not options, strict=strict)
+    checking = {"check": check, "check_mode": check_mode, "rtol": rtol, "atol": atol}
     if isinstance(model, (bytes, bytearray, memoryview)):
-        return _from_bytes(bytes(model), chosen, check)
-    return run(os.fspath(model), chosen, check=check)
+        return _from_bytes(bytes(model), chosen, checking)
+    return run(os.fspath(model), chosen, **checking)
 
 
-def run(path: str, chosen: Selection, *, check: int = 0, label: str | None = None) -> Optimized:
-    """Read `path`, run the chosen passes, optionally value-check; `label` names the input in the report."""
+def run(path: str, chosen: Selection, *, check: int = 0, label: str | None = None, rtol: float | None = None,
+        atol: float | None = None, check_mode: str = "auto") -> Optimized:
+    """Read `path`, run the chosen passes, optionally value-check (check/verify.py: `check_mode`,
+    tolerance `rtol`/`atol` or the default for what the folds rounded); `label` names the input
+    in the report."""
     times = {}
     start = time.perf_counter()
     model = api.load(path)
@@ -92,10 +98,12 @@ def run(path: str, chosen: Selection, *, check: int = 0, label: str | None = Non
     api.measure_lossy(path, model, log)
     checked = None
     if check:
-        from .check.diff import verify
+        from .check.verify import check_tolerance, verify_optimized
 
         start = time.perf_counter()
-        checked = verify(api.load(path), model, check)
+        tolerance = check_tolerance(log.folds, rtol, atol)
+        checked, check_note = verify_optimized(api.load(path), model, check, tolerance=tolerance, mode=check_mode,
+                                               folds=log.folds)
         times["check"] = time.perf_counter() - start
     report = {
         "bnfold": __version__,
@@ -107,14 +115,11 @@ def run(path: str, chosen: Selection, *, check: int = 0, label: str | None = Non
         "seconds": {**{k: round(v, 6) for k, v in times.items()}, "total": round(sum(times.values()), 6)},
     }
     if checked is not None:
-        report["check"] = {"samples": checked.samples, "backend": checked.backend, "rtol": checked.rtol,
-                           "atol": checked.atol, "passed": checked.passed,
-                           "outputs": [{"name": o.name, "max_abs": o.max_abs, "max_rel": o.max_rel}
-                                       for o in checked.outputs]}
+        report["check"] = {"rtol": tolerance.rtol, "atol": tolerance.atol, "passed": checked.passed, **check_note}
     return Optimized(model, report, checked)
 
 
-def _from_bytes(data: bytes, chosen: Selection, check: int) -> Optimized:
+def _from_bytes(data: bytes, chosen: Selection, checking: dict) -> Optimized:
     """The reader maps a file, so the bytes go to a temporary file first; the mapping outlives
     the file's name (unlinked at once), and unchanged buffers are copied from it as usual."""
     import tempfile
@@ -122,6 +127,6 @@ def _from_bytes(data: bytes, chosen: Selection, check: int) -> Optimized:
     with tempfile.NamedTemporaryFile(prefix="bnfold-", suffix=".model", delete=False) as f:
         f.write(data)
     try:
-        return run(f.name, chosen, check=check, label="<bytes>")
+        return run(f.name, chosen, label="<bytes>", **checking)
     finally:
         os.unlink(f.name)

@@ -13,7 +13,7 @@ from bnfold import api
 from bnfold.check import diff
 from bnfold.check.h5io import read_h5, write_h5
 from bnfold.cli import run
-from bnfold.errors import ModelError
+from bnfold.errors import CannotVerify
 from bnfold.io.reader import read_model
 from bnfold.io.writer import save_model
 
@@ -37,12 +37,12 @@ def output_names(path):
 
 
 def table_rows(text):
-    """output name -> (max abs err, max rel err, result) from the printed table."""
+    """output name -> (max abs err, max rel err, scaled err, result) from the printed table."""
     rows = {}
     for line in text.splitlines()[1:]:
         parts = line.split()
-        if len(parts) >= 4 and parts[-1] in ("ok", "FAIL"):
-            rows[" ".join(parts[:-3])] = (float(parts[-3]), float(parts[-2]), parts[-1])
+        if len(parts) >= 5 and parts[-1] in ("ok", "FAIL"):
+            rows[" ".join(parts[:-4])] = (float(parts[-4]), float(parts[-3]), float(parts[-2]), parts[-1])
     return rows
 
 
@@ -52,7 +52,7 @@ def test_fixture_against_itself_is_exactly_equal(name, capsys):
     assert run(["check", path, path, "--samples", "2"]) == 0
     rows = table_rows(capsys.readouterr().out)
     assert sorted(rows) == sorted(output_names(path))
-    assert all(row == (0.0, 0.0, "ok") for row in rows.values())
+    assert all(row == (0.0, 0.0, 0.0, "ok") for row in rows.values())
 
 
 @pytest.mark.parametrize("name", FIXTURES)
@@ -65,7 +65,7 @@ def test_fixture_against_broken_copy_fails_and_names_the_output(name, tmp_path, 
     assert run(["check", str(src), str(bad)]) == 1
     captured = capsys.readouterr()
     rows = table_rows(captured.out)
-    assert [n for n, r in rows.items() if r[2] == "FAIL"] == failing
+    assert [n for n, r in rows.items() if r[3] == "FAIL"] == failing
     assert all(rows[n][0] > 1e-3 for n in failing)
     error = captured.err.strip()
     assert error.count("\n") == 0 and error.startswith("bnfold: error: ")
@@ -113,17 +113,34 @@ def test_integer_and_bool_inputs_span_their_range():
     assert i32.min() < -2**30 and i32.max() > 2**30
 
 
-def test_compare_uses_allclose_rule_and_exact_integers():
-    a = np.array([1.0, -2.0, 0.0], np.float32)
-    ok = diff.compare("y", a, a + np.float32([1e-5, -1e-5, 0]), rtol=1e-5, atol=1e-5)
-    assert ok.passed and ok.max_abs == pytest.approx(1e-5, rel=1e-2)
-    bad = diff.compare("y", a, a + np.float32([0, 0, 2e-5]), rtol=1e-5, atol=1e-5)
-    assert not bad.passed and bad.max_rel == np.inf
-    assert not diff.compare("n", np.array([3], np.int32), np.array([4], np.int32), 1.0, 1.0).passed
-    assert diff.compare("n", np.array([3], np.int32), np.array([4], np.int32), 0, 1.0, exact_integers=False).passed
-    assert diff.compare("nan", np.float32([np.nan, 1]), np.float32([np.nan, 1]), 0, 0).passed
-    assert not diff.compare("nan", np.float32([np.nan, 1]), np.float32([0, 1]), 1, 1).passed
-    assert diff.compare("s", np.zeros((2, 3)), np.zeros((3, 2)), 1, 1).problem == "shape [2, 3] vs [3, 2]"
+def test_compare_judges_the_error_against_the_outputs_largest_magnitude():
+    tol = diff.Tolerance(1e-5, 1e-5)
+    a = np.array([100.0, -2.0, 0.0], np.float32)
+    near_zero = diff.compare("y", a, a + np.float32([0, 0, 5e-4]), tol)  # 5e-4 <= 1e-5 + 1e-5 * 100
+    assert near_zero.passed and near_zero.max_rel == np.inf
+    assert near_zero.scaled == pytest.approx(5e-6, rel=1e-3)
+    beyond = diff.compare("y", a, a + np.float32([0, 0, 2e-3]), tol)
+    assert not beyond.passed and beyond.scaled == pytest.approx(2e-5, rel=1e-3)
+    zero = np.zeros(3, np.float32)
+    assert diff.compare("z", zero, zero + np.float32(1e-5), tol).passed  # atol alone for an all-zero output
+    assert not diff.compare("z", zero, zero + np.float32(2e-5), tol).passed
+
+
+def test_compare_integers_nan_inf_complex_bool_strings():
+    tol = diff.Tolerance(1.0, 1.0)
+    assert not diff.compare("n", np.array([3], np.int32), np.array([4], np.int32), tol).passed
+    assert diff.compare("n", np.array([3], np.int32), np.array([4], np.int32), diff.Tolerance(0, 1.0, exact_integers=False)).passed
+    assert diff.compare("nan", np.float32([np.nan, 1]), np.float32([np.nan, 1]), diff.Tolerance(0, 0)).passed
+    assert not diff.compare("nan", np.float32([np.nan, 1]), np.float32([0, 1]), tol).passed
+    assert diff.compare("inf", np.float32([np.inf, 1]), np.float32([np.inf, 1]), diff.Tolerance(0, 0)).passed
+    assert not diff.compare("inf", np.float32([np.inf, 1]), np.float32([-np.inf, 1]), tol).passed
+    c = diff.compare("c", np.complex64([1 + 1j]), np.complex64([1 + 2j]), diff.Tolerance(1e-5, 1e-5))
+    assert not c.passed and c.max_abs == pytest.approx(1.0)
+    assert diff.compare("c", np.complex64([1 + 1j]), np.complex64([1 + 1j]), diff.Tolerance(0, 0)).passed
+    assert not diff.compare("b", np.array([True, False]), np.array([True, True]), tol).passed
+    assert diff.compare("s", np.array([b"ab"]), np.array([b"ab"]), tol).passed
+    assert not diff.compare("s", np.array([b"ab"]), np.array([b"ac"]), tol).passed
+    assert diff.compare("s", np.zeros((2, 3)), np.zeros((3, 2)), tol).problem == "shape [2, 3] vs [3, 2]"
 
 
 def test_h5diff_delta_is_absolute_only(tmp_path, capsys):
@@ -182,8 +199,8 @@ def test_reference_backend_names_the_operator_it_cannot_run(tmp_path, capsys):
                             {"type": "FLOOR", "inputs": ["y"], "outputs": ["z"]}]}
     path = tmp_path / "floor.tflite"
     save_model(build(recipe), str(path), read_model(str(DATA / "bn_conv_valid.tflite")).format)
-    assert run(["check", str(path), str(path), "--backend", "reference"]) == 1
-    assert capsys.readouterr().err == "bnfold: error: reference interpreter cannot run FLOOR (op 1)\n"
+    assert run(["check", str(path), str(path), "--backend", "reference"]) == 4  # could not verify
+    assert capsys.readouterr().err == "bnfold: error: reference interpreter cannot run FLOOR\n"
     assert run(["check", str(path), str(path)]) == 0  # auto: LiteRT runs it
 
 
@@ -203,7 +220,7 @@ def test_auto_uses_the_reference_interpreter_where_litert_cannot_run(tmp_path, c
     circle_only = build_recipe("Foundation_InstanceNorm_000", tmp_path)  # INSTANCE_NORM: Circle only
     assert run(["check", str(circle_only), str(circle_only)]) == 0
     assert "backend reference" in capsys.readouterr().out
-    assert run(["check", str(circle_only), str(circle_only), "--backend", "litert"]) == 1
+    assert run(["check", str(circle_only), str(circle_only), "--backend", "litert"]) == 4
     assert capsys.readouterr().err.startswith("bnfold: error: ")
 
 
@@ -219,5 +236,5 @@ def test_depthwise_without_bias_never_reaches_litert():
                              "options": {"padding": "SAME", "stride_h": 1, "stride_w": 1, "depth_multiplier": 1}}]}
     model = build(recipe)  # LiteRT 2.3 would crash the process (segmentation fault) on this
     assert [r.backend for r in runners([model, model])] == ["reference", "reference"]
-    with pytest.raises(ModelError, match="without a bias input"):
+    with pytest.raises(CannotVerify, match="without a bias input"):
         runners([model], "litert")

@@ -10,7 +10,7 @@ from bnfold.check.h5io import read_h5, write_h5
 from bnfold.errors import ModelError, UsageError
 
 
-def test_layout_is_ones_exactly(tmp_path):
+def test_layout_is_what_ones_test_data_generator_writes(tmp_path):
     values = [("serving_default_x:0", np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)),
               ("count", np.array([[7, -3]], dtype=np.int32)),
               ("mask", np.array([True, False, True])),
@@ -24,13 +24,38 @@ def test_layout_is_ones_exactly(tmp_path):
         assert len(f["name"]) == 0  # names are attributes, not datasets
         assert sorted(f["value"].keys()) == ["0", "1", "2", "3"]
         for i, (name, array) in enumerate(values):
-            attr = f["name"].attrs[str(i)]
-            assert (attr.decode() if isinstance(attr, bytes) else attr) == name
+            want = name if ":" in name else name + ":0"  # TestDataGenerator appends ":0"
+            attr = f["name"].attrs.get_id(str(i))
+            string = attr.get_type()
+            assert isinstance(string, h5py.h5t.TypeStringID) and not string.is_variable_str()
+            assert string.get_size() == len(want) and string.get_cset() == h5py.h5t.CSET_ASCII
+            assert string.get_strpad() == h5py.h5t.STR_NULLTERM and attr.shape == ()  # H5T_C_S1, scalar
+            assert f["name"].attrs[str(i)] == want.encode()
             ds = f["value"][str(i)]
-            assert isinstance(ds, h5py.Dataset)
-            assert ds.shape == np.shape(array) and ds.dtype == np.asarray(array).dtype
-            assert np.array_equal(ds[()], array)
-        assert h5py.check_string_dtype(f["name"].attrs.get_id("0").dtype).length is None  # variable length
+            assert isinstance(ds, h5py.Dataset) and ds.shape == np.shape(array)
+            native = np.uint8 if np.asarray(array).dtype == np.bool_ else np.asarray(array).dtype  # hbool
+            assert ds.dtype == native and np.array_equal(ds[()], np.asarray(array).astype(native))
+
+
+def test_reads_names_of_every_layout_and_record_minmax_samples(tmp_path):
+    from bnfold.check.h5io import count_samples, read_samples
+
+    path = tmp_path / "old.h5"
+    with h5py.File(path, "w") as f:  # bnfold's earlier layout: variable-length UTF-8 names
+        f.create_group("name").attrs.create("0", "x", dtype=h5py.string_dtype("utf-8"))
+        f.create_group("value").create_dataset("0", data=np.ones(2, np.float32))
+    assert read_h5(str(path))[0][0] == "x"
+    records = tmp_path / "minmax.h5"
+    with h5py.File(records, "w") as f:  # record-minmax: /value/<record>/<input>
+        for r in range(3):
+            g = f.create_group(f"value/{r}")
+            g.create_dataset("0", data=np.full((2,), r, np.float32))
+            g.create_dataset("1", data=np.full((1,), 10 * r, np.int32))
+    assert count_samples(str(records)) == 3
+    samples = list(read_samples(str(records)))
+    assert [[v.tolist() for _, v in s] for s in samples] == [[[r, r], [10 * r]] for r in range(3)]
+    with pytest.raises(ModelError, match="3 samples"):
+        read_h5(str(records))
 
 
 def test_round_trip(tmp_path):
@@ -38,7 +63,7 @@ def test_round_trip(tmp_path):
     path = str(tmp_path / "x.h5")
     write_h5(path, values)
     back = read_h5(path)
-    assert [n for n, _ in back] == ["a", "b"]
+    assert [n for n, _ in back] == ["a:0", "b:0"]  # as ONE names them
     for (_, want), (_, got) in zip(values, back):
         assert got.dtype == want.dtype and np.array_equal(got, want)
 
@@ -69,3 +94,8 @@ def test_errors_are_one_line(tmp_path):
         f.create_group("value").create_dataset("1", data=np.zeros(3))
     with pytest.raises(ModelError, match="named 0, 1"):
         read_h5(str(tmp_path / "gap.h5"))
+    with h5py.File(tmp_path / "mixed.h5", "w") as f:
+        f.create_group("value/0")
+        f["value"].create_dataset("1", data=np.zeros(3))
+    with pytest.raises(ModelError, match="mixes groups and datasets"):
+        read_h5(str(tmp_path / "mixed.h5"))

@@ -1,19 +1,32 @@
 """Value diffs: generate inputs, run two models on them, compare outputs within tolerance.
 
-Comparison is numpy.allclose's rule, with model A (or the first file) as the reference:
-|a - b| <= atol + rtol * |a|, element-wise. Integer and bool outputs must match exactly. NaN
-equals NaN only at the same position. Per output the report gives the maximum absolute error
-max|a - b| and the maximum relative error max(|a - b| / |a|) (over elements where a != 0; an
-error where a == 0 counts as infinite relative error), each the maximum over all samples.
+The criterion, per output and per sample, with model A (or the first file) as the reference:
+
+    |a - b| <= atol + rtol * max|a|      for every element (max|a| over that output's finite values)
+
+An exact rewrite changes the order of float32 operations, and the rounding error that leaves
+is proportional to the magnitude of the values the network computed with, not to the value an
+element happens to end up with: an element that is a near-cancellation of large terms (an output
+near zero) carries the absolute error of those terms. The largest magnitude of the output is the
+measure of that scale the check can see, so the error is judged against it. Per output the table
+gives both figures: the elementwise relative error max(|a - b| / |a|) (numpy.allclose's view;
+large where |a| is tiny) and the scaled error max|a - b| / max|a| the verdict uses; each the
+maximum over all samples.
+
+Integer and bool outputs must match exactly (h5diff -d allows an absolute difference). Complex
+values compare by the modulus of the difference. NaN equals NaN only at the same position; an
+infinity equals only the same infinity. Strings compare for equality.
 
 Inputs (when not read from files): a fixed seed; floats from normal(0, 2) (negative values
 matter: they exercise ReLU paths); integers uniformly over their dtype's whole range; bool
-uniformly.
+uniformly. Samples are generated, run and compared one at a time, so memory does not grow with
+their number.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -22,9 +35,21 @@ from ..ir.const import NUMPY_DTYPES
 from ..ir.graph import Graph, Tensor
 from ..ir.model import Model
 from .backend import runners
+from .deadline import Deadline
 
 DEFAULT_RTOL = 1e-5
 DEFAULT_ATOL = 1e-5
+CRITERION = "|a - b| <= atol + rtol * max|a|"
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rtol: float = DEFAULT_RTOL
+    atol: float = DEFAULT_ATOL
+    exact_integers: bool = True
+
+    def __str__(self) -> str:
+        return f"rtol={self.rtol:g} atol={self.atol:g}"
 
 
 @dataclass
@@ -32,14 +57,16 @@ class OutputDiff:
     """How one output (named after model A's tensor) differs, over all samples."""
 
     name: str
-    max_abs: float = 0.0
-    max_rel: float = 0.0
+    max_abs: float = 0.0  # max |a - b|
+    max_rel: float = 0.0  # max |a - b| / |a|, elementwise (inf where a == 0 != b)
+    scaled: float = 0.0  # max |a - b| / max|a|, what the verdict uses
     passed: bool = True
     problem: str | None = None  # shape/dtype mismatch, reported instead of numbers
 
     def merge(self, other: OutputDiff) -> None:
         self.max_abs = max(self.max_abs, other.max_abs)
         self.max_rel = max(self.max_rel, other.max_rel)
+        self.scaled = max(self.scaled, other.scaled)
         self.passed = self.passed and other.passed
         self.problem = self.problem or other.problem
 
@@ -49,10 +76,7 @@ class CheckResult:
     outputs: list[OutputDiff]
     backend: str = ""
     samples: int = 0
-    rtol: float = DEFAULT_RTOL
-    atol: float = DEFAULT_ATOL
-    inputs: list[list[np.ndarray]] = field(default_factory=list)  # per sample
-    expected: list[list[np.ndarray]] = field(default_factory=list)  # model A's outputs per sample
+    tolerance: Tolerance = Tolerance()
 
     @property
     def passed(self) -> bool:
@@ -62,21 +86,34 @@ class CheckResult:
     def failing(self) -> list[OutputDiff]:
         return [o for o in self.outputs if not o.passed]
 
+    @property
+    def scope(self) -> str:
+        return "every output"
+
+    @property
+    def worst(self) -> OutputDiff:
+        """The largest figures over every output (name "*")."""
+        total = OutputDiff("*")
+        for o in self.outputs:
+            total.merge(o)
+        return total
+
     def table(self) -> str:
-        """One line per output: name, max abs err, max rel err, ok/FAIL."""
+        """One line per output: name, max abs err, max rel err, scaled err, ok/FAIL."""
         width = max([len(o.name) for o in self.outputs] + [6])
-        lines = [f"{'output':<{width}}  {'max abs err':>11}  {'max rel err':>11}  result"]
+        lines = [f"{'output':<{width}}  {'max abs err':>11}  {'max rel err':>11}  {'scaled err':>11}  result"]
         for o in self.outputs:
             if o.problem:
-                lines.append(f"{o.name:<{width}}  {'-':>11}  {'-':>11}  FAIL ({o.problem})")
+                lines.append(f"{o.name:<{width}}  {'-':>11}  {'-':>11}  {'-':>11}  FAIL ({o.problem})")
             else:
-                lines.append(f"{o.name:<{width}}  {o.max_abs:>11.3e}  {o.max_rel:>11.3e}  {'ok' if o.passed else 'FAIL'}")
+                lines.append(f"{o.name:<{width}}  {o.max_abs:>11.3e}  {o.max_rel:>11.3e}  {o.scaled:>11.3e}  "
+                             f"{'ok' if o.passed else 'FAIL'}")
         return "\n".join(lines)
 
     def failure_message(self) -> str:
         bad = self.failing
-        worst = ", ".join(f"{o.name} ({o.problem or f'max abs err {o.max_abs:.3e}'})" for o in bad)
-        return f"{len(bad)} of {len(self.outputs)} outputs outside rtol={self.rtol:g} atol={self.atol:g}: {worst}"
+        worst = ", ".join(f"{o.name} ({o.problem or f'scaled err {o.scaled:.3e}, max abs err {o.max_abs:.3e}'})" for o in bad)
+        return f"{len(bad)} of {len(self.outputs)} outputs outside {self.tolerance}: {worst}"
 
 
 # ---- inputs ----------------------------------------------------------------------------------
@@ -97,47 +134,100 @@ def random_input(tensor: Tensor, rng: np.random.Generator) -> np.ndarray:
     raise ModelError(f"cannot generate {tensor.dtype} input {tensor.name!r}")
 
 
-def random_inputs(graph: Graph, samples: int, seed: int = 0) -> list[list[np.ndarray]]:
-    """`samples` input sets for `graph`, reproducible from `seed`."""
+def iter_random_inputs(tensors: list[Tensor], samples: int, seed: int = 0) -> Iterator[list[np.ndarray]]:
+    """`samples` input sets for `tensors`, one at a time, reproducible from `seed`."""
     rng = np.random.default_rng(seed)
-    return [[random_input(t, rng) for t in graph.inputs] for _ in range(samples)]
+    for _ in range(samples):
+        yield [random_input(t, rng) for t in tensors]
+
+
+def random_inputs(graph: Graph, samples: int, seed: int = 0) -> list[list[np.ndarray]]:
+    """`samples` input sets for `graph` (a list: for tests and small counts)."""
+    return list(iter_random_inputs(graph.inputs, samples, seed))
+
+
+def conform(tensor: Tensor, value: np.ndarray, *, cast: bool = False, where: str = "") -> np.ndarray:
+    """`value` as an input of `tensor`: its shape must match; its dtype must match too unless
+    `cast`, and a cast may round a float but never overflow it to inf or change an integer."""
+    value = np.asarray(value)
+    want = NUMPY_DTYPES.get(tensor.dtype)
+    label = f"input {tensor.name!r}{where}"
+    if tuple(value.shape) != tuple(tensor.shape):
+        raise UsageError(f"{label}: value has shape {list(value.shape)}, the model wants {list(tensor.shape)}")
+    if want is None or value.dtype == want:
+        return value
+    if want == np.bool_ and value.dtype == np.uint8 and (value <= 1).all():
+        return value.astype(np.bool_)  # HDF5's native bool (hbool) is an 8-bit unsigned integer
+    if not cast:
+        raise UsageError(f"{label}: value is {value.dtype}, the model wants {want} (--cast converts)")
+    if value.dtype.kind not in "biuf":
+        raise UsageError(f"{label}: {value.dtype} values cannot be cast to {want}")
+    with np.errstate(invalid="ignore", over="ignore"):
+        converted = value.astype(want)
+        if want.kind == "f":
+            lossless = np.array_equal(np.isfinite(converted), np.isfinite(value))
+        else:
+            lossless = np.array_equal(converted.astype(value.dtype), value)
+    if not lossless:
+        raise UsageError(f"{label}: {value.dtype} values do not fit {want}")
+    return converted
 
 
 # ---- comparison ------------------------------------------------------------------------------
 
-def compare(name: str, a: np.ndarray, b: np.ndarray, rtol: float, atol: float, *, exact_integers: bool = True) -> OutputDiff:
-    """Compare `b` against reference `a` (allclose rule; integers exact unless told otherwise)."""
-    a, b = np.asarray(a), np.asarray(b)
+def compare(name: str, a: np.ndarray, b: np.ndarray, tolerance: Tolerance = Tolerance()) -> OutputDiff:
+    """Compare `b` against reference `a` (module docstring: the criterion and its figures)."""
+    a, b = _hbool(np.asarray(a), np.asarray(b)), _hbool(np.asarray(b), np.asarray(a))
     if a.shape != b.shape:
         return OutputDiff(name, passed=False, problem=f"shape {list(a.shape)} vs {list(b.shape)}")
     if a.dtype != b.dtype:
         return OutputDiff(name, passed=False, problem=f"dtype {a.dtype} vs {b.dtype}")
     if a.size == 0:
         return OutputDiff(name)
-    if a.dtype.kind in "biu":
-        err = np.abs(a.astype(np.float64) - b.astype(np.float64))
-        if exact_integers:
-            rtol, atol = 0.0, 0.0
-        ref = np.abs(a.astype(np.float64))
-        ok = err <= atol + rtol * ref
-    else:
-        a64, b64 = a.astype(np.float64), b.astype(np.float64)
-        both_nan = np.isnan(a64) & np.isnan(b64)
-        err = np.where(both_nan, 0.0, np.abs(a64 - b64))
-        err = np.where(np.isnan(err), np.inf, err)  # NaN on one side only
-        ref = np.abs(a64)
-        ok = err <= atol + rtol * np.where(np.isfinite(ref), ref, 0.0)
-        ok |= both_nan | ((a64 == b64) & np.isinf(a64))
+    if a.dtype.kind in "SUOV":  # strings, objects: equal or not
+        same = bool(np.array_equal(a, b))
+        return OutputDiff(name, 0.0 if same else np.inf, 0.0 if same else np.inf, 0.0 if same else np.inf, same)
+    err, ref = _errors(a, b)
+    peak = float(ref[np.isfinite(ref)].max(initial=0.0))
+    rtol, atol = tolerance.rtol, tolerance.atol
+    if a.dtype.kind in "biu" and tolerance.exact_integers:
+        rtol, atol = 0.0, 0.0
+    max_abs = float(err.max())
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = np.where(err == 0, 0.0, err / ref)
-    return OutputDiff(name, float(err.max()), float(np.where(np.isnan(rel), np.inf, rel).max()), bool(ok.all()))
+        scaled = 0.0 if max_abs == 0 else (max_abs / peak if peak > 0 else np.inf)
+    passed = max_abs <= atol + rtol * peak
+    return OutputDiff(name, max_abs, float(np.where(np.isnan(rel), np.inf, rel).max()), float(scaled), bool(passed))
 
 
-def compare_all(names: list[str], expected: list[np.ndarray], actual: list[np.ndarray], rtol: float, atol: float,
-                *, exact_integers: bool = True) -> list[OutputDiff]:
+def _hbool(x: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """`x` as bool when it is HDF5's native bool (uint8 0/1) and `other` is bool."""
+    if x.dtype == np.uint8 and other.dtype == np.bool_ and (x <= 1).all():
+        return x.astype(np.bool_)
+    return x
+
+
+def _errors(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(|a - b|, |a|) in float64; 0 error where both are the same NaN/infinity, inf where one
+    side only is NaN or the infinities differ."""
+    if a.dtype.kind in "biu":  # equality decided exactly, even beyond float64's 2**53
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        err = np.abs(a64 - b64)
+        return np.where(a == b, 0.0, np.maximum(err, 1.0)), np.abs(a64)
+    wide = np.complex128 if a.dtype.kind == "c" else np.float64
+    a64, b64 = a.astype(wide), b.astype(wide)
+    same = (a64 == b64) | (np.isnan(a64) & np.isnan(b64))
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(a64 - b64)
+    err = np.where(same, 0.0, np.where(np.isnan(err), np.inf, err))
+    return err, np.abs(a64)
+
+
+def compare_all(names: list[str], expected: list[np.ndarray], actual: list[np.ndarray],
+                tolerance: Tolerance = Tolerance()) -> list[OutputDiff]:
     if len(expected) != len(actual):
         raise ModelError(f"{len(expected)} outputs vs {len(actual)}")
-    return [compare(n, a, b, rtol, atol, exact_integers=exact_integers) for n, a, b in zip(names, expected, actual)]
+    return [compare(n, a, b, tolerance) for n, a, b in zip(names, expected, actual)]
 
 
 # ---- model against model ---------------------------------------------------------------------
@@ -152,48 +242,90 @@ def _check_signatures(a: Graph, b: Graph) -> None:
             raise UsageError(f"input {x.name!r} is {x.dtype}{list(x.shape)} in one model and {y.dtype}{list(y.shape)} in the other")
 
 
-def _check_given_inputs(graph: Graph, inputs: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
-    out = []
-    for sample in inputs:
-        if len(sample) != len(graph.inputs):
-            raise UsageError(f"input file has {len(sample)} values; the model has {len(graph.inputs)} inputs")
-        fixed = []
-        for x, t in zip(sample, graph.inputs):
-            x = np.asarray(x)
-            if tuple(x.shape) != t.shape:
-                raise UsageError(f"input {t.name!r}: value has shape {list(x.shape)}, the model wants {list(t.shape)}")
-            fixed.append(x.astype(NUMPY_DTYPES.get(t.dtype, x.dtype), copy=False))
-        out.append(fixed)
-    return out
+SampleSink = Callable[[int, list[np.ndarray], list[np.ndarray]], None]
 
 
 def check_models(model_a: Model, model_b: Model, *, samples: int = 1, seed: int = 0,
-                 inputs: list[list[np.ndarray]] | None = None, rtol: float = DEFAULT_RTOL,
-                 atol: float = DEFAULT_ATOL, backend: str = "auto") -> CheckResult:
-    """Run both models (subgraph 0) on the same inputs and compare B's outputs to A's."""
+                 inputs: Iterable[list[np.ndarray]] | None = None, tolerance: Tolerance = Tolerance(),
+                 backend: str = "auto", on_sample: SampleSink | None = None,
+                 deadline: Deadline | None = None) -> CheckResult:
+    """Run both models (subgraph 0) on the same inputs and compare B's outputs to A's.
+
+    `inputs` (already conformed to the model's inputs) replaces the random samples; each sample
+    is generated, run, compared and handed to `on_sample(index, inputs, expected)` before the
+    next one exists."""
     graph_a, graph_b = model_a.graphs[0], model_b.graphs[0]
     _check_signatures(graph_a, graph_b)
     if inputs is None:
-        if samples < 1:
-            raise UsageError("--samples must be at least 1")
-        inputs = random_inputs(graph_a, samples, seed)
-    else:
-        inputs = _check_given_inputs(graph_a, inputs)
-    run_a, run_b = runners([model_a, model_b], backend)
+        inputs = iter_random_inputs(graph_a.inputs, samples, seed)
+    run_a, run_b = runners([model_a, model_b], backend, deadline=deadline)
     names = [t.name for t in graph_a.outputs]
-    result = CheckResult([OutputDiff(n) for n in names], run_a.backend, len(inputs), rtol, atol, inputs)
-    for sample in inputs:
+    result = CheckResult([OutputDiff(n) for n in names], run_a.description, 0, tolerance)
+    for index, sample in enumerate(inputs):
+        if deadline:
+            deadline.check()
         want, got = run_a(sample), run_b(sample)
-        result.expected.append(want)
-        for total, diff in zip(result.outputs, compare_all(names, want, got, rtol, atol)):
+        if on_sample:
+            on_sample(index, sample, want)
+        for total, diff in zip(result.outputs, compare_all(names, want, got, tolerance)):
             total.merge(diff)
+        result.samples += 1
     return result
 
 
-def verify(original: Model, optimized: Model, samples: int, *, seed: int = 0, rtol: float = DEFAULT_RTOL,
-           atol: float = DEFAULT_ATOL, backend: str = "auto") -> CheckResult:
+def compare_to_expected(model: Model, inputs: Iterable[list[np.ndarray]], expected: Iterable[list[tuple[str, np.ndarray]]],
+                        *, tolerance: Tolerance = Tolerance(), backend: str = "auto",
+                        deadline: Deadline | None = None) -> CheckResult:
+    """Run `model` on each sample of `inputs` and compare with the stored outputs of the same
+    sample (matched to the model's outputs by name when the names match, else by position)."""
+    graph = model.graphs[0]
+    (run,) = runners([model], backend, deadline=deadline)
+    names = [t.name for t in graph.outputs]
+    result = CheckResult([OutputDiff(n) for n in names], run.description, 0, tolerance)
+    for sample, stored in _zip_samples(inputs, expected):
+        if deadline:
+            deadline.check()
+        want = [v for _, v in match_names(names, stored, what="expected file")]
+        got = run(sample)
+        for total, diff in zip(result.outputs, compare_all(names, want, got, tolerance)):
+            total.merge(diff)
+        result.samples += 1
+    return result
+
+
+def _zip_samples(first, second, what: str = "the input and expected files"):
+    """Pairs of samples from two iterables that must be equally long."""
+    first, second = iter(first), iter(second)
+    while True:
+        x, y = next(first, None), next(second, None)
+        if x is None and y is None:
+            return
+        if x is None or y is None:
+            raise UsageError(f"{what} hold different numbers of samples")
+        yield x, y
+
+
+def _bare(name: str) -> str:
+    """A tensor name without ONE's ":0" suffix (TestDataGenerator appends it to names without a colon)."""
+    return name[:-2] if name.endswith(":0") else name
+
+
+def match_names(names: list[str], stored: list[tuple[str, np.ndarray]], *, what: str) -> list[tuple[str, np.ndarray]]:
+    """`stored` values in the order of `names`: by name when the stored names are these names
+    (ONE's ":0" suffix ignored), else by position."""
+    if len(stored) != len(names):
+        raise UsageError(f"{what} has {len(stored)} values; {len(names)} expected")
+    by_name = {_bare(n): (n, v) for n, v in stored}
+    if len(by_name) == len(stored) and {_bare(n) for n in names} == set(by_name):
+        return [by_name[_bare(n)] for n in names]
+    return stored
+
+
+def verify(original: Model, optimized: Model, samples: int, *, seed: int = 0, tolerance: Tolerance = Tolerance(),
+           backend: str = "auto", deadline: Deadline | None = None) -> CheckResult:
     """check_models, raising CheckFailed (naming the failing outputs) when it does not pass."""
-    result = check_models(original, optimized, samples=samples, seed=seed, rtol=rtol, atol=atol, backend=backend)
+    result = check_models(original, optimized, samples=samples, seed=seed, tolerance=tolerance, backend=backend,
+                          deadline=deadline)
     if not result.passed:
         error = CheckFailed(result.failure_message())
         error.result = result
@@ -201,11 +333,20 @@ def verify(original: Model, optimized: Model, samples: int, *, seed: int = 0, rt
     return result
 
 
-def compare_files(path_a: str, path_b: str, rtol: float, atol: float, *, exact_integers: bool = True) -> list[OutputDiff]:
-    """Compare two h5 files in ONE's layout, value by value (by position, named after A)."""
-    from .h5io import read_h5
+def compare_files(path_a: str, path_b: str, tolerance: Tolerance = Tolerance()) -> CheckResult:
+    """Compare two h5 files in ONE's layout (or record-minmax files, record by record), value by
+    value: by /name when both files name the same tensors, else by position (named after A)."""
+    from .h5io import read_samples
 
-    a, b = read_h5(path_a), read_h5(path_b)
-    if len(a) != len(b):
-        raise UsageError(f"{path_a} has {len(a)} values, {path_b} has {len(b)}")
-    return compare_all([n for n, _ in a], [v for _, v in a], [v for _, v in b], rtol, atol, exact_integers=exact_integers)
+    result = None
+    for a, b in _zip_samples(read_samples(path_a), read_samples(path_b), f"{path_a} and {path_b}"):
+        if len(a) != len(b):
+            raise UsageError(f"{path_a} has {len(a)} values, {path_b} has {len(b)}")
+        names = [n for n, _ in a]
+        b = match_names(names, b, what=path_b)
+        if result is None:
+            result = CheckResult([OutputDiff(n) for n in names], "files", 0, tolerance)
+        for total, diff in zip(result.outputs, compare_all(names, [v for _, v in a], [v for _, v in b], tolerance)):
+            total.merge(diff)
+        result.samples += 1
+    return result

@@ -32,8 +32,9 @@ def _integer_quantized(t) -> bool:
 class Interpreter:
     """Runs the subgraphs of one Model. Stateless between calls."""
 
-    def __init__(self, model: Model):
+    def __init__(self, model: Model, *, deadline=None):
         self.model = model
+        self.deadline = deadline  # check.deadline.Deadline, checked before every operator
 
     def run(self, inputs: list[np.ndarray], graph_index: int = 0) -> list[np.ndarray]:
         """Outputs of subgraph `graph_index` for `inputs` (in the subgraph's input order)."""
@@ -47,10 +48,11 @@ class Interpreter:
         values: dict[int, np.ndarray] = {id(t): x for t, x in zip(graph.inputs, inputs)}
         remaining = self._last_uses(graph)
         for index, op in enumerate(graph.ops):
+            if self.deadline is not None:
+                self.deadline.check()
             kernel = KERNELS.get(op.kind)
             if kernel is None:
-                name = op.kind if op.kind != "CUSTOM" else f"CUSTOM({(op.opcode.custom_code or b'').decode(errors='replace')})"
-                raise UnsupportedOperator(f"reference interpreter cannot run {name} (op {index})")
+                raise UnsupportedOperator(f"reference interpreter cannot run {op_name(op)} (op {index})")
             if op.kind not in ("DEQUANTIZE", "QUANTIZE") and any(_integer_quantized(t) for t in (*op.inputs, *op.outputs)):
                 kernel = QUANTIZED_KERNELS.get(op.kind)
                 if kernel is None:
@@ -85,9 +87,11 @@ class Interpreter:
         if v is not None:
             return v
         if t.is_const:
+            where = f" (op {index})" if index is not None else ""
+            if getattr(t.record, "sparsity", None) is not None:  # stored compressed, not in its shape
+                raise UnsupportedOperator(f"reference interpreter cannot read sparse tensor {t.name!r}{where}")
             data = t.data
             if data.dtype == np.uint8 and t.dtype not in NUMPY_DTYPES:
-                where = f" (op {index})" if index is not None else ""
                 raise UnsupportedOperator(f"reference interpreter cannot read {t.dtype} tensor {t.name!r}{where}")
             return data
         where = f"{op.kind} (op {index})" if op is not None else "a graph output"
@@ -99,6 +103,13 @@ def run(model: Model, inputs: list[np.ndarray], graph_index: int = 0) -> list[np
     return Interpreter(model).run(inputs, graph_index)
 
 
+def op_name(op) -> str:
+    """The operator's kind; a custom operator with its custom code, e.g. CUSTOM(Landmarks2TransformMatrix)."""
+    if op.kind != "CUSTOM":
+        return op.kind
+    return f"CUSTOM({(op.opcode.custom_code or b'').decode(errors='replace')})"
+
+
 def unsupported_kinds(model: Model) -> list[str]:
-    """Operator kinds of `model` the reference interpreter has no kernel for."""
-    return sorted({op.kind for g in model.graphs for op in g.ops if op.kind not in KERNELS})
+    """Operator kinds of `model` the reference interpreter has no kernel for (custom ones named)."""
+    return sorted({op_name(op) for g in model.graphs for op in g.ops if op.kind not in KERNELS})

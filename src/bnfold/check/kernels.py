@@ -23,15 +23,16 @@ from collections.abc import Callable
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ..errors import ModelError
+from ..errors import CannotVerify, ModelError
 from ..ir.const import NUMPY_DTYPES
 from ..ir.graph import Op
 from ..ir.ops import FUSED_ACTIVATIONS as ACTIVATIONS
 
-MAX_WHILE_ITERATIONS = 1_000_000
+# A WHILE loop that runs longer is taken to never end (documented in the README).
+MAX_WHILE_ITERATIONS = 100_000
 
 
-class UnsupportedOperator(ModelError):
+class UnsupportedOperator(CannotVerify):
     """The reference interpreter has no kernel for an operator (or for its input types)."""
 
 
@@ -462,7 +463,8 @@ def k_while(interp, op, index, args):
         if not bool(np.asarray(interp.run_graph(cond, values)[0]).reshape(-1)[0]):
             return values
         values = interp.run_graph(body, values)
-    raise ModelError(f"WHILE (op {index}) did not stop after {MAX_WHILE_ITERATIONS} iterations")
+    raise CannotVerify(f"WHILE (op {index}) did not stop after {MAX_WHILE_ITERATIONS} iterations "
+                       "(the reference interpreter's cap)")
 
 
 def _resize_scale(size_in: int, size_out: int, align_corners: bool) -> np.float32:

@@ -1,0 +1,52 @@
+"""`optimize --check`: the optimized model against the original, as a whole or rewrite by rewrite.
+
+Modes: "whole" runs both models (LiteRT, else the reference interpreter); "local" checks each
+rewrite on its own (check/local.py); "auto" is whole when a backend runs the models and local
+otherwise, and says why. A failed check raises CheckFailed (with `.result` for its table); a check
+that cannot be carried out raises CannotVerify (exit 4). Either way nothing is written.
+"""
+
+from __future__ import annotations
+
+from ..errors import CannotVerify
+from ..ir.model import Model
+from .diff import DEFAULT_ATOL, DEFAULT_RTOL, CheckResult, Tolerance, verify
+from .local import LocalResult, verify_rewrites
+
+MODES = ("auto", "whole", "local")
+# A fold into float16 weights rounds each weight once more to float16 (relative error <= 2^-11):
+# the default tolerance allows four such units instead of float32's (measured: 2.7e-4 scaled err
+# on the project's float16 recipe, while float32 folds stay below 5e-7).
+FLOAT16_RTOL = 2e-3
+
+
+def check_tolerance(folds: list[dict], rtol: float | None = None, atol: float | None = None) -> Tolerance:
+    """The tolerance of --check: the user's where given; else the float32 default, or
+    FLOAT16_RTOL when a fold rewrote float16 weights."""
+    if rtol is None:
+        rtol = FLOAT16_RTOL if any(f.get("float16_weights") for f in folds) else DEFAULT_RTOL
+    return Tolerance(rtol, DEFAULT_ATOL if atol is None else atol)
+
+
+def verify_optimized(original: Model, optimized: Model, samples: int, *, tolerance: Tolerance = Tolerance(),
+                     mode: str = "auto", folds: list[dict] | None = None) -> tuple[CheckResult | LocalResult, dict]:
+    """The passing check's result and its entry for the report (mode, backend, measured errors)."""
+    why_local = None
+    if mode != "local":
+        try:
+            result = verify(original, optimized, samples, tolerance=tolerance)
+        except CannotVerify as e:
+            if mode == "whole":
+                raise
+            why_local = str(e)
+        else:
+            return result, {"mode": "whole", "backend": result.backend, "samples": result.samples,
+                            "scaled_err": result.worst.scaled, "max_abs_err": result.worst.max_abs,
+                            "outputs": [{"name": o.name, "max_abs": o.max_abs, "max_rel": o.max_rel, "scaled_err": o.scaled}
+                                        for o in result.outputs]}
+    result = verify_rewrites(original, optimized, samples, tolerance=tolerance, folds=folds)
+    if why_local:
+        result.backend += f" (no whole-model run: {why_local})"
+    return result, {"mode": "local", "backend": result.backend, "why": why_local, "samples": samples,
+                    "scaled_err": result.worst.scaled, "max_abs_err": result.worst.max_abs,
+                    "rewrites": [r.as_note() for r in result.regions]}

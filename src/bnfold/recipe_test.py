@@ -1,0 +1,133 @@
+"""`bnfold recipe test`: a recipe's value test, run the way a user's CI runs one.
+
+For each recipe: build the model in the recipe's format; run the unoptimized model on random
+inputs and store them and its outputs as input.h5 / expected.h5 (ONE's layout); optimize with the
+recipe's [expect] passes; check the operator-count rules; run the optimized model on input.h5
+and compare with expected.h5 under the recipe's tolerance. The project's own recipe tests
+(tests/test_recipes.py) call `run_recipe_test` too.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import api
+from .check.backend import runners
+from .check.diff import CheckResult, Tolerance, compare_to_expected, iter_random_inputs
+from .check.samples import SampleWriter, expected_samples, input_samples
+from .errors import BnfoldError, UsageError
+from .io.reader import read_model
+from .io.writer import save_model
+from .recipe.chef import build, load_recipe, recipe_format
+from .recipe.rules import broken_rules, expectation
+
+SAMPLES = 2
+SEED = 1
+
+
+@dataclass
+class Outcome:
+    """What one recipe's test found. `error` is set when it could not be carried out."""
+
+    name: str
+    passed: bool = False
+    failures: list[str] = field(default_factory=list)
+    error: str | None = None
+    result: CheckResult | None = None
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        """One line, dredd-style: PASS/FAIL/ERROR, the recipe, and why or how close."""
+        if self.error:
+            return f"ERROR {self.name}: {self.error}"
+        if not self.passed:
+            return f"FAIL  {self.name}: {'; '.join(self.failures)}"
+        worst = self.result.worst
+        return f"PASS  {self.name} (scaled err {worst.scaled:.2e}, {self.result.samples} samples, {self.result.backend})"
+
+
+def recipe_paths(arguments: list[str]) -> list[Path]:
+    """The recipe files named, a directory standing for its *.toml files."""
+    paths: list[Path] = []
+    for argument in arguments:
+        path = Path(argument)
+        if path.is_dir():
+            found = sorted(path.glob("*.toml"))
+            if not found:
+                raise UsageError("no *.toml recipes in this directory", argument)
+            paths += found
+        elif path.is_file():
+            paths.append(path)
+        else:
+            raise UsageError("recipe not found", argument)
+    return paths
+
+
+def run_recipe_test(path: Path, workdir: Path, *, samples: int = SAMPLES, seed: int = SEED, backend: str = "auto") -> Outcome:
+    """Build, store input/expected h5, optimize, check rules and values (module docstring)."""
+    outcome = Outcome(path.stem)
+    start = time.monotonic()
+    try:
+        _run(path, workdir, outcome, samples, seed, backend)
+    except BnfoldError as e:
+        outcome.error = str(e)
+    outcome.seconds = time.monotonic() - start
+    return outcome
+
+
+def _run(path: Path, workdir: Path, outcome: Outcome, samples: int, seed: int, backend: str) -> None:
+    recipe = load_recipe(path)
+    expect = expectation(recipe)
+    fmt = recipe_format(recipe)
+    model_path = workdir / f"{path.stem}{fmt.extension}"
+    save_model(build(recipe, fmt, where=path.stem), str(model_path), fmt)
+    inputs, expected = _store_expected(read_model(str(model_path)), workdir / f"{path.stem}.input.h5",
+                                       workdir / f"{path.stem}.expected.h5", samples, seed, backend)
+    model = read_model(str(model_path))
+    api.optimize(model, expect.passes)
+    outcome.failures += broken_rules(model, expect.rules)
+    optimized_path = workdir / f"{path.stem}.opt{fmt.extension}"
+    save_model(model, str(optimized_path), fmt)
+    optimized = read_model(str(optimized_path))
+    outcome.result = compare_to_expected(optimized, input_samples(optimized.graphs[0].inputs, inputs),
+                                         expected_samples(expected), tolerance=Tolerance(expect.rtol, expect.atol),
+                                         backend=backend)
+    if not outcome.result.passed:
+        outcome.failures.append(outcome.result.failure_message())
+    outcome.passed = not outcome.failures
+
+
+def _store_expected(model, input_path: Path, expected_path: Path, samples: int, seed: int, backend: str):
+    """Run the unoptimized model on `samples` random inputs and write input.h5 / expected.h5
+    (input.N.h5 ... when there are several); returns the two lists of files."""
+    graph = model.graphs[0]
+    (run,) = runners([model], backend)
+    write_in = SampleWriter(str(input_path), graph.inputs, samples)
+    write_out = SampleWriter(str(expected_path), graph.outputs, samples)
+    for index, sample in enumerate(iter_random_inputs(graph.inputs, samples, seed)):
+        write_in(index, sample)
+        write_out(index, run(sample))
+    return [write_in.path_of(i) for i in range(samples)], [write_out.path_of(i) for i in range(samples)]
+
+
+def junit_xml(outcomes: list[Outcome]) -> str:
+    """JUnit XML: one testsuite, one testcase per recipe (<failure> for broken rules or values,
+    <error> when the test could not be carried out)."""
+    from xml.etree import ElementTree as ET
+
+    suite = ET.Element("testsuite", name="bnfold recipe test", tests=str(len(outcomes)),
+                       failures=str(sum(1 for o in outcomes if not o.passed and not o.error)),
+                       errors=str(sum(1 for o in outcomes if o.error)),
+                       time=f"{sum(o.seconds for o in outcomes):.3f}")
+    for o in outcomes:
+        case = ET.SubElement(suite, "testcase", classname="recipes", name=o.name, time=f"{o.seconds:.3f}")
+        if o.error:
+            ET.SubElement(case, "error", message=o.error)
+        elif not o.passed:
+            ET.SubElement(case, "failure", message="; ".join(o.failures))
+        else:
+            ET.SubElement(case, "system-out").text = o.line()
+    ET.indent(suite)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
