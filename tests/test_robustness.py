@@ -16,6 +16,7 @@ from bnfold.errors import ModelError
 from bnfold.io import validate, writer
 from bnfold.io.reader import read_model
 from bnfold.passes import registry
+from bnfold.passes.leftovers import explain
 from bnfold.passes.report import Report
 
 from conftest import DATA, ROOT, build_recipe, object_tree, run_litert, tree_diff
@@ -277,7 +278,12 @@ def test_every_pass_skips_quantized_models_with_a_reason(spec, recipe, tmp_path)
         report.add(spec.name, i, result)
         changed |= result.changed
     assert not changed and report.folds == []
-    assert all(isinstance(s["reason"], str) and s["reason"] for s in report.skips)
+    assert all(isinstance(s.record["reason"], str) and s.record["reason"] for s in report.said)
     expected_skips = {"fuse_batchnorm_with_conv", "fuse_activation_function"} if "Relu" in recipe else {"fuse_batchnorm_with_conv"}
     if spec.name in expected_skips:
-        assert report.skips, f"{spec.name} saw its pattern in {recipe} but recorded no skip"
+        assert report.said, f"{spec.name} saw its pattern in {recipe} but recorded no skip"
+    # the report: the MUL and the ADD left, each with a reason (the pass's own when it spoke about them)
+    skips = explain(model, report.said, report.passes)
+    assert [s["at"]["kind"] for s in skips] == ["MUL", "ADD"] and all(s["reason"] for s in skips)
+    about_chain = any(s.record["at"]["kind"] in ("MUL", "ADD") for s in report.said)
+    assert all(s["pass"] == (spec.name if about_chain else None) for s in skips)

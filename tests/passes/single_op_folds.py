@@ -55,12 +55,16 @@ def only_the_first_op(layer, pass_name: str, kind: str, other: str):
 
 
 def leaves_other_kind(layer, pass_name: str, other: str):
-    """layer -> OTHER (the op this pass does not fold): nothing happens, nothing is reported."""
+    """layer -> OTHER (the op this pass does not fold): nothing happens, the pass says nothing; the
+    batch-norm candidate left gets its one report entry: the layer's batch-norm pass was not run."""
     n, y = layer()
     chain(n, y, [(other, None, False, "NONE")])
     recipe = n.recipe()
     _, report = optimize_and_compare(recipe, [pass_name], {recipe["operation"][0]["type"]: 1, other: 1})
-    assert not report.folds and not report.skips
+    assert not report.folds and report.counts()[pass_name] == (0, 0)
+    [skip] = report.skips
+    assert skip["at"]["kind"] == other and skip["pass"] is None and skip["reasons"] == {}
+    assert "fuse_batchnorm_with_" in skip["reason"] and "was not run" in skip["reason"]
 
 
 def refuses_activation_on_layer(layer, pass_name: str, kind: str):

@@ -43,4 +43,5 @@ def test_constant_of_input_channels_only_is_refused():
     model = build(recipe)
     report = api.optimize(model, [PASS])
     assert not report.folds and model.op_counts()["MUL"] == 1
-    assert any("does not match 6 channels" in s["reason"] for s in report.skips)
+    assert any("does not match 6 channels" in s.record["reason"] for s in report.said)
+    assert report.skips == []  # a [3] constant does not broadcast onto 6 channels: no batch-norm candidate

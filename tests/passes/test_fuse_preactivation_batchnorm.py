@@ -73,7 +73,8 @@ def test_recipe_with_negative_and_zero_scales_leaves_what_cannot_fold(tmp_path, 
     counts = model.op_counts()
     assert counts["MUL"] == 2 and counts["ADD"] == 3 and counts.get("RELU", 0) == 0
     skips = {s["at"]["output"]: s for s in _pre_skips(report)}
-    assert set(skips) == {"gax", "gcx", "ab"}
+    assert set(skips) == {"gax", "aa", "gcx", "ac", "ab"}  # every op of each chain left: MUL -> ADD(RELU)
+    assert [skips[c]["chain"] for c in ("gax", "gcx")] == [skips[c]["chain"] for c in ("aa", "ac")]
     assert skips["gax"]["zero_channels"] == [2] and "SAME padding" in skips["gax"]["reason"]
     assert skips["gcx"]["negative_channels"] == [3, 7] and skips["gcx"]["zero_channels"] == [0]
     assert "negative scale" in skips["gcx"]["reason"]
@@ -133,5 +134,5 @@ def test_graph_output_in_the_way_blocks_the_fold(tmp_path):
     path = _model_with(tmp_path, graph_output_extra="y")
     model, report = _optimize(path, ["fuse_preactivation_batchnorm"])
     assert model.op_counts()["MUL"] == 1
-    [skip] = _pre_skips(report)
-    assert "graph output" in skip["reason"]
+    mul, add = _pre_skips(report)
+    assert "graph output" in mul["reason"] and add["reason"] == mul["reason"]

@@ -17,6 +17,7 @@ from bnfold.io.reader import read_model
 from bnfold.ir.ops import LAYERS
 from bnfold.passes import layout
 from bnfold.passes.backward import fold_backward
+from bnfold.passes.leftovers import explain
 from bnfold.passes.report import Refusal, Report
 
 from bn_models import Net
@@ -30,6 +31,7 @@ def fold(model, kind):
     result = fold_backward(model.graphs[0], LAYERS[kind].backward_pass)
     report.add(f"fold_{kind}", 0, result)
     model.graphs[0].cleanup()
+    report.skips = explain(model, report.said, report.passes)  # what the manager does at the end of a run
     return result.changed, report
 
 

@@ -35,6 +35,7 @@ import numpy as np
 from ..ir.graph import Graph, Op, Tensor, float_source
 from ..ir.ops import AFFINE_KINDS, LAYERS, LAYOUT_KINDS, Layer
 from .affine import AffineChain, as_float32, finite, freed_constants, match_chain, remove_chain, scale_along
+from .candidates import candidate, dtype_refusal
 from .layout import follow
 from .report import PassResult, Refusal, float16_note
 
@@ -140,8 +141,8 @@ def chain_after(graph: Graph, layer: Op, chain_kinds: frozenset[str] = AFFINE_KI
         uniform = _uniform_chain_after(graph, out, chain_kinds)
         if uniform is not None:
             return uniform
-        blocked = path.at.outputs[0]
-        return path if any(u.kind in chain_kinds for u in graph.consumers(blocked)) else None
+        readers = [u for u in graph.consumers(path.at.outputs[0]) if u.kind in chain_kinds]
+        return Refusal(path.reason, readers[0]) if readers else None  # about the chain, not the layout op
     chain = match_chain(graph, path.tensor, path.axis, kinds=chain_kinds)
     if isinstance(chain, Refusal) and path.ops:
         chain.reason += f" (after {path.describe()} the layer's channel is on axis {path.axis})"
@@ -173,13 +174,19 @@ def _report_unmatched(graph: Graph, result: PassResult, out: Tensor, chain_kinds
         if len(layout) != 1 or len(way) > len(graph.ops):
             return
         way.append(layout[0].outputs[0])
-    affine = next(op for op in graph.consumers(way[-1]) if op.kind in chain_kinds)
+    # the reader the skip is about: a batch-norm candidate if there is one (a conv's output read by
+    # a swish MUL and a scalar ADD: the ADD)
+    affine = min((op for op in graph.consumers(way[-1]) if op.kind in chain_kinds), key=lambda op: candidate(op) is None)
     for t in way:
         if graph.is_observed(t) or len(graph.consumers(t)) > 1:
             what = "is a graph output (or named by a signature)" if graph.is_observed(t) else "has other readers"
             result.skip(affine, f"{t.name!r} on the way to the chain {what}, which must keep the unscaled value",
                         layer=out.name)
             return
+    problem = (c := candidate(affine)) and dtype_refusal(c)
+    if problem:  # e.g. int8 weights behind a DEQUANTIZE (hybrid), a quantized chain
+        result.skip(affine, problem, layer=out.name)
+        return
     # a per-channel-sized operand computed at runtime (not a full feature map, like a residual)
     others = [t for t in affine.inputs if t is not None and t is not way[-1]]
     if len(others) == 1 and not others[0].is_const and np.prod(others[0].shape) < np.prod(way[-1].shape):

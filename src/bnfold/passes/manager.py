@@ -2,13 +2,15 @@
 
 Like ONE's restart strategy, a change by any pass starts another round of all selected passes,
 so folds cascade. Rounds are capped (MAX_ROUNDS), so no input can make the manager loop forever.
-Skips are kept only from the final round: a candidate skipped early may fold once another pass
-has run, and the report lists what was left unfolded at the end.
+What passes refuse is kept only from the final round: a candidate skipped early may fold once
+another pass has run. At the end the skip list is made from it by construction: exactly one entry
+per batch-norm candidate left in the model, none for any other op (leftovers.py).
 """
 
 from __future__ import annotations
 
 from ..ir.model import Model
+from .leftovers import explain
 from .registry import PassSpec
 from .report import Report
 
@@ -19,7 +21,7 @@ def run_passes(model: Model, specs: list[PassSpec], *, max_rounds: int = MAX_ROU
     report = Report([s.name for s in specs])
     for round_no in range(1, max_rounds + 1):
         report.rounds = round_no
-        report.skips.clear()
+        report.said.clear()
         changed = False
         for spec in specs:
             for index, graph in enumerate(model.graphs):
@@ -33,4 +35,5 @@ def run_passes(model: Model, specs: list[PassSpec], *, max_rounds: int = MAX_ROU
             break
     else:
         report.converged = False
+    report.skips = explain(model, report.said, report.passes)
     return report

@@ -1,10 +1,12 @@
 """What passes say: a `Refusal` when a match fails, a `PassResult` from each run, the run's `Report`.
 
 Every matcher either returns what it found or a `Refusal` carrying the reason (and the op it is
-about); the reason is shown verbatim in the report. A pass returns a `PassResult` listing its folds
-and the candidates it refused; the manager collects them into the `Report` of the whole run. Ops
-are described by kind, output tensor name and their position in the model as read (None for ops
-a pass made), which costs nothing to compute however large the graph.
+about: the batch-norm candidate, never a layout op or layer on the way); the reason is shown
+verbatim in the report. A pass returns a `PassResult` listing its folds and the candidates it
+refused; the manager collects them into the `Report` of the whole run, whose skip list has one
+entry per batch-norm candidate left in the output (leftovers.py). Ops are described by kind,
+output tensor name and their position in the model as read (None for ops a pass made), which
+costs nothing to compute however large the graph.
 """
 
 from __future__ import annotations
@@ -66,10 +68,11 @@ def _plain(value):
 
 @dataclass
 class PassResult:
-    """What one run of one pass over one graph did."""
+    """What one run of one pass over one graph did. `skipped[i]` is the op `skips[i]` is about."""
 
     folds: list[dict] = field(default_factory=list)
     skips: list[dict] = field(default_factory=list)
+    skipped: list[Op] = field(default_factory=list, repr=False)
 
     @property
     def changed(self) -> bool:
@@ -83,6 +86,7 @@ class PassResult:
 
     def skip(self, at: Op, reason: str | Refusal, **details) -> None:
         self.skips.append({"at": describe(at), "reason": str(reason), **details})
+        self.skipped.append(at)
 
     def refuse(self, refusal: Refusal, fallback: Op, **details) -> None:
         """Record a refusal at the op it is about (or at `fallback`)."""
@@ -90,8 +94,20 @@ class PassResult:
 
 
 @dataclass
+class Said:
+    """One refusal a pass recorded in the current round: the op it is about and its record."""
+
+    pass_name: str
+    op: Op
+    record: dict
+
+
+@dataclass
 class Report:
-    """Everything a run of the pass manager did, as the JSON report shows it."""
+    """Everything a run of the pass manager did, as the JSON report shows it.
+
+    `said` collects the passes' refusals of the current round; at the end of the run the manager
+    turns them into `skips`, one entry per batch-norm candidate left (leftovers.explain)."""
 
     passes: list[str]
     folds: list[dict] = field(default_factory=list)
@@ -99,15 +115,18 @@ class Report:
     notes: list[dict] = field(default_factory=list)
     rounds: int = 0
     converged: bool = True
+    said: list[Said] = field(default_factory=list, repr=False)
 
     def add(self, pass_name: str, graph_index: int, result: PassResult) -> None:
         where = {"pass": pass_name, "subgraph": graph_index}
         self.folds.extend({**where, **f} for f in result.folds)
-        self.skips.extend({**where, **s} for s in result.skips)
+        self.said.extend(Said(pass_name, op, {**where, **s}) for op, s in zip(result.skipped, result.skips))
 
     def counts(self) -> dict[str, tuple[int, int]]:
+        """Per pass: chains it folded, and chains left in the output that it refused."""
         folds = Counter(f["pass"] for f in self.folds)
-        skips = Counter(s["pass"] for s in self.skips)
+        chains = {(s["subgraph"], tuple(op["output"] for op in s["chain"])): s["reasons"] for s in self.skips}
+        skips = Counter(name for reasons in chains.values() for name in reasons)
         return {name: (folds[name], skips[name]) for name in self.passes}
 
     def to_json(self) -> str:

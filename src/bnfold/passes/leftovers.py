@@ -1,0 +1,95 @@
+"""The report's skip list: one entry for every batch-norm candidate left in the output, and nothing else.
+
+Passes say why they refuse something wherever they meet it (report.Refusal). At the end of a run
+the manager turns what they said into the skip list by construction:
+
+* every candidate left in the output model (candidates.py) gets exactly one entry; no other op
+  gets one (a pass's refusal about a RELU or a residual ADD is not about a batch norm);
+* a pass refusing a chain refuses all of it, so what passes said about any op of a chain applies
+  to every candidate of that chain (candidates.chains: also a MUL whose constant varies along two
+  axes, which is no candidate but stops the fold of the ADD after it); an entry keeps each pass's reason (`reasons`: pass -> reason) and
+  one `reason`, the most specific: the last pass, in run order, that spoke (later passes are the
+  ones trying what earlier ones could not take), unless its reason hands the candidate to another
+  pass that also spoke (names it);
+* a candidate no pass said anything about gets a reason computed from where it sits
+  (`pass` is None then): its constant behind a DEQUANTIZE or not float32, the pass that would fold
+  it not run, no conv-like layer on either side, or, failing those, its neighbours.
+
+Entries describe ops by kind, output tensor name and position as read (report.describe); `chain`
+lists the chain the op belongs to.
+"""
+
+from __future__ import annotations
+
+from ..ir.graph import Graph, Op
+from ..ir.model import Model
+from ..ir.ops import LAYERS
+from .candidates import Candidate, candidate, chains, dtype_refusal, name_op, sinks, source
+from .report import Said, describe
+
+FORWARD_PASSES = ("fuse_preactivation_batchnorm", "fuse_batchnorm_forward")
+CONCAT_PASS = "fuse_batchnorm_with_concat"
+
+
+def explain(model: Model, said: list[Said], passes: list[str]) -> list[dict]:
+    """The skip list of a run over `model` (as it is now), from what `passes` said in the final round."""
+    by_op: dict[int, list[Said]] = {}
+    for s in said:
+        by_op.setdefault(id(s.op), []).append(s)
+    entries = []
+    for gi, graph in enumerate(model.graphs):
+        for chain in chains(graph):
+            heard = [s for op in chain for s in by_op.get(id(op), [])]
+            entries.extend(_entries(gi, graph, chain, heard, passes))
+    return entries
+
+
+def _entries(gi: int, graph: Graph, chain: list[Op], heard: list[Said], passes: list[str]) -> list[dict]:
+    reasons: dict[str, str] = {}
+    details: dict = {}
+    for s in sorted(heard, key=lambda s: passes.index(s.pass_name) if s.pass_name in passes else -1):
+        text = s.record["reason"]
+        known = reasons.get(s.pass_name)
+        reasons[s.pass_name] = text if known is None or text in known.split("; ") else f"{known}; {text}"
+        details.update({k: v for k, v in s.record.items() if k not in ("at", "reason", "pass", "subgraph")})
+    chosen = _most_specific(reasons)
+    found = [c for c in map(candidate, chain) if c is not None]
+    reason = reasons[chosen] if chosen else position_reason(graph, chain, found, passes)
+    members = [describe(op) for op in chain]
+    return [{"subgraph": gi, "at": describe(c.op), "pass": chosen, "reason": reason, "reasons": reasons,
+             "chain": members, **details} for c in found]
+
+
+def _most_specific(reasons: dict[str, str]) -> str | None:
+    """The last pass that spoke, unless its reason names another pass that spoke (it defers)."""
+    spoke = list(reasons)
+    for name in reversed(spoke):
+        if not any(other != name and other in reasons[name] for other in spoke):
+            return name
+    return spoke[-1] if spoke else None
+
+
+def position_reason(graph: Graph, chain: list[Op], found: list[Candidate], passes: list[str]) -> str:
+    """Why a chain (its candidates `found`) no pass spoke about stays, from where it sits and
+    which passes ran."""
+    problem = next(filter(None, map(dtype_refusal, found)), None)
+    if problem:
+        return problem
+    producer, _ = source(graph, chain)
+    readers, observed = sinks(graph, chain)
+    where = _between(producer, readers, observed)
+    if producer is not None and producer.kind in LAYERS and LAYERS[producer.kind].backward_pass not in passes:
+        return f"{LAYERS[producer.kind].backward_pass}, which folds it into the {producer.kind} before it, was not run ({where})"
+    if producer is not None and producer.kind == "CONCATENATION" and CONCAT_PASS not in passes:
+        return f"{CONCAT_PASS}, which folds it into the layers before the CONCATENATION, was not run ({where})"
+    layer_readers = [u for u in readers if u.kind in LAYERS and LAYERS[u.kind].forward]
+    if layer_readers and not any(p in passes for p in FORWARD_PASSES):
+        return f"{' and '.join(FORWARD_PASSES)}, which fold it into the layers reading it, were not run ({where})"
+    if (producer is None or producer.kind not in LAYERS) and not any(u.kind in LAYERS for u in readers):
+        return f"no conv-like layer produces its input or reads its result, directly or through layout ops ({where})"
+    return f"no pass that ran matched it as a batch norm ({where})"
+
+
+def _between(producer: Op | None, readers: list[Op], observed: bool) -> str:
+    read = [name_op(u) for u in readers] + (["the graph output"] if observed else [])
+    return f"it sits between {name_op(producer)} and {', '.join(read) or 'nothing'}"
