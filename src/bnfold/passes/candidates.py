@@ -144,14 +144,15 @@ def chains(graph: Graph) -> list[list[Op]]:
 
 # ---- where a candidate sits -------------------------------------------------------------------
 
-def source(graph: Graph, chain: list[Op]) -> tuple[Op | None, Tensor]:
-    """What makes the chain's data, looking back through layout ops whose output only the chain
-    reads: (that op or None for a graph input, the tensor it makes)."""
+def source(graph: Graph, chain: list[Op]) -> tuple[Op | None, bool]:
+    """What makes the chain's data, looking back through layout ops: (that op, None for a graph
+    input; whether a tensor on the way has another reader or is seen outside)."""
     t = _operands(chain[0])[0]
-    while t.producer is not None and t.producer.kind in LAYOUT_KINDS and not graph.is_observed(t) \
-            and len(graph.consumers(t)) == 1 and t.producer.input(0) is not None:
+    shared = graph.is_observed(t) or len(graph.consumers(t)) > 1
+    while t.producer is not None and t.producer.kind in LAYOUT_KINDS and t.producer.input(0) is not None:
         t = t.producer.input(0)
-    return t.producer, t
+        shared = shared or graph.is_observed(t) or len(graph.consumers(t)) > 1
+    return t.producer, shared
 
 
 def sinks(graph: Graph, chain: list[Op]) -> tuple[list[Op], bool]:

@@ -75,9 +75,12 @@ def position_reason(graph: Graph, chain: list[Op], found: list[Candidate], passe
     problem = next(filter(None, map(dtype_refusal, found)), None)
     if problem:
         return problem
-    producer, _ = source(graph, chain)
+    producer, shared = source(graph, chain)
     readers, observed = sinks(graph, chain)
     where = _between(producer, readers, observed)
+    if producer is not None and (producer.kind in LAYERS or producer.kind == "CONCATENATION") and shared:
+        return (f"the {producer.kind} output on the way to it has other readers or is a graph output, which must "
+                f"keep the unscaled value ({where})")
     if producer is not None and producer.kind in LAYERS and LAYERS[producer.kind].backward_pass not in passes:
         return f"{LAYERS[producer.kind].backward_pass}, which folds it into the {producer.kind} before it, was not run ({where})"
     if producer is not None and producer.kind == "CONCATENATION" and CONCAT_PASS not in passes:
