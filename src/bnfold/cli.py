@@ -10,7 +10,6 @@ import functools
 import math
 import os
 import sys
-from collections import Counter
 
 import click
 
@@ -187,9 +186,9 @@ def optimize(input_path, output_path, input_option, output_option, passes, group
 
 
 def _fold_counts(report: dict) -> dict[str, tuple[int, int]]:
-    folds = Counter(f["pass"] for f in report["folds"])
-    skips = Counter(s["pass"] for s in report["skips"])
-    return {name: (folds[name], skips[name]) for name in report["passes"]}
+    from .passes.report import pass_counts
+
+    return pass_counts(report)
 
 
 def _write_text(path: str, text: str) -> None:
@@ -226,8 +225,15 @@ def convert(input_path, output_path, external_buffers, in_place):
 @click.argument("model_path", metavar="MODEL")
 @click.option("--operators", is_flag=True, help="List every operator with its inputs and outputs.")
 @click.option("--tensors", is_flag=True, help="List every tensor.")
-def inspect(model_path, operators, tensors):
-    """Print operator counts of MODEL (and, optionally, its operators and tensors)."""
+@click.option("--leftovers", is_flag=True,
+              help="List the batch-norm candidates (MUL/ADD/SUB/DIV by a per-channel or scalar constant) and where they sit.")
+@click.option("--report", "report_path", default=None, metavar="R.json",
+              help="With --leftovers: the report of the optimize run that wrote MODEL, to say why each candidate stayed.")
+def inspect(model_path, operators, tensors, leftovers, report_path):
+    """Print operator counts of MODEL (and, optionally, its operators, tensors and batch-norm leftovers)."""
+    if report_path and not leftovers:
+        raise UsageError("--report needs --leftovers")
+    report = _read_report(report_path) if report_path else None
     model = api.load(model_path)
     click.echo(f"{model_path}: {model.format.name}, {len(model.graphs)} subgraph(s), {len(model.buffers)} buffers")
     for kind, count in sorted(model.op_counts().items(), key=lambda kv: (-kv[1], kv[0])):
@@ -245,6 +251,49 @@ def inspect(model_path, operators, tensors):
             for i, t in enumerate(graph.tensors):
                 const = " const" if t.is_const else ""
                 click.echo(f"  {i:>4} {t.name} {t.dtype}{list(t.shape)}{const}")
+    if leftovers:
+        _print_leftovers(model, report, report_path)
+
+
+def _read_report(path: str) -> dict:
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            report = json.load(f)
+    except FileNotFoundError:
+        raise UsageError("report not found", path) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise UsageError(f"not a JSON report: {str(e).splitlines()[0]}", path) from None
+    skips = report.get("skips") if isinstance(report, dict) else None
+    if not isinstance(skips, list) or not all(isinstance(s, dict) and isinstance(s.get("at"), dict) for s in skips):
+        raise UsageError("not a bnfold optimize report (no list of skips)", path)
+    return report
+
+
+def _print_leftovers(model, report: dict | None, report_path: str | None) -> None:
+    from .passes.leftovers import listing
+
+    rows, unmatched = listing(model, report)
+    click.echo(f"batch-norm candidates: {len(rows)}")
+    for r in rows:
+        act = f" [{r['activation']}]" if r["activation"] != "NONE" else ""
+        axis = "a scalar" if r["axis"] is None else f"along axis {r['axis']} of {r['data_shape']}"
+        via = " behind a DEQUANTIZE" if r["dequantized"] else ""
+        click.echo(f"  subgraph {r['subgraph']} #{r['index']} {r['kind']}{act} -> {r['output']!r}")
+        click.echo(f"      constant {r['constant']!r} {r['dtype']}{r['shape']}{via}, {axis}")
+        click.echo(f"      data from {r['data_from']}; read by {', '.join(r['read_by']) or 'nothing'}")
+        if len(r["chain"]) > 1:
+            click.echo(f"      chain {' -> '.join(r['chain'])}")
+        if report is not None:
+            if r["reason"] is None:
+                click.echo("      stays: (no entry in the report: is it the report of the run that wrote this model?)")
+            else:
+                by = ", ".join(r["passes"]) or "no pass spoke; from where it sits"
+                click.echo(f"      stays: {r['reason']} [{by}]")
+    if unmatched:
+        click.echo(f"warning: {len(unmatched)} skip entries of {report_path} name no candidate of this model "
+                   f"(first: {unmatched[0][1]} -> {unmatched[0][2]!r})")
 
 
 def _value_options(function):

@@ -96,3 +96,34 @@ def position_reason(graph: Graph, chain: list[Op], found: list[Candidate], passe
 def _between(producer: Op | None, readers: list[Op], observed: bool) -> str:
     read = [name_op(u) for u in readers] + (["the graph output"] if observed else [])
     return f"it sits between {name_op(producer)} and {', '.join(read) or 'nothing'}"
+
+
+# ---- listing the candidates of any model (bnfold inspect --leftovers) -------------------------
+
+def listing(model: Model, report: dict | None = None) -> tuple[list[dict], list[tuple]]:
+    """(every candidate of `model` with where it sits — and, given the report of the optimize run
+    that wrote `model`, why it stayed —, the report's entries that name no candidate of `model`
+    as (subgraph, kind, output)). Report entries are matched by subgraph, kind and output tensor
+    name: their `index` is the op's position in the optimize run's *input*."""
+    entries = {}
+    for s in (report or {}).get("skips", []):
+        entries.setdefault((s.get("subgraph"), s["at"].get("kind"), s["at"].get("output")), s)
+    rows, used = [], set()
+    for gi, graph in enumerate(model.graphs):
+        for chain in chains(graph):
+            for c in filter(None, map(candidate, chain)):
+                key = (gi, c.op.kind, c.op.outputs[0].name)
+                row = {"subgraph": gi, "index": c.op.index, "kind": c.op.kind, "activation": c.op.fused_activation,
+                       "output": key[2], "constant": c.stored.name, "dtype": c.stored.dtype,
+                       "shape": list(c.constant.shape), "dequantized": c.dequantized, "axis": c.axis,
+                       "data_shape": list(c.data.shape), "data_from": name_op(c.data.producer),
+                       "read_by": [name_op(u) for u in graph.consumers(c.op.outputs[0])]
+                       + (["the graph output"] if graph.is_observed(c.op.outputs[0]) else []),
+                       "chain": [name_op(op) for op in chain]}
+                if report is not None:
+                    entry = entries.get(key)
+                    used.add(key)
+                    row.update(reason=None if entry is None else entry["reason"],
+                               passes=None if entry is None else entry.get("reasons", {}))
+                rows.append(row)
+    return rows, [k for k in entries if k not in used]

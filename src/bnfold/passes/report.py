@@ -123,12 +123,18 @@ class Report:
         self.said.extend(Said(pass_name, op, {**where, **s}) for op, s in zip(result.skipped, result.skips))
 
     def counts(self) -> dict[str, tuple[int, int]]:
-        """Per pass: chains it folded, and chains left in the output that it refused."""
-        folds = Counter(f["pass"] for f in self.folds)
-        chains = {(s["subgraph"], tuple(op["output"] for op in s["chain"])): s["reasons"] for s in self.skips}
-        skips = Counter(name for reasons in chains.values() for name in reasons)
-        return {name: (folds[name], skips[name]) for name in self.passes}
+        return pass_counts({"passes": self.passes, "folds": self.folds, "skips": self.skips})
 
     def to_json(self) -> str:
         return json.dumps(_plain({"passes": self.passes, "rounds": self.rounds, "converged": self.converged,
                                   "folds": self.folds, "skips": self.skips, "notes": self.notes}), indent=2)
+
+
+def pass_counts(report: dict) -> dict[str, tuple[int, int]]:
+    """Per pass of a report (a Report or its JSON form): (chains it folded, chains left in the
+    output that it refused). A chain is counted once however many of its ops are listed, and by
+    every pass that refused it."""
+    folds = Counter(f["pass"] for f in report["folds"])
+    chains = {(s["subgraph"], tuple(op["output"] for op in s["chain"])): s["reasons"] for s in report["skips"]}
+    skips = Counter(name for reasons in chains.values() for name in reasons)
+    return {name: (folds[name], skips[name]) for name in report["passes"]}
