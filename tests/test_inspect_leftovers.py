@@ -89,3 +89,14 @@ def test_bad_report_arguments_are_usage_errors(tmp_path, capsys):
         assert run(["inspect", FIXTURE, *args]) == 2
         [line] = capsys.readouterr().err.strip().splitlines()
         assert line.startswith("bnfold: error: ") and words in line
+
+
+def test_readme_example_is_what_the_commands_print(tmp_path, capsys, monkeypatch):
+    readme = (DATA.parent.parent / "README.md").read_text()
+    block = readme.split("$ bnfold inspect out.tflite --leftovers --report r.json\n", 1)[1].split("```", 1)[0]
+    shown = [line for line in block.splitlines() if line.strip() != "..."]
+    monkeypatch.chdir(tmp_path)
+    assert run(["optimize", FIXTURE, "out.tflite", "--report", "r.json", "-q"]) == 0
+    assert run(["inspect", "out.tflite", "--leftovers", "--report", "r.json"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert shown and all(line in printed for line in shown), [line for line in shown if line not in printed]
