@@ -7,13 +7,15 @@ the manager turns what they said into the skip list by construction:
   gets one (a pass's refusal about a RELU or a residual ADD is not about a batch norm);
 * a pass refusing a chain refuses all of it, so what passes said about any op of a chain applies
   to every candidate of that chain (candidates.chains: also a MUL whose constant varies along two
-  axes, which is no candidate but stops the fold of the ADD after it); an entry keeps each pass's reason (`reasons`: pass -> reason) and
-  one `reason`, the most specific: the last pass, in run order, that spoke (later passes are the
-  ones trying what earlier ones could not take), unless its reason hands the candidate to another
-  pass that also spoke (names it);
-* a candidate no pass said anything about gets a reason computed from where it sits
-  (`pass` is None then): its constant behind a DEQUANTIZE or not float32, the pass that would fold
-  it not run, no conv-like layer on either side, or, failing those, its neighbours.
+  axes, which is no candidate but stops the fold of the ADD after it);
+* an entry keeps each pass's reason (`reasons`: pass -> reason) and one `reason`, the most
+  specific: the last pass, in run order, that spoke (later passes are the ones trying what earlier
+  ones could not take), unless its reason hands the candidate to another pass that also spoke
+  (names it);
+* a candidate no pass said anything about gets a reason computed from where it sits (`pass` is
+  None then): a constant or data type no fold reads, a layer's output on the way read elsewhere,
+  the pass that would fold it not run, no conv-like layer on either side, or, failing those, its
+  neighbours.
 
 Entries describe ops by kind, output tensor name and position as read (report.describe); `chain`
 lists the chain the op belongs to.
@@ -29,6 +31,7 @@ from .report import Said, describe
 
 FORWARD_PASSES = ("fuse_preactivation_batchnorm", "fuse_batchnorm_forward")
 CONCAT_PASS = "fuse_batchnorm_with_concat"
+ENTRY_KEYS = ("subgraph", "at", "pass", "reason", "reasons", "chain")  # a pass's details never replace these
 
 
 def explain(model: Model, said: list[Said], passes: list[str]) -> list[dict]:
@@ -51,7 +54,7 @@ def _entries(gi: int, graph: Graph, chain: list[Op], heard: list[Said], passes: 
         text = s.record["reason"]
         known = reasons.get(s.pass_name)
         reasons[s.pass_name] = text if known is None or text in known.split("; ") else f"{known}; {text}"
-        details.update({k: v for k, v in s.record.items() if k not in ("at", "reason", "pass", "subgraph")})
+        details.update({k: v for k, v in s.record.items() if k not in ENTRY_KEYS})
     chosen = _most_specific(reasons)
     found = [c for c in map(candidate, chain) if c is not None]
     reason = reasons[chosen] if chosen else position_reason(graph, chain, found, passes)
