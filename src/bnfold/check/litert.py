@@ -17,19 +17,13 @@ from ..io.formats import TFLITE
 from ..io.writer import serialize
 from ..ir.model import Model
 
-TFLITE_SCHEMA_VERSION = 3
 RESOLVERS = {"default": "AUTO", "plain": "BUILTIN_WITHOUT_DEFAULT_DELEGATES", "reference": "BUILTIN_REF"}
 
 
 def tflite_bytes(model: Model) -> bytes:
     """The model as TFLite bytes (refuses Circle-only content with a ModelError)."""
     out = io.BytesIO()
-    version = model.version
-    model.version = TFLITE_SCHEMA_VERSION  # Circle files say 0; LiteRT accepts only 3
-    try:
-        serialize(model, out, TFLITE)
-    finally:
-        model.version = version
+    serialize(model, out, TFLITE)  # from Circle, this writes TFLite's Model.version (3), as LiteRT needs
     return out.getvalue()
 
 

@@ -5,12 +5,14 @@ Circle ("CIR0") uses ONE's `circle-schema` package (schema 0.10). Both are gener
 near-identical schemas, so generated classes are looked up by name (`fmt.cls("TensorT")`) and the
 rest of bnfold never imports either binding directly.
 
-Where they differ (see docs/design.md):
+Where they differ (schemas/README.md has the full list):
 - opcode decoding: TFLite takes max(deprecated_builtin_code, builtin_code); Circle takes
   deprecated_builtin_code (read as int8, negatives are Circle-only operators) unless it is 127,
   in which case builtin_code;
 - Circle has negative BuiltinOperator and TensorType values of its own, and TensorType UINT4 has
-  a different number in each format; enums are therefore carried by name inside bnfold.
+  a different number in each format; enums are therefore carried by name inside bnfold;
+- Model.version: LiteRT refuses any TFLite file whose version is not 3; ONE's tools write 0 in
+  Circle files. A conversion writes the target's number, a same-format rewrite keeps the file's.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ class Format:
     name: str
     identifier: bytes
     extension: str
+    schema_version: int  # Model.version this format's tools write (LiteRT accepts only 3)
+    binding: str = field(repr=False)  # the distribution that ships the generated bindings
     _module: str = field(repr=False)
     _per_class_modules: bool = field(repr=False)
 
@@ -102,8 +106,8 @@ class Format:
         return record
 
 
-TFLITE = Format("tflite", b"TFL3", ".tflite", "ai_edge_litert.schema_py_generated", False)
-CIRCLE = Format("circle", b"CIR0", ".circle", "circle_schema.v0_10.circle", True)
+TFLITE = Format("tflite", b"TFL3", ".tflite", 3, "ai-edge-litert", "ai_edge_litert.schema_py_generated", False)
+CIRCLE = Format("circle", b"CIR0", ".circle", 0, "circle-schema", "circle_schema.v0_10.circle", True)
 FORMATS = (TFLITE, CIRCLE)
 
 

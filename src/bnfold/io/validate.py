@@ -15,70 +15,29 @@ length, and a legitimate file, whose objects do not overlap, cannot describe mor
 has. A file that does (offsets shared or aimed at each other to multiply the work) is rejected as
 an absurd structure before anything is allocated.
 
-The field tables below say what each vtable slot of each table holds. They are derived from the
-generated bindings by scripts/derive_schema_fields.py (and re-derived by a test, so a binding
-upgrade that changes the schema cannot go unnoticed). Kinds: "1"/"2"/"4"/"8" a scalar of that many
-bytes, "s" a string, "vN" a vector of N-byte elements (scalars or structs), "S" a vector of strings,
-"T:X" a table X, "V:X" a vector of tables X, "U:E" a union of enum E (its type is the slot before),
-"-" a slot nothing reads. Options tables with no fields are left out: they are checked
-structurally (vtable and inline size) like every other table.
+The field tables (package data, schema_fields.json) say what each vtable slot of each table holds,
+per format. schemas/derive_fields.py derives them from the generated bindings and tests re-derive
+them, so a binding upgrade that changes the schema cannot go unnoticed. Kinds: "1"/"2"/"4"/"8" a
+scalar of that many bytes, "s" a string, "vN" a vector of N-byte elements (scalars or structs), "S"
+a vector of strings, "T:X" a table X, "V:X" a vector of tables X, "U:E" a union of enum E (its type
+is the slot before), "-" a deprecated slot nothing reads. Tables with no fields are left out: they
+are checked structurally (vtable and inline size) like every other table. A field past the slots
+the binding knows, or a union member it does not know, is refused: the object API would not read
+it, so a rewrite would silently drop it.
 """
 
 from __future__ import annotations
 
+import json
 import struct
 from functools import lru_cache
+from importlib import metadata, resources
 
 import numpy as np
 
 from ..errors import ModelError
 
-TFLITE_TABLES = {  # table -> slot kinds; tables without fields are left out
-    'AddOptions': '1 1', 'ArgMaxOptions': '1', 'ArgMinOptions': '1', 'BatchMatMulOptions': '1 1 1',
-    'BidirectionalSequenceLSTMOptions': '1 4 4 1 1 1', 'BidirectionalSequenceRNNOptions': '1 1 1 1',
-    'BlockwiseQuantization': '4 4 4 v4', 'BucketizeOptions': 'v4', 'Buffer': 'v1 8 8', 'CallOnceOptions': '4',
-    'CallOptions': '4', 'CastOptions': '1 1', 'ConcatEmbeddingsOptions': '4 v4 v4', 'ConcatenationOptions': '4 1',
-    'Conv2DOptions': '1 4 4 1 4 4 1', 'Conv3DOptions': '1 4 4 4 1 4 4 4', 'CumsumOptions': '1 1',
-    'CustomQuantization': 'v1', 'DepthToSpaceOptions': '4', 'DepthwiseConv2DOptions': '1 4 4 4 1 4 4',
-    'DimensionMetadata': '1 4 1 U:SparseIndexVector 1 U:SparseIndexVector', 'DivOptions': '1',
-    'EmbeddingLookupSparseOptions': '1', 'ExternalBuffer': '4 4 8 8 s', 'ExternalBufferGroup': 's',
-    'FakeQuantOptions': '4 4 4 1', 'FullyConnectedOptions': '1 1 1 1 1 v1', 'GatherOptions': '4 4',
-    'GeluOptions': '1', 'HashtableOptions': '4 1 1', 'IfOptions': '4 4', 'Int32Vector': 'v4', 'L2NormOptions': '1',
-    'LSHProjectionOptions': '1', 'LSTMOptions': '1 4 4 1 1', 'LeakyReluOptions': '4',
-    'LocalResponseNormalizationOptions': '4 4 4 4', 'Metadata': 's 4', 'MirrorPadOptions': '1',
-    'Model': '4 V:OperatorCode V:SubGraph s V:Buffer v4 V:Metadata V:SignatureDef V:ExternalBufferGroup V:ExternalBuffer',
-    'MulOptions': '1', 'MultiAxisQuantization': '4 4 4 v4', 'OneHotOptions': '4',
-    'Operator': '4 v4 v4 1 U:BuiltinOptions v1 1 v1 v4 8 8 1 U:BuiltinOptions2 4', 'OperatorCode': '1 s 4 4',
-    'PackOptions': '4 4', 'Pool2DOptions': '1 4 4 4 4 1',
-    'QuantizationParameters': 'v4 v4 v4 v8 1 U:QuantizationDetails 4', 'RNNOptions': '1 1', 'RandomOptions': '8 8',
-    'ReduceWindowOptions': '4', 'ReducerOptions': '1', 'ReshapeOptions': 'v4', 'ResizeBilinearOptions': '- - 1 1',
-    'ResizeNearestNeighborOptions': '1 1', 'ReverseSequenceOptions': '4 4', 'SVDFOptions': '4 1 1',
-    'SequenceRNNOptions': '1 1 1', 'ShapeOptions': '1', 'SignatureDef': 'V:TensorMap V:TensorMap s - 4',
-    'SkipGramOptions': '4 4 1', 'SoftmaxOptions': '4', 'SpaceToDepthOptions': '4', 'SparseToDenseOptions': '1',
-    'SparsityParameters': 'v4 v4 V:DimensionMetadata', 'SplitOptions': '4', 'SplitVOptions': '4',
-    'SqueezeOptions': 'v4', 'StableHLOCompositeOptions': 's 4 v1 1 4', 'StablehloBroadcastInDimOptions': 'v8',
-    'StablehloCaseOptions': 'v4', 'StablehloCompareOptions': '4 4', 'StablehloConcatenateOptions': '8',
-    'StablehloConvolutionOptions': 'v8 v8 v8 v8 v1 8 8 v8 8 8 v8 8 8 v8 8 8 v4',
-    'StablehloCustomCallOptions': 's 1 s 4 v4 v1', 'StablehloDotGeneralOptions': 'v8 v8 v8 v8 v4',
-    'StablehloDynamicSliceOptions': 'v8', 'StablehloGatherOptions': 'v8 v8 v8 8 v8 1', 'StablehloIotaOptions': '8',
-    'StablehloPadOptions': 'v8 v8 v8', 'StablehloReduceOptions': 'v8 4',
-    'StablehloReduceWindowOptions': 'v8 v8 v8 v8 v8 4', 'StablehloRngBitGeneratorOptions': '1',
-    'StablehloScatterOptions': '1 v8 v8 v8 8 1 4', 'StablehloSliceOptions': 'v8 v8 v8',
-    'StablehloSortOptions': '8 1 4', 'StablehloTransposeOptions': 'v8', 'StablehloWhileOptions': '4 4',
-    'StridedSliceOptions': '4 4 4 4 4 1', 'SubGraph': 'V:Tensor v4 v4 V:Operator s 4', 'SubOptions': '1 1',
-    'Tensor': 'v4 1 4 s T:QuantizationParameters 1 T:SparsityParameters v4 1 V:VariantSubType 4', 'TensorMap': 's 4',
-    'TransposeConvOptions': '1 4 4 1 1', 'Uint16Vector': 'v2', 'Uint8Vector': 'v1',
-    'UnidirectionalSequenceLSTMOptions': '1 4 4 1 1 1', 'UniqueOptions': '1', 'UnpackOptions': '4 4',
-    'VarHandleOptions': 's s', 'VariantSubType': 'v4 1 1', 'WhileOptions': '4 4',
-}
-CIRCLE_TABLES_DIFF = {  # where Circle's tables differ
-    'BCQFullyConnectedOptions': '4 1', 'BCQGatherOptions': '4 4', 'BlockwiseQuantization': '4 4 4',
-    'FullyConnectedOptions': '1 1 1 1 1', 'GRUOptions': '1 1 1', 'InstanceNormOptions': '4 1', 'MXQuantization': '4',
-    'Model': '4 V:OperatorCode V:SubGraph s V:Buffer v4 V:Metadata V:SignatureDef', 'RmsNormOptions': '4',
-    'RoPEOptions': '4', 'RunModelOptions': 's s', 'SubGraph': 'V:Tensor v4 v4 V:Operator s - 4',
-    'Tensor': 'v4 1 4 s T:QuantizationParameters 1 T:SparsityParameters v4 1 V:VariantSubType 1',
-}
-CIRCLE_TABLES_ABSENT = ('ExternalBuffer', 'ExternalBufferGroup', 'MultiAxisQuantization')
+FIELD_TABLES = "schema_fields.json"  # package data written by schemas/derive_fields.py
 
 SLACK = 1024  # bytes of structure allowed beyond the file size before a file counts as absurd
 
@@ -91,6 +50,10 @@ _VT_HEAD = struct.Struct("<HH").unpack_from
 
 class _Malformed(Exception):
     """Raised inside the walk; turned into one ModelError by validate()."""
+
+
+class _Unknown(_Malformed):
+    """Sound, but holding a field or union member the binding does not know."""
 
 
 def _compile(spec: str) -> tuple:
@@ -114,14 +77,16 @@ def _compile(spec: str) -> tuple:
 
 
 @lru_cache(maxsize=None)
+def field_tables() -> dict[str, dict[str, str]]:
+    """{format name: {table: slot kinds}}, as derived from the bindings bnfold pins."""
+    return json.loads(resources.files(__package__).joinpath(FIELD_TABLES).read_text())
+
+
+@lru_cache(maxsize=None)
 def _schema(fmt) -> tuple[dict, dict]:
-    """Compiled field tables and union members ({enum: {type code: table}}) for one format."""
-    specs = dict(TFLITE_TABLES)
-    if fmt.name == "circle":
-        for name in CIRCLE_TABLES_ABSENT:
-            specs.pop(name, None)
-        specs.update(CIRCLE_TABLES_DIFF)
-    tables = {name: _compile(spec) for name, spec in specs.items()}
+    """Per table (number of slots the binding knows, compiled fields), and union members
+    ({enum: {type code: table}}) for one format."""
+    tables = {name: (len(spec.split()), _compile(spec)) for name, spec in field_tables()[fmt.name].items()}
     unions = {}
     for enum in ("BuiltinOptions", "BuiltinOptions2", "QuantizationDetails", "SparseIndexVector"):
         members = fmt._enum(enum) if fmt.has_cls(enum) else {}
@@ -138,6 +103,10 @@ def validate(data, fmt, path: str) -> None:
     tables, unions = _schema(fmt)
     try:
         _walk(data, size, root, tables, unions)
+    except _Unknown as e:
+        binding = f"{fmt.binding} {metadata.version(fmt.binding)}"
+        raise ModelError(f"{e}, newer than the {fmt.name} schema bnfold reads ({binding}); "
+                         "a rewrite would drop it", path) from None
     except _Malformed as e:
         raise ModelError(f"malformed {fmt.name} flatbuffer: {e}", path) from None
 
@@ -154,7 +123,11 @@ def _walk(buf, size: int, root: int, tables: dict, unions: dict) -> None:
             raise _Malformed("absurd structure: it describes more data than the file holds (shared or overlapping offsets)")
         inline, slots = _table(buf, size, pos, name, vtables)
         nslots = len(slots)
-        for slot, kind, width, arg in tables.get(name, ()):
+        known, fields = tables.get(name, (0, ()))
+        if nslots > known and any(slots[known:]):
+            extra = next(s for s in range(known, nslots) if slots[s])
+            raise _Unknown(f"{name} at byte {pos} has field {extra}")
+        for slot, kind, width, arg in fields:
             if slot >= nslots:
                 break
             off = slots[slot]
@@ -172,9 +145,12 @@ def _walk(buf, size: int, root: int, tables: dict, unions: dict) -> None:
                 stack.append((target, arg))
             elif kind == _UNION:
                 type_off = slots[slot - 1] if slot >= 1 else 0
-                member = unions[arg].get(_U8(buf, pos + type_off)[0]) if type_off else None
+                code = _U8(buf, pos + type_off)[0] if type_off else 0
+                member = unions[arg].get(code)
                 if member is not None:
                     stack.append((target, member))
+                elif code:
+                    raise _Unknown(f"{name} at byte {pos} has a {arg} of type {code}")
             else:
                 count = _U32(buf, target)[0]
                 item = arg if kind == _VECTOR else 1 if kind == _STRING else 4

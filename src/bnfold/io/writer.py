@@ -325,7 +325,7 @@ class _Plan:
     def model_record(self, slots):
         model = self.model
         rec = self._base(model.record, "ModelT")
-        rec.version = model.version
+        rec.version = model.version if self.same else self.fmt.schema_version
         rec.description = model.description
         rec.operatorCodes = [self._opcode_record(oc) for oc in self.opcodes]
         rec.subgraphs = [self._graph_record(g) for g in model.graphs]

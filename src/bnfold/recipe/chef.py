@@ -53,7 +53,7 @@ def load_recipe(path: str | Path) -> dict:
 
 def build(recipe: dict, fmt: Format = TFLITE, *, where: str = "recipe") -> Model:
     """The IR model a recipe describes."""
-    model = Model(fmt, version=3 if fmt is TFLITE else 0, description=recipe.get("description", "bnfold recipe").encode())
+    model = Model(fmt, version=fmt.schema_version, description=recipe.get("description", "bnfold recipe").encode())
     rng = np.random.default_rng(int(recipe.get("seed", 0)))
     graphs_spec = [recipe] + list(recipe.get("subgraph", []))
     for gi, spec in enumerate(graphs_spec):

@@ -1,0 +1,174 @@
+"""Derive the verifier's field tables from the generated bindings, and check them for drift.
+
+The Python flatbuffers package has no verifier and the bindings carry no reflection data, but the
+accessors flatc generates are regular: each field's accessor reads vtable slot `Offset(4 + 2*slot)`
+and then a scalar (`Get(<Type>Flags, o + Pos)`), a string, a vector (`Vector(o)`, element stride
+`j * N`), a sub-table (`Indirect` + `obj = X()`) or a union (`Union(obj, o)`). Reading that back
+gives, per table, what each slot holds. The result is checked in as package data
+(src/bnfold/io/schema_fields.json), because parsing 700 kB of generated code on every run would
+cost more than the verification itself; tests/test_schemas.py re-derives it, so a binding upgrade
+that moves, retypes or adds a field fails a test naming that field.
+
+    python schemas/derive_fields.py          # rewrite src/bnfold/io/schema_fields.json
+    python schemas/derive_fields.py --check  # list the drift between the file and the bindings
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+
+STORED = Path(__file__).resolve().parent.parent / "src" / "bnfold" / "io" / "schema_fields.json"
+FORMATS = {"tflite": "ai_edge_litert.schema_py_generated", "circle": "circle_schema.v0_10.circle"}
+SCALAR_SIZES = {"Bool": 1, "Int8": 1, "Uint8": 1, "Int16": 2, "Uint16": 2, "Int32": 4, "Uint32": 4, "Float32": 4,
+                "Int64": 8, "Uint64": 8, "Float64": 8}
+CLASS_RE = re.compile(r"^class (\w+)\(object\):\n(.*?)(?=^class |^def |\Z)", re.M | re.S)
+METHOD_RE = re.compile(r"^    def (\w+)\(self(, j)?\):\n(.*?)(?=^    (?:def |@)|\Z)", re.M | re.S)
+ACCESSOR_SUFFIXES = ("Length", "AsNumpy", "IsNone")
+ROOT = "Model"
+UNIONS = ("BuiltinOptions", "BuiltinOptions2", "QuantizationDetails", "SparseIndexVector")
+UNION_OF_ACCESSOR = {"Details": "QuantizationDetails", "ArraySegments": "SparseIndexVector",
+                     "ArrayIndices": "SparseIndexVector"}  # otherwise the accessor is named after its enum
+
+
+def _sources(fmt: str) -> str:
+    """All generated source of one binding, concatenated."""
+    spec = importlib.util.find_spec(FORMATS[fmt])
+    if spec.submodule_search_locations:  # circle-schema: one module per type
+        return "\n".join(p.read_text() for p in sorted(Path(spec.origin).parent.glob("*.py")))
+    return Path(spec.origin).read_text()
+
+
+def _field(body: str, vector_arg: bool) -> tuple[int, str] | None:
+    """(slot, kind) for one accessor body, or None when it is not a field accessor."""
+    m = re.search(r"self\._tab\.Offset\((\d+)\)", body)
+    if not m:
+        return None
+    slot = (int(m.group(1)) - 4) // 2
+    obj = re.search(r"obj = (\w+)\(\)", body)
+    scalar = re.search(r"number_types\.(\w+)Flags, (?:o|a) ", body)
+    if "self._tab.Union(" in body:
+        return slot, "U"  # the enum is named after the accessor
+    if vector_arg:
+        if "Indirect" in body and obj:
+            return slot, "V:" + obj.group(1)
+        if "self._tab.String(a" in body:
+            return slot, "S"
+        stride = re.search(r"\* (\d+)\)", body)
+        if obj and stride:
+            return slot, f"v{stride.group(1)}"  # vector of structs: only the bytes matter
+        if scalar and stride:
+            return slot, f"v{SCALAR_SIZES[scalar.group(1)]}"
+        return None
+    if "self._tab.String(o" in body:
+        return slot, "s"
+    if "Indirect(o + self._tab.Pos)" in body and obj:
+        return slot, "T:" + obj.group(1)
+    if scalar:
+        return slot, str(SCALAR_SIZES[scalar.group(1)])
+    return None
+
+
+def derive(fmt: str) -> dict[str, dict[int, tuple[str, str]]]:
+    """{table: {slot: (kind, accessor name)}} for every table of one binding."""
+    tables: dict[str, dict[int, tuple[str, str]]] = {}
+    for cm in CLASS_RE.finditer(_sources(fmt)):
+        name, body = cm.group(1), cm.group(2)
+        if name.endswith("T") or "flatbuffers.table.Table" not in body:
+            continue
+        fields: dict[int, tuple[str, str]] = {}
+        methods = {mm.group(1): mm for mm in METHOD_RE.finditer(body)}
+        for method, mm in methods.items():
+            if method == "Init" or any(method.endswith(s) and method[:-len(s)] in methods for s in ACCESSOR_SUFFIXES):
+                continue  # helpers of another field's accessor (a field named "Length" is real)
+            got = _field(mm.group(3), bool(mm.group(2)))
+            if got:
+                slot, kind = got
+                if kind == "U":
+                    kind = "U:" + UNION_OF_ACCESSOR.get(method, method)
+                fields.setdefault(slot, (kind, method))
+        tables[name] = fields
+    return tables
+
+
+def encode(fields: dict[int, tuple[str, str]]) -> str:
+    """Slots as one space-separated string, '-' for slots no accessor reads (deprecated fields)."""
+    return " ".join(fields[i][0] if i in fields else "-" for i in range(max(fields, default=-1) + 1))
+
+
+def union_members(fmt: str) -> dict[str, list[str]]:
+    """{union enum: its member tables} for the unions bnfold's reader follows."""
+    schema = importlib.import_module(FORMATS[fmt])
+    members = {}
+    for union in UNIONS:
+        enum = getattr(schema, union, None)
+        if fmt == "circle" and importlib.util.find_spec(f"{FORMATS[fmt]}.{union}"):
+            enum = getattr(importlib.import_module(f"{FORMATS[fmt]}.{union}"), union)
+        if enum is not None:
+            members[union] = [k for k, v in vars(enum).items() if not k.startswith("_") and isinstance(v, int) and v]
+    return members
+
+
+def reachable(tables: dict, unions: dict[str, list[str]]) -> list[str]:
+    """Tables bnfold's reader can reach from Model (options tables through the unions)."""
+    seen, todo = set(), [ROOT]
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in tables:
+            continue
+        seen.add(name)
+        for kind, _ in tables[name].values():
+            if kind[:2] in ("T:", "V:"):
+                todo.append(kind[2:])
+            elif kind.startswith("U:"):
+                todo.extend(unions.get(kind[2:], []))
+    return sorted(seen)
+
+
+def field_tables(fmt: str) -> dict[str, str]:
+    """{table: slot kinds} for the reachable tables that have fields (the others hold none)."""
+    tables = derive(fmt)
+    return {name: encode(tables[name]) for name in reachable(tables, union_members(fmt)) if tables[name]}
+
+
+def drift(fmt: str, stored: dict[str, str]) -> list[str]:
+    """One line per field whose stored kind differs from what the installed binding says."""
+    tables = derive(fmt)
+    derived = field_tables(fmt)
+    lines = []
+    for name in sorted(set(derived) | set(stored)):
+        new, old = derived.get(name, "").split(), stored.get(name, "").split()
+        for slot in range(max(len(new), len(old))):
+            now = new[slot] if slot < len(new) else "(none)"
+            was = old[slot] if slot < len(old) else "(none)"
+            if now != was:
+                accessor = tables.get(name, {}).get(slot, ("", "deprecated or removed"))[1]
+                lines.append(f"{fmt} {name}.{accessor} (slot {slot}): the binding says {now}, "
+                             f"schema_fields.json says {was}")
+    return lines
+
+
+def derive_all() -> dict:
+    return {fmt: field_tables(fmt) for fmt in FORMATS}
+
+
+def main(argv: list[str]) -> int:
+    if argv == ["--check"]:
+        stored = json.loads(STORED.read_text())
+        lines = [line for fmt in FORMATS for line in drift(fmt, stored[fmt])]
+        print("\n".join(lines) or "schema_fields.json matches the installed bindings")
+        return 1 if lines else 0
+    if argv:
+        print(__doc__)
+        return 2
+    STORED.write_text(json.dumps(derive_all(), indent=1, sort_keys=True) + "\n")
+    print(f"wrote {STORED}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
