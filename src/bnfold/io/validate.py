@@ -33,8 +33,6 @@ import struct
 from functools import lru_cache
 from importlib import metadata, resources
 
-import numpy as np
-
 from ..errors import ModelError
 
 FIELD_TABLES = "schema_fields.json"  # package data written by schemas/derive_fields.py
