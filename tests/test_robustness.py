@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 import struct
 import sys
 
@@ -271,3 +272,198 @@ def test_every_pass_skips_quantized_models_with_a_reason(spec, recipe, tmp_path)
     assert [s["at"]["kind"] for s in skips] == ["MUL", "ADD"] and all(s["reason"] for s in skips)
     about_chain = any(s.record["at"]["kind"] in ("MUL", "ADD") for s in report.said)
     assert all(s["pass"] == (spec.name if about_chain else None) for s in skips)
+
+
+# ---- issue 16: side files never clobber models -----------------------------------------------
+
+def _model_copy(tmp_path, name="a.tflite", source=DATA / "bn_conv_valid.tflite"):
+    path = tmp_path / name
+    path.write_bytes(source.read_bytes())
+    return path
+
+
+@pytest.mark.parametrize("which", ["input", "output"])
+def test_report_never_replaces_this_runs_model(which, tmp_path, capsys):
+    src, out = _model_copy(tmp_path, "in.tflite"), _model_copy(tmp_path, "out.tflite")
+    before = {p.name: p.read_bytes() for p in (src, out)}
+    target = src if which == "input" else out
+    for extra in ([], ["--force"]):  # --force is for other models, never this run's own
+        code, lines = _run(capsys, "optimize", src, out, "--report", target, "-q", *extra)
+        assert code == 2 and len(lines) == 1 and str(target) in lines[0] and "--report" in lines[0], lines
+        assert {p.name: p.read_bytes() for p in (src, out)} == before
+    assert _entries(tmp_path) == ["in.tflite", "out.tflite"]
+
+
+def test_report_replaces_another_model_only_with_force(tmp_path, capsys):
+    src, other = _model_copy(tmp_path, "in.tflite"), _model_copy(tmp_path, "other.tflite")
+    code, lines = _run(capsys, "optimize", src, tmp_path / "o.tflite", "--report", other, "-q")
+    assert code == 2 and len(lines) == 1 and "--force" in lines[0] and str(other) in lines[0]
+    assert other.read_bytes() == src.read_bytes() and not (tmp_path / "o.tflite").exists()
+    code, lines = _run(capsys, "optimize", src, tmp_path / "o.tflite", "--report", other, "-q", "--force")
+    assert code == 0 and lines == []
+    assert other.read_text().lstrip().startswith("{")
+    # an existing report (not a model) is replaced without asking, as before
+    code, _ = _run(capsys, "optimize", src, tmp_path / "o.tflite", "--report", other, "-q")
+    assert code == 0
+
+
+def test_report_through_a_circle_model_is_refused_too(tmp_path, capsys):
+    src = _model_copy(tmp_path, "in.tflite")
+    circle = tmp_path / "m.circle"
+    assert cli.run(["convert", str(src), str(circle)]) == 0
+    capsys.readouterr()
+    code, lines = _run(capsys, "optimize", src, tmp_path / "o.tflite", "--report", circle)
+    assert code == 2 and "would overwrite a model file" in lines[0]
+
+
+@pytest.mark.parametrize("option", ["--write-input", "--write-expected"])
+def test_check_side_files_never_replace_models(option, tmp_path, capsys):
+    a, b = _model_copy(tmp_path, "a.tflite"), _model_copy(tmp_path, "b.tflite")
+    other = _model_copy(tmp_path, "c.tflite")
+    before = a.read_bytes()
+    for target, extra in ((a, []), (b, []), (a, ["--force"]), (other, [])):
+        code, lines = _run(capsys, "check", a, b, option, target, *extra)
+        assert code == 2 and len(lines) == 1 and option in lines[0] and str(target) in lines[0], lines
+    assert a.read_bytes() == b.read_bytes() == other.read_bytes() == before
+    code, lines = _run(capsys, "check", a, b, option, other, "--force")
+    assert code == 0
+    assert other.read_bytes()[:8] == b"\x89HDF\r\n\x1a\n"
+
+
+def test_check_side_files_refuse_each_other_and_the_inputs(tmp_path, capsys):
+    a = _model_copy(tmp_path, "a.tflite")
+    code, lines = _run(capsys, "check", a, a, "--write-input", tmp_path / "x.h5", "--write-expected", tmp_path / "x.h5")
+    assert code == 2 and "x.h5" in lines[0]
+    assert cli.run(["check", str(a), str(a), "--write-input", str(tmp_path / "in.h5")]) == 0
+    capsys.readouterr()
+    code, lines = _run(capsys, "check", a, a, "--input", tmp_path / "in.h5", "--write-expected", tmp_path / "in.h5")
+    assert code == 2 and "in.h5" in lines[0]
+    # several samples: each derived name is checked
+    other = _model_copy(tmp_path, "s.1.tflite")
+    code, lines = _run(capsys, "check", a, a, "--samples", "2", "--write-input", tmp_path / "s.tflite")
+    assert code == 2 and str(other) in lines[0]
+    assert not (tmp_path / "s.0.tflite").exists()
+
+
+def test_in_place_through_a_symlink_replaces_the_target_and_keeps_the_link(tmp_path, capsys):
+    real = _model_copy(tmp_path, "real.tflite")
+    link = tmp_path / "link.tflite"
+    link.symlink_to(real.name)
+    code, lines = _run(capsys, "optimize", link, "--in-place", "-q")
+    assert code == 0 and lines == []
+    assert link.is_symlink() and os.readlink(link) == real.name
+    assert real.read_bytes() != (DATA / "bn_conv_valid.tflite").read_bytes()
+    assert sum(read_model(str(real)).op_counts().values()) == 1
+    assert _entries(tmp_path) == ["link.tflite", "real.tflite"]
+
+
+def test_output_onto_a_device_or_directory_is_refused(tmp_path, capsys):
+    (tmp_path / "d.tflite").mkdir()
+    code, lines = _run(capsys, "optimize", FIXTURE, tmp_path / "d.tflite")
+    assert code == 2 and len(lines) == 1 and "is a directory" in lines[0]
+    code, lines = _run(capsys, "convert", FIXTURE, tmp_path / "d.tflite")
+    assert code == 1 and len(lines) == 1 and "is a directory" in lines[0]
+    code, lines = _run(capsys, "optimize", FIXTURE, tmp_path / "o.tflite", "--report", "/dev/null")
+    assert code == 2 and "character device" in lines[0]
+    assert _entries(tmp_path) == ["d.tflite"]
+
+
+# ---- issue 16: inputs must be regular files --------------------------------------------------
+
+def _fifo(tmp_path, name):
+    path = tmp_path / name
+    os.mkfifo(path)
+    return path
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_fifo_inputs_are_refused_without_opening(tmp_path, capsys):
+    """Opening a FIFO for reading blocks until a writer comes: the check must come first (a
+    hang here is caught by the alarm in fuzzing.run_cli)."""
+    from fuzzing import run_cli
+
+    model = _fifo(tmp_path, "pipe.tflite")
+    h5 = _fifo(tmp_path, "pipe.h5")
+    recipe = _fifo(tmp_path, "pipe.toml")
+    cfg = _fifo(tmp_path, "pipe.cfg")
+    cases = [
+        (["inspect", model], 1, model), (["optimize", model, tmp_path / "o.tflite"], 1, model),
+        (["convert", model, tmp_path / "o.circle"], 1, model),
+        (["check", FIXTURE, FIXTURE, "--input", h5], 2, h5), (["h5diff", h5, h5], 2, h5),
+        (["recipe", "build", recipe, tmp_path / "o.tflite"], 2, recipe),
+        (["optimize", "--config", cfg], 2, cfg),
+    ]
+    for argv, want, named in cases:
+        code, _, err = run_cli([str(a) for a in argv], limit=5.0)
+        assert code == want, (argv, code, err)
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and str(named) in lines[0] and "FIFO" in lines[0], (argv, lines)
+    assert not (tmp_path / "o.tflite").exists()
+
+
+def test_device_input_is_refused(capsys):
+    code, lines = _run(capsys, "inspect", "/dev/zero")
+    assert code == 1 and lines == ["bnfold: error: /dev/zero: is a character device, not a regular file"]
+
+
+# ---- issue 16: signals during a write, stale temporary files ---------------------------------
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_signal_while_writing_removes_the_temporary_file(signum, tmp_path, capsys, monkeypatch):
+    real = writer._Sink.write_buffer
+
+    def signalled(self, buffer):
+        os.kill(os.getpid(), signum)
+        real(self, buffer)
+
+    monkeypatch.setattr(writer._Sink, "write_buffer", signalled)
+    handler = signal.getsignal(signal.SIGTERM)
+    code, lines = _run(capsys, "optimize", FIXTURE, tmp_path / "o.tflite", "--quiet")
+    assert code == 128 + signum and len(lines) == 1 and "interrupted" in lines[0]
+    assert _entries(tmp_path) == []
+    assert signal.getsignal(signal.SIGTERM) is handler  # restored after the write
+
+
+def test_sigterm_kills_a_real_process_cleanly(tmp_path):
+    """The whole process: SIGTERM mid-write (held there by a slow write) exits 143 and leaves nothing."""
+    import subprocess
+    import textwrap
+    import time
+
+    script = textwrap.dedent(f"""
+        import sys, time
+        from bnfold import cli
+        from bnfold.io import writer
+        real = writer._Sink.write_buffer
+        def slow(self, buffer):
+            print("writing", flush=True)
+            time.sleep(30)
+            real(self, buffer)
+        writer._Sink.write_buffer = slow
+        sys.exit(cli.run(["optimize", {str(FIXTURE)!r}, {str(tmp_path / 'o.tflite')!r}, "-q"]))
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "writing"
+    assert any(n.startswith(".bnfold-") for n in os.listdir(tmp_path))
+    started = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 143 and time.monotonic() - started < 20
+    assert err.strip().splitlines() == ["bnfold: error: interrupted by signal 15"]
+    assert _entries(tmp_path) == []
+
+
+def test_stale_temporary_files_of_dead_processes_are_removed(tmp_path, capsys):
+    import subprocess
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f".bnfold-{dead.pid}-0.tmp"
+    stale.write_bytes(b"half a model")
+    live = tmp_path / ".bnfold-1-0.tmp"  # pid 1 always exists: another run still writing
+    live.write_bytes(b"in progress")
+    unrelated = tmp_path / ".bnfold-notes.tmp"
+    unrelated.write_text("not ours")
+    code, _ = _run(capsys, "optimize", FIXTURE, tmp_path / "o.tflite", "-q")
+    assert code == 0
+    assert _entries(tmp_path) == [".bnfold-1-0.tmp", ".bnfold-notes.tmp", "o.tflite"]

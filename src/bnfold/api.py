@@ -6,6 +6,7 @@ import os
 
 from .errors import UsageError
 from .io.formats import Format, format_from_extension
+from .io.paths import refuse_input_overwrite
 from .io.reader import read_model
 from .io.writer import WriteInfo, save_model
 from .ir.model import Model
@@ -70,16 +71,8 @@ def save(model: Model, path: str, *, fmt: Format | None = None, external: bool =
     return save_model(model, path, fmt or format_from_extension(path), external=external)
 
 
-def same_file(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.abspath(a) == os.path.abspath(b)
-
-
 def refuse_overwrite(input_path: str, output_path: str, in_place: bool) -> None:
-    if not in_place and os.path.exists(output_path) and same_file(input_path, output_path):
-        raise UsageError("output is the input file; pass --in-place to overwrite it", output_path)
+    refuse_input_overwrite(input_path, output_path, in_place)
 
 
 def check_output_path(path: str, *, model: bool = True) -> None:

@@ -14,7 +14,9 @@ import sys
 import click
 
 from . import api, one, pipeline, selection
-from .errors import BnfoldError, CheckFailed, UsageError
+from .errors import BnfoldError, CheckFailed, Interrupted, UsageError
+from .io.atomic import write_text
+from .io.paths import refuse_side_file_clobber
 from .passes import registry
 
 
@@ -110,6 +112,7 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
 @click.option("-C", "--config", "config_path", type=str, default=None,
               help="one-cmds configuration file; reads its [one-optimize] section (and [onecc] include=O1).")
 @click.option("--strict", is_flag=True, help="Refuse (exit 2) ONE options bnfold does not implement, instead of warning.")
+@click.option("--force", is_flag=True, help="Let --report replace an existing model file (never this run's own).")
 @click.option("--report", "report_path", default=None, metavar="R.json",
               help="Write the report (passes, folds, refusals, operator counts, times) as JSON; '-' for stdout.")
 @click.option("--external-buffers", is_flag=True, help="Store weights after the flatbuffer (Buffer.offset/size layout).")
@@ -122,7 +125,7 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
 @click.option("--atol", type=TOLERANCE, default=None, help="--check: absolute tolerance. Default 1e-5.")
 @click.option("--check-mode", type=click.Choice(["auto", "whole", "local"]), default="auto", show_default=True,  # check.verify.MODES
               help="--check: the whole model, each rewrite on its own, or auto (whole when a backend runs the model, else local).")
-def optimize(input_path, output_path, input_option, output_option, passes, group, config_path, strict, report_path,
+def optimize(input_path, output_path, input_option, output_option, passes, group, config_path, strict, force, report_path,
              external_buffers, in_place, quiet, check_samples, rtol, atol, check_mode, **flags):
     """Run passes over IN and write the result to OUT (format from OUT's extension)."""
     config = selection.read_config(config_path) if config_path else None
@@ -148,6 +151,7 @@ def optimize(input_path, output_path, input_option, output_option, passes, group
     api.refuse_overwrite(input_path, output_path, in_place)
     api.check_output_path(output_path)
     if report_path and not to_stdout:
+        refuse_side_file_clobber(report_path, "--report", [input_path, output_path, config_path], force)
         api.check_output_path(report_path, model=False)
     fmt = api.format_from_extension(output_path)
     try:
@@ -161,7 +165,7 @@ def optimize(input_path, output_path, input_option, output_option, passes, group
     if to_stdout:
         click.echo(result.to_json())
     elif report_path:  # after the model, so a failed write leaves neither behind
-        _write_text(report_path, result.to_json())
+        write_text(report_path, result.to_json(), UsageError)
     lossy = next((n for n in report["notes"] if "lossy_passes" in n), None)
     if lossy is not None and quiet:  # a lossy change is never silent
         click.echo(api.describe_lossy(lossy), err=True)
@@ -191,19 +195,16 @@ def _fold_counts(report: dict) -> dict[str, tuple[int, int]]:
     return pass_counts(report)
 
 
-def _write_text(path: str, text: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise UsageError("report directory does not exist", path)
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError as e:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise UsageError(f"cannot write: {e.strerror}", path) from None
+def _refuse_sample_clobber(outputs: dict[str, str | None], count: int, run_files: list[str], force: bool) -> None:
+    """Every h5 file the options in `outputs` will write (one per sample), checked as side files:
+    never one of this run's files or another option's, never a model without --force."""
+    from .check.samples import sample_path
+
+    paths = {option: [sample_path(path, i, count) for i in range(count)] for option, path in outputs.items() if path}
+    for option, mine in paths.items():
+        others = [p for o, theirs in paths.items() if o != option for p in theirs]
+        for path in mine:
+            refuse_side_file_clobber(path, option, [*run_files, *others], force)
 
 
 @main.command()
@@ -321,9 +322,11 @@ def _value_options(function):
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the random inputs.")
 @click.option("--write-input", metavar="in.h5", default=None, help="Write the inputs used (file.N.h5 per sample when N > 1).")
 @click.option("--write-expected", metavar="expected.h5", default=None, help="Write MODEL's outputs (file.N.h5 per sample when N > 1).")
+@click.option("--force", is_flag=True, help="Let --write-input/--write-expected replace existing model files (never this run's own).")
 @click.option("--rtol", type=TOLERANCE, default=1e-5, show_default=True, help="Relative tolerance: |a-b| <= atol + rtol*max|a| per output.")
 @click.option("--atol", type=TOLERANCE, default=1e-5, show_default=True, help="Absolute tolerance. Integers must match exactly.")
-def check(model_a, model_b, input_files, cast, backend, timeout, expected_files, samples, seed, write_input, write_expected, rtol, atol):
+def check(model_a, model_b, input_files, cast, backend, timeout, expected_files, samples, seed, write_input, write_expected, force,
+          rtol, atol):
     """Compare MODEL's outputs with MODEL_B's on the same inputs, or with stored --expected outputs;
     exit 0 only if all match (1: they differ, 4: no backend could run them)."""
     from .check import diff, samples as sample_files
@@ -344,6 +347,8 @@ def check(model_a, model_b, input_files, cast, backend, timeout, expected_files,
                                           tolerance=tolerance, backend=backend, deadline=deadline)
     else:
         count = sample_files.count_files(list(input_files)) if input_files else samples
+        _refuse_sample_clobber({"--write-input": write_input, "--write-expected": write_expected}, count,
+                               [model_a, model_b, *input_files], force)
         sink = sample_files.sample_sink(graph, count, write_input, write_expected)
         result = diff.check_models(a, api.load(model_b), samples=samples, seed=seed, inputs=inputs, tolerance=tolerance,
                                    backend=backend, on_sample=sink, deadline=deadline)
@@ -360,7 +365,8 @@ def check(model_a, model_b, input_files, cast, backend, timeout, expected_files,
 @click.option("--samples", type=SAMPLES, default=1, show_default=True, help="Random samples when no --input is given.")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the random inputs.")
 @click.option("--write-input", metavar="in.h5", default=None, help="Write the random inputs too (TestDataGenerator's role).")
-def run_model(model_path, input_files, cast, backend, timeout, output_path, samples, seed, write_input):
+@click.option("--force", is_flag=True, help="Let --output/--write-input replace existing model files (never this run's own).")
+def run_model(model_path, input_files, cast, backend, timeout, output_path, samples, seed, write_input, force):
     """Run MODEL on --input h5 files (or random inputs) and write its outputs in ONE's h5 layout."""
     from .check import samples as sample_files
     from .check.backend import runners
@@ -377,6 +383,7 @@ def run_model(model_path, input_files, cast, backend, timeout, output_path, samp
         inputs = sample_files.input_samples(graph.inputs, list(input_files), cast=cast)
     else:
         count, inputs = samples, iter_random_inputs(graph.inputs, samples, seed)
+    _refuse_sample_clobber({"--output": output_path, "--write-input": write_input}, count, [model_path, *input_files], force)
     write = sample_files.sample_sink(graph, count, write_input, output_path)
     (runner,) = runners([model], backend, deadline=deadline)
     for index, sample in enumerate(inputs):
@@ -432,10 +439,11 @@ def recipe_build(recipe_path, output_path):
 @recipe.command(name="test")
 @click.argument("recipes", nargs=-1, required=True, metavar="RECIPE_OR_DIR...")
 @click.option("--junit", "junit_path", default=None, metavar="report.xml", help="Also write the results as JUnit XML.")
+@click.option("--force", is_flag=True, help="Let --junit replace an existing model file.")
 @click.option("--samples", type=SAMPLES, default=2, show_default=True, help="Random samples per recipe.")
 @click.option("--seed", type=SEED, default=1, show_default=True, help="Seed of the random inputs.")
 @click.option("--backend", type=click.Choice(["auto", "litert", "reference"]), default="auto", show_default=True)
-def recipe_test_command(recipes, junit_path, samples, seed, backend):
+def recipe_test_command(recipes, junit_path, force, samples, seed, backend):
     """Value-test recipes as CI would: build, store input/expected h5, optimize, check rules and values."""
     import tempfile
     from pathlib import Path
@@ -443,6 +451,8 @@ def recipe_test_command(recipes, junit_path, samples, seed, backend):
     from . import recipe_test
 
     paths = recipe_test.recipe_paths(list(recipes))
+    if junit_path:
+        refuse_side_file_clobber(junit_path, "--junit", [str(p) for p in paths], force)
     outcomes = []
     with tempfile.TemporaryDirectory(prefix="bnfold-recipe-test-") as workdir:
         for path in paths:
@@ -450,7 +460,7 @@ def recipe_test_command(recipes, junit_path, samples, seed, backend):
             outcomes.append(outcome)
             click.echo(outcome.line())
     if junit_path:
-        _write_text(junit_path, recipe_test.junit_xml(outcomes))
+        write_text(junit_path, recipe_test.junit_xml(outcomes), UsageError)
     bad = [o for o in outcomes if not o.passed]
     click.echo(f"{len(outcomes) - len(bad)} passed, {len(bad)} failed")
     if bad:
@@ -479,6 +489,9 @@ def run(argv=None) -> int:
     except KeyboardInterrupt:
         _fail("interrupted")
         return 130
+    except Interrupted as e:
+        _fail(f"interrupted by signal {e.signum}")
+        return 128 + e.signum
     except (_ReaderGone, BrokenPipeError):  # the reader went away (`bnfold passes | head -1`): not an error
         _silence_stdout()
         return 0

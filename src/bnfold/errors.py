@@ -42,3 +42,13 @@ class CannotVerify(BnfoldError):
     """A value check could not be carried out: no backend runs the model (not a difference)."""
 
     exit_code = 4
+
+
+class Interrupted(BaseException):
+    """A termination signal arrived while a file was being written (raised by io.atomic so the
+    temporary file is removed). A BaseException, like KeyboardInterrupt: no handler of errors
+    may swallow it. The CLI exits with 128 + the signal number."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum

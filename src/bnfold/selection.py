@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from . import one
 from .errors import UsageError
+from .io.paths import require_regular_file
 from .passes import registry
 
 CONFIG_SECTION = "one-optimize"
@@ -99,8 +100,7 @@ class Config:
 def read_config(path: str) -> Config:
     import configparser  # only for --config: ~5 ms of start-up otherwise
 
-    if os.path.exists(path) and not os.path.isdir(path) and not os.path.isfile(path):
-        raise UsageError("not a regular file (a FIFO or device would block or never end)", path)
+    require_regular_file(path, UsageError)
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()

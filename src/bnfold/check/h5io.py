@@ -19,12 +19,13 @@ position, as ONE's drivers do.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import numpy as np
 
 from ..errors import ModelError, UsageError
+from ..io.atomic import atomic_path
+from ..io.paths import require_regular_file
 
 Named = list[tuple[str, np.ndarray]]
 
@@ -35,24 +36,14 @@ def ones_name(name: str) -> str:
 
 
 def write_h5(path: str, named: Named) -> None:
-    """Write (name, array) pairs in ONE's layout; atomic (temporary file + rename)."""
+    """Write (name, array) pairs in ONE's layout, atomically (io/atomic.py)."""
     import h5py
 
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise UsageError("directory does not exist", path)
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        with h5py.File(tmp, "w") as f:
-            names, values = f.create_group("name"), f.create_group("value")
-            for i, (name, array) in enumerate(named):
-                _write_name(names, str(i), ones_name(name))
-                _write_value(values, str(i), np.asarray(array))
-        os.replace(tmp, path)
-    except OSError as e:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise UsageError(f"cannot write: {e.strerror or e}", path) from None
+    with atomic_path(path, UsageError) as tmp, h5py.File(tmp, "w") as f:
+        names, values = f.create_group("name"), f.create_group("value")
+        for i, (name, array) in enumerate(named):
+            _write_name(names, str(i), ones_name(name))
+            _write_value(values, str(i), np.asarray(array))
 
 
 def _write_name(group, key: str, name: str) -> None:
@@ -78,6 +69,7 @@ def _write_value(group, key: str, array: np.ndarray) -> None:
 def _open(path: str):
     import h5py
 
+    require_regular_file(path, UsageError)
     try:
         return h5py.File(path, "r")
     except FileNotFoundError:

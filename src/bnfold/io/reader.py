@@ -20,6 +20,7 @@ from ..ir.graph import Graph, Options, Tensor
 from ..ir.model import Metadata, Model, OpCode, Signature
 from .formats import Format, format_from_identifier
 from ..ir.check import check_model
+from .paths import require_regular_file
 from .validate import validate
 
 # What a corrupt flatbuffer makes the generated unpacking code raise.
@@ -46,6 +47,7 @@ class Source:
 
 
 def open_source(path: str) -> Source:
+    require_regular_file(path)
     try:
         f = open(path, "rb")
     except FileNotFoundError:

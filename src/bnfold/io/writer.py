@@ -19,7 +19,6 @@ The standard layout is used unless asked otherwise or the file would reach 2 GB.
 from __future__ import annotations
 
 import copy
-import errno
 import os
 import struct
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ import numpy as np
 from ..errors import ModelError
 from ..ir.const import Buffer
 from ..ir.model import Model
+from .atomic import atomic_file
 from .formats import Format
 from .transcode import NotRepresentable, same_value, transcode
 
@@ -89,44 +89,16 @@ class WriteInfo:
 
 
 def save_model(model: Model, path: str, fmt: Format, *, external: bool = False) -> WriteInfo:
-    """Write `model` to `path` atomically: a temporary file in the same directory, then rename."""
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise ModelError("output directory does not exist", path)
+    """Write `model` to `path` atomically (io/atomic.py: a temporary file beside it, then rename)."""
     try:
-        fd, tmp = _create_temp(directory)
-    except OSError as e:
-        raise ModelError(f"cannot create a file in {directory}: {e.strerror}", path) from None
-    try:
-        with os.fdopen(fd, "wb") as out:
+        with atomic_file(path) as out:
             info = serialize(model, out, fmt, external=external)
-        os.replace(tmp, path)
-    except BaseException as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(e, OSError):
-            raise ModelError(f"cannot write: {e.strerror or e}", path) from None
-        if isinstance(e, ModelError) and e.path is None:
+    except ModelError as e:
+        if e.path is None:
             e.path = path
         raise
     info.path = path
     return info
-
-
-def _create_temp(directory: str) -> tuple[int, str]:
-    """A new file next to the output, created exclusively with mode 0o666 less the umask (what a
-    plain open() gives the final file). Not tempfile.mkstemp: importing tempfile costs ~5 ms of
-    every run, and mkstemp's 0o600 would need a chmod after."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
-    for attempt in range(1000):
-        tmp = os.path.join(directory, f".bnfold-{os.getpid()}-{attempt}.tmp")
-        try:
-            return os.open(tmp, flags, 0o666), tmp
-        except FileExistsError:
-            continue
-    raise FileExistsError(errno.EEXIST, "no free temporary name", directory)
 
 
 def serialize(model: Model, out, fmt: Format, *, external: bool = False) -> WriteInfo:

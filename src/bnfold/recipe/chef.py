@@ -27,6 +27,7 @@ import numpy as np
 
 from ..errors import UsageError
 from ..io.formats import CIRCLE, TFLITE, Format
+from ..io.paths import require_regular_file
 from ..ir.const import NUMPY_DTYPES, Buffer
 from ..ir.graph import Graph, Options
 from ..ir.ops import FUSED_ACTIVATIONS, PADDINGS, info
@@ -42,6 +43,7 @@ def camel(name: str) -> str:
 
 
 def load_recipe(path: str | Path) -> dict:
+    require_regular_file(str(path), UsageError)
     try:
         with open(path, "rb") as f:
             return tomllib.load(f)
