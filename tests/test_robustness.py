@@ -467,3 +467,22 @@ def test_stale_temporary_files_of_dead_processes_are_removed(tmp_path, capsys):
     code, _ = _run(capsys, "optimize", FIXTURE, tmp_path / "o.tflite", "-q")
     assert code == 0
     assert _entries(tmp_path) == [".bnfold-1-0.tmp", ".bnfold-notes.tmp", "o.tflite"]
+
+
+# ---- issue 16: conversion writes the schema version each runtime expects ----------------------
+
+@pytest.mark.parametrize("name", ["torch_conv_bn_nchw.circle", "torch_resblock_nchw.circle"])
+def test_circle_converted_to_tflite_loads_in_litert(name, tmp_path, capsys):
+    """ONE writes Model.version 0; LiteRT refuses any version but 3. The file itself is loaded
+    (not re-serialized), and computes what the fixture's reference output says."""
+    from bnfold.check import litert
+
+    out = tmp_path / "m.tflite"
+    code, _ = _run(capsys, "convert", DATA / name, out)
+    assert code == 0 and read_model(str(out)).version == 3
+    x = np.load(DATA / name.replace(".circle", ".input.npy"))
+    (y,) = litert.invoke(litert.interpreter(out.read_bytes()), [x])
+    np.testing.assert_allclose(y, np.load(DATA / name.replace(".circle", ".ref.npy")), rtol=1e-4, atol=1e-4)
+    back = tmp_path / "back.circle"
+    code, _ = _run(capsys, "convert", out, back)
+    assert code == 0 and read_model(str(back)).version == 0  # what ONE's tools write
