@@ -20,6 +20,7 @@ generator seeded by the recipe's `seed` (default 0), so a recipe always builds t
 
 from __future__ import annotations
 
+import math
 import tomllib
 from pathlib import Path
 
@@ -28,8 +29,9 @@ import numpy as np
 from ..errors import UsageError
 from ..io.formats import CIRCLE, TFLITE, Format
 from ..io.paths import require_regular_file
+from ..ir.check import MAX_ELEMENTS, check_model
 from ..ir.const import NUMPY_DTYPES, Buffer
-from ..ir.graph import Graph, Options
+from ..ir.graph import Graph, Options, Tensor
 from ..ir.ops import FUSED_ACTIVATIONS, PADDINGS, info
 from ..ir.model import Metadata, Model, Signature
 
@@ -51,29 +53,90 @@ def load_recipe(path: str | Path) -> dict:
         raise UsageError("recipe not found", str(path)) from None
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"not valid TOML: {e}", str(path)) from None
+    except UnicodeDecodeError:
+        raise UsageError("not valid TOML: not UTF-8 text", str(path)) from None
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise UsageError("not a recipe: values nested too deeply", str(path)) from None
+    except OSError as e:
+        raise UsageError(f"cannot read: {e.strerror or e}", str(path)) from None
 
 
 def build(recipe: dict, fmt: Format = TFLITE, *, where: str = "recipe") -> Model:
-    """The IR model a recipe describes."""
-    model = Model(fmt, version=fmt.schema_version, description=recipe.get("description", "bnfold recipe").encode())
-    rng = np.random.default_rng(int(recipe.get("seed", 0)))
-    graphs_spec = [recipe] + list(recipe.get("subgraph", []))
+    """The IR model a recipe describes; a recipe that is not well-formed, or describes a model
+    bnfold's own reader would refuse, is refused here (UsageError / ModelError naming `where`)."""
+    description = _typed(recipe.get("description", "bnfold recipe"), str, "description", where)
+    model = Model(fmt, version=fmt.schema_version, description=description.encode())
+    seed = _typed(recipe.get("seed", 0), int, "seed", where)
+    if seed < 0:
+        raise UsageError(f"{where}: seed must not be negative, not {seed}")
+    rng = np.random.default_rng(seed)
+    graphs_spec = [recipe] + _tables(recipe, "subgraph", where)
+    names: list[dict[str, Tensor]] = []  # per subgraph: recipe name -> tensor
     for gi, spec in enumerate(graphs_spec):
-        model.add_graph(Graph(spec.get("name", "main" if gi == 0 else f"subgraph_{gi}")))
+        name = _typed(spec.get("name", "main" if gi == 0 else f"subgraph_{gi}"), str, "subgraph name", where)
+        model.add_graph(Graph(name))
     for gi, spec in enumerate(graphs_spec):
-        _build_graph(model, model.graphs[gi], spec, rng, f"{where} subgraph {gi}")
-    for s in recipe.get("signature", []):
-        graph = model.graphs[int(s.get("subgraph", 0))]
-        sig = Signature(s["key"].encode(), graph,
-                        [(k.encode(), graph.tensor(v)) for k, v in s.get("inputs", {}).items()],
-                        [(k.encode(), graph.tensor(v)) for k, v in s.get("outputs", {}).items()])
-        graph.pinned.update(t for _, t in sig.inputs + sig.outputs)
-        model.signatures.append(sig)
-    for m in recipe.get("metadata", []):
-        buffer = Buffer.from_array(np.frombuffer(m["text"].encode(), dtype=np.uint8))
+        names.append(_build_graph(model, model.graphs[gi], spec, rng, f"{where} subgraph {gi}"))
+    for s in _tables(recipe, "signature", where):
+        model.signatures.append(_signature(s, model, names, where))
+    for m in _tables(recipe, "metadata", where):
+        text = _typed(m.get("text"), str, "metadata text", where)
+        buffer = Buffer.from_array(np.frombuffer(text.encode(), dtype=np.uint8))
         model.buffers.append(buffer)
-        model.metadata.append(Metadata(m["name"].encode(), buffer))
-    return model
+        model.metadata.append(Metadata(_typed(m.get("name"), str, "metadata name", where).encode(), buffer))
+    return check_model(model, where)
+
+
+def _signature(spec: dict, model: Model, names: list[dict[str, Tensor]], where: str) -> Signature:
+    index = _typed(spec.get("subgraph", 0), int, "signature subgraph", where)
+    if not 0 <= index < len(model.graphs):
+        raise UsageError(f"{where}: signature names subgraph {index}, but the recipe has {len(model.graphs)}")
+    graph, known = model.graphs[index], names[index]
+
+    def pairs(field):
+        table = _typed(spec.get(field, {}), dict, f"signature {field}", where)
+        out = []
+        for key, name in table.items():
+            if name not in known:
+                raise UsageError(f"{where}: signature {field} {key!r} names unknown operand {name!r} of subgraph {index}")
+            out.append((key.encode(), known[name]))
+        return out
+
+    sig = Signature(_typed(spec.get("key"), str, "signature key", where).encode(), graph, pairs("inputs"), pairs("outputs"))
+    graph.pinned.update(t for _, t in sig.inputs + sig.outputs)
+    return sig
+
+
+def _typed(value, kind: type, what: str, where: str):
+    """`value` if it is a `kind` (an int is never a bool here), else a usage error naming it."""
+    if isinstance(value, kind) and not isinstance(value, bool) or kind is bool and isinstance(value, bool):
+        return value
+    raise UsageError(f"{where}: {what} must be {_KIND_NAMES.get(kind, kind)}, not {value!r}"[:300])
+
+
+_KIND_NAMES = {int: "an integer", str: "a string", dict: "a table", list: "a list", (int, float): "a number",
+               (str, type(None)): "a string"}
+
+
+def _numbers(value, what: str, where: str) -> list:
+    return [_typed(v, (int, float), f"each of {what}", where) for v in _typed(value, list, what, where)]
+
+
+def _tables(spec: dict, key: str, where: str) -> list[dict]:
+    """The array of tables `[[key]]` (empty when absent)."""
+    items = _typed(spec.get(key, []), list, f"[[{key}]]", where)
+    for item in items:
+        _typed(item, dict, f"each [[{key}]]", where)
+    return items
+
+
+def _shape(value, what: str, where: str) -> list[int]:
+    dims = [_typed(d, int, f"{what} dimension", where) for d in _typed(value, list, what, where)]
+    if any(d < 0 for d in dims):
+        raise UsageError(f"{where}: {what} {dims} has a negative dimension")
+    if math.prod(max(d, 1) for d in dims) > MAX_ELEMENTS:
+        raise UsageError(f"{where}: {what} {dims} is absurdly large (more than {MAX_ELEMENTS} elements)")
+    return dims
 
 
 OPERAND_KEYS = {"name", "shape", "dtype", "filler", "quant"}
@@ -87,50 +150,64 @@ def _check_keys(table: dict, allowed: set, what: str) -> None:
         raise UsageError(f"{what} has unknown key(s) {', '.join(sorted(unknown))}; top-level keys must come before any [[table]]")
 
 
-def _build_graph(model: Model, graph: Graph, spec: dict, rng, where: str) -> None:
-    for operand in spec.get("operand", []):
+def _build_graph(model: Model, graph: Graph, spec: dict, rng, where: str) -> dict[str, Tensor]:
+    """Fill `graph` from its recipe table; returns the operands by name."""
+    known: dict[str, Tensor] = {}
+    for operand in _tables(spec, "operand", where):
         _check_keys(operand, OPERAND_KEYS, f"{where} operand {operand.get('name')!r}")
-        name, dtype = operand["name"], operand.get("dtype", "FLOAT32")
-        shape = [int(d) for d in operand.get("shape", [])]
+        name = _typed(operand.get("name"), str, "operand name", where)
+        dtype = _typed(operand.get("dtype", "FLOAT32"), str, f"operand {name!r} dtype", where)
+        shape = _shape(operand.get("shape", []), f"operand {name!r} shape", where)
         if dtype not in model.format.dtype_codes:
             raise UsageError(f"{where}: operand {name!r} has unknown dtype {dtype}")
+        if name in known:
+            raise UsageError(f"{where}: operand {name!r} is declared twice")
         if "filler" in operand:
-            t = graph.add_const(name, _fill(operand["filler"], shape, dtype, rng, f"{where} operand {name!r}"), dtype)
+            filler = _typed(operand["filler"], dict, f"operand {name!r} filler", where)
+            t = graph.add_const(name, _fill(filler, shape, dtype, rng, f"{where} operand {name!r}"), dtype)
         else:
             t = graph.add_tensor(name, dtype, shape)
+        known[name] = t
         if "quant" in operand:
             q = model.format.cls("QuantizationParametersT")()
-            q.scale = np.asarray(operand["quant"]["scale"], dtype=np.float32)
-            q.zeroPoint = np.asarray(operand["quant"].get("zero_point", [0] * len(q.scale)), dtype=np.int64)
-            q.quantizedDimension = int(operand["quant"].get("quantized_dimension", 0))
+            quant = _typed(operand["quant"], dict, f"operand {name!r} quant", where)
+            q.scale = np.asarray(_numbers(quant.get("scale"), "quant scale", where), dtype=np.float32)
+            zero_point = quant.get("zero_point", [0] * len(q.scale))
+            q.zeroPoint = np.asarray([_typed(z, int, "quant zero_point", where) for z in _typed(zero_point, list, "quant zero_point", where)], dtype=np.int64)
+            q.quantizedDimension = _typed(quant.get("quantized_dimension", 0), int, "quant quantized_dimension", where)
             t.quantization = q
-        if t.name != name:
-            raise UsageError(f"{where}: operand {name!r} is declared twice")
 
-    def tensor(name):
-        if name in ("", None, "-"):
-            return None
-        try:
-            return graph.tensor(name)
-        except KeyError:
-            raise UsageError(f"{where}: unknown operand {name!r}") from None
+    def tensors(names, what, optional=False):
+        out = []
+        for name in _typed(names, list, what, where):
+            if optional and name in ("", "-"):  # an absent optional input (e.g. TRANSPOSE_CONV without bias)
+                out.append(None)
+            elif isinstance(name, str) and name in known:
+                out.append(known[name])
+            else:
+                raise UsageError(f"{where}: {what} names unknown operand {name!r}"[:300])
+        return out
 
-    for op in spec.get("operation", []):
+    for op in _tables(spec, "operation", where):
         _check_keys(op, OPERATION_KEYS, f"{where} operation {op.get('type')!r}")
-        kind = op["type"]
+        kind = _typed(op.get("type"), str, "operation type", where)
         if kind not in model.format.op_codes:
             raise UsageError(f"{where}: unknown operator {kind} for {model.format.name}")
         options = _with_defaults(model.format, _options(kind, op, where))
         custom = op.get("custom_code")
-        opcode = model.opcode(kind, version=int(op.get("version", 1)), custom_code=custom.encode() if custom else None)
-        graph.add_op(opcode, [tensor(n) for n in op.get("inputs", [])], [tensor(n) for n in op.get("outputs", [])], options)
-    graph.inputs = [tensor(n) for n in spec.get("input", [])]
-    graph.outputs = [tensor(n) for n in spec.get("output", [])]
+        custom = None if custom is None else _typed(custom, str, f"{kind} custom_code", where).encode()
+        version = _typed(op.get("version", 1), int, f"{kind} version", where)
+        opcode = model.opcode(kind, version=version, custom_code=custom)
+        graph.add_op(opcode, tensors(op.get("inputs", []), f"{kind} inputs", optional=True),
+                     tensors(op.get("outputs", []), f"{kind} outputs"), options)
+    graph.inputs = tensors(spec.get("input", []), "input")
+    graph.outputs = tensors(spec.get("output", []), "output")
+    return known
 
 
 def _options(kind: str, op: dict, where: str) -> Options | None:
-    type_name = op.get("options_type", info(kind).options)
-    given = op.get("options", {})
+    type_name = _typed(op.get("options_type", info(kind).options), (str, type(None)), f"{kind} options_type", where)
+    given = _typed(op.get("options", {}), dict, f"{kind} options", where)
     if type_name is None:
         if given:
             raise UsageError(f"{where}: {kind} takes no options (or set options_type)")
@@ -143,7 +220,9 @@ def _options(kind: str, op: dict, where: str) -> Options | None:
                 raise UsageError(f"{where}: {kind} option {key}={value!r}; expected one of {', '.join(names)}")
             value = names.index(value)
         elif isinstance(value, list):
-            value = np.asarray(value, dtype=np.int32)
+            value = np.asarray([_typed(v, int, f"{kind} option {key}", where) for v in value], dtype=np.int32)
+        elif not isinstance(value, (int, float, bool)):
+            raise UsageError(f"{where}: {kind} option {key} must be a number, a boolean or a list of integers")
         fields[camel(key)] = value
     return Options(type_name, **fields)
 
@@ -163,18 +242,24 @@ def _with_defaults(fmt: Format, options: Options | None) -> Options | None:
 
 def _fill(filler: dict, shape: list[int], dtype: str, rng, where: str) -> np.ndarray:
     kind = filler.get("kind")
-    count = int(np.prod(shape)) if shape else 1
-    np_dtype = NUMPY_DTYPES[dtype]
+    count = math.prod(shape)
+    np_dtype = NUMPY_DTYPES.get(dtype)
+    if np_dtype is None:
+        raise UsageError(f"{where}: a filler cannot produce {dtype} values")
+
+    def number(key, default):
+        return float(_typed(filler.get(key, default), (int, float), f"filler {key}", where))
+
     if kind == "gaussian":
-        values = rng.normal(float(filler.get("mean", 0.0)), float(filler.get("stddev", 1.0)), count)
+        values = rng.normal(number("mean", 0.0), number("stddev", 1.0), count)
     elif kind == "uniform":
-        values = rng.uniform(float(filler.get("low", 0.0)), float(filler.get("high", 1.0)), count)
+        values = rng.uniform(number("low", 0.0), number("high", 1.0), count)
         if np.issubdtype(np_dtype, np.integer):
             values = np.floor(values)
     elif kind == "constant":
-        values = np.full(count, filler.get("value", 0))
+        values = np.full(count, number("value", 0))
     elif kind == "explicit":
-        values = np.asarray(filler.get("values", []))
+        values = np.asarray(_numbers(filler.get("values", []), "explicit filler values", where))
         if values.size != count:
             raise UsageError(f"{where}: explicit filler has {values.size} values for {count} elements")
     else:
