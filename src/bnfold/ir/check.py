@@ -36,6 +36,7 @@ def check_model(model, path: str):
         for t_index, t in enumerate(graph.tensors):
             _check_tensor(t, f"{where} tensor {t_index} ({t.name!r})", path)
         _check_ops(graph, where, n_graphs, path)
+    _check_subgraph_calls(model, path)
     return model
 
 
@@ -106,6 +107,10 @@ def _check_options(op, where: str, n_graphs: int, n_activations: int, path: str)
         raise ModelError(f"{where} needs {required} inputs, has {sum(t is not None for t in op.inputs[:required])}", path)
     if n_outputs is not None and len(op.outputs) != n_outputs:
         raise ModelError(f"{where} has {len(op.outputs)} outputs, expected {n_outputs}", path)
+    if facts.same_input_types and len(op.inputs) >= 2 and None not in op.inputs[:2]:
+        a, b = op.inputs[:2]
+        if a.dtype != b.dtype:
+            raise ModelError(f"{where} combines {a.dtype} {a.name!r} with {b.dtype} {b.name!r}; both inputs must have one type", path)
     layer = facts.layer
     if layer is not None:
         weights, bias, dim = op.inputs[layer.weights], op.input(layer.bias), layer.out_axis
@@ -121,12 +126,9 @@ def _check_options(op, where: str, n_graphs: int, n_activations: int, path: str)
     expected = facts.options
     if expected is not None and options.type != expected:
         raise ModelError(f"{where} carries {options.type}, expected {expected}", path)
-    for name, value in options.fields().items():
-        if "subgraph" in name.lower() or name == "subgraph":
-            values = value if isinstance(value, (list, np.ndarray)) else [value]
-            for v in values:
-                if isinstance(v, (int, np.integer)) and not 0 <= int(v) < n_graphs:
-                    raise ModelError(f"{where}: {name} refers to subgraph {int(v)}, but the model has {n_graphs}", path)
+    for name, index in _subgraph_refs(op):
+        if not 0 <= index < n_graphs:
+            raise ModelError(f"{where}: {name} refers to subgraph {index}, but the model has {n_graphs}", path)
     if facts.needs_options:
         for name in POSITIVE_FIELDS:
             value = getattr(options, name, None)
@@ -135,6 +137,46 @@ def _check_options(op, where: str, n_graphs: int, n_activations: int, path: str)
     act = getattr(options, "fusedActivationFunction", None)
     if isinstance(act, int) and not 0 <= act < n_activations:
         raise ModelError(f"{where} has unknown fused activation {act}", path)
+
+
+def _subgraph_refs(op):
+    """(field, subgraph index) for each subgraph an operator's options name (WHILE's cond and
+    body, IF's branches, CALL_ONCE's init, ...)."""
+    if op.options is None:
+        return
+    for name, value in op.options.fields().items():
+        if "subgraph" in name.lower():
+            values = value if isinstance(value, (list, np.ndarray)) else [value]
+            for v in values:
+                if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+                    yield name, int(v)
+
+
+def _check_subgraph_calls(model, path: str) -> None:
+    """No subgraph calls itself, directly or through others (a WHILE whose body is its own
+    subgraph, or subgraph 0): a runtime would recurse without end."""
+    calls: list[list[tuple[int, str]]] = []
+    for g_index, graph in enumerate(model.graphs):
+        calls.append([(index, f"subgraph {g_index} operator {o_index} ({op.kind}): {name} = {index}")
+                      for o_index, op in enumerate(graph.ops) for name, index in _subgraph_refs(op)])
+    state = [0] * len(calls)  # 0 unvisited, 1 on the current path, 2 done
+    for start in range(len(calls)):
+        if state[start]:
+            continue
+        stack = [(start, iter(calls[start]))]
+        state[start] = 1
+        while stack:
+            g_index, edges = stack[-1]
+            for callee, where in edges:
+                if state[callee] == 1:
+                    raise ModelError(f"{where} makes subgraph {callee} call itself", path)
+                if state[callee] == 0:
+                    state[callee] = 1
+                    stack.append((callee, iter(calls[callee])))
+                    break
+            else:
+                state[g_index] = 2
+                stack.pop()
 
 
 def _check_acyclic(graph, producers: dict[int, int], where: str, path: str) -> None:

@@ -10,6 +10,8 @@ Columns of `OpInfo`:
     fused_output   its fused activation applies to its output, so it can absorb a standalone one
     layer          for conv-like layers, where weights and bias are (`Layer`, below)
     moves_elements a layout op: only moves elements (folds follow a channel through it)
+    same_input_types  its first two inputs must have one type (LiteRT's kernels refuse a float32
+                   tensor times an int32 or float16 constant at load time)
     commutes_with_scale  op(s·v) = s·op(v) for a positive per-channel s with the channel axis
                    last and kept (pools, MEAN over other axes, zero PAD)
 
@@ -83,6 +85,7 @@ class OpInfo:
     layer: Layer | None = None
     moves_elements: bool = False
     commutes_with_scale: bool = False
+    same_input_types: bool = False
 
 
 def _pool(kind: str) -> OpInfo:
@@ -90,8 +93,8 @@ def _pool(kind: str) -> OpInfo:
                   commutes_with_scale=kind != "L2_POOL_2D")
 
 
-def _binary(kind: str, options: str | None, fused: bool = False) -> OpInfo:
-    return OpInfo(kind, options, (2, 1), fused_output=fused)
+def _binary(kind: str, options: str | None, fused: bool = False, same_types: bool = True) -> OpInfo:
+    return OpInfo(kind, options, (2, 1), fused_output=fused, same_input_types=same_types)
 
 
 def _unary(kind: str, options: str | None = None) -> OpInfo:
@@ -117,7 +120,8 @@ TABLE: tuple[OpInfo, ...] = (
     _binary("ADD", "AddOptions", fused=True), _binary("SUB", "SubOptions", fused=True),
     _binary("MUL", "MulOptions", fused=True), _binary("DIV", "DivOptions", fused=True),
     _binary("MAXIMUM", "MaximumMinimumOptions"), _binary("MINIMUM", "MaximumMinimumOptions"),
-    _binary("LESS", "LessOptions"), _binary("PRELU", None), _binary("BATCH_MATMUL", "BatchMatMulOptions"),
+    _binary("LESS", "LessOptions"), _binary("PRELU", None, same_types=False),
+    _binary("BATCH_MATMUL", "BatchMatMulOptions", same_types=False),  # hybrid float x int8 is allowed
     # pools and reductions
     _pool("AVERAGE_POOL_2D"), _pool("MAX_POOL_2D"), _pool("L2_POOL_2D"),
     OpInfo("MEAN", "ReducerOptions", (2, 1), commutes_with_scale=True), OpInfo("SUM", "ReducerOptions"),
