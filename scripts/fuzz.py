@@ -1,9 +1,11 @@
 """Long fuzz run: the CI fuzz test's mutators and contract (tests/fuzzing.py), by the ten thousand.
 
-    python scripts/fuzz.py [--cases 10000] [--seed 1] [--memory-gb 6] [--show 20]
+    python scripts/fuzz.py [--cases 10000] [--cli-cases 10000] [--seed 1] [--memory-gb 6] [--show 20]
 
 Seeds are every fixture in tests/data plus every recipe in recipes/ (built to a temp directory).
-Prints one summary line per outcome and per error kind (the message with paths, numbers and
+`--cli-cases` more cases mutate the command line instead of the file (hostile paths in every
+slot, odd option values, mutated recipes; tests/fuzzing.py: fuzz_commands). Prints one summary
+line per outcome and per error kind (the message with paths, numbers and
 names stripped), then the failures. Exit status 1 if any case failed (internal error, exception
 escaping the CLI, hang, leftover file, unreadable output). The address-space limit turns a
 runaway allocation into a MemoryError, which the run reports as a failure instead of swapping.
@@ -41,6 +43,7 @@ def _seeds(tmp: Path):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=10000)
+    parser.add_argument("--cli-cases", type=int, default=10000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--memory-gb", type=float, default=6.0)
     parser.add_argument("--show", type=int, default=20, help="failures to print")
@@ -67,7 +70,37 @@ def main() -> int:
         print(f"  {count:>6}  {kind}")
     for i, name, label, outcome in failures[: args.show]:
         print(f"FAIL case {i} {name} [{label}] {outcome.kind}: {outcome.detail}")
-    return 1 if failures else 0
+    return 1 if failures or not _command_line_cases(args) else 0
+
+
+def _command_line_cases(args) -> bool:
+    """The command-line half; True when no case failed."""
+    import contextlib
+    import io
+
+    from bnfold.cli import run
+    from fuzzing import fuzz_commands
+
+    if not args.cli_cases:
+        return True
+    model = ROOT / "tests" / "data" / "bn_conv_valid.tflite"
+    with tempfile.TemporaryDirectory(prefix="bnfold-fuzz-cli-seeds-") as tmp:
+        circle, h5 = Path(tmp) / "m.circle", Path(tmp) / "in.h5"
+        with contextlib.redirect_stdout(io.StringIO()):
+            run(["convert", str(model), str(circle)])
+            run(["check", str(model), str(model), "--write-input", str(h5)])
+        started = time.perf_counter()
+        outcomes, failures = collections.Counter(), []
+        for i, argv, outcome in fuzz_commands(model, circle, ROOT / "recipes" / "Net_Conv_Add_Mul_000.toml", h5,
+                                              args.cli_cases, seed=args.seed):
+            outcomes[outcome.kind] += 1
+            if outcome.failed:
+                failures.append((i, outcome))
+    print(f"{args.cli_cases} command-line cases (seed {args.seed}) in {time.perf_counter() - started:.0f} s: "
+          + ", ".join(f"{k} {v}" for k, v in outcomes.most_common()))
+    for i, outcome in failures[: args.show]:
+        print(f"FAIL command-line case {i} {outcome.kind}: {outcome.detail}")
+    return not failures
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import random
 import re
 import signal
@@ -283,3 +284,174 @@ def fuzz(seeds: list[Seed], cases: int, seed: int = 0, workdir: Path | None = No
             ext = ".circle" if format_from_identifier(s.data[4:8], s.name).name == "circle" else ".tflite"
             yield i, s.name, label, run_case(data, ext, base)
 
+
+
+# ---- command-line mutations: odd paths and odd option values, not only odd bytes --------------
+#
+# A case is one command with each path slot filled from a pool of hostile paths (missing,
+# directory, FIFO, device, symlinks, the run's own models, a model as a side file, names too long
+# for the file system) and options drawn from valid and invalid values. Beyond the contract above,
+# the models in the work directory must be unchanged unless the command named them as its OUT,
+# or said --in-place or --force, and no temporary file may be left anywhere.
+
+OPTION_VALUES = {
+    "--passes": ["", "fuse_batchnorm_with_conv", ",,", "nope", "fuse_batchnorm_with_conv,fuse_batchnorm_with_conv",
+                 "make_batchnorm_gamma_positive"],
+    "--check": ["1", "0", "-3", "x"],
+    "--samples": ["1", "2", "0", "-1", "x"],
+    "--seed": ["0", "-1", "x", str(2**70)],
+    "--rtol": ["0", "1e-3", "nan", "-1", "inf", "x"],
+    "--atol": ["0", "1e-3", "-1", "x"],
+    "-d": ["0.1", "-1", "nan"],
+    "--backend": ["auto", "reference", "litert", "x"],
+}
+# what each command accepts (a few cases also get an option no command has)
+ACCEPTS = {
+    "optimize": ["--passes", "--check", "-q", "--external-buffers", "--force", "--fuse_batchnorm_with_conv"],
+    "convert": ["--external-buffers"], "inspect": ["--operators", "--tensors"],
+    "check": ["--samples", "--seed", "--rtol", "--atol", "--backend", "--force"],
+    "h5diff": ["--rtol", "--atol", "-d"], "recipe": [],
+}
+COMMANDS = [
+    ["optimize", "IN", "OUT", "*"], ["optimize", "IN", "--in-place", "*"], ["optimize", "IN", "OUT", "--report", "SIDE", "*"],
+    ["convert", "IN", "OUT", "*"], ["inspect", "IN", "*"],
+    ["check", "IN", "IN", "*"], ["check", "IN", "IN", "--write-input", "SIDE", "--write-expected", "SIDE", "*"],
+    ["check", "IN", "IN", "--input", "H5", "*"], ["h5diff", "H5", "H5", "*"],
+    ["recipe", "build", "RECIPE", "OUT"], ["optimize", "--config", "CFG", "*"],
+]
+
+
+@dataclass
+class Workspace:
+    """The files a command-line case may name, rebuilt before every case."""
+
+    root: Path
+    model: bytes
+    circle: bytes
+    recipe: str
+    h5: bytes
+    paths: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def models(self) -> list[Path]:
+        return [self.root / "model.tflite", self.root / "other.tflite", self.root / "model.circle"]
+
+    def reset(self) -> None:
+        for p in list(self.root.iterdir()):
+            if p.is_dir() and not p.is_symlink():
+                for q in p.iterdir():
+                    q.unlink()
+                p.rmdir()
+            else:
+                p.unlink()
+        root = self.root
+        (root / "model.tflite").write_bytes(self.model)
+        (root / "other.tflite").write_bytes(self.model)
+        (root / "model.circle").write_bytes(self.circle)
+        (root / "in.h5").write_bytes(self.h5)
+        (root / "empty.tflite").write_bytes(b"")
+        (root / "text.tflite").write_text("not a model\n")
+        (root / "dir.tflite").mkdir()
+        (root / "link.tflite").symlink_to("model.tflite")
+        (root / "dangling.tflite").symlink_to("nowhere.tflite")
+        os.mkfifo(root / "fifo.tflite")
+        (root / "recipe.toml").write_text(self.recipe)
+        (root / "one.cfg").write_text(f"[one-optimize]\ninput_path={root / 'model.tflite'}\noutput_path={root / 'cfg.tflite'}\n")
+        (root / "interp.cfg").write_text("[one-optimize]\ninput_path=%(nope)s\noutput_path=x.tflite\n")
+        (root / "fifo.cfg").write_text(f"[one-optimize]\ninput_path={root / 'fifo.tflite'}\noutput_path={root / 'o.tflite'}\n")
+        long = str(root / ("x" * 300))
+        common = [str(root / "missing.tflite"), str(root / "dir.tflite"), str(root / "fifo.tflite"), "/dev/null",
+                  str(root / "link.tflite"), str(root / "dangling.tflite"), long + ".tflite", ""]
+        self.paths = {
+            "IN": [str(root / "model.tflite"), str(root / "model.circle"), str(root / "empty.tflite"),
+                   str(root / "text.tflite"), str(root / "in.h5")] + common,
+            "OUT": [str(root / "o.tflite"), str(root / "o.circle"), str(root / "model.tflite"), str(root / "other.tflite"),
+                    str(root / "o.onnx"), str(root / "nodir" / "o.tflite"), str(root / "in.h5")] + common,
+            "SIDE": [str(root / "side.json"), str(root / "side.h5"), str(root / "model.tflite"), str(root / "other.tflite"),
+                     str(root / "model.circle"), str(root / "in.h5"), str(root / "nodir" / "s.h5")] + common,
+            "H5": [str(root / "in.h5"), str(root / "model.tflite")] + common,
+            "RECIPE": [str(root / "recipe.toml"), str(root / "fifo.tflite"), str(root / "dir.tflite"), str(root / "model.tflite"),
+                       long + ".toml", str(root / "missing.toml")],
+            "CFG": [str(root / "one.cfg"), str(root / "interp.cfg"), str(root / "fifo.cfg"), str(root / "fifo.tflite"),
+                    str(root / "dir.tflite"), str(root / "model.tflite"), long + ".cfg"],
+        }
+
+
+def mutate_recipe(rng: random.Random, text: str) -> str:
+    """Change one value of a recipe's text: a number to a word, a huge or negative number, a
+    string to a number, or a line dropped or repeated."""
+    lines = text.splitlines()
+    i = rng.randrange(len(lines))
+    choice = rng.randrange(5)
+    if choice == 0:
+        lines[i] = re.sub(r"\d+", rng.choice(['"x"', "-7", "1000000000000", "1.5", "[1]"]), lines[i], count=1)
+    elif choice == 1:
+        lines[i] = re.sub(r'"[^"]*"', rng.choice(["3", '"nope"', "[]", "{}"]), lines[i], count=1)
+    elif choice == 2:
+        del lines[i]
+    elif choice == 3:
+        lines.insert(i, lines[i])
+    else:
+        lines[i] = lines[i][: rng.randrange(len(lines[i]) + 1)]
+    return "\n".join(lines) + "\n"
+
+
+def command_case(rng: random.Random, ws: Workspace) -> list[str]:
+    template = rng.choice(COMMANDS)
+    argv: list[str] = []
+    for slot in template:
+        if slot in ws.paths:  # half the time a usable path, so the cases also reach the work
+            pool = ws.paths[slot]
+            argv.append(pool[0] if rng.random() < 0.5 else rng.choice(pool))
+        elif slot == "*":
+            accepted = ACCEPTS[template[0]]
+            for _ in range(rng.choice((0, 0, 1, 1, 2, 3)) if accepted else 0):
+                option = rng.choice(accepted) if rng.random() < 0.95 else "--bogus"
+                argv += [option] + ([rng.choice(OPTION_VALUES[option])] if option in OPTION_VALUES else [])
+        else:
+            argv.append(slot)
+    return argv
+
+
+def run_command_case(argv: list[str], ws: Workspace) -> Outcome:
+    before = {p: p.read_bytes() for p in ws.models}
+    started = time.perf_counter()
+    try:
+        code, _, stderr = run_cli(argv)
+    except Exception as e:  # noqa: BLE001
+        return Outcome("escaped", f"{argv}: {type(e).__name__}: {e}", time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    lines = stderr.strip().splitlines()
+    if code is None:
+        return Outcome("hang", str(argv), seconds)
+    if code == 3:
+        return Outcome("internal", f"{argv}: {stderr.strip()}", seconds)
+    if code not in (0, 1, 2):
+        return Outcome("exit-code", f"{argv}: exit {code}", seconds)
+    if code != 0 and len(lines) != 1:
+        return Outcome("not-one-line", f"{argv}: {stderr!r}", seconds)
+    temps = [str(p) for p in ws.root.rglob(".bnfold-*.tmp")]
+    if temps:
+        return Outcome("leftover", f"{argv}: {temps}", seconds)
+    asked = "--in-place" in argv or "--force" in argv
+    out = argv[2] if argv[0] in ("optimize", "convert") and len(argv) > 2 and argv[2] != "--in-place" else None
+    if argv[0] == "recipe":
+        out = argv[3]
+    for p, data in before.items():
+        if not asked and p.read_bytes() != data and not (out and os.path.realpath(out) == str(p)):
+            return Outcome("clobbered", f"{argv}: {p.name} changed", seconds)
+    return Outcome("ok" if code == 0 else "rejected", "" if code == 0 else error_kind(stderr), seconds)
+
+
+def fuzz_commands(model: Path, circle: Path, recipe: Path, h5: Path, cases: int, seed: int = 0, workdir: Path | None = None):
+    """Yield (case number, argv, Outcome) for `cases` seeded command-line cases."""
+    rng = random.Random(seed)
+    with tempfile.TemporaryDirectory(prefix="bnfold-fuzz-cli-") as tmp:
+        ws = Workspace(Path(workdir or tmp) / "ws", model.read_bytes(), circle.read_bytes(), recipe.read_text(), h5.read_bytes())
+        ws.root.mkdir(parents=True, exist_ok=True)
+        for i in range(cases):
+            ws.reset()
+            if rng.random() < 0.3:
+                (ws.root / "recipe.toml").write_text(mutate_recipe(rng, ws.recipe))
+            argv = command_case(rng, ws)
+            yield i, argv, run_command_case(argv, ws)

@@ -48,3 +48,34 @@ def test_mutated_models_never_crash_hang_or_leave_files(seeds, tmp_path):
     # the mutations must actually reach both sides of the contract
     assert outcomes["rejected"] > CASES // 4 and outcomes["ok"] > CASES // 50, outcomes
     assert elapsed < 90, f"{CASES} cases took {elapsed:.0f} s"
+
+
+CLI_CASES = 1000
+
+
+def test_odd_paths_and_options_never_crash_hang_clobber_or_leave_files(tmp_path):
+    """Command-line fuzzing (tests/fuzzing.py): hostile paths in every slot, valid and invalid
+    option values, mutated recipes; models are only replaced when the command asked for it."""
+    from bnfold.cli import run
+    from fuzzing import fuzz_commands
+
+    model = DATA / "bn_conv_valid.tflite"
+    circle = tmp_path / "m.circle"
+    h5 = tmp_path / "in.h5"
+    assert run(["convert", str(model), str(circle)]) == 0
+    assert run(["check", str(model), str(model), "--write-input", str(h5)]) == 0
+    started = time.perf_counter()
+    outcomes = collections.Counter()
+    commands = collections.Counter()
+    failures = []
+    for i, argv, outcome in fuzz_commands(model, circle, RECIPES / "Net_Conv_Add_Mul_000.toml", h5, CLI_CASES,
+                                          seed=SEED, workdir=tmp_path):
+        outcomes[outcome.kind] += 1
+        commands[argv[0]] += 1
+        if outcome.failed:
+            failures.append(f"case {i}: {outcome.kind}: {outcome.detail}")
+    elapsed = time.perf_counter() - started
+    assert failures == [], "\n".join(failures[:20])
+    assert outcomes["ok"] > CLI_CASES // 10 and outcomes["rejected"] > CLI_CASES // 3, outcomes
+    assert set(commands) == {"optimize", "convert", "inspect", "check", "h5diff", "recipe"}, commands
+    assert elapsed < 60, f"{CLI_CASES} cases took {elapsed:.0f} s"
