@@ -672,3 +672,53 @@ def test_chef_builds_a_deep_graph_in_seconds(tmp_path):
     elapsed = time.perf_counter() - started
     assert len(model.graphs[0].ops) == 3 * blocks and model.op_counts()["CONV_2D"] == blocks
     assert elapsed < 8, f"{3 * blocks} operators took {elapsed:.1f} s"
+
+
+# ---- issue 16: no numpy warning on stderr in a run that succeeds -------------------------------
+
+def _with_infinite_scale(tmp_path):
+    """bn_conv_valid with one channel of its batch-norm scale set to inf and a float32-overflowing
+    value in another: folding would produce inf·0 and overflow."""
+    from bnfold.io.writer import save_model
+
+    model = read_model(str(DATA / "bn_conv_valid.tflite"))
+    mul = next(op for op in model.graphs[0].ops if op.kind == "MUL")
+    scale = next(t for t in mul.inputs if t.is_const)
+    data = np.array(scale.data, dtype=np.float32)
+    data.flat[0], data.flat[-1] = np.inf, 3e38
+    scale.data = data
+    path = tmp_path / "inf_scale.tflite"
+    save_model(model, str(path), model.format)
+    return path
+
+
+def test_runs_that_succeed_print_no_numpy_warnings(tmp_path):
+    """Whole processes (pytest would capture warnings in-process): exit 0, nothing on stderr, and
+    the fold that would have overflowed is refused with its reason in the report."""
+    import json
+    import subprocess
+
+    src = _with_infinite_scale(tmp_path)
+    report = tmp_path / "r.json"
+    runs = [["optimize", src, tmp_path / "o.tflite", "-q", "--report", report],
+            ["optimize", src, tmp_path / "o2.tflite", "-q", "--make_batchnorm_gamma_positive"],
+            ["check", src, src, "--backend", "reference", "--samples", "2"],
+            ["check", src, src, "--backend", "litert"]]
+    for argv in runs:
+        proc = subprocess.run([sys.executable, "-W", "always::RuntimeWarning", "-m", "bnfold", *map(str, argv)], capture_output=True, text=True)
+        assert proc.returncode == 0 and proc.stderr == "", (argv, proc.stderr)
+    skips = json.loads(report.read_text())["skips"]
+    assert any("finite" in s["reason"] for s in skips), skips
+
+
+@pytest.mark.parametrize("dtype, filler, words", [
+    ("FLOAT32", '{ kind = "constant", value = 1e40 }', "too large for FLOAT32"),
+    ("FLOAT16", '{ kind = "gaussian", stddev = 1e6 }', "too large for FLOAT16"),
+    ("INT8", '{ kind = "explicit", values = [1, 2, 300, 4, 5] }', "outside the range of INT8"),
+])
+def test_filler_values_that_do_not_fit_their_type_are_refused(dtype, filler, words, tmp_path, capsys):
+    text = _conv_recipe('name = "bias"\nshape = [5]\nfiller = { kind = "gaussian", stddev = 0.5 }',
+                        f'name = "bias"\ndtype = "{dtype}"\nshape = [5]\nfiller = {filler}')
+    path = _recipe_case(tmp_path, "overflow", text)
+    code, lines = _run(capsys, "recipe", "build", path, tmp_path / "o.tflite")
+    assert code == 2 and len(lines) == 1 and words in lines[0] and "'bias'" in lines[0], lines

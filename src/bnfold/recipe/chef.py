@@ -264,7 +264,23 @@ def _fill(filler: dict, shape: list[int], dtype: str, rng, where: str) -> np.nda
             raise UsageError(f"{where}: explicit filler has {values.size} values for {count} elements")
     else:
         raise UsageError(f"{where}: unknown filler kind {kind!r} (gaussian, uniform, constant, explicit)")
-    return np.asarray(values).astype(np_dtype).reshape(shape)
+    return _cast(np.asarray(values), np_dtype, dtype, where).reshape(shape)
+
+
+def _cast(values: np.ndarray, np_dtype: np.dtype, dtype: str, where: str) -> np.ndarray:
+    """`values` as `np_dtype`, refusing what would not survive the cast (numpy would wrap
+    integers and turn large floats into inf without a word)."""
+    if np_dtype.kind in "iu" and values.size:
+        limits = np.iinfo(np_dtype)
+        if values.min() < limits.min or values.max() > limits.max:
+            raise UsageError(f"{where}: filler values outside the range of {dtype} ({limits.min} .. {limits.max})")
+    if np_dtype.kind == "f" and values.size:
+        with np.errstate(over="ignore"):
+            cast = values.astype(np_dtype)
+        if np.any(np.isinf(cast) & np.isfinite(values)):
+            raise UsageError(f"{where}: filler values too large for {dtype}")
+        return cast
+    return values.astype(np_dtype)
 
 
 def build_file(recipe_path: str, out_path: str) -> Model:
