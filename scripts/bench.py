@@ -3,6 +3,7 @@
 Usage:
   python scripts/bench.py [--out DIR] [--runs N] [--skip-large] [--json PATH]
                           [--resnet50v2 PATH] [--infer-iters N] [--rebuild] [--profile]
+                          [--ops-runs N] [--only-ops]
 
 What it measures (whole processes, median of --runs, every figure a ratio to a baseline timed in
 the same run so a slow or busy machine shifts both sides alike):
@@ -17,6 +18,9 @@ the same run so a slow or busy machine shifts both sides alike):
       a fixed cost); flatness = max/min of work s/MB over 10 MB..1 GB.
   (e) LiteRT inference time original / optimized (speed-up; >1 is faster), default Interpreter
       with XNNPACK as LiteRT ships it, paired runs alternating which model goes first.
+  (f) time per operator across the op-heavy series (3k / 12k / 48k CONV->MUL->ADD blocks, i.e.
+      9k / 36k / 144k operators, tiny tensors): in-process work (load + passes + save) / operators,
+      with the default passes and with `--passes ""`; flatness = max/min over the series.
 The 3 GB model (offset-buffer layout) goes through `bnfold optimize` end to end and both the
 original and the result are run once in LiteRT; outputs are compared.
 
@@ -135,6 +139,7 @@ TARGETS = {
     "d": ("work s/MB flatness 10 MB..1 GB (max/min)", "<=", 1.5),
     "e": ("inference speed-up, every model", ">=", 1.0),
     "e_pre": ("inference speed-up, pre-activation model", ">=", 1.05),
+    "f": ("time per operator flatness, op series 3k..48k blocks (max/min)", "<=", 1.5),
 }
 
 
@@ -231,17 +236,17 @@ def builder_stamp() -> str:
 
 
 def ensure_model(out_dir: Path, name: str, kind: str, *, nbytes: int = 0, external: bool = False,
-                 rebuild: bool = False) -> Path:
+                 rebuild: bool = False, blocks: int = 0) -> Path:
     """Build a bench model unless an up-to-date one (same builder source) is already there."""
     path = out_dir / f"{name}.tflite"
     stamp = out_dir / f"{name}.stamp"
-    want = f"{builder_stamp()} {kind} {nbytes} {external}"
+    want = f"{builder_stamp()} {kind} {nbytes} {external} {blocks}"
     if not rebuild and path.exists() and stamp.exists() and stamp.read_text() == want:
         return path
     import bench_models
 
     t = time.perf_counter()
-    size = bench_models.build(kind, str(path), nbytes=nbytes, external=external)
+    size = bench_models.build(kind, str(path), nbytes=nbytes, external=external, blocks=blocks)
     stamp.write_text(want)
     print(f"  built {path.name}: {size / MB:.1f} MB in {time.perf_counter() - t:.1f} s", flush=True)
     return path
@@ -314,6 +319,37 @@ def measure_process(model: Path, out_dir: Path, runs: int, *, objapi: bool = Tru
         row["b_rewrite"] = row["rewrite_s"] / row["objapi_s"]
         row["b_cpu"] = m["bnfold"]["cpu"] / m["objapi"]["cpu"]
     return row
+
+
+def measure_ops_series(out_dir: Path, runs: int, rebuild: bool) -> dict:
+    """(f): in-process work per operator over the op-heavy series, default passes and none."""
+    rows = {}
+    for name, blocks in OPS_SERIES:
+        path = ensure_model(out_dir, name, "ops", blocks=blocks, rebuild=rebuild)
+        print(f"measuring {name}", flush=True)
+        out = out_dir / "bench-output.tflite"
+        m = timed_commands({"work": [PY, "-c", WORK_SRC, str(path), str(out)],
+                            "work_rewrite": [PY, "-c", WORK_SRC, str(path), str(out), "--passes", ""]}, out, runs)
+        ops = 3 * blocks
+        rows[name] = {"blocks": blocks, "ops": ops, "size": path.stat().st_size, "folds": fold_count(path, out_dir)["folds"],
+                      "work_s": m["work"]["work"], "work_rewrite_s": m["work_rewrite"]["work"],
+                      "peak_rss": m["work"]["peak_rss"], "loadavg_1min_after": os.getloadavg()[0],
+                      "us_per_op": 1e6 * m["work"]["work"] / ops, "us_per_op_rewrite": 1e6 * m["work_rewrite"]["work"] / ops,
+                      "samples": {k: v["all_seconds"] for k, v in m.items()}}
+        _remove(out_dir / f"{path.stem}.opt.tflite")
+    return {"rows": rows, "flatness_f": _flatness(r["us_per_op"] for r in rows.values()),
+            "flatness_f_rewrite": _flatness(r["us_per_op_rewrite"] for r in rows.values())}
+
+
+def print_ops_series(series: dict) -> None:
+    head = f"{'model':<10}{'blocks':>8}{'ops':>8}{'folds':>7}{'work s':>9}{'us/op':>8}{'rewrite s':>10}{'us/op rw':>9}{'RSS MB':>8}"
+    print(head)
+    print("-" * len(head))
+    for name, r in series["rows"].items():
+        print(f"{name:<10}{r['blocks']:>8}{r['ops']:>8}{r['folds']:>7}{r['work_s']:>9.2f}{r['us_per_op']:>8.1f}"
+              f"{r['work_rewrite_s']:>10.2f}{r['us_per_op_rewrite']:>9.1f}{r['peak_rss'] / MB:>8.0f}")
+    print(f"(f) max/min time per operator: default passes {series['flatness_f']:.2f}, "
+          f"--passes '' {series['flatness_f_rewrite']:.2f} (target <= {TARGETS['f'][2]})")
 
 
 def measure_inference(orig: Path, opt: Path, iters: int, budget: float) -> dict:
@@ -519,6 +555,7 @@ def machine_info() -> dict:
 # ---- main ----------------------------------------------------------------------------------
 SERIES = (("scale_10mb", 10 * MB, False), ("scale_100mb", 100 * MB, False),
           ("scale_1gb", 1024 * MB, False), ("scale_3gb", 3 * 1024 * MB, True))
+OPS_SERIES = (("ops_3k", 3000), ("ops_12k", 12000), ("ops_48k", 48000))
 
 
 def parse_args(argv=None):
@@ -535,6 +572,8 @@ def parse_args(argv=None):
     p.add_argument("--rebuild", action="store_true", help="rebuild models even if up to date")
     p.add_argument("--markdown", metavar="JSON", help="print the README table of an earlier run's JSON and exit")
     p.add_argument("--profile", action="store_true", help="cProfile bnfold optimize on the 100 MB models")
+    p.add_argument("--ops-runs", type=int, default=3, help="process runs per command in the op-heavy series (0 skips it)")
+    p.add_argument("--only-ops", action="store_true", help="measure only the op-heavy series")
     return p.parse_args(argv)
 
 
@@ -548,14 +587,14 @@ def main(argv=None) -> int:
     started = time.time()
     compile_bnfold()
     print("building models", flush=True)
-    models = {  # name -> (path, inference measured, pre-activation)
+    models = {} if args.only_ops else {  # name -> (path, inference measured, pre-activation)
         "resnet_post": (ensure_model(out_dir, "resnet_post", "resnet_post", rebuild=args.rebuild), True, False),
         "resnet_pre": (ensure_model(out_dir, "resnet_pre", "resnet_pre", rebuild=args.rebuild), True, True),
     }
-    if args.resnet50v2:
+    if args.resnet50v2 and not args.only_ops:
         models["resnet50v2"] = (Path(args.resnet50v2), True, True)
     for name, nbytes, external in SERIES:
-        if args.skip_large and nbytes > 100 * MB:
+        if args.skip_large and nbytes > 100 * MB or args.only_ops:
             continue
         path = ensure_model(out_dir, name, "scale", nbytes=nbytes, external=external, rebuild=args.rebuild)
         models[name] = (path, nbytes <= 100 * MB, False)
@@ -582,9 +621,14 @@ def main(argv=None) -> int:
         flatness = _flatness(r["work_s_per_mb"] for r in series)
         scaling = series_scaling(series)
     big = big_model_check(models["scale_3gb"][0], out_dir) if "scale_3gb" in models else None
+    ops_series = measure_ops_series(out_dir, args.ops_runs, args.rebuild) if args.ops_runs > 0 else None
 
     print()
-    print_table(rows)
+    if rows:
+        print_table(rows)
+    if ops_series is not None:
+        print()
+        print_ops_series(ops_series)
     if scaling is not None:
         print("\n(d) scale series 10 MB..1 GB, max/min of s/MB (target judged on the first):")
         for key, value in scaling.items():
@@ -592,6 +636,9 @@ def main(argv=None) -> int:
     if big is not None:
         print(f"3 GB check: {json.dumps(big)}")
     summary = targets_summary(rows, flatness)
+    if ops_series is not None:
+        summary.append({"target": "f", "model": "op series", "run": "default passes", "value": ops_series["flatness_f"],
+                        "verdict": verdict("f", ops_series["flatness_f"])})
     print("\ntargets:")
     for t in summary:
         label, op, limit = TARGETS[t["target"]]
@@ -601,7 +648,7 @@ def main(argv=None) -> int:
 
     result = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "machine": machine_info(),
               "runs": args.runs, "infer_iters": args.infer_iters, "models": rows, "flatness_d": flatness, "series_scaling": scaling,
-              "big_model_check": big, "targets": summary, "profiles": profiles,
+              "big_model_check": big, "ops_series": ops_series, "targets": summary, "profiles": profiles,
               "elapsed_s": round(time.time() - started, 1)}
     json_path = Path(args.json) if args.json else out_dir / "bench.json"
     json_path.write_text(json.dumps(result, indent=1, default=str))

@@ -6,6 +6,9 @@
 - `resnet_pre`: a ResNet50V2 shaped network, float32, ~100 MB: pre-activation blocks
   (residual ADD -> MUL -> ADD(RELU) -> CONV_2D, the pattern fuse_preactivation_batchnorm folds)
   with post-conv MUL+ADD chains inside each bottleneck.
+- `ops_model(blocks)`: the op-heavy series: `blocks` x (1x1 CONV_2D -> MUL -> ADD) on a tiny
+  [1,2,2,8] tensor, so the cost is per operator, not per byte (3 operators and 6 constants a
+  block; every block is one fold).
 - `scale_model(nbytes)`: the synthetic scale series: a few 1x1 CONV_2D layers on a 1x1 image,
   each followed by MUL+ADD, with big weights. Layers use one shared deterministic weight array
   (cheap to make, so building a 3 GB model needs ~270 MB of memory, not 3 GB); each layer still
@@ -179,8 +182,19 @@ def scale_model(nbytes: int) -> Model:
     return net.finish(x)
 
 
-def build(kind: str, path: str, *, nbytes: int = 0, external: bool = False, size: int = 192) -> int:
+def ops_model(blocks: int, channels: int = 8) -> Model:
+    """Op-heavy series model: `blocks` x (1x1 CONV_2D -> MUL -> ADD) on a [1,2,2,C] input."""
+    net = Net(f"op series {blocks} blocks", seed=5)
+    x = net.input((1, 2, 2, channels))
+    for _ in range(blocks):
+        x = net.batchnorm(net.conv(x, channels, 1), NONE, gamma_low=0.9)
+    return net.finish(x)
+
+
+def build(kind: str, path: str, *, nbytes: int = 0, external: bool = False, size: int = 192, blocks: int = 0) -> int:
     """Build one bench model into `path`; returns the file size."""
+    if kind == "ops":
+        return save_model(ops_model(blocks), path, TFLITE).size
     if kind == "resnet_post":
         model = resnet_post(size)
     elif kind == "resnet_pre":
