@@ -434,12 +434,17 @@ def run_command_case(argv: list[str], ws: Workspace) -> Outcome:
     if temps:
         return Outcome("leftover", f"{argv}: {temps}", seconds)
     asked = "--in-place" in argv or "--force" in argv
-    out = argv[2] if argv[0] in ("optimize", "convert") and len(argv) > 2 and argv[2] != "--in-place" else None
+    out = argv[2] if argv[0] in ("optimize", "convert") and argv[1] != "--config" and argv[2] != "--in-place" else None
     if argv[0] == "recipe":
         out = argv[3]
     for p, data in before.items():
         if not asked and p.read_bytes() != data and not (out and os.path.realpath(out) == str(p)):
             return Outcome("clobbered", f"{argv}: {p.name} changed", seconds)
+    if code == 0 and out and os.path.exists(out):  # whatever bnfold writes, bnfold reads back
+        try:
+            read_model(out)
+        except BnfoldError as e:
+            return Outcome("unreadable-output", f"{argv}: {e}", seconds)
     return Outcome("ok" if code == 0 else "rejected", "" if code == 0 else error_kind(stderr), seconds)
 
 
