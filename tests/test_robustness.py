@@ -722,3 +722,19 @@ def test_filler_values_that_do_not_fit_their_type_are_refused(dtype, filler, wor
     path = _recipe_case(tmp_path, "overflow", text)
     code, lines = _run(capsys, "recipe", "build", path, tmp_path / "o.tflite")
     assert code == 2 and len(lines) == 1 and words in lines[0] and "'bias'" in lines[0], lines
+
+
+def test_model_output_never_replaces_the_recipe_or_config_it_came_from(tmp_path, capsys):
+    recipe = tmp_path / "r.toml"
+    recipe.write_text(CONV_RECIPE.read_text())
+    link = tmp_path / "r.tflite"
+    link.symlink_to(recipe.name)
+    code, lines = _run(capsys, "recipe", "build", recipe, link)
+    assert code == 2 and "OUT names a file this run also reads" in lines[0]
+    assert recipe.read_text() == CONV_RECIPE.read_text()
+    cfg = tmp_path / "one.cfg"
+    cfg.write_text(f"[one-optimize]\ninput_path={FIXTURE}\noutput_path={tmp_path / 'c.tflite'}\n")
+    (tmp_path / "c.tflite").symlink_to(cfg.name)
+    code, lines = _run(capsys, "optimize", "--config", cfg, "-q")
+    assert code == 2 and "OUT names a file this run also reads" in lines[0]
+    assert cfg.read_text().startswith("[one-optimize]")

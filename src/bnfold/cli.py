@@ -17,7 +17,7 @@ import click
 from . import api, one, pipeline, selection
 from .errors import BnfoldError, CheckFailed, Interrupted, UsageError
 from .io.atomic import write_text
-from .io.paths import refuse_side_file_clobber
+from .io.paths import refuse_run_files, refuse_side_file_clobber
 from .passes import registry
 
 
@@ -150,6 +150,7 @@ def optimize(input_path, output_path, input_option, output_option, passes, group
         for line in chosen.notes():
             echo(line)
     api.refuse_overwrite(input_path, output_path, in_place)
+    refuse_run_files(output_path, "OUT", [config_path])
     api.check_output_path(output_path)
     if report_path and not to_stdout:
         refuse_side_file_clobber(report_path, "--report", [input_path, output_path, config_path], force)
@@ -433,6 +434,7 @@ def recipe_build(recipe_path, output_path):
     """Build RECIPE into OUT (.tflite or .circle)."""
     from .recipe.chef import build_file
 
+    refuse_run_files(output_path, "OUT", [recipe_path])
     model = build_file(recipe_path, output_path)
     click.echo(f"wrote {output_path} ({sum(len(g.ops) for g in model.graphs)} operators)")
 

@@ -68,12 +68,17 @@ def refuse_input_overwrite(input_path: str, output_path: str, in_place: bool) ->
         raise UsageError("output is the input file; pass --in-place to overwrite it", output_path)
 
 
-def refuse_side_file_clobber(path: str, option: str, run_files: list[str], force: bool) -> None:
-    """A side file written by `option` must not be any file of this run (its models, inputs,
-    other outputs), nor, without --force, an existing model file or anything but a regular file."""
+def refuse_run_files(path: str, what: str, run_files: list[str | None]) -> None:
+    """`path`, written as `what`, must not be another file this run reads or writes."""
     for other in run_files:
         if other and same_file(path, other):
-            raise UsageError(f"{option} names a file this run also reads or writes; refusing to overwrite it", path)
+            raise UsageError(f"{what} names a file this run also reads or writes; refusing to overwrite it", path)
+
+
+def refuse_side_file_clobber(path: str, option: str, run_files: list[str | None], force: bool) -> None:
+    """A side file written by `option` must not be any file of this run (its models, inputs,
+    other outputs), nor, without --force, an existing model file or anything but a regular file."""
+    refuse_run_files(path, option, run_files)
     kind = special_kind(path)
     if kind is not None:
         raise UsageError(f"{option} cannot write here: it is {kind}", path)
