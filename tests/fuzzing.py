@@ -314,6 +314,7 @@ ACCEPTS = {
 }
 COMMANDS = [
     ["optimize", "IN", "OUT", "*"], ["optimize", "IN", "--in-place", "*"], ["optimize", "IN", "OUT", "--report", "SIDE", "*"],
+    ["optimize", "-i", "IN", "-o", "OUT", "*"], ["optimize", "IN", "OUT", "--report", "-", "*"],
     ["convert", "IN", "OUT", "*"], ["inspect", "IN", "*"],
     ["check", "IN", "IN", "*"], ["check", "IN", "IN", "--write-input", "SIDE", "--write-expected", "SIDE", "*"],
     ["check", "IN", "IN", "--input", "H5", "*"], ["h5diff", "H5", "H5", "*"],
@@ -434,9 +435,11 @@ def run_command_case(argv: list[str], ws: Workspace) -> Outcome:
     if temps:
         return Outcome("leftover", f"{argv}: {temps}", seconds)
     asked = "--in-place" in argv or "--force" in argv
-    out = argv[2] if argv[0] in ("optimize", "convert") and argv[1] != "--config" and argv[2] != "--in-place" else None
+    out = argv[2] if argv[0] in ("optimize", "convert") and argv[1] not in ("--config", "-i") and argv[2] != "--in-place" else None
     if argv[0] == "recipe":
         out = argv[3]
+    if argv[:2] == ["optimize", "-i"]:
+        out = argv[4]
     for p, data in before.items():
         if not asked and p.read_bytes() != data and not (out and os.path.realpath(out) == str(p)):
             return Outcome("clobbered", f"{argv}: {p.name} changed", seconds)
