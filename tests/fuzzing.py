@@ -310,7 +310,7 @@ ACCEPTS = {
     "optimize": ["--passes", "--check", "-q", "--external-buffers", "--force", "--fuse_batchnorm_with_conv"],
     "convert": ["--external-buffers"], "inspect": ["--operators", "--tensors"],
     "check": ["--samples", "--seed", "--rtol", "--atol", "--backend", "--force"],
-    "h5diff": ["--rtol", "--atol", "-d"], "recipe": [],
+    "h5diff": ["--rtol", "--atol", "-d"], "recipe": [], "run": ["--samples", "--seed", "--backend", "--force"],
 }
 COMMANDS = [
     ["optimize", "IN", "OUT", "*"], ["optimize", "IN", "--in-place", "*"], ["optimize", "IN", "OUT", "--report", "SIDE", "*"],
@@ -319,6 +319,7 @@ COMMANDS = [
     ["check", "IN", "IN", "*"], ["check", "IN", "IN", "--write-input", "SIDE", "--write-expected", "SIDE", "*"],
     ["check", "IN", "IN", "--input", "H5", "*"], ["h5diff", "H5", "H5", "*"],
     ["recipe", "build", "RECIPE", "OUT"], ["optimize", "--config", "CFG", "*"],
+    ["run", "IN", "--output", "SIDE", "*"], ["recipe", "test", "RECIPE", "--junit", "SIDE"],
 ]
 
 
@@ -436,7 +437,7 @@ def run_command_case(argv: list[str], ws: Workspace) -> Outcome:
         return Outcome("leftover", f"{argv}: {temps}", seconds)
     asked = "--in-place" in argv or "--force" in argv
     out = argv[2] if argv[0] in ("optimize", "convert") and argv[1] not in ("--config", "-i") and argv[2] != "--in-place" else None
-    if argv[0] == "recipe":
+    if argv[:2] == ["recipe", "build"]:
         out = argv[3]
     if argv[:2] == ["optimize", "-i"]:
         out = argv[4]

@@ -77,5 +77,5 @@ def test_odd_paths_and_options_never_crash_hang_clobber_or_leave_files(tmp_path)
     elapsed = time.perf_counter() - started
     assert failures == [], "\n".join(failures[:20])
     assert outcomes["ok"] > CLI_CASES // 10 and outcomes["rejected"] > CLI_CASES // 3, outcomes
-    assert set(commands) == {"optimize", "convert", "inspect", "check", "h5diff", "recipe"}, commands
+    assert set(commands) == {"optimize", "convert", "inspect", "check", "h5diff", "recipe", "run"}, commands
     assert elapsed < 60, f"{CLI_CASES} cases took {elapsed:.0f} s"

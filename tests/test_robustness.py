@@ -743,3 +743,12 @@ def test_model_output_never_replaces_the_recipe_or_config_it_came_from(tmp_path,
     code, lines = _run(capsys, "optimize", "--config", cfg, "-q")
     assert code == 2 and "OUT names a file this run also reads" in lines[0]
     assert cfg.read_text().startswith("[one-optimize]")
+
+
+def test_found_by_the_command_line_fuzzer(tmp_path, capsys):
+    """`recipe test` on a name too long for the file system, `run --output ''`: internal errors
+    (exit 3) before."""
+    code, lines = _run(capsys, "recipe", "test", tmp_path / ("x" * 300 + ".toml"))
+    assert code == 2 and len(lines) == 1 and "File name too long" in lines[0]
+    code, lines = _run(capsys, "run", FIXTURE, "--output", "")
+    assert code == 2 and lines == ["bnfold: error: --output needs a file name"]

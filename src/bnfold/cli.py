@@ -370,6 +370,8 @@ def check(model_a, model_b, input_files, cast, backend, timeout, expected_files,
 @click.option("--force", is_flag=True, help="Let --output/--write-input replace existing model files (never this run's own).")
 def run_model(model_path, input_files, cast, backend, timeout, output_path, samples, seed, write_input, force):
     """Run MODEL on --input h5 files (or random inputs) and write its outputs in ONE's h5 layout."""
+    if not output_path:
+        raise UsageError("--output needs a file name")
     from .check import samples as sample_files
     from .check.backend import runners
     from .check.deadline import Deadline

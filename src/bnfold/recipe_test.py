@@ -53,6 +53,12 @@ def recipe_paths(arguments: list[str]) -> list[Path]:
     paths: list[Path] = []
     for argument in arguments:
         path = Path(argument)
+        try:
+            path.stat()
+        except FileNotFoundError:
+            pass  # "recipe not found" below
+        except OSError as e:  # a name too long, a loop of symlinks, ...
+            raise UsageError(f"cannot read: {e.strerror or e}", argument) from None
         if path.is_dir():
             found = sorted(path.glob("*.toml"))
             if not found:
