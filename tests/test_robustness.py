@@ -762,3 +762,15 @@ def test_found_by_the_command_line_fuzzer(tmp_path, capsys):
     assert code == 2 and len(lines) == 1 and "File name too long" in lines[0]
     code, lines = _run(capsys, "run", FIXTURE, "--output", "")
     assert code == 2 and lines == ["bnfold: error: --output needs a file name"]
+
+
+def test_a_replaced_file_keeps_its_permissions(tmp_path, capsys):
+    src = _model_copy(tmp_path, "private.tflite")
+    src.chmod(0o600)
+    report = tmp_path / "r.json"
+    report.write_text("{}")
+    report.chmod(0o640)
+    code, _ = _run(capsys, "optimize", src, "--in-place", "-q", "--report", report)
+    assert code == 0
+    assert src.stat().st_mode & 0o777 == 0o600 and report.stat().st_mode & 0o777 == 0o640
+    assert sum(read_model(str(src)).op_counts().values()) == 1

@@ -7,7 +7,7 @@ target only once it is complete, so a reader of the target sees the old file or 
 never a partial one. The target is the end of the symlink chain when the path is a symlink (the
 link stays, the file it names is replaced), as a shell's `>` would do.
 
-The temporary file is removed whatever stops the write: an exception, Ctrl-C, or SIGTERM (turned
+A replaced file keeps its permission bits. The temporary file is removed whatever stops the write: an exception, Ctrl-C, or SIGTERM (turned
 into `Interrupted` while a write is under way, so the process exits 128+15 after cleaning up).
 Only SIGKILL can leave one behind; the next run that writes into the same directory removes
 the temporary files whose process is gone.
@@ -19,6 +19,7 @@ import errno
 import os
 import re
 import signal
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -67,6 +68,7 @@ def _temporary(path: str, error):
         except OSError as e:
             raise error(f"cannot create a file in {directory}: {e.strerror or e}", path) from None
         try:
+            _keep_mode(target, fd)
             yield fd, tmp
             os.replace(tmp, target)
         except BaseException as e:
@@ -121,6 +123,14 @@ def _create_temp(directory: str) -> tuple[int, str]:
         except FileExistsError:
             continue
     raise FileExistsError(errno.EEXIST, "no free temporary name", directory)
+
+
+def _keep_mode(target: str, fd: int) -> None:
+    """A file that is replaced keeps its permission bits (a private 0600 model stays private)."""
+    try:
+        os.fchmod(fd, stat.S_IMODE(os.stat(target).st_mode))
+    except (OSError, AttributeError):  # no target yet (the umask rules), or no fchmod here
+        pass
 
 
 def _unlink_quietly(path: str) -> bool:
