@@ -525,6 +525,10 @@ BAD_RECIPES = {  # name -> (recipe text, exit code, words the one line must cont
     "operation_inputs_not_a_list": (_conv_recipe('inputs = ["conv", "scale"]', 'inputs = "conv"'), 2, "MUL inputs must be a list"),
     "filler_word": (_conv_recipe('{ kind = "gaussian", stddev = 1.0 }', '{ kind = "gaussian", stddev = "x" }'), 2, "filler stddev"),
     "option_word": (_conv_recipe("stride_w = 2", 'stride_w = "two"'), 2, "stride_w"),
+    # found by the command-line fuzzer: the writer failed on these (exit 3)
+    "option_list": (_conv_recipe("stride_w = 2", "stride_w = [1]"), 2, "field stride_w must be an integer, not [1]"),
+    "option_float": (_conv_recipe("stride_w = 2", "stride_w = 1.5"), 2, "field stride_w must be an integer, not 1.5"),
+    "option_unknown": (_conv_recipe("stride_w = 2", "strid_w = 2"), 2, "Conv2DOptions has no field strid_w"),
     "output_dash": (_conv_recipe('output = ["ofm"]', 'output = ["-"]'), 2, "unknown operand '-'"),
     # builds, but the reader's semantic check would refuse the model: refused at build time
     "reads_unproduced": (_conv_recipe('inputs = ["conv", "scale"]', 'inputs = ["ghost", "scale"]',
@@ -774,3 +778,12 @@ def test_a_replaced_file_keeps_its_permissions(tmp_path, capsys):
     assert code == 0
     assert src.stat().st_mode & 0o777 == 0o600 and report.stat().st_mode & 0o777 == 0o640
     assert sum(read_model(str(src)).op_counts().values()) == 1
+
+
+def test_recipe_test_refuses_a_malformed_expectation(tmp_path, capsys):
+    """`[expect] passes = [[]]` reached an internal error in `recipe test` (found by the fuzzer)."""
+    path = _recipe_case(tmp_path, "expect", _conv_recipe('passes = ["fuse_batchnorm_with_conv"]', "passes = [[]]"))
+    code = cli.run(["recipe", "test", str(path)])
+    out, err = capsys.readouterr()
+    assert code == 1 and err.strip() == "bnfold: error: 1 of 1 recipes failed: expect"
+    assert "ERROR expect: recipe expect.passes must be a list of pass names" in out

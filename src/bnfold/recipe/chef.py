@@ -193,7 +193,7 @@ def _build_graph(model: Model, graph: Graph, spec: dict, rng, where: str) -> dic
         kind = _typed(op.get("type"), str, "operation type", where)
         if kind not in model.format.op_codes:
             raise UsageError(f"{where}: unknown operator {kind} for {model.format.name}")
-        options = _with_defaults(model.format, _options(kind, op, where))
+        options = _with_defaults(model.format, _options(kind, op, where), where)
         custom = op.get("custom_code")
         custom = None if custom is None else _typed(custom, str, f"{kind} custom_code", where).encode()
         version = _typed(op.get("version", 1), int, f"{kind} version", where)
@@ -227,17 +227,44 @@ def _options(kind: str, op: dict, where: str) -> Options | None:
     return Options(type_name, **fields)
 
 
-def _with_defaults(fmt: Format, options: Options | None) -> Options | None:
+def _with_defaults(fmt: Format, options: Options | None, where: str = "recipe") -> Options | None:
     """Fill the scalar fields a recipe leaves out with the schema defaults, so a built op looks
-    like one read from a file (e.g. a CONV_2D always has a fused activation field to set)."""
+    like one read from a file (e.g. a CONV_2D always has a fused activation field to set); a
+    field the table does not have, or a value of the wrong kind, is refused."""
     if options is None:
         return None
     try:
         defaults = vars(fmt.cls(options.type + "T")())
     except Exception:  # an options type this format does not know: leave it as given
         return options
+    for name, value in options.fields().items():
+        _check_option(options.type, name, value, defaults, where)
     missing = {k: v for k, v in defaults.items() if isinstance(v, (bool, int, float)) and not hasattr(options, k)}
     return options.copy(**missing) if missing else options
+
+
+def _check_option(type_name: str, name: str, value, defaults: dict, where: str) -> None:
+    """`value` has the kind the schema gives field `name` of `type_name` (its default's type)."""
+    if name not in defaults:
+        known = ", ".join(sorted(_snake(k) for k in defaults))
+        raise UsageError(f"{where}: {type_name} has no field {_snake(name)} (it has: {known})")
+    default = defaults[name]
+    if isinstance(default, bool):
+        ok = isinstance(value, (bool, int)) and not isinstance(value, float)
+        want = "a boolean"
+    elif isinstance(default, int):
+        ok, want = isinstance(value, int) and not isinstance(value, bool), "an integer"
+    elif isinstance(default, float):
+        ok, want = isinstance(value, (int, float)) and not isinstance(value, bool), "a number"
+    else:  # vectors (None by default in the object API)
+        ok, want = isinstance(value, np.ndarray), "a list of integers"
+    if not ok:
+        shown = value.tolist() if isinstance(value, np.ndarray) else value
+        raise UsageError(f"{where}: {type_name} field {_snake(name)} must be {want}, not {shown!r}"[:300])
+
+
+def _snake(name: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
 
 
 def _fill(filler: dict, shape: list[int], dtype: str, rng, where: str) -> np.ndarray:

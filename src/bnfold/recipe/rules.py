@@ -26,10 +26,18 @@ class Expectation:
 
 def expectation(recipe: dict) -> Expectation:
     spec = recipe.get("expect", {})
+    if not isinstance(spec, dict):
+        raise UsageError("recipe [expect] must be a table")
     rules = spec.get("rules", {})
-    if not all(isinstance(v, int) for v in rules.values()):
+    if not isinstance(rules, dict) or not all(isinstance(v, int) and not isinstance(v, bool) for v in rules.values()):
         raise UsageError("recipe rules must be operator = count")
-    return Expectation(spec.get("passes"), dict(rules), float(spec.get("rtol", 1e-5)), float(spec.get("atol", 1e-5)))
+    passes = spec.get("passes")
+    if passes is not None and not (isinstance(passes, list) and all(isinstance(p, str) for p in passes)):
+        raise UsageError("recipe expect.passes must be a list of pass names")
+    tolerances = [spec.get("rtol", 1e-5), spec.get("atol", 1e-5)]
+    if not all(isinstance(t, (int, float)) and not isinstance(t, bool) and t >= 0 for t in tolerances):
+        raise UsageError("recipe expect.rtol and expect.atol must be non-negative numbers")
+    return Expectation(passes, dict(rules), float(tolerances[0]), float(tolerances[1]))
 
 
 def broken_rules(model: Model, rules: dict[str, int]) -> list[str]:
