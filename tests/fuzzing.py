@@ -464,3 +464,42 @@ def fuzz_commands(model: Path, circle: Path, recipe: Path, h5: Path, cases: int,
                 (ws.root / "recipe.toml").write_text(mutate_recipe(rng, ws.recipe))
             argv = command_case(rng, ws)
             yield i, argv, run_command_case(argv, ws)
+
+
+def fuzz_recipes(recipes: list[Path], cases: int, seed: int = 0, workdir: Path | None = None):
+    """Yield (case number, recipe name, Outcome) for `cases` seeded `recipe build` runs, each on a
+    recipe with one to three mutate_recipe changes; a model that builds must read back."""
+    rng = random.Random(seed)
+    with tempfile.TemporaryDirectory(prefix="bnfold-fuzz-recipes-") as tmp:
+        base = Path(workdir or tmp)
+        for i in range(cases):
+            source = rng.choice(recipes)
+            text = source.read_text()
+            for _ in range(rng.choice((1, 1, 2, 3))):
+                text = mutate_recipe(rng, text)
+            path, out = base / "case.toml", base / f"case{rng.choice(('.tflite', '.circle'))}"
+            path.write_text(text)
+            started = time.perf_counter()
+            argv = ["recipe", "build", str(path), str(out)]
+            try:
+                code, _, stderr = run_cli(argv)
+            except Exception as e:  # noqa: BLE001
+                yield i, source.name, Outcome("escaped", f"{type(e).__name__}: {e}")
+                continue
+            seconds = time.perf_counter() - started
+            if code is None:
+                outcome = Outcome("hang", "", seconds)
+            elif code not in (0, 1, 2):
+                outcome = Outcome("internal" if code == 3 else "exit-code", stderr.strip(), seconds)
+            elif code and len(stderr.strip().splitlines()) != 1:
+                outcome = Outcome("not-one-line", repr(stderr), seconds)
+            elif code == 0:
+                try:
+                    read_model(str(out))
+                    outcome = Outcome("ok", "", seconds)
+                except BnfoldError as e:
+                    outcome = Outcome("unreadable-output", str(e), seconds)
+                out.unlink()
+            else:
+                outcome = Outcome("rejected", error_kind(stderr), seconds)
+            yield i, source.name, outcome

@@ -79,3 +79,25 @@ def test_odd_paths_and_options_never_crash_hang_clobber_or_leave_files(tmp_path)
     assert outcomes["ok"] > CLI_CASES // 10 and outcomes["rejected"] > CLI_CASES // 3, outcomes
     assert set(commands) == {"optimize", "convert", "inspect", "check", "h5diff", "recipe", "run"}, commands
     assert elapsed < 60, f"{CLI_CASES} cases took {elapsed:.0f} s"
+
+
+RECIPE_CASES = 2000
+
+
+def test_mutated_recipes_build_or_fail_in_one_line(tmp_path):
+    """Every recipe in recipes/, one to three values changed (a number to a word, a huge or
+    negative number, a line dropped or repeated, ...): `recipe build` exits 0 with a model bnfold
+    reads back, or 1/2 in one line; never 3."""
+    from fuzzing import fuzz_recipes
+
+    started = time.perf_counter()
+    outcomes = collections.Counter()
+    failures = []
+    for i, name, outcome in fuzz_recipes(sorted(RECIPES.glob("*.toml")), RECIPE_CASES, seed=SEED, workdir=tmp_path):
+        outcomes[outcome.kind] += 1
+        if outcome.failed:
+            failures.append(f"case {i} ({name}): {outcome.kind}: {outcome.detail}")
+    elapsed = time.perf_counter() - started
+    assert failures == [], "\n".join(failures[:20])
+    assert outcomes["ok"] > RECIPE_CASES // 10 and outcomes["rejected"] > RECIPE_CASES // 3, outcomes
+    assert elapsed < 60, f"{RECIPE_CASES} cases took {elapsed:.0f} s"

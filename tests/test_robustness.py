@@ -514,7 +514,7 @@ BAD_RECIPES = {  # name -> (recipe text, exit code, words the one line must cont
     "deep_tables": ("a = " + "{x=" * 3000 + "1" + "}" * 3000 + "\n", 2, "nested too deeply"),
     "shape_word": (_conv_recipe("shape = [1, 9, 11, 3]", 'shape = [1, "a", 11, 3]'), 2, "must be an integer"),
     "shape_float": (_conv_recipe("shape = [1, 9, 11, 3]", "shape = [1, 9.5, 11, 3]"), 2, "must be an integer"),
-    "shape_huge_const": (_conv_recipe("shape = [5]", "shape = [1000000000000000]"), 2, "absurdly large"),
+    "shape_huge_const": (_conv_recipe("shape = [5]", "shape = [100000, 100000, 100000]"), 2, "absurdly large"),
     "shape_huge_tensor": (_conv_recipe("shape = [1, 4, 5, 5]", "shape = [100000, 100000, 100000, 1000]"), 2, "absurdly large"),
     "shape_negative": (_conv_recipe("shape = [1, 4, 5, 5]", "shape = [1, -4, 5, 5]"), 2, "negative dimension"),
     "seed_word": (_conv_recipe(before='seed = "abc"\n'), 2, "seed must be an integer"),
@@ -529,6 +529,14 @@ BAD_RECIPES = {  # name -> (recipe text, exit code, words the one line must cont
     "option_list": (_conv_recipe("stride_w = 2", "stride_w = [1]"), 2, "field stride_w must be an integer, not [1]"),
     "option_float": (_conv_recipe("stride_w = 2", "stride_w = 1.5"), 2, "field stride_w must be an integer, not 1.5"),
     "option_unknown": (_conv_recipe("stride_w = 2", "strid_w = 2"), 2, "Conv2DOptions has no field strid_w"),
+    # found by the recipe fuzzer (tests/fuzzing.py: fuzz_recipes)
+    "option_beyond_int32": (_conv_recipe("stride_w = 2", "stride_w = 1000000000000"), 2, "Conv2DOptions does not fit its schema"),
+    "stddev_negative": (_conv_recipe("filler = { kind = \"gaussian\", stddev = 0.5 }", "filler = { kind = \"gaussian\", stddev = -7.5 }"),
+                        2, "stddev must not be negative"),
+    "uniform_reversed": (_conv_recipe("low = -2.0, high = 2.0", "low = 2.0, high = -2.0"), 2, "needs low <= high"),
+    "version_huge": (_conv_recipe('type = "MUL"', 'type = "MUL"\nversion = 1000000000000'), 2, "MUL version must be 1 .. 2^31-1"),
+    "signature_table_for_name": (_conv_recipe(after='\n[[signature]]\nkey = "s"\noutputs = { y = {} }\n'), 2, "names unknown operand {}"),
+    "dimension_beyond_int32": (_conv_recipe("shape = [1, 9, 11, 3]", "shape = [2147483648, 0, 11, 3]"), 2, "dimension beyond int32"),
     "output_dash": (_conv_recipe('output = ["ofm"]', 'output = ["-"]'), 2, "unknown operand '-'"),
     # builds, but the reader's semantic check would refuse the model: refused at build time
     "reads_unproduced": (_conv_recipe('inputs = ["conv", "scale"]', 'inputs = ["ghost", "scale"]',

@@ -35,6 +35,7 @@ from ..ir.graph import Graph, Options, Tensor
 from ..ir.ops import FUSED_ACTIVATIONS, PADDINGS, info
 from ..ir.model import Metadata, Model, Signature
 
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 # option fields whose values are given by enum name
 ENUM_FIELDS = {"padding": PADDINGS, "fused_activation_function": FUSED_ACTIVATIONS}
 
@@ -97,7 +98,7 @@ def _signature(spec: dict, model: Model, names: list[dict[str, Tensor]], where: 
         table = _typed(spec.get(field, {}), dict, f"signature {field}", where)
         out = []
         for key, name in table.items():
-            if name not in known:
+            if not isinstance(name, str) or name not in known:
                 raise UsageError(f"{where}: signature {field} {key!r} names unknown operand {name!r} of subgraph {index}")
             out.append((key.encode(), known[name]))
         return out
@@ -134,6 +135,8 @@ def _shape(value, what: str, where: str) -> list[int]:
     dims = [_typed(d, int, f"{what} dimension", where) for d in _typed(value, list, what, where)]
     if any(d < 0 for d in dims):
         raise UsageError(f"{where}: {what} {dims} has a negative dimension")
+    if any(d > INT32_MAX for d in dims):  # shapes are int32 in both schemas
+        raise UsageError(f"{where}: {what} {dims} has a dimension beyond int32"[:300])
     if math.prod(max(d, 1) for d in dims) > MAX_ELEMENTS:
         raise UsageError(f"{where}: {what} {dims} is absurdly large (more than {MAX_ELEMENTS} elements)")
     return dims
@@ -197,6 +200,8 @@ def _build_graph(model: Model, graph: Graph, spec: dict, rng, where: str) -> dic
         custom = op.get("custom_code")
         custom = None if custom is None else _typed(custom, str, f"{kind} custom_code", where).encode()
         version = _typed(op.get("version", 1), int, f"{kind} version", where)
+        if not 1 <= version < 2**31:  # OperatorCode.version is an int32; LiteRT counts from 1
+            raise UsageError(f"{where}: {kind} version must be 1 .. 2^31-1, not {version}")
         opcode = model.opcode(kind, version=version, custom_code=custom)
         graph.add_op(opcode, tensors(op.get("inputs", []), f"{kind} inputs", optional=True),
                      tensors(op.get("outputs", []), f"{kind} outputs"), options)
@@ -220,7 +225,10 @@ def _options(kind: str, op: dict, where: str) -> Options | None:
                 raise UsageError(f"{where}: {kind} option {key}={value!r}; expected one of {', '.join(names)}")
             value = names.index(value)
         elif isinstance(value, list):
-            value = np.asarray([_typed(v, int, f"{kind} option {key}", where) for v in value], dtype=np.int32)
+            value = [_typed(v, int, f"{kind} option {key}", where) for v in value]
+            if not all(INT32_MIN <= v <= INT32_MAX for v in value):
+                raise UsageError(f"{where}: {kind} option {key} holds a value outside int32"[:300])
+            value = np.asarray(value, dtype=np.int32)
         elif not isinstance(value, (int, float, bool)):
             raise UsageError(f"{where}: {kind} option {key} must be a number, a boolean or a list of integers")
         fields[camel(key)] = value
@@ -239,6 +247,7 @@ def _with_defaults(fmt: Format, options: Options | None, where: str = "recipe") 
         return options
     for name, value in options.fields().items():
         _check_option(options.type, name, value, defaults, where)
+    _check_packs(fmt, options, where)
     missing = {k: v for k, v in defaults.items() if isinstance(v, (bool, int, float)) and not hasattr(options, k)}
     return options.copy(**missing) if missing else options
 
@@ -263,6 +272,20 @@ def _check_option(type_name: str, name: str, value, defaults: dict, where: str) 
         raise UsageError(f"{where}: {type_name} field {_snake(name)} must be {want}, not {shown!r}"[:300])
 
 
+def _check_packs(fmt: Format, options: Options, where: str) -> None:
+    """The table packs as the writer will pack it: every integer fits its field's width (a stride
+    of 10^12 does not fit int32, an enum of 300 not a byte)."""
+    import flatbuffers
+
+    record = fmt.cls(options.type + "T")()
+    for name, value in options.fields().items():
+        setattr(record, name, value)
+    try:
+        record.Pack(flatbuffers.Builder(64))
+    except (TypeError, ValueError, OverflowError) as e:
+        raise UsageError(f"{where}: {options.type} does not fit its schema: {str(e).splitlines()[0]}") from None
+
+
 def _snake(name: str) -> str:
     return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
 
@@ -278,9 +301,15 @@ def _fill(filler: dict, shape: list[int], dtype: str, rng, where: str) -> np.nda
         return float(_typed(filler.get(key, default), (int, float), f"filler {key}", where))
 
     if kind == "gaussian":
-        values = rng.normal(number("mean", 0.0), number("stddev", 1.0), count)
+        stddev = number("stddev", 1.0)
+        if stddev < 0:
+            raise UsageError(f"{where}: filler stddev must not be negative, not {stddev}")
+        values = rng.normal(number("mean", 0.0), stddev, count)
     elif kind == "uniform":
-        values = rng.uniform(number("low", 0.0), number("high", 1.0), count)
+        low, high = number("low", 0.0), number("high", 1.0)
+        if not low <= high:
+            raise UsageError(f"{where}: uniform filler needs low <= high, not {low} > {high}")
+        values = rng.uniform(low, high, count)
         if np.issubdtype(np_dtype, np.integer):
             values = np.floor(values)
     elif kind == "constant":
