@@ -1,10 +1,12 @@
 """Long fuzz run: the CI fuzz test's mutators and contract (tests/fuzzing.py), by the ten thousand.
 
-    python scripts/fuzz.py [--cases 10000] [--cli-cases 10000] [--seed 1] [--memory-gb 6] [--show 20]
+    python scripts/fuzz.py [--cases 10000] [--cli-cases 10000] [--recipe-cases 10000] [--seed 1]
+                           [--memory-gb 6] [--show 20]
 
 Seeds are every fixture in tests/data plus every recipe in recipes/ (built to a temp directory).
 `--cli-cases` more cases mutate the command line instead of the file (hostile paths in every
-slot, odd option values, mutated recipes; tests/fuzzing.py: fuzz_commands). Prints one summary
+slot, odd option values, mutated recipes; tests/fuzzing.py: fuzz_commands), and `--recipe-cases`
+run `recipe build` on mutated copies of every recipe in recipes/ (fuzz_recipes). Prints one summary
 line per outcome and per error kind (the message with paths, numbers and
 names stripped), then the failures. Exit status 1 if any case failed (internal error, exception
 escaping the CLI, hang, leftover file, unreadable output). The address-space limit turns a
@@ -44,6 +46,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=10000)
     parser.add_argument("--cli-cases", type=int, default=10000)
+    parser.add_argument("--recipe-cases", type=int, default=10000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--memory-gb", type=float, default=6.0)
     parser.add_argument("--show", type=int, default=20, help="failures to print")
@@ -70,7 +73,28 @@ def main() -> int:
         print(f"  {count:>6}  {kind}")
     for i, name, label, outcome in failures[: args.show]:
         print(f"FAIL case {i} {name} [{label}] {outcome.kind}: {outcome.detail}")
-    return 1 if failures or not _command_line_cases(args) else 0
+    clean = _command_line_cases(args)
+    clean = _recipe_cases(args) and clean
+    return 1 if failures or not clean else 0
+
+
+def _recipe_cases(args) -> bool:
+    """The recipe half; True when no case failed."""
+    from fuzzing import fuzz_recipes
+
+    if not args.recipe_cases:
+        return True
+    started = time.perf_counter()
+    outcomes, failures = collections.Counter(), []
+    for i, name, outcome in fuzz_recipes(sorted((ROOT / "recipes").glob("*.toml")), args.recipe_cases, seed=args.seed):
+        outcomes[outcome.kind] += 1
+        if outcome.failed:
+            failures.append((i, name, outcome))
+    print(f"{args.recipe_cases} recipe cases (seed {args.seed}) in {time.perf_counter() - started:.0f} s: "
+          + ", ".join(f"{k} {v}" for k, v in outcomes.most_common()))
+    for i, name, outcome in failures[: args.show]:
+        print(f"FAIL recipe case {i} {name} {outcome.kind}: {outcome.detail}")
+    return not failures
 
 
 def _command_line_cases(args) -> bool:
