@@ -282,7 +282,7 @@ def densenet_cell():
     return Net()
 
 
-def input_norm_net(padding: int):
+def input_norm_net(padding: int, channels: tuple[int, int] = (4, 5)):
     """Input normalization (x - mean) / std on NCHW [1,3,1,1] constants, then conv -> BN -> ReLU -> conv."""
     import torch
     from torch import nn
@@ -292,9 +292,9 @@ def input_norm_net(padding: int):
             super().__init__()
             self.register_buffer("mean", torch.tensor([0.485, 0.456, 0.406]).reshape(1, 3, 1, 1))
             self.register_buffer("std", torch.tensor([0.229, 0.224, 0.225]).reshape(1, 3, 1, 1))
-            self.conv1 = nn.Conv2d(3, 4, 3, padding=padding, bias=False)
-            self.bn1 = nn.BatchNorm2d(4)
-            self.conv2 = nn.Conv2d(4, 5, 1)
+            self.conv1 = nn.Conv2d(3, channels[0], 3, padding=padding, bias=False)
+            self.bn1 = nn.BatchNorm2d(channels[0])
+            self.conv2 = nn.Conv2d(channels[0], channels[1], 1)
 
         def forward(self, x):
             x = (x - self.mean) / self.std
