@@ -23,7 +23,8 @@ CLI of this environment) and measures:
 - speed: paired alternating LiteRT runs (default kernels, XNNPACK, one thread), `--rounds`
   rounds after a warm-up; each round times both models (a sample is as many back-to-back runs as
   take ~20 ms), in alternating order; the figure is the median over rounds of
-  t_original / t_optimized (above 1: the optimized model is faster).
+  t_original / t_optimized (above 1: the optimized model is faster). The "A/A" column is the same
+  measurement of the original against itself: the noise floor of that row (`--no-control` skips it).
 It prints a markdown table and writes DIR_OUT/zoo.md and DIR_OUT/zoo.json (default: the cache).
 """
 
@@ -198,12 +199,12 @@ def paired_speed(original, optimized, x, rounds: int) -> tuple[float, float, flo
 
 
 def short_reason(text: str) -> str:
-    """A skip reason without the tensor names in it, so equal reasons group."""
+    """A skip reason without the tensor names in it (quoted, or words with / ; ::), so equal reasons group."""
     import re
-    return re.sub(r"'[^']*'", "'…'", text)[:110]
+    return re.sub(r"\S*(/|;|::)\S*", "…", re.sub(r"'[^']*'", "'…'", text))[:110]
 
 
-def measure(path: Path, work: Path, rounds: int, samples: int, bnfold: str) -> dict:
+def measure(path: Path, work: Path, rounds: int, samples: int, bnfold: str, control: bool) -> dict:
     from bnfold.io.reader import read_model
     out = work / f"{path.stem}.opt{path.suffix}"
     report_path = work / f"{path.stem}.report.json"
@@ -236,6 +237,8 @@ def measure(path: Path, work: Path, rounds: int, samples: int, bnfold: str) -> d
         inputs = random_inputs(original, samples)
         row["max_abs_error"], row["max_rel_error"] = max_error(original, optimized, inputs)
         row["speed"], row["ms_original"], row["ms_optimized"] = paired_speed(original, optimized, inputs[0], rounds)
+        if control:  # the same measurement of the original against itself: the noise floor
+            row["speed_control"] = paired_speed(original, original, inputs[0], rounds)[0]
     except Exception as e:  # LiteRT refusing a model is a finding, not a crash of the table
         row["error"] = f"LiteRT: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
     return row
@@ -254,25 +257,31 @@ def changed_kinds(row: dict) -> str:
 def markdown(rows: list[dict], meta: dict) -> str:
     lines = [f"bnfold zoo: {meta['when']}, input {meta['size']}, LiteRT {meta['litert']}, "
              f"{meta['rounds']} paired rounds, {meta['inputs']} inputs", "",
-             "| model | MB | ops before → after | changed | BN candidates before → after | left: entry / silent | folds (kept shift) | skips | max abs err | max rel err | speed orig/opt | ms orig / opt |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| model | MB | ops before → after | changed | BN candidates before → after | left: entry / silent | folds (kept shift) | skips | max abs err | max rel err | speed orig/opt | A/A | ms orig / opt |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "ops_before" not in r:
-            lines.append(f"| {r['model']} | {r['MB']} | {r.get('error', '')} |" + " |" * 9)
+            lines.append(f"| {r['model']} | {r['MB']} | {r.get('error', '')} |" + " |" * 10)
             continue
         err = f"{r['max_abs_error']:.2g} | {r['max_rel_error']:.2g}" if "max_abs_error" in r else f"{r.get('error', '')} | "
-        speed = f"{r['speed']:.3f} | {r['ms_original']:.2f} / {r['ms_optimized']:.2f}" if "speed" in r else " | "
+        control = f"{r['speed_control']:.3f}" if "speed_control" in r else ""
+        speed = f"{r['speed']:.3f} | {control} | {r['ms_original']:.2f} / {r['ms_optimized']:.2f}" if "speed" in r else " | | "
         lines.append(f"| {r['model']} | {r['MB']} | {r['ops_total'][0]} → {r['ops_total'][1]} | {changed_kinds(r)} | "
                      f"{r['candidates_before']} → {r['candidates_after']} | {r['left_with_entry']} / {r['left_silent']} | "
                      f"{r['folds']} ({r['kept']}) | {r['skips']} | {err} | {speed} |")
-    lines += ["", "Skip reasons (tensor names elided), per model:", ""]
+    lines += ["", "The most frequent skip reasons (tensor names elided), per model:", ""]
     for r in rows:
         if r.get("skip_reasons"):
-            lines.append(f"- {r['model']}: " + "; ".join(f"{n}× {k}" for k, n in r["skip_reasons"].items()))
+            top = list(r["skip_reasons"].items())[:5]
+            lines.append(f"- {r['model']}: " + "; ".join(f"{n}× {k}" for k, n in top))
+    silent = [r for r in rows if r.get("silent")]
+    if silent:
+        lines += ["", "Candidates left with no report entry (first 20 per model):", ""]
+        lines += [f"- {r['model']}: " + "; ".join(r["silent"]) for r in silent]
     return "\n".join(lines) + "\n"
 
 
-def table(cache: Path, out: Path, names: list[str], rounds: int, samples: int, bnfold: str) -> None:
+def table(cache: Path, out: Path, names: list[str], rounds: int, samples: int, bnfold: str, control: bool) -> None:
     from importlib.metadata import version
     work = out / "optimized"
     work.mkdir(parents=True, exist_ok=True)
@@ -281,7 +290,7 @@ def table(cache: Path, out: Path, names: list[str], rounds: int, samples: int, b
         path = cached(cache, name)
         if path is None:
             continue
-        row = measure(path, work, rounds, samples, bnfold)
+        row = measure(path, work, rounds, samples, bnfold, control)
         print(json.dumps({k: row[k] for k in row if k not in ("ops_before", "ops_after", "skip_reasons", "silent")}), flush=True)
         rows.append(row)
     meta = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "size": "as cached",
@@ -301,6 +310,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--size", type=int, default=96, help="input height and width for build (default 96)")
     parser.add_argument("--rounds", type=int, default=30, help="paired LiteRT rounds per model (default 30)")
     parser.add_argument("--inputs", type=int, default=2, help="fixed inputs for the error (default 2)")
+    parser.add_argument("--no-control", action="store_true",
+                        help="skip the original-against-itself speed run (the noise floor column)")
     parser.add_argument("--bnfold", default=str(Path(sys.executable).with_name("bnfold")),
                         help="the bnfold command (default: the one beside this Python)")
     args = parser.parse_args(argv)
@@ -311,7 +322,7 @@ def main(argv: list[str]) -> int:
     if args.stage == "build":
         build_all(args.cache, names, args.size)
     else:
-        table(args.cache, args.out or args.cache, names, args.rounds, args.inputs, args.bnfold)
+        table(args.cache, args.out or args.cache, names, args.rounds, args.inputs, args.bnfold, not args.no_control)
     return 0
 
 
