@@ -22,8 +22,8 @@ CLI of this environment) and measures:
   `--inputs` fixed inputs (normal(0, 2), seed 0), and that error relative to max |output|;
 - speed: paired alternating LiteRT runs (default kernels, XNNPACK, one thread), `--rounds`
   rounds after a warm-up; each round times both models (a sample is as many back-to-back runs as
-  take ~20 ms), in alternating order; the figure is the median over rounds of
-  t_original / t_optimized (above 1: the optimized model is faster). The "A/A" column is the same
+  take ~20 ms), in alternating order, in 5 blocks each with new interpreters; the figure is the
+  median over rounds of t_original / t_optimized (above 1: the optimized model is faster). The "A/A" column is the same
   measurement of the original against itself: the noise floor of that row (`--no-control` skips it).
 It prints a markdown table and writes DIR_OUT/zoo.md and DIR_OUT/zoo.json (default: the cache).
 """
@@ -174,26 +174,32 @@ def max_error(original, optimized, inputs) -> tuple[float, float]:
     return worst, worst / scale if scale else worst
 
 
-def paired_speed(original, optimized, x, rounds: int) -> tuple[float, float, float]:
+def paired_speed(original, optimized, x, rounds: int, blocks: int = 5) -> tuple[float, float, float]:
     """(median t_original / t_optimized, median ms original, median ms optimized).
 
     One sample is `reps` back-to-back invocations, enough for about 20 ms, so that small models
-    are not measured at the timer's resolution."""
+    are not measured at the timer's resolution. The rounds run in `blocks`, each with a new pair
+    of interpreters: one interpreter instance can be a few percent faster or slower than another
+    of the same model (where its buffers landed), which no number of rounds would average out."""
     from bnfold.check import litert
-    interps = [litert.model_interpreter(m, resolver="default") for m in (original, optimized)]
-    for interp in interps:
-        for _ in range(3):
-            litert.invoke(interp, x)
-    start = time.perf_counter()
-    litert.invoke(interps[0], x)
-    reps = max(1, int(0.02 / max(time.perf_counter() - start, 1e-6)))
     times: list[list[float]] = [[], []]
-    for r in range(rounds):
-        for which in ((0, 1) if r % 2 == 0 else (1, 0)):
+    reps = None
+    for block in range(blocks):
+        interps = [litert.model_interpreter(m, resolver="default") for m in (original, optimized)]
+        for interp in interps:
+            for _ in range(3):
+                litert.invoke(interp, x)
+        if reps is None:
             start = time.perf_counter()
-            for _ in range(reps):
-                litert.invoke(interps[which], x)
-            times[which].append((time.perf_counter() - start) / reps)
+            litert.invoke(interps[0], x)
+            reps = max(1, int(0.02 / max(time.perf_counter() - start, 1e-6)))
+        for r in range(-(-rounds // blocks)):
+            for which in ((0, 1) if (r + block) % 2 == 0 else (1, 0)):
+                start = time.perf_counter()
+                for _ in range(reps):
+                    litert.invoke(interps[which], x)
+                times[which].append((time.perf_counter() - start) / reps)
+        del interps
     ratios = [a / b for a, b in zip(*times)]
     return statistics.median(ratios), 1e3 * statistics.median(times[0]), 1e3 * statistics.median(times[1])
 
