@@ -14,10 +14,11 @@ is the input's height and width (default 96: the whole zoo on 2 cores in minutes
 `table` needs only bnfold. For each cached model it runs `bnfold optimize` (default passes, the
 CLI of this environment) and measures:
 - operators before/after by kind;
-- batch-norm candidates before/after: a MUL/ADD/SUB/DIV with exactly one float constant operand
-  (directly or through DEQUANTIZE) that is a scalar or broadcasts along one axis; of those left,
-  how many a skip entry of the report names (by output tensor) and how many are silent; folds
-  that kept a shift as a new op are counted apart ("kept");
+- batch-norm candidates before/after, as bnfold defines them (passes/candidates.py: a
+  MUL/ADD/SUB/DIV with exactly one constant operand of real values, directly or through
+  DEQUANTIZE, that is a scalar or varies along one axis of the data); of those left, how many a
+  skip entry of the report names (by output tensor) and how many are silent; folds that kept a
+  shift as a new op are counted apart ("kept");
 - max abs error of the optimized model against the original in LiteRT (builtin kernels) on
   `--inputs` fixed inputs (normal(0, 2), seed 0), and that error relative to max |output|;
 - speed: paired alternating LiteRT runs (default kernels, XNNPACK, one thread), `--rounds`
@@ -124,33 +125,10 @@ def build_all(cache: Path, names: list[str], size: int) -> None:
 
 # ---------------------------------------------------------------- measuring
 
-AFFINE = ("MUL", "ADD", "SUB", "DIV")
-FLOATS = ("FLOAT32", "FLOAT16")
-
-
-def constant_value(tensor) -> np.ndarray | None:
-    """The float constant behind `tensor` (itself, or the input of the DEQUANTIZE producing it)."""
-    if tensor.is_const and tensor.dtype in FLOATS:
-        return np.asarray(tensor.data)
-    op = tensor.producer
-    if op is not None and op.kind == "DEQUANTIZE" and op.inputs[0].is_const:
-        return np.zeros(op.inputs[0].shape)  # only its shape matters here
-    return None
-
-
-def is_candidate(op) -> bool:
-    """A MUL/ADD/SUB/DIV with exactly one float constant operand, scalar or along one axis."""
-    if op.kind not in AFFINE or len(op.inputs) != 2:
-        return False
-    values = [constant_value(t) for t in op.inputs]
-    consts = [v for v in values if v is not None]
-    if len(consts) != 1:
-        return False
-    return sum(d > 1 for d in consts[0].shape) <= 1
-
-
 def candidates(model) -> list:
-    return [op for graph in model.graphs for op in graph.ops if is_candidate(op)]
+    """The batch-norm candidates of every subgraph, as bnfold defines them (passes/candidates.py)."""
+    from bnfold.passes.candidates import candidates as of_graph
+    return [c.op for graph in model.graphs for c in of_graph(graph)]
 
 
 def op_counts(model) -> Counter:
