@@ -24,6 +24,7 @@ import signal
 import struct
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -155,7 +156,22 @@ def corrupt_index(rng, data, seed):
     return data
 
 
-MUTATORS = {f.__name__: f for f in (bit_flip, truncate, splice, corrupt_offset, corrupt_vtable_entry, corrupt_index)}
+SPECIAL_FLOATS = (float("inf"), float("-inf"), float("nan"), 3.4e38, -3.4e38, 1e-45, 0.0, -0.0)
+
+
+def special_value(rng, data, seed):
+    """Overwrite an aligned float32 in the weight region with inf, NaN, a huge or a tiny value:
+    folds, checks and the interpreter must cope without a warning."""
+    if len(data) - seed.structure_end < 8:
+        return bit_flip(rng, data, seed)
+    for _ in range(rng.randint(1, 4)):
+        pos = rng.randrange(seed.structure_end, len(data) - 4) & ~3
+        struct.pack_into("<f", data, pos, rng.choice(SPECIAL_FLOATS))
+    return data
+
+
+MUTATORS = {f.__name__: f for f in (bit_flip, truncate, splice, corrupt_offset, corrupt_vtable_entry, corrupt_index,
+                                    special_value)}
 
 
 def mutate(rng: random.Random, seed: Seed) -> tuple[bytes, str]:
@@ -193,14 +209,17 @@ def run_cli(argv: list[str], limit: float = TIME_LIMIT) -> tuple[int | None, str
     previous = signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, limit)
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", RuntimeWarning)  # what a fresh process would print
             code = cli.run(argv)
     except Hang:
         code = None
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-    return code, out.getvalue(), err.getvalue()
+    shown = "".join(f"{w.category.__name__}: {w.message}\n" for w in caught if issubclass(w.category, RuntimeWarning))
+    return code, out.getvalue(), err.getvalue() + shown
 
 
 def error_kind(stderr: str) -> str:
@@ -254,6 +273,8 @@ def _violation(command: str, code: int, stderr: str, out: Path, out_dir: Path) -
         return "exit-code", f"exit {code}: {stderr.strip()}"
     if code != 0 and len(lines) != 1:
         return "not-one-line", repr(stderr)
+    if code == 0 and "RuntimeWarning" in stderr:
+        return "warning", stderr.strip()
     if command != "optimize":
         return None
     left = sorted(p.name for p in out_dir.iterdir())
@@ -432,6 +453,8 @@ def run_command_case(argv: list[str], ws: Workspace) -> Outcome:
         return Outcome("exit-code", f"{argv}: exit {code}", seconds)
     if code != 0 and len(lines) != 1:
         return Outcome("not-one-line", f"{argv}: {stderr!r}", seconds)
+    if code == 0 and "RuntimeWarning" in stderr:
+        return Outcome("warning", f"{argv}: {stderr.strip()}", seconds)
     temps = [str(p) for p in ws.root.rglob(".bnfold-*.tmp")]
     if temps:
         return Outcome("leftover", f"{argv}: {temps}", seconds)

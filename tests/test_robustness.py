@@ -795,3 +795,36 @@ def test_recipe_test_refuses_a_malformed_expectation(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert code == 1 and err.strip() == "bnfold: error: 1 of 1 recipes failed: expect"
     assert "ERROR expect: recipe expect.passes must be a list of pass names" in out
+
+
+def test_a_zero_sized_channel_axis_is_refused_not_divided_by(tmp_path, capsys):
+    """Found by the file fuzzer: a flattened tensor of shape [1, 0] before a FULLY_CONNECTED made
+    the forward fold take a modulo by zero (exit 3)."""
+    from bnfold.io.writer import save_model
+
+    model = read_model(str(build_recipe("Net_Preactivation_NCHW_000", tmp_path)))
+    pooled = next(t for t in model.graphs[0].tensors if t.name == "pooled")
+    pooled.shape = (1, 0)
+    bad = tmp_path / "zero.tflite"
+    save_model(model, str(bad), model.format)
+    code, lines = _run(capsys, "optimize", bad, tmp_path / "o.tflite", "-q")
+    assert code in (0, 1) and len(lines) <= 1 and "internal error" not in " ".join(lines), lines
+
+
+def test_reduction_axes_of_a_packed_type_are_not_read_as_axes(tmp_path, capsys):
+    """Found by the file fuzzer: a MEAN whose axes tensor says INT4 had its raw bytes read as
+    axes by the forward fold, which then scaled weights by an empty vector (exit 3)."""
+    from bnfold.io.writer import save_model
+
+    model = read_model(str(build_recipe("Net_Preactivation_BN_000", tmp_path)))
+    axes = next(t for t in model.graphs[0].tensors if t.name == "axes")
+    axes.dtype = "INT4"
+    bad = tmp_path / "int4_axes.tflite"
+    save_model(model, str(bad), model.format)
+    report = tmp_path / "r.json"
+    code, lines = _run(capsys, "optimize", bad, tmp_path / "o.tflite", "-q", "--report", report)
+    assert code == 0 and lines == []
+    import json
+
+    reasons = [s["reason"] for s in json.loads(report.read_text())["skips"]]
+    assert any("int32/int64 constant" in r for r in reasons), reasons

@@ -194,10 +194,13 @@ def _cross(graph: Graph, op: Op, axis: int, crossing: Crossing) -> int | Refusal
     return axis
 
 
+INDEX_DTYPES = ("INT32", "INT64")  # what LiteRT's MEAN and PAD take as axes and paddings; other bytes mean nothing
+
+
 def _mean_axis(op: Op, axis: int, rank: int, where: str) -> int | Refusal:
     axes = op.input(1)
-    if axes is None or not axes.is_const:
-        return Refusal(f"{where}: the reduction axes are not constant")
+    if axes is None or not axes.is_const or axes.dtype not in INDEX_DTYPES:
+        return Refusal(f"{where}: the reduction axes are not an int32/int64 constant")
     reduced = {int(a) % rank for a in np.asarray(axes.data).reshape(-1)}
     if axis in reduced:
         return Refusal(f"{where}: it reduces over the channel axis")
@@ -207,7 +210,7 @@ def _mean_axis(op: Op, axis: int, rank: int, where: str) -> int | Refusal:
 
 def _pad_refusal(op: Op, axis: int, where: str) -> Refusal | None:
     pads = op.input(1)
-    if pads is None or not pads.is_const or np.any(np.asarray(pads.data).reshape(-1, 2)[axis] != 0):
+    if pads is None or not pads.is_const or pads.dtype not in INDEX_DTYPES or np.any(np.asarray(pads.data).reshape(-1, 2)[axis] != 0):
         return Refusal(f"{where}: the paddings are not constant or pad the channel axis")
     value = op.input(2) if op.kind == "PADV2" else None
     if value is not None and (not value.is_const or np.any(np.asarray(value.data) != 0)):
@@ -256,6 +259,8 @@ def _weights_refusal(layer: Op, spec: Layer, channels: int, inner: int) -> Refus
     if refusal:
         return refusal
     n = layer.input(spec.weights).shape[spec.in_axis]
+    if channels * inner == 0:  # an empty tensor (a zero dimension): nothing to scale
+        return Refusal("the data has no channels (a zero dimension)")
     if spec.input_channels == "exact" and n != channels:
         return Refusal(f"grouped convolution (the filter has {n} input channels, the data {channels})")
     if spec.input_channels == "repeat" and n % channels:
