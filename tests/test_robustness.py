@@ -828,3 +828,24 @@ def test_reduction_axes_of_a_packed_type_are_not_read_as_axes(tmp_path, capsys):
 
     reasons = [s["reason"] for s in json.loads(report.read_text())["skips"]]
     assert any("int32/int64 constant" in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize("recipe, damage", [
+    ("Net_Preactivation_NCHW_000", "axes_out_of_range"),  # MEAN axes [2, -2^31]: taken modulo the rank before
+    ("Net_Conv_Reshape_ScalarBN_000", "rank0_conv_output"),  # a conv output of shape []: indexed [-1] before
+])
+def test_fuzzer_found_fold_inputs_are_refused(recipe, damage, tmp_path, capsys):
+    from bnfold.io.writer import save_model
+
+    model = read_model(str(build_recipe(recipe, tmp_path)))
+    graph = model.graphs[0]
+    if damage == "axes_out_of_range":
+        axes = next(t for t in graph.tensors if t.name == "axes")
+        axes.data = np.array([2, -(2**31)], dtype=np.int32)
+    else:
+        conv = next(op for op in graph.ops if op.kind == "CONV_2D")
+        conv.outputs[0].shape = ()
+    bad = tmp_path / f"{damage}.tflite"
+    save_model(model, str(bad), model.format)
+    code, lines = _run(capsys, "optimize", bad, tmp_path / "o.tflite", "-q")
+    assert code in (0, 1) and len(lines) <= 1 and not any("internal error" in line for line in lines), lines

@@ -154,7 +154,7 @@ def _uniform_chain_after(graph: Graph, out: Tensor, chain_kinds: frozenset[str])
     transpose (ONE's Conv -> Reshape -> Mul/Add scalar), so it is found across layout ops that
     merge or split the channel axis; None if there is no such chain."""
     path = follow(graph, out, None)
-    if isinstance(path, Refusal) or not path.ops or not path.tensor.shape:
+    if isinstance(path, Refusal) or not path.ops or not path.tensor.shape or not out.shape:
         return None
     chain = match_chain(graph, path.tensor, len(path.tensor.shape) - 1, kinds=chain_kinds)
     if not isinstance(chain, AffineChain) or np.ptp(chain.scale) != 0 or np.ptp(chain.shift) != 0:

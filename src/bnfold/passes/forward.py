@@ -201,7 +201,10 @@ def _mean_axis(op: Op, axis: int, rank: int, where: str) -> int | Refusal:
     axes = op.input(1)
     if axes is None or not axes.is_const or axes.dtype not in INDEX_DTYPES:
         return Refusal(f"{where}: the reduction axes are not an int32/int64 constant")
-    reduced = {int(a) % rank for a in np.asarray(axes.data).reshape(-1)}
+    values = [int(a) for a in np.asarray(axes.data).reshape(-1)]
+    if not all(-rank <= a < rank for a in values):
+        return Refusal(f"{where}: a reduction axis is outside -{rank} .. {rank - 1}")
+    reduced = {a % rank for a in values}
     if axis in reduced:
         return Refusal(f"{where}: it reduces over the channel axis")
     keep = bool(getattr(op.options, "keepDims", False))
