@@ -6,7 +6,9 @@
 `build` makes every model whose exporter is importable here (`pip install '.[zoo]'`; the keras
 models need TensorFlow, the PyTorch ones torch, torchvision, timm, TICO and litert-torch, so the
 two halves may come from different environments) and caches it as DIR/NAME.tflite or .circle;
-models already in the cache are kept. Weights are random (no network): keras.applications with
+models already in the cache are kept. The onnx2tf models take two runs: `onnx_NAME` (torch)
+caches the ONNX file, `onnx2tf_NAME` converts it where onnx2tf is installed (it pins its own
+TensorFlow, so not in the `zoo` extra). Weights are random (no network): keras.applications with
 weights=None, torchvision/timm without pretrained weights, every batch norm given non-trivial
 statistics (random running mean and variance, gamma in [0.5, 1.5], beta), eval mode. `--size`
 is the input's height and width (default 96: the whole zoo on 2 cores in minutes, not hours).
@@ -50,12 +52,13 @@ from zoo_fixtures import input_norm_net, keras_convert, keras_randomize_bn, torc
 MODELS: dict[str, tuple[tuple[str, ...], object]] = {}  # name -> (modules it needs, builder(size) -> (bytes, suffix))
 
 KERAS_APPS = ["MobileNetV2", "MobileNetV3Small", "ResNet50V2", "DenseNet121", "NASNetMobile", "EfficientNetB0"]
-TORCH_NETS = ["resnet18", "mobilenet_v3_small", "densenet121", "resnetv2_50", "input_norm_net"]
+TORCH_NETS = ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "densenet121", "resnetv2_50", "input_norm_net"]
+ONNX_NETS = ["efficientnet_b0", "resnet18"]  # torch.onnx.export, then onnx2tf (its own environment)
 EXPORTERS = {"tico": ("tico", ".circle"), "litert": ("litert_torch", ".tflite")}
 
 
 def keras_app(app: str, float16: bool):
-    def build(size: int):
+    def build(size: int, cache: Path):
         import keras
         model = getattr(keras.applications, app)(weights=None, input_shape=(size, size, 3))
         keras_randomize_bn(model, np.random.default_rng(0), negative=False)
@@ -80,9 +83,38 @@ def torch_net(name: str):
 
 
 def torch_model(name: str, exporter: str):
-    def build(size: int):
+    def build(size: int, cache: Path):
         x = np.random.default_rng(0).normal(0, 1, (1, 3, size, size)).astype(np.float32)
         return torch_export(exporter, torch_net(name), x)
+    return build
+
+
+def onnx_model(name: str):
+    """Stage one of onnx2tf_NAME: the network as ONNX (TorchScript exporter, opset 17), cached."""
+    def build(size: int, cache: Path):
+        import torch
+        x = torch.tensor(np.random.default_rng(0).normal(0, 1, (1, 3, size, size)), dtype=torch.float32)
+        path = cache / f"onnx_{name}.onnx"
+        torch.onnx.export(torch_net(name), (x,), str(path), dynamo=False, opset_version=17)
+        return path.read_bytes(), ".onnx"
+    return build
+
+
+def onnx2tf_model(name: str):
+    """Stage two: onnx2tf's float32 TFLite of the cached ONNX file (made by onnx_NAME)."""
+    def build(size: int, cache: Path):
+        onnx = cache / f"onnx_{name}.onnx"
+        if not onnx.exists():
+            raise FileNotFoundError(f"{onnx.name} is not in the cache: build onnx_{name} first (where torch is)")
+        work = cache / "onnx2tf"
+        work.mkdir(exist_ok=True)
+        # onnx2tf checks 3-channel image models on sample images it would download: give it local ones
+        sample = work / "calibration_image_sample_data_20x128x128x3_float32.npy"
+        if not sample.exists():
+            np.save(sample, np.random.default_rng(0).random((20, 128, 128, 3), dtype=np.float32))
+        subprocess.run([sys.executable, "-m", "onnx2tf", "-i", str(onnx), "-o", str(work / name), "-n"], cwd=work,
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return (work / name / f"onnx_{name}_float32.tflite").read_bytes(), ".tflite"
     return build
 
 
@@ -93,10 +125,13 @@ for _net in TORCH_NETS:
     _zoo = ("timm",) if _net == "resnetv2_50" else () if _net == "input_norm_net" else ("torchvision",)
     for _exporter, (_module, _) in EXPORTERS.items():
         MODELS[f"{_exporter}_{_net}"] = (("torch", _module) + _zoo, torch_model(_net, _exporter))
+for _net in ONNX_NETS:
+    MODELS[f"onnx_{_net}"] = (("torch", "torchvision", "onnx"), onnx_model(_net))
+    MODELS[f"onnx2tf_{_net}"] = (("onnx2tf",), onnx2tf_model(_net))
 
 
-def cached(cache: Path, name: str) -> Path | None:
-    for suffix in (".tflite", ".circle"):
+def cached(cache: Path, name: str, suffixes=(".tflite", ".circle", ".onnx")) -> Path | None:
+    for suffix in suffixes:
         if (cache / (name + suffix)).exists():
             return cache / (name + suffix)
     return None
@@ -115,7 +150,7 @@ def build_all(cache: Path, names: list[str], size: int) -> None:
             continue
         start = time.perf_counter()
         try:
-            content, suffix = build(size)
+            content, suffix = build(size, cache)
         except Exception as e:  # an exporter's failure is a row of the report, not the end of the run
             print(f"{name}: FAILED to export: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
             continue
@@ -271,7 +306,7 @@ def table(cache: Path, out: Path, names: list[str], rounds: int, samples: int, b
     work.mkdir(parents=True, exist_ok=True)
     rows = []
     for name in names:
-        path = cached(cache, name)
+        path = cached(cache, name, (".tflite", ".circle"))  # ONNX files are only a stage on the way
         if path is None:
             continue
         row = measure(path, work, rounds, samples, bnfold, control)
