@@ -162,7 +162,7 @@ def optimize(input_path, output_path, input_option, output_option, passes, group
         if getattr(e, "result", None) is not None:
             click.echo(e.result.table(), err=to_stdout)
         raise
-    result.save(output_path, fmt=fmt, external=external_buffers)
+    info = result.save(output_path, fmt=fmt, external=external_buffers, keep_unchanged=True)
     report = result.report
     if to_stdout:
         click.echo(result.to_json())
@@ -188,7 +188,16 @@ def optimize(input_path, output_path, input_option, output_option, passes, group
         checked, worst = result.check, result.check.worst
         echo(f"check: {checked.samples} sample(s) on {checked.backend}, {checked.scope} within {checked.tolerance} "
              f"(scaled err {worst.scaled:.3e}, max abs err {worst.max_abs:.3e})")
-    echo(f"wrote {output_path}")
+    echo(_written(info, input_path))
+
+
+def _written(info, input_path: str) -> str:
+    """The last line of a write: what happened to the output file."""
+    if not info.written:
+        return f"unchanged: {input_path} left as it is"
+    if info.unchanged:
+        return f"unchanged: wrote {info.path} (a copy of {input_path})"
+    return f"wrote {info.path}"
 
 
 def _fold_counts(report: dict) -> dict[str, tuple[int, int]]:
@@ -219,9 +228,9 @@ def convert(input_path, output_path, external_buffers, in_place):
     api.refuse_overwrite(input_path, output_path, in_place)
     fmt = api.format_from_extension(output_path)
     model = api.load(input_path)
-    info = api.save(model, output_path, fmt=fmt, external=external_buffers)
+    info = api.save(model, output_path, fmt=fmt, external=external_buffers, keep_unchanged=True)
     layout = "offset buffers" if info.external else "standard"
-    click.echo(f"wrote {output_path} ({info.format}, {layout} layout, {info.size} bytes)")
+    click.echo(f"{_written(info, input_path)} ({info.format}, {layout} layout, {info.size} bytes)")
 
 
 @main.command()

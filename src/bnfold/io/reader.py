@@ -38,6 +38,7 @@ class Source:
         self.size = len(mapping)
         self.array = np.frombuffer(mapping, dtype=np.uint8)
         self._base = self.array.ctypes.data
+        self.offset_layout = False  # True when some buffer's bytes sit after the flatbuffer
 
     def offset_of(self, view: np.ndarray) -> int:
         return view.ctypes.data - self._base
@@ -169,6 +170,7 @@ def _lift_buffer(b, index: int, source: Source) -> Buffer:
         if b.offset + b.size > source.size:
             raise ModelError(f"buffer {index} points outside the file (offset {b.offset}, size {b.size}, file {source.size} bytes)",
                              source.path)
+        source.offset_layout = True
         return Buffer(source.array[b.offset:b.offset + b.size], source=b.offset)
     if b.data is None:
         return Buffer()

@@ -86,19 +86,50 @@ class WriteInfo:
     format: str
     external: bool
     size: int
+    unchanged: bool = False  # the output is the input's bytes (copied, or left in place)
+    written: bool = True  # False when the output is the input file itself, left untouched
 
 
-def save_model(model: Model, path: str, fmt: Format, *, external: bool = False) -> WriteInfo:
-    """Write `model` to `path` atomically (io/atomic.py: a temporary file beside it, then rename)."""
+def save_model(model: Model, path: str, fmt: Format, *, external: bool = False, keep_unchanged: bool = False) -> WriteInfo:
+    """Write `model` to `path` atomically (io/atomic.py: a temporary file beside it, then rename).
+
+    With `keep_unchanged`, a model no pass changed that would be written in its own format and
+    layout is not re-serialized: the output is a copy of the input's bytes (byte-identical, which
+    keeps caches and content-addressed stores valid), and nothing at all is written when the
+    output is the input file."""
+    unchanged = keep_unchanged and is_unchanged(model, fmt, external)
+    if unchanged and _same_file(model.source.path, path):
+        return WriteInfo(path, fmt.name, model.source.offset_layout, model.source.size, unchanged=True, written=False)
     try:
         with atomic_file(path) as out:
-            info = serialize(model, out, fmt, external=external)
+            if unchanged:
+                _Sink(out, model.source).copy_all()
+                info = WriteInfo(path, fmt.name, model.source.offset_layout, model.source.size, unchanged=True)
+            else:
+                info = serialize(model, out, fmt, external=external)
     except ModelError as e:
         if e.path is None:
             e.path = path
         raise
     info.path = path
     return info
+
+
+def is_unchanged(model: Model, fmt: Format, external: bool) -> bool:
+    """True when writing `model` would only reproduce its input file: nothing changed it, the
+    format is the input's, and the layout asked for (offset buffers or not) is the input's."""
+    source = model.source
+    if source is None or model.changed or fmt is not model.format:
+        return False
+    wants_offsets = external or source.size >= TWO_GB
+    return wants_offsets == source.offset_layout
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def serialize(model: Model, out, fmt: Format, *, external: bool = False) -> WriteInfo:
@@ -188,6 +219,13 @@ class _Sink:
         if not self._copy_range(buffer.source, n):
             self.out.write(memoryview(buffer.data))
         self.position += n
+
+    def copy_all(self) -> None:
+        """The whole input file, file to file."""
+        self.out.flush()
+        if not self._copy_range(0, self.source.size):
+            self.out.write(self.source.mapping)
+        self.position = self.source.size
 
     def _copy_range(self, offset: int, n: int) -> bool:
         copy_range = getattr(os, "copy_file_range", None)
