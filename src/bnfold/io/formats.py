@@ -20,7 +20,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
+from os.path import splitext
 
 from ..errors import ModelError, UsageError
 
@@ -120,7 +120,7 @@ def format_from_identifier(identifier: bytes, path: str) -> Format:
 
 
 def format_from_extension(path: str) -> Format:
-    suffix = Path(path).suffix.lower()
+    suffix = splitext(path)[1].lower()
     for fmt in FORMATS:
         if suffix == fmt.extension:
             return fmt
