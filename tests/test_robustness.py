@@ -20,7 +20,7 @@ from bnfold.passes import registry
 from bnfold.passes.leftovers import explain
 from bnfold.passes.report import Report
 
-from conftest import DATA, ROOT, build_recipe, object_tree, run_litert, tree_diff
+from conftest import DATA, ROOT, build_recipe, object_tree, run_litert, tree_diff, unpacked
 
 FIXTURE = DATA / "conv_relu_bn.tflite"
 FOLDED = DATA / "bn_conv_valid.tflite"  # a model the default passes change, so it is serialized, not copied
@@ -100,8 +100,7 @@ def test_usage_errors_exit_2_in_one_line(tmp_path, capsys):
 
 def test_semantic_errors_name_the_problem(tmp_path, capsys):
     """A sound flatbuffer whose constant does not fit its shape: caught after lifting."""
-    model = read_model(str(FIXTURE))
-    record = model.record
+    record = unpacked(FIXTURE)
     tensor = next(t for t in record.subgraphs[0].tensors if record.buffers[t.buffer].data is not None
                   and len(record.buffers[t.buffer].data) > 4)
     tensor.shape = np.array([int(d) * 2 for d in tensor.shape], dtype=np.int32)

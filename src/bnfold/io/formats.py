@@ -26,6 +26,19 @@ from ..errors import ModelError, UsageError
 
 PLACEHOLDER_FOR_GREATER_OP_CODES = 127
 
+# Fields of each table that the IR models: the reader lifts them, the writer rebuilds them from the
+# IR; every other field rides along in the object's `record`.
+MODELED_FIELDS = {
+    "ModelT": frozenset({"operatorCodes", "subgraphs", "buffers", "metadata", "signatureDefs", "metadataBuffer",
+                         "description", "version"}),
+    "SubGraphT": frozenset({"tensors", "operators", "inputs", "outputs", "name"}),
+    "TensorT": frozenset({"name", "type", "shape", "shapeSignature", "buffer", "quantization"}),
+    "OperatorT": frozenset({"opcodeIndex", "inputs", "outputs", "intermediates", "builtinOptions", "builtinOptionsType"}),
+    "SignatureDefT": frozenset({"inputs", "outputs", "signatureKey", "subgraphIndex"}),
+    "MetadataT": frozenset({"name", "buffer"}),
+    "TensorMapT": frozenset({"name", "tensorIndex"}),
+}
+
 
 @dataclass(frozen=True, eq=False)
 class Format:
@@ -83,6 +96,10 @@ class Format:
     @cached_property
     def options_codes(self) -> dict[str, int]:
         return self._enum("BuiltinOptions")
+
+    @cached_property
+    def options_names(self) -> dict[int, str]:
+        return {v: k for k, v in self.options_codes.items()}
 
     def decode_opcode(self, record) -> int:
         """The builtin operator code of an OperatorCodeT, by this format's rule."""

@@ -30,7 +30,7 @@ from ..errors import ModelError
 from ..ir.const import Buffer
 from ..ir.model import Model
 from .atomic import atomic_file
-from .formats import Format
+from .formats import MODELED_FIELDS, Format
 from .transcode import NotRepresentable, same_value, transcode
 
 TWO_GB = 2**31 - 1
@@ -39,19 +39,6 @@ DATA_ALIGN = 16
 BUFFER_FIELDS, SLOT_DATA, SLOT_OFFSET, SLOT_SIZE = 3, 0, 1, 2
 BUFFER_LOCATION = b"buffer_location"  # metadata the TFLite converter writes in the offset layout
 OUTSIDE = b"outside flatbuffers"
-
-
-# Fields of each table that the writer rebuilds from the IR.
-REBUILT_FIELDS = {
-    "ModelT": frozenset({"operatorCodes", "subgraphs", "buffers", "metadata", "signatureDefs", "metadataBuffer",
-                         "description", "version"}),
-    "SubGraphT": frozenset({"tensors", "operators", "inputs", "outputs", "name"}),
-    "TensorT": frozenset({"name", "type", "shape", "shapeSignature", "buffer", "quantization"}),
-    "OperatorT": frozenset({"opcodeIndex", "inputs", "outputs", "intermediates", "builtinOptions", "builtinOptionsType"}),
-    "SignatureDefT": frozenset({"inputs", "outputs", "signatureKey", "subgraphIndex"}),
-    "MetadataT": frozenset({"name", "buffer"}),
-    "TensorMapT": frozenset({"name", "tensorIndex"}),
-}
 
 
 def _align(n: int, a: int = DATA_ALIGN) -> int:
@@ -325,7 +312,7 @@ class _Plan:
         if self.same:
             return copy.copy(record)
         try:
-            return transcode(record, self.fmt, shallow=REBUILT_FIELDS.get(cls_name, frozenset()))
+            return transcode(record, self.fmt, shallow=MODELED_FIELDS.get(cls_name, frozenset()))
         except NotRepresentable as e:
             raise ModelError(f"cannot be written as {self.fmt.name}: {e}") from None
 
