@@ -201,46 +201,6 @@ def build(kind: str, path: str, *, nbytes: int = 0, external: bool = False, size
         model = resnet_pre(size)
     elif kind == "scale":
         model = scale_model(nbytes)
-    elif kind == "op_heavy":
-        model = op_heavy(nbytes)  # nbytes is the block count here
     else:
         raise ValueError(kind)
     return save_model(model, path, TFLITE, external=external).size
-
-
-def op_heavy(blocks: int, channels: int = 4) -> Model:
-    """An op-heavy graph: `blocks` x (1x1 CONV_2D -> MUL -> ADD) on a [1,1,1,C] input, tiny
-    weights, so the cost is per operator and per tensor, not per byte. Tensors are created
-    directly (their names are unique by construction), so building stays linear."""
-    from bnfold.ir.const import Buffer
-    from bnfold.ir.graph import Tensor
-
-    model = Model(TFLITE, version=3, description=f"bnfold bench: op-heavy, {blocks} blocks".encode())
-    graph = model.add_graph(Graph("main"))
-    rng = np.random.default_rng(4)
-    empty = model.empty_buffer
-
-    def tensor(name, shape, array=None):
-        buffer = empty if array is None else Buffer.from_array(np.asarray(array, dtype=np.float32))
-        t = Tensor(name, "FLOAT32", shape, buffer)
-        graph.tensors.append(t)
-        return t
-
-    c = channels
-    x = tensor("input", (1, 1, 1, c))
-    graph.inputs = [x]
-    conv_options = Options("Conv2DOptions", padding=VALID, strideW=1, strideH=1, fusedActivationFunction=NONE,
-                           dilationWFactor=1, dilationHFactor=1)
-    for i in range(blocks):
-        filt = tensor(f"b{i}/filter", (c, 1, 1, c), rng.normal(0.0, np.sqrt(1.0 / c), (c, 1, 1, c)))
-        bias = tensor(f"b{i}/bias", (c,), np.zeros(c))
-        y = tensor(f"b{i}/conv", (1, 1, 1, c))
-        graph.add_op("CONV_2D", [x, filt, bias], [y], conv_options.copy())
-        scale = tensor(f"b{i}/bn_scale", (1, 1, 1, c), rng.uniform(0.9, 1.1, (1, 1, 1, c)))
-        z = tensor(f"b{i}/bn_mul", (1, 1, 1, c))
-        graph.add_op("MUL", [y, scale], [z], Options("MulOptions", fusedActivationFunction=NONE))
-        shift = tensor(f"b{i}/bn_shift", (1, 1, 1, c), rng.normal(0.0, 0.01, (1, 1, 1, c)))
-        x = tensor(f"b{i}/bn_add", (1, 1, 1, c))
-        graph.add_op("ADD", [z, shift], [x], Options("AddOptions", fusedActivationFunction=RELU))
-    graph.outputs = [x]
-    return model
