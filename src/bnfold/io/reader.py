@@ -36,6 +36,7 @@ _DECODE_ERRORS = (struct.error, IndexError, ValueError, TypeError, OverflowError
                   UnicodeDecodeError, RecursionError, MemoryError)
 _I32 = struct.Struct("<i").unpack_from
 _U16 = struct.Struct("<H").unpack_from
+_U32 = struct.Struct("<I").unpack_from
 
 
 class Source:
@@ -111,27 +112,111 @@ class _Hide:
         return getattr(self._accessor, name)
 
 
-class _SlotProbe:
-    """Stands in for a flatbuffers Table under a generated accessor and records which vtable
-    entry the accessor reads: how the reader learns a field's slot from the bindings."""
+class _Probe:
+    """Stands in for a flatbuffers Table under a generated accessor and records what the
+    accessor does: which vtable entry it reads, and how it reads the field there (a scalar of
+    some type, a vector of some element type, a string, a sub-table or union). This is how the
+    reader learns a table's layout from the bindings, without restating the schema."""
 
-    def __init__(self):
-        self.asked: list[int] = []
+    Pos = 0
+    Bytes = b""
+
+    def __init__(self, present: bool):
+        self.present = present
+        self.slot = None
+        self.how = None
 
     def Offset(self, vtable_offset: int) -> int:
-        self.asked.append(vtable_offset)
-        return 0  # "absent": the accessor returns its default without reading further
+        self.slot = vtable_offset
+        return 4 if self.present else 0
+
+    def Get(self, flags, off):
+        self.how = ("scalar", flags.packer_type)
+        return 0
+
+    def GetVectorAsNumpy(self, flags, off):
+        self.how = ("vector", np.dtype(flags.name).newbyteorder("<"))
+        return np.zeros(0)
+
+    def String(self, off):
+        self.how = ("string", None)
+        return b""
+
+    def Indirect(self, off):
+        self.how = ("table", None)
+        return 0
+
+    def Union(self, t2, off):
+        self.how = ("table", None)
+
+    def VectorLen(self, off):
+        return 0
+
+
+def _probe(accessor_cls, method: str, present: bool) -> _Probe:
+    probe = _Probe(present)
+    table = accessor_cls.__new__(accessor_cls)
+    table._tab = probe
+    probe.result = getattr(accessor_cls, method)(table)
+    return probe
+
+
+def _accessor_name(accessor_cls, field: str) -> str:
+    """The generated accessor that reads object-API field `field` whole ("shapeSignature" ->
+    "ShapeSignatureAsNumpy", "type" -> "Type")."""
+    method = field[0].upper() + field[1:]
+    return method + "AsNumpy" if hasattr(accessor_cls, method + "AsNumpy") else method
 
 
 def _slot_of(accessor_cls, field: str) -> int:
-    """The vtable offset of object-API field `field` (e.g. "shapeSignature") of a table."""
-    method = field[0].upper() + field[1:]
-    accessor = getattr(accessor_cls, method + "IsNone", None) or getattr(accessor_cls, method)
-    probe = _SlotProbe()
-    table = accessor_cls.__new__(accessor_cls)
-    table._tab = probe
-    accessor(table)
-    return probe.asked[0]
+    """The vtable offset of object-API field `field` of a table."""
+    is_none = field[0].upper() + field[1:] + "IsNone"  # vectors have one (vectors of tables: only it)
+    method = is_none if hasattr(accessor_cls, is_none) else _accessor_name(accessor_cls, field)
+    return _probe(accessor_cls, method, False).slot
+
+
+class _Fields:
+    """Reads chosen fields of one kind of table straight from the file's bytes: scalars with
+    struct, vectors as numpy views, strings as bytes, sub-tables and unions as the position of
+    their table. Layout (slot, kind, type, default) comes from probing the generated accessors;
+    each vtable is decoded once. What it returns equals what the accessors return (None for an
+    absent vector, string or table)."""
+
+    def __init__(self, fmt: Format, table: str, fields: tuple[str, ...]):
+        cls = fmt.cls(table)
+        self.plan = []
+        for field in fields:
+            method = _accessor_name(cls, field)
+            absent, present = _probe(cls, method, False), _probe(cls, method, True)
+            kind, how = present.how
+            default = absent.result if kind == "scalar" else None
+            self.plan.append((absent.slot, kind, how, default))
+        self.by_vtable: dict[int, list] = {}
+
+    def read(self, buf, pos: int) -> list:
+        vtable = pos - _I32(buf, pos)[0]
+        offsets = self.by_vtable.get(vtable)
+        if offsets is None:
+            size = _U16(buf, vtable)[0]
+            offsets = self.by_vtable[vtable] = [_U16(buf, vtable + slot)[0] if slot < size else 0
+                                                for slot, _, _, _ in self.plan]
+        out = []
+        for off, (_, kind, how, default) in zip(offsets, self.plan):
+            if not off:
+                out.append(default)
+                continue
+            at = pos + off
+            if kind == "scalar":
+                out.append(how.unpack_from(buf, at)[0])
+                continue
+            target = at + _U32(buf, at)[0]
+            if kind == "table":
+                out.append(target)
+            elif kind == "string":
+                out.append(bytes(buf[target + 4:target + 4 + _U32(buf, target)[0]]))
+            else:
+                out.append(np.frombuffer(buf, how, _U32(buf, target)[0], target + 4))
+        return out
 
 
 class _Plain:
@@ -152,11 +237,6 @@ class _Plain:
         return plain
 
 
-def _vector(value) -> np.ndarray | None:
-    """A generated `XAsNumpy()` result: None when the vector is absent (the accessor returns 0)."""
-    return value if isinstance(value, np.ndarray) else None
-
-
 class _Lift:
     """One read: the file's tables, lifted into the IR."""
 
@@ -167,13 +247,18 @@ class _Lift:
         self.buf = source.mapping
         self.root = fmt.cls("Model").GetRootAs(source.mapping, 0)
         self.plain_tensor = _Plain(fmt, "Tensor")
+        self.tensor_fields = _Fields(fmt, "Tensor", ("name", "type", "buffer", "shape", "shapeSignature", "quantization"))
+        self.operator_fields = _Fields(fmt, "Operator", ("opcodeIndex", "inputs", "outputs", "intermediates",
+                                                         "builtinOptionsType", "builtinOptions"))
+        self.buffer_fields = _Fields(fmt, "Buffer", ("offset", "size", "data"))
+        self.options_fields: dict[str, tuple | None] = {}
         self.plain_operator = _Plain(fmt, "Operator")
         self.empty_tables: dict[int, bool] = {}
 
     def model(self) -> Model:
         fmt, root, path = self.fmt, self.root, self.path
         record = fmt.cls("ModelT").InitFromObj(_Hide(root, vectors=("Subgraphs", "Buffers")))
-        buffers = [self._buffer(root.Buffers(i), i) for i in range(root.BuffersLength())]
+        buffers = [self._buffer(pos, i) for i, pos in enumerate(self._positions(root, "buffers"))]
         model = Model(fmt, buffers=buffers, description=record.description, version=record.version, record=record,
                       source=self.source)
         self.model_ = model
@@ -198,17 +283,30 @@ class _Lift:
             raise ModelError(f"{what} refers to buffer {index}, but the model has {len(buffers)}", self.path)
         return buffers[index]
 
-    def _buffer(self, b, index: int) -> Buffer:
+    def _positions(self, accessor, field: str) -> list[int]:
+        """Where each table of the vector of tables `field` of `accessor`'s table starts."""
+        tab = accessor._tab
+        o = tab.Offset(_slot_of(type(accessor), field))
+        if not o:
+            return []
+        start, count = tab.Vector(o), tab.VectorLen(o)
+        relative = np.frombuffer(self.buf, "<u4", count, start).astype(np.int64)
+        return (relative + np.arange(start, start + 4 * count, 4, dtype=np.int64)).tolist()
+
+    def _accessor(self, table: str, pos: int):
+        accessor = self.fmt.cls(table)()
+        accessor.Init(self.buf, pos)
+        return accessor
+
+    def _buffer(self, pos: int, index: int) -> Buffer:
         source = self.source
-        offset = b.Offset()
+        offset, size, data = self.buffer_fields.read(self.buf, pos)
         if offset > 1:  # weights stored after the flatbuffer (the >2 GB layout)
-            size = b.Size()
             if offset + size > source.size:
                 raise ModelError(f"buffer {index} points outside the file (offset {offset}, size {size}, file {source.size} bytes)",
                                  source.path)
             source.offset_layout = True
             return Buffer(source.array[offset:offset + size], source=offset)
-        data = _vector(b.DataAsNumpy())
         if data is None:
             return Buffer()
         return Buffer(data, source=source.offset_of(data) if data.size else None)
@@ -235,8 +333,8 @@ class _Lift:
         record.operators = None if sg.OperatorsIsNone() else []
         graph = self.model_.add_graph(Graph(_text(record.name), record=record))
         where = f"subgraph {g_index}"
-        for t_index in range(sg.TensorsLength()):
-            graph.tensors.append(self._tensor(sg.Tensors(t_index), f"{where} tensor {t_index}"))
+        for t_index, pos in enumerate(self._positions(sg, "tensors")):
+            graph.tensors.append(self._tensor(pos, f"{where} tensor {t_index}"))
         tensors = graph.tensors
 
         def tensor_at(index, what, optional=False):
@@ -247,26 +345,23 @@ class _Lift:
                 raise ModelError(f"{where} {what} refers to tensor {index}, but the subgraph has {len(tensors)}", path)
             return tensors[index]
 
-        for o_index in range(sg.OperatorsLength()):
-            self._operator(graph, sg.Operators(o_index), f"{where} operator {o_index}", tensor_at)
+        for o_index, pos in enumerate(self._positions(sg, "operators")):
+            self._operator(graph, pos, f"{where} operator {o_index}", tensor_at)
         graph.inputs = [tensor_at(i, "input") for i in (record.inputs if record.inputs is not None else [])]
         graph.outputs = [tensor_at(i, "output") for i in (record.outputs if record.outputs is not None else [])]
 
-    def _tensor(self, t, where: str) -> Tensor:
-        quantization = t.Quantization()
+    def _tensor(self, pos: int, where: str) -> Tensor:
+        name, code, buffer, shape, signature, quantization = self.tensor_fields.read(self.buf, pos)
         if quantization is not None:
-            quantization = self._unpack("QuantizationParameters", quantization)
-        if self.plain_tensor(self.buf, t._tab.Pos):
-            record = None
-            name, code, buffer = t.Name(), t.Type(), t.Buffer()
-            shape, signature = _vector(t.ShapeAsNumpy()), _vector(t.ShapeSignatureAsNumpy())
-        else:  # fields beyond the IR's (the converter's has_rank, sparsity, ...): unpack them all
-            record = self.fmt.cls("TensorT").InitFromObj(_Hide(t, tables=("Quantization",)))
+            quantization = self._unpack("QuantizationParameters", self._accessor("QuantizationParameters", quantization))
+        record = None
+        if not self.plain_tensor(self.buf, pos):  # fields beyond the IR's (the converter's has_rank, ...): keep them all
+            record = self.fmt.cls("TensorT").InitFromObj(_Hide(self._accessor("Tensor", pos), tables=("Quantization",)))
             record.quantization = quantization
-            name, code, buffer, shape, signature = record.name, record.type, record.buffer, record.shape, record.shapeSignature
-        if record is None and (name is None or shape is None):
+        elif name is None or shape is None:
             record = self.fmt.cls("TensorT")()  # the writer then knows these were absent, not empty
-            record.name, record.type, record.buffer, record.shape, record.quantization = name, code, buffer, shape, quantization
+            record.name, record.type, record.buffer, record.shape = name, code, buffer, shape
+            record.quantization = quantization
         dtype = self.fmt.dtype_names.get(code)
         if dtype is None:
             raise ModelError(f"{where} has unknown type {code}", self.path)
@@ -274,34 +369,45 @@ class _Lift:
                       shape_signature=None if signature is None else signature.tolist(), quantization=quantization,
                       record=record)
 
-    def _operator(self, graph: Graph, op, where: str, tensor_at) -> None:
+    def _operator(self, graph: Graph, pos: int, where: str, tensor_at) -> None:
         model = self.model_
-        index = op.OpcodeIndex()
+        index, inputs, outputs, inter, options_type, options = self.operator_fields.read(self.buf, pos)
         if not 0 <= index < len(model.opcodes):
             raise ModelError(f"{where} has operator code index {index} out of range", self.path)
-        inputs, outputs, inter = (_vector(op.InputsAsNumpy()), _vector(op.OutputsAsNumpy()),
-                                  _vector(op.IntermediatesAsNumpy()))
         record = None
-        if (any(v is not None and v.size == 0 for v in (inputs, outputs, inter))
-                or not self.plain_operator(self.buf, op._tab.Pos)):
+        if any(v is not None and v.size == 0 for v in (inputs, outputs, inter)) or not self.plain_operator(self.buf, pos):
             # fields beyond the IR's: keep them all (the options are lifted apart)
-            record = self.fmt.cls("OperatorT").InitFromObj(_Hide(op, tables=("BuiltinOptions",)))
+            record = self.fmt.cls("OperatorT").InitFromObj(_Hide(self._accessor("Operator", pos), tables=("BuiltinOptions",)))
             if record.largeCustomOptionsSize > 0:
                 raise ModelError(f"{where} stores custom options outside the flatbuffer, which bnfold does not support", self.path)
-        ins = [tensor_at(i, where, optional=True) for i in (inputs if inputs is not None else ())]
-        outs = [tensor_at(i, where) for i in (outputs if outputs is not None else ())]
-        ir_op = graph.add_op(model.opcodes[index], ins, outs, self._options(op), record=record)
+        ins = [tensor_at(i, where, optional=True) for i in (inputs.tolist() if inputs is not None else ())]
+        outs = [tensor_at(i, where) for i in (outputs.tolist() if outputs is not None else ())]
+        ir_op = graph.add_op(model.opcodes[index], ins, outs, self._options(options_type, options), record=record)
         if inter is not None:
-            ir_op.intermediates = tuple(tensor_at(i, where) for i in inter)
+            ir_op.intermediates = tuple(tensor_at(i, where) for i in inter.tolist())
 
-    def _options(self, op) -> Options | None:
-        table = op.BuiltinOptions()
-        name = self.fmt.options_names.get(op.BuiltinOptionsType()) if table is not None else None
+    def _options(self, code: int, pos: int | None) -> Options | None:
+        name = self.fmt.options_names.get(code) if pos is not None else None
         if name is None or name == "NONE":
             return None
-        accessor = self.fmt.cls(name)()
-        accessor.Init(table.Bytes, table.Pos)
-        return Options(name, **vars(self._unpack(name, accessor)))
+        reader = self._options_reader(name)
+        if reader is None:
+            return Options(name, **vars(self._unpack(name, self._accessor(name, pos))))
+        fields, values = reader
+        return Options(name, **dict(zip(fields, values.read(self.buf, pos))))
+
+    def _options_reader(self, name: str):
+        """(field names, _Fields) for an options table whose fields are all scalars (nearly all
+        are), read straight from the bytes; None for the others, which the object API unpacks."""
+        if name not in self.options_fields:
+            fields = tuple(vars(self.fmt.cls(name + "T")()))
+            try:
+                reader = _Fields(self.fmt, name, fields)
+            except AttributeError:  # an accessor not named after its field: leave it to the object API
+                reader = None
+            scalar = reader is not None and all(kind == "scalar" for _, kind, _, _ in reader.plan)
+            self.options_fields[name] = (fields, reader) if scalar else None
+        return self.options_fields[name]
 
     # ---- signatures ----------------------------------------------------------------------
     def _signature(self, sd, s_index: int) -> Signature:
