@@ -111,7 +111,7 @@ def run(path: str, chosen: Selection, *, check: int = 0, label: str | None = Non
     report = {
         "bnfold": __version__,
         "input": {"path": label or path, "format": model.format.name, "bytes": os.path.getsize(path)},
-        **json.loads(log.to_json()),
+        **log.to_dict(),
         "operators": {"before": before, "after": dict(model.op_counts())},
         "ignored_options": chosen.not_implemented,
         "group_members_not_implemented": chosen.group_skipped,
