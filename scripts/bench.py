@@ -468,9 +468,12 @@ def measure_op_heavy(out_dir: Path, blocks: int, runs: int, rebuild: bool) -> di
 
 
 def measure_unchanged(out_dir: Path, runs: int, rebuild: bool) -> dict:
-    """A model no pass changes: `bnfold optimize` (output a copy of the input) and `--passes ""`
-    against the floor process; the output is checked byte-identical to the input."""
+    """Against the floor process, interleaved: a model no pass changes (resnet_post after one
+    `bnfold optimize`; its output is a copy, checked byte-identical) with the default passes and
+    with `--passes ""`, and resnet_pre (ResNet50V2-shaped, pre-activation batch norms) with the
+    default passes, which fold."""
     source = ensure_model(out_dir, "resnet_post", "resnet_post", rebuild=rebuild)
+    pre = ensure_model(out_dir, "resnet_pre", "resnet_pre", rebuild=rebuild)
     model = out_dir / "unchanged.tflite"
     result = run_child([BNFOLD, "optimize", str(source), str(model), "--quiet"])
     if result["rc"] != 0:
@@ -482,13 +485,18 @@ def measure_unchanged(out_dir: Path, runs: int, rebuild: bool) -> dict:
         "floor": [PY, "-c", FLOOR_SRC, str(model), str(out)],
         "bnfold": [BNFOLD, "optimize", str(model), str(out), "--quiet"],
         "no_passes": [BNFOLD, "optimize", str(model), str(out), "--quiet", "--passes", ""],
+        "floor_pre": [PY, "-c", FLOOR_SRC, str(pre), str(out)],
+        "bnfold_pre": [BNFOLD, "optimize", str(pre), str(out), "--quiet"],
     }
     m = timed_commands(commands, out, runs)
-    row = {"size": model.stat().st_size, "byte_identical": identical, "loadavg_1min_after": os.getloadavg()[0]}
+    row = {"size": model.stat().st_size, "size_pre": pre.stat().st_size, "byte_identical": identical,
+           "loadavg_1min_after": os.getloadavg()[0]}
     for name, r in m.items():
         row[f"{name}_s"], row[f"{name}_rss"], row[f"{name}_samples"] = r["seconds"], r["peak_rss"], r["all_seconds"]
     row["bnfold_vs_floor"] = row["bnfold_s"] / row["floor_s"]
     row["no_passes_vs_floor"] = row["no_passes_s"] / row["floor_s"]
+    row["pre_vs_floor"] = row["bnfold_pre_s"] / row["floor_pre_s"]
+    row["pre_rss_vs_size"] = row["bnfold_pre_rss"] / row["size_pre"]
     _remove(model)
     return row
 
@@ -512,6 +520,9 @@ def print_perf_series(op_heavy: list[dict], unchanged: dict | None) -> None:
         print(f"unchanged model ({u['size'] / MB:.1f} MB): floor {u['floor_s']:.3f} s, bnfold optimize {u['bnfold_s']:.3f} s "
               f"({u['bnfold_vs_floor']:.2f}x), --passes '' {u['no_passes_s']:.3f} s ({u['no_passes_vs_floor']:.2f}x), "
               f"peak RSS {u['bnfold_rss'] / MB:.0f} MB, byte-identical: {u['byte_identical']}")
+        print(f"resnet_pre ({u['size_pre'] / MB:.1f} MB, default passes): floor {u['floor_pre_s']:.3f} s, bnfold optimize "
+              f"{u['bnfold_pre_s']:.3f} s ({u['pre_vs_floor']:.2f}x), peak RSS {u['bnfold_pre_rss'] / MB:.0f} MB "
+              f"({u['pre_rss_vs_size']:.2f}x the file)")
 
 
 # ---- report --------------------------------------------------------------------------------
