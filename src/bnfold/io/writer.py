@@ -67,6 +67,32 @@ class _BufferSlot:
         return builder.EndObject()
 
 
+class _Shared:
+    """Stands in for an object-API table during Pack: a table equal to one already written (an
+    empty quantization table, the options of every identical ADD) is written once and referenced
+    from each place that holds it. Flatbuffers allow a table to be referenced many times; the
+    builder's per-table cost is most of the writing time on op-heavy graphs."""
+
+    def __init__(self, record):
+        self.record = record
+        self.offset = None
+
+    def Pack(self, builder: flatbuffers.Builder) -> int:
+        if self.offset is None:
+            self.offset = self.record.Pack(builder)
+        return self.offset
+
+
+def _share_key(record):
+    """A key equal for tables with equal fields, or None when a field is not a plain scalar."""
+    key = [type(record)]
+    for name, v in vars(record).items():
+        if v is not None and type(v) not in (int, float, bool):
+            return None
+        key.append((name, type(v), struct.pack("<d", v) if type(v) is float else v))  # -0.0 is not 0.0 here
+    return tuple(key)
+
+
 @dataclass
 class WriteInfo:
     path: str
@@ -247,6 +273,7 @@ class _Plan:
         self.opcodes = self._collect_opcodes()
         self.opcode_index = {id(oc): i for i, oc in enumerate(self.opcodes)}
         self.metadata = list(model.metadata)
+        self.shared: dict[tuple, _Shared] = {}
         n_tensors = sum(len(g.tensors) for g in model.graphs)
         n_ops = sum(len(g.ops) for g in model.graphs)
         small = sum(b.nbytes for b in self.buffers if b.nbytes < 64)
@@ -389,6 +416,7 @@ class _Plan:
         rec.buffer = self.buffer_index[id(t.buffer)] if t.buffer is not None else 0
         if t.quantization is not (original.quantization if original is not None else None) or not self.same:
             rec.quantization = self._convert(t.quantization)
+        rec.quantization = self._shared(rec.quantization)
         return rec
 
     def _op_record(self, op, idx):
@@ -413,8 +441,18 @@ class _Plan:
                         continue  # a field the target lacks, at its default: nothing is lost
                     self._refuse(f"{op.options.type}.{name} does not exist in {self.fmt.name}")
                 setattr(options, name, self._convert(value))
-            rec.builtinOptionsType, rec.builtinOptions = code, options
+            rec.builtinOptionsType, rec.builtinOptions = code, self._shared(options)
         return rec
+
+    def _shared(self, record):
+        """One written table for all equal ones (see _Shared); other records as they are."""
+        key = None if record is None else _share_key(record)
+        if key is None:
+            return record
+        shared = self.shared.get(key)
+        if shared is None:
+            shared = self.shared[key] = _Shared(record)
+        return shared
 
     def _signature_record(self, sig):
         graph_index = self.model.graph_index(sig.graph)
