@@ -28,6 +28,7 @@ from ..ir.graph import Graph, Options, Tensor
 from ..ir.model import Metadata, Model, OpCode, Signature
 from ..ir.check import check_model
 from .formats import MODELED_FIELDS, Format, format_from_identifier
+from .gcpause import paused_gc
 from .paths import require_regular_file
 from .validate import validate
 
@@ -85,7 +86,8 @@ def read_model(path: str) -> Model:
     fmt = format_from_identifier(bytes(source.mapping[4:8]), path)
     validate(source.mapping, fmt, path)
     try:
-        return check_model(_Lift(fmt, source).model(), path)
+        with paused_gc():
+            return check_model(_Lift(fmt, source).model(), path)
     except ModelError:
         raise
     except _DECODE_ERRORS as e:

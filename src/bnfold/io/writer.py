@@ -31,6 +31,7 @@ from ..ir.const import Buffer
 from ..ir.model import Model
 from .atomic import atomic_file
 from .formats import MODELED_FIELDS, Format
+from .gcpause import paused_gc
 from .transcode import NotRepresentable, same_value, transcode
 
 TWO_GB = 2**31 - 1
@@ -147,6 +148,11 @@ def _same_file(a: str, b: str) -> bool:
 
 def serialize(model: Model, out, fmt: Format, *, external: bool = False) -> WriteInfo:
     """Write the model to the open binary file `out`."""
+    with paused_gc():
+        return _serialize(model, out, fmt, external)
+
+
+def _serialize(model: Model, out, fmt: Format, external: bool) -> WriteInfo:
     plan = _Plan(model, fmt)
     data_bytes = sum(_align(b.nbytes) + DATA_ALIGN for b in plan.buffers)
     if not external and data_bytes + plan.tables_estimate >= TWO_GB:
