@@ -24,6 +24,16 @@ the same run so a slow or busy machine shifts both sides alike):
 The 3 GB model (offset-buffer layout) goes through `bnfold optimize` end to end and both the
 original and the result are run once in LiteRT; outputs are compared.
 
+Two further series (`--op-heavy`, `--unchanged`; both on by default, `--only-perf` runs just them):
+  op-heavy: graphs of N CONV_2D -> MUL -> ADD blocks with tiny weights (3k, 12k, 48k blocks:
+      9k..144k operators), where cost is per operator, not per byte: `bnfold optimize` (default
+      passes, which fold every block), a read + full rewrite with no pass (`--passes ""
+      --external-buffers`, so the output must be re-serialized) and LiteRT's object-API round
+      trip, each with seconds per operator and peak RSS.
+  unchanged: a model no pass changes (resnet_post after one `bnfold optimize`), whose output is a
+      copy of the input: `bnfold optimize` against the floor process (python, import numpy, copy
+      the file), with the output checked byte-identical.
+
 Models are built by scripts/bench_models.py with bnfold's IR and writer under --out (reused when
 the builder's source is unchanged; --rebuild forces). Targets are reported as pass/miss; a miss
 never makes the script fail. Benchmarks live here, never in the test suite.
@@ -428,6 +438,93 @@ def profile_optimize(model: Path, out_dir: Path) -> str:
     return text.getvalue()
 
 
+# ---- op-heavy and unchanged-model series -------------------------------------------------------
+# The floor any Python tool pays: start the interpreter, import numpy, copy the file.
+FLOOR_SRC = "import shutil, sys; import numpy; shutil.copyfile(sys.argv[1], sys.argv[2])"
+OP_HEAVY_BLOCKS = (3000, 12000, 48000)
+
+
+def measure_op_heavy(out_dir: Path, blocks: int, runs: int, rebuild: bool) -> dict:
+    """One op-heavy model: default optimize, pass-less full rewrite and the object-API round
+    trip, interleaved; seconds (median), seconds per operator and peak RSS of each."""
+    name = f"ops_{blocks // 1000}k" if blocks % 1000 == 0 else f"ops_{blocks}"  # as OPS_SERIES names them
+    model = ensure_model(out_dir, name, "ops", blocks=blocks, rebuild=rebuild)
+    out = out_dir / "bench-output.tflite"
+    commands = {
+        "objapi": [PY, "-c", OBJAPI_SRC, str(model), str(out)],
+        "bnfold": [BNFOLD, "optimize", str(model), str(out), "--quiet"],
+        "rewrite": [BNFOLD, "optimize", str(model), str(out), "--quiet", "--passes", "", "--external-buffers"],
+    }
+    m = timed_commands(commands, out, runs)
+    ops = 3 * blocks
+    row = {"blocks": blocks, "operators": ops, "size": model.stat().st_size, "loadavg_1min_after": os.getloadavg()[0]}
+    for name, r in m.items():
+        row[f"{name}_s"], row[f"{name}_rss"] = r["seconds"], r["peak_rss"]
+        row[f"{name}_us_per_op"] = 1e6 * r["seconds"] / ops
+        row[f"{name}_samples"] = r["all_seconds"]
+    row["bnfold_vs_objapi"] = row["bnfold_s"] / row["objapi_s"]
+    row["rewrite_vs_objapi"] = row["rewrite_s"] / row["objapi_s"]
+    return row
+
+
+def measure_unchanged(out_dir: Path, runs: int, rebuild: bool) -> dict:
+    """Against the floor process, interleaved: a model no pass changes (resnet_post after one
+    `bnfold optimize`; its output is a copy, checked byte-identical) with the default passes and
+    with `--passes ""`, and resnet_pre (ResNet50V2-shaped, pre-activation batch norms) with the
+    default passes, which fold."""
+    source = ensure_model(out_dir, "resnet_post", "resnet_post", rebuild=rebuild)
+    pre = ensure_model(out_dir, "resnet_pre", "resnet_pre", rebuild=rebuild)
+    model = out_dir / "unchanged.tflite"
+    result = run_child([BNFOLD, "optimize", str(source), str(model), "--quiet"])
+    if result["rc"] != 0:
+        raise RuntimeError(f"bnfold optimize failed on {source}: {result['stderr']}")
+    out = out_dir / "bench-output.tflite"
+    check = run_child([BNFOLD, "optimize", str(model), str(out)], capture=True)
+    identical = check["rc"] == 0 and out.read_bytes() == model.read_bytes() and "unchanged" in check["stdout"]
+    commands = {
+        "floor": [PY, "-c", FLOOR_SRC, str(model), str(out)],
+        "bnfold": [BNFOLD, "optimize", str(model), str(out), "--quiet"],
+        "no_passes": [BNFOLD, "optimize", str(model), str(out), "--quiet", "--passes", ""],
+        "floor_pre": [PY, "-c", FLOOR_SRC, str(pre), str(out)],
+        "bnfold_pre": [BNFOLD, "optimize", str(pre), str(out), "--quiet"],
+    }
+    m = timed_commands(commands, out, runs)
+    row = {"size": model.stat().st_size, "size_pre": pre.stat().st_size, "byte_identical": identical,
+           "loadavg_1min_after": os.getloadavg()[0]}
+    for name, r in m.items():
+        row[f"{name}_s"], row[f"{name}_rss"], row[f"{name}_samples"] = r["seconds"], r["peak_rss"], r["all_seconds"]
+    row["bnfold_vs_floor"] = row["bnfold_s"] / row["floor_s"]
+    row["no_passes_vs_floor"] = row["no_passes_s"] / row["floor_s"]
+    row["pre_vs_floor"] = row["bnfold_pre_s"] / row["floor_pre_s"]
+    row["pre_rss_vs_size"] = row["bnfold_pre_rss"] / row["size_pre"]
+    _remove(model)
+    return row
+
+
+def print_perf_series(op_heavy: list[dict], unchanged: dict | None) -> None:
+    if op_heavy:
+        head = (f"{'blocks':>7}{'ops':>8}{'MB':>6}{'objAPI s':>10}{'us/op':>7}{'RSS MB':>8}{'bnfold s':>10}{'us/op':>7}"
+                f"{'RSS MB':>8}{'ratio':>7}{'rewrite s':>10}{'us/op':>7}{'RSS MB':>8}{'ratio':>7}")
+        print(head)
+        print("-" * len(head))
+        for r in op_heavy:
+            print(f"{r['blocks']:>7}{r['operators']:>8}{r['size'] / MB:>6.1f}{r['objapi_s']:>10.2f}{r['objapi_us_per_op']:>7.0f}"
+                  f"{r['objapi_rss'] / MB:>8.0f}{r['bnfold_s']:>10.2f}{r['bnfold_us_per_op']:>7.0f}{r['bnfold_rss'] / MB:>8.0f}"
+                  f"{r['bnfold_vs_objapi']:>7.2f}{r['rewrite_s']:>10.2f}{r['rewrite_us_per_op']:>7.0f}"
+                  f"{r['rewrite_rss'] / MB:>8.0f}{r['rewrite_vs_objapi']:>7.2f}")
+        for key in ("bnfold", "rewrite", "objapi"):
+            per_op = [r[f"{key}_us_per_op"] for r in op_heavy]
+            print(f"  {key}: time per operator max/min over the series {max(per_op) / min(per_op):.2f}")
+    if unchanged:
+        u = unchanged
+        print(f"unchanged model ({u['size'] / MB:.1f} MB): floor {u['floor_s']:.3f} s, bnfold optimize {u['bnfold_s']:.3f} s "
+              f"({u['bnfold_vs_floor']:.2f}x), --passes '' {u['no_passes_s']:.3f} s ({u['no_passes_vs_floor']:.2f}x), "
+              f"peak RSS {u['bnfold_rss'] / MB:.0f} MB, byte-identical: {u['byte_identical']}")
+        print(f"resnet_pre ({u['size_pre'] / MB:.1f} MB, default passes): floor {u['floor_pre_s']:.3f} s, bnfold optimize "
+              f"{u['bnfold_pre_s']:.3f} s ({u['pre_vs_floor']:.2f}x), peak RSS {u['bnfold_pre_rss'] / MB:.0f} MB "
+              f"({u['pre_rss_vs_size']:.2f}x the file)")
+
+
 # ---- report --------------------------------------------------------------------------------
 def _flatness(values) -> float:
     values = list(values)
@@ -574,7 +671,29 @@ def parse_args(argv=None):
     p.add_argument("--profile", action="store_true", help="cProfile bnfold optimize on the 100 MB models")
     p.add_argument("--ops-runs", type=int, default=3, help="process runs per command in the op-heavy series (0 skips it)")
     p.add_argument("--only-ops", action="store_true", help="measure only the op-heavy series")
+    p.add_argument("--op-heavy", default=",".join(map(str, OP_HEAVY_BLOCKS)), metavar="N,N",
+                   help="block counts of the op-heavy series ('' skips it; default %(default)s)")
+    p.add_argument("--op-heavy-runs", type=int, default=3, help="process runs per command in the op-heavy series")
+    p.add_argument("--no-unchanged", action="store_true", help="skip the unchanged-model row")
+    p.add_argument("--only-perf", action="store_true", help="run only the op-heavy series and the unchanged-model row")
     return p.parse_args(argv)
+
+
+def build_models(out_dir: Path, args) -> dict:
+    """name -> (path, inference measured, pre-activation) for the model-scale table."""
+    print("building models", flush=True)
+    models = {
+        "resnet_post": (ensure_model(out_dir, "resnet_post", "resnet_post", rebuild=args.rebuild), True, False),
+        "resnet_pre": (ensure_model(out_dir, "resnet_pre", "resnet_pre", rebuild=args.rebuild), True, True),
+    }
+    if args.resnet50v2:
+        models["resnet50v2"] = (Path(args.resnet50v2), True, True)
+    for name, nbytes, external in SERIES:
+        if args.skip_large and nbytes > 100 * MB:
+            continue
+        path = ensure_model(out_dir, name, "scale", nbytes=nbytes, external=external, rebuild=args.rebuild)
+        models[name] = (path, nbytes <= 100 * MB, False)
+    return models
 
 
 def main(argv=None) -> int:
@@ -586,18 +705,16 @@ def main(argv=None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.time()
     compile_bnfold()
-    print("building models", flush=True)
-    models = {} if args.only_ops else {  # name -> (path, inference measured, pre-activation)
-        "resnet_post": (ensure_model(out_dir, "resnet_post", "resnet_post", rebuild=args.rebuild), True, False),
-        "resnet_pre": (ensure_model(out_dir, "resnet_pre", "resnet_pre", rebuild=args.rebuild), True, True),
-    }
-    if args.resnet50v2 and not args.only_ops:
-        models["resnet50v2"] = (Path(args.resnet50v2), True, True)
-    for name, nbytes, external in SERIES:
-        if args.skip_large and nbytes > 100 * MB or args.only_ops:
-            continue
-        path = ensure_model(out_dir, name, "scale", nbytes=nbytes, external=external, rebuild=args.rebuild)
-        models[name] = (path, nbytes <= 100 * MB, False)
+    op_heavy = []
+    for n in ([] if args.only_ops else args.op_heavy.split(",")):
+        if n.strip():
+            print(f"measuring op-heavy {n} blocks", flush=True)
+            op_heavy.append(measure_op_heavy(out_dir, int(n), args.op_heavy_runs, args.rebuild))
+    unchanged = None
+    if not (args.no_unchanged or args.only_ops):
+        print("measuring the unchanged model", flush=True)
+        unchanged = measure_unchanged(out_dir, args.runs, args.rebuild)
+    models = {} if args.only_perf or args.only_ops else build_models(out_dir, args)
 
     rows, profiles = {}, {}
     for name, (path, infer, pre) in models.items():
@@ -621,8 +738,10 @@ def main(argv=None) -> int:
         flatness = _flatness(r["work_s_per_mb"] for r in series)
         scaling = series_scaling(series)
     big = big_model_check(models["scale_3gb"][0], out_dir) if "scale_3gb" in models else None
-    ops_series = measure_ops_series(out_dir, args.ops_runs, args.rebuild) if args.ops_runs > 0 else None
+    ops_series = measure_ops_series(out_dir, args.ops_runs, args.rebuild) if args.ops_runs > 0 and not args.only_perf else None
 
+    print()
+    print_perf_series(op_heavy, unchanged)
     print()
     if rows:
         print_table(rows)
@@ -649,6 +768,7 @@ def main(argv=None) -> int:
     result = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "machine": machine_info(),
               "runs": args.runs, "infer_iters": args.infer_iters, "models": rows, "flatness_d": flatness, "series_scaling": scaling,
               "big_model_check": big, "ops_series": ops_series, "targets": summary, "profiles": profiles,
+              "op_heavy": op_heavy, "unchanged": unchanged,
               "elapsed_s": round(time.time() - started, 1)}
     json_path = Path(args.json) if args.json else out_dir / "bench.json"
     json_path.write_text(json.dumps(result, indent=1, default=str))

@@ -17,12 +17,26 @@ RECIPES = ROOT / "recipes"
 FIXTURES = sorted(p.name for p in DATA.glob("*.tflite")) + sorted(p.name for p in DATA.glob("*.circle"))
 
 
+def unpacked(path):
+    """The whole file unpacked with the bindings' object API (ModelT), independently of how
+    bnfold's reader reads it."""
+    from bnfold.io.formats import format_from_identifier
+
+    data = Path(path).read_bytes()
+    fmt = format_from_identifier(data[4:8], str(path))
+    return fmt.cls("ModelT").InitFromObj(fmt.cls("Model").GetRootAs(data, 0))
+
+
+def has_offset_buffers(path) -> bool:
+    return any(b.offset > 1 for b in unpacked(path).buffers)
+
+
 def object_tree(path) -> list[tuple[str, object]]:
-    """Every field of the unpacked ModelT as (path, value) pairs; buffers by content, since
-    where the bytes sit (inline vector or offset/size) is layout, not content."""
+    """Every field of the unpacked ModelT as (path, value) pairs; buffers by content (as bnfold
+    reads them), since where the bytes sit (inline vector or offset/size) is layout, not content."""
     model = read_model(str(path))
     out: list[tuple[str, object]] = []
-    _walk(model.record, "model", out, model)
+    _walk(unpacked(path), "model", out, model)
     return out
 
 

@@ -20,9 +20,10 @@ from bnfold.passes import registry
 from bnfold.passes.leftovers import explain
 from bnfold.passes.report import Report
 
-from conftest import DATA, ROOT, build_recipe, object_tree, run_litert, tree_diff
+from conftest import DATA, ROOT, build_recipe, object_tree, run_litert, tree_diff, unpacked
 
 FIXTURE = DATA / "conv_relu_bn.tflite"
+FOLDED = DATA / "bn_conv_valid.tflite"  # a model the default passes change, so it is serialized, not copied
 # integer-quantized models stay untouched (float16 ones fold: recipes/Quant_Fp16_Conv_BN_000.toml)
 QUANT_RECIPES = ["Quant_Conv_BN_Relu_000"]
 
@@ -99,8 +100,7 @@ def test_usage_errors_exit_2_in_one_line(tmp_path, capsys):
 
 def test_semantic_errors_name_the_problem(tmp_path, capsys):
     """A sound flatbuffer whose constant does not fit its shape: caught after lifting."""
-    model = read_model(str(FIXTURE))
-    record = model.record
+    record = unpacked(FIXTURE)
     tensor = next(t for t in record.subgraphs[0].tensors if record.buffers[t.buffer].data is not None
                   and len(record.buffers[t.buffer].data) > 4)
     tensor.shape = np.array([int(d) * 2 for d in tensor.shape], dtype=np.int32)
@@ -170,20 +170,22 @@ def test_refused_conversion_leaves_no_file(tmp_path, capsys):
 
 def test_failure_after_writing_started_leaves_no_file(tmp_path, capsys, monkeypatch):
     """A model error raised mid-write (after the temp file exists) removes the temp file."""
-    def fail(self, buffer):
+    def fail(*_):
         raise ModelError("simulated failure while streaming weights")
 
     monkeypatch.setattr(writer._Sink, "write_buffer", fail)
+    monkeypatch.setattr(writer._Sink, "copy_all", fail)  # the fixture is unchanged by the passes: copied
     code, lines = _run(capsys, "optimize", FIXTURE, tmp_path / "o.tflite")
     assert code == 1 and len(lines) == 1 and "simulated failure" in lines[0] and "o.tflite" in lines[0]
     assert _entries(tmp_path) == []
 
 
 def test_interrupt_while_writing_exits_130_and_cleans_up(tmp_path, capsys, monkeypatch):
-    def interrupt(self, buffer):
+    def interrupt(*_):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(writer._Sink, "write_buffer", interrupt)
+    monkeypatch.setattr(writer._Sink, "copy_all", interrupt)
     code, lines = _run(capsys, "optimize", FIXTURE, tmp_path / "o.tflite", "--quiet")
     assert code == 130 and lines == ["bnfold: error: interrupted"]
     assert _entries(tmp_path) == []
@@ -208,12 +210,18 @@ class _FullDisk:
         self._f.close()
 
 
-def test_full_disk_is_one_line_and_cleans_up(tmp_path, capsys, monkeypatch):
+def _no_space(*_):
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+@pytest.mark.parametrize("fixture", ["bn_conv_valid.tflite", "conv_relu_bn.tflite"])  # folded; unchanged (copied)
+def test_full_disk_is_one_line_and_cleans_up(fixture, tmp_path, capsys, monkeypatch):
     """ENOSPC from the file write (simulated): one line naming the output, no temp file left."""
     real_fdopen = os.fdopen
     monkeypatch.setattr(writer.os, "fdopen", lambda fd, mode="r", *a, **k: _FullDisk(real_fdopen(fd, mode, *a, **k)))
+    monkeypatch.setattr(writer.os, "copy_file_range", _no_space, raising=False)
     out = tmp_path / "o.tflite"
-    code, lines = _run(capsys, "optimize", FIXTURE, out, "--quiet")
+    code, lines = _run(capsys, "optimize", DATA / fixture, out, "--quiet")
     assert code == 1 and len(lines) == 1, lines
     assert str(out) in lines[0] and "No space left on device" in lines[0]
     assert _entries(tmp_path) == []
@@ -418,7 +426,7 @@ def test_signal_while_writing_removes_the_temporary_file(signum, tmp_path, capsy
 
     monkeypatch.setattr(writer._Sink, "write_buffer", signalled)
     handler = signal.getsignal(signal.SIGTERM)
-    code, lines = _run(capsys, "optimize", FIXTURE, tmp_path / "o.tflite", "--quiet")
+    code, lines = _run(capsys, "optimize", FOLDED, tmp_path / "o.tflite", "--quiet")
     assert code == 128 + signum and len(lines) == 1 and "interrupted" in lines[0]
     assert _entries(tmp_path) == []
     assert signal.getsignal(signal.SIGTERM) is handler  # restored after the write
@@ -440,7 +448,7 @@ def test_sigterm_kills_a_real_process_cleanly(tmp_path):
             time.sleep(30)
             real(self, buffer)
         writer._Sink.write_buffer = slow
-        sys.exit(cli.run(["optimize", {str(FIXTURE)!r}, {str(tmp_path / 'o.tflite')!r}, "-q"]))
+        sys.exit(cli.run(["optimize", {str(FOLDED)!r}, {str(tmp_path / 'o.tflite')!r}, "-q"]))
     """)
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "writing"

@@ -11,13 +11,14 @@ from bnfold.io.writer import BUFFER_LOCATION, OUTSIDE, save_model
 from bnfold.io.formats import CIRCLE, TFLITE
 from bnfold.errors import ModelError
 
-from conftest import DATA, FIXTURES, build_recipe, fixture_input, object_tree, run_litert, tree_diff
+from conftest import (DATA, FIXTURES, build_recipe, fixture_input, has_offset_buffers, object_tree, run_litert, tree_diff,
+                      unpacked)
 
 OFFSET_FIXTURE = "conv_buffer_offset.tflite"
 
 
 def _has_offsets(path) -> bool:
-    return any(b.offset > 1 for b in read_model(str(path)).record.buffers)
+    return has_offset_buffers(path)
 
 
 @pytest.mark.parametrize("name", FIXTURES)
@@ -117,3 +118,77 @@ def test_circle_only_operator_round_trips_as_circle_and_is_refused_as_tflite(tmp
         save_model(read_model(str(src)), str(target), TFLITE)
     assert not target.exists()
     assert not list(tmp_path.glob(".bnfold-*"))  # no temporary left behind
+
+
+def _pack(record, path) -> None:
+    import flatbuffers
+
+    builder = flatbuffers.Builder(1024)
+    builder.Finish(record.Pack(builder), file_identifier=b"TFL3")
+    path.write_bytes(bytes(builder.Output()))
+
+
+def test_fields_the_ir_does_not_model_survive_and_only_those_tables_are_unpacked(tmp_path):
+    """The reader lifts plain tables through accessors and unpacks in full only tables holding
+    more than the IR models: here a variable tensor, a tensor with has_rank, one with no shape
+    vector, an op with custom options and one with a present but empty intermediates vector."""
+    record = unpacked(DATA / "resnet_v2_mini.tflite")
+    sg = record.subgraphs[0]
+    for t in sg.tensors:
+        t.hasRank = False  # which the TFLite converter sets on every tensor: plain tensors otherwise
+    activations = [i for i, t in enumerate(sg.tensors) if record.buffers[t.buffer].data is None][:3]
+    sg.tensors[activations[0]].isVariable = True
+    sg.tensors[activations[1]].hasRank = True
+    sg.tensors[activations[2]].shape = None
+    sg.operators[0].customOptions = np.frombuffer(b"opaque", dtype=np.uint8)
+    sg.operators[1].intermediates = np.zeros(0, dtype=np.int32)
+    src = tmp_path / "extras.tflite"
+    _pack(record, src)
+
+    model = read_model(str(src))
+    graph = model.graphs[0]
+    assert [i for i, t in enumerate(graph.tensors) if t.record is not None] == activations
+    assert [i for i, op in enumerate(graph.ops) if op.record is not None] == [0, 1]
+    assert graph.tensors[activations[0]].record.isVariable and bytes(graph.ops[0].record.customOptions) == b"opaque"
+    out = tmp_path / "out.tflite"
+    save_model(model, str(out), TFLITE)
+    assert tree_diff(object_tree(src), object_tree(out)) == []
+    again = unpacked(out).subgraphs[0]
+    assert again.tensors[activations[2]].shape is None and again.operators[1].intermediates.size == 0
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return a is not None and b is not None and np.array_equal(a, b)
+    return type(a) is type(b) and a == b
+
+
+@pytest.mark.parametrize("name", FIXTURES + ["Foundation_While_000", "Foundation_InstanceNorm_000", "Quant_Conv_BN_Relu_000",
+                                              "Net_TConv_BN_000", "Net_Forward_FC_Flatten_000"])
+def test_reader_lifts_what_the_object_api_unpacks(name, tmp_path):
+    """The reader reads fields straight from the bytes (layout probed from the accessors); every
+    value it lifts equals the generated object API's unpack of the same table."""
+    path = DATA / name if name in FIXTURES else build_recipe(name, tmp_path)
+    model, record = read_model(str(path)), unpacked(path)
+    fmt = model.format
+    for graph, sg in zip(model.graphs, record.subgraphs, strict=True):
+        for t, rec in zip(graph.tensors, sg.tensors, strict=True):
+            assert t.name.encode("utf-8", "surrogateescape") == (rec.name or b"")
+            assert (fmt.dtype_codes[t.dtype], model.buffers.index(t.buffer)) == (rec.type, rec.buffer)
+            assert t.shape == tuple(rec.shape if rec.shape is not None else ())
+            assert t.shape_signature == (None if rec.shapeSignature is None else tuple(rec.shapeSignature))
+            assert (t.quantization is None) == (rec.quantization is None)
+            if rec.quantization is not None:
+                assert all(_same(v, getattr(t.quantization, k)) for k, v in vars(rec.quantization).items())
+        for op, rec in zip(graph.ops, sg.operators, strict=True):
+            assert [graph.tensors.index(x) if x is not None else -1 for x in op.inputs] == list(rec.inputs)
+            assert [graph.tensors.index(x) for x in op.outputs] == list(rec.outputs)
+            if rec.builtinOptions is None:
+                assert op.options is None
+            else:
+                assert op.options.type == type(rec.builtinOptions).__name__[:-1]
+                assert op.options.fields().keys() == vars(rec.builtinOptions).keys()
+                assert all(_same(v, getattr(op.options, k)) for k, v in vars(rec.builtinOptions).items())
+    for b, rec in zip(model.buffers, record.buffers, strict=True):
+        if rec.offset <= 1:
+            assert _same(b.data, rec.data) if rec.data is not None else b.data is None

@@ -5,6 +5,14 @@
 
 __version__ = "0.1.0"
 
-from .pipeline import Optimized, optimize  # noqa: E402  (after __version__, which pipeline reads)
-
 __all__ = ["Optimized", "optimize", "__version__"]
+
+
+def __getattr__(name: str):
+    """`bnfold.optimize` and `bnfold.Optimized` on first use, so `import bnfold` (and with it every
+    CLI command) does not pay for the whole pipeline's imports."""
+    if name in ("Optimized", "optimize"):
+        from . import pipeline
+
+        return getattr(pipeline, name)
+    raise AttributeError(f"module 'bnfold' has no attribute {name!r}")

@@ -67,8 +67,11 @@ def describe_lossy(note: dict) -> str:
             f"on {note['backend']}")
 
 
-def save(model: Model, path: str, *, fmt: Format | None = None, external: bool = False) -> WriteInfo:
-    return save_model(model, path, fmt or format_from_extension(path), external=external)
+def save(model: Model, path: str, *, fmt: Format | None = None, external: bool = False,
+         keep_unchanged: bool = False) -> WriteInfo:
+    """Write `model`; with `keep_unchanged`, a model nothing changed is kept as the input's bytes
+    (see io.writer.save_model)."""
+    return save_model(model, path, fmt or format_from_extension(path), external=external, keep_unchanged=keep_unchanged)
 
 
 def refuse_overwrite(input_path: str, output_path: str, in_place: bool) -> None:

@@ -2,6 +2,10 @@
 
 Every failure is one line on stderr and a non-zero exit: 2 for usage errors, 1 for model errors.
 Set BNFOLD_DEBUG=1 to see the traceback of an unexpected error.
+
+Each command imports the model I/O it needs (api, pipeline, check, recipe) inside its function,
+so start-up pays only for the command run: `bnfold passes` or `--help` load neither numpy nor
+the bindings.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import sys
 
 import click
 
-from . import api, one, pipeline, selection
+from . import one, selection
 from .errors import BnfoldError, CheckFailed, Interrupted, UsageError
 from .io.atomic import write_text
 from .io.paths import refuse_run_files, refuse_side_file_clobber
@@ -129,6 +133,7 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
 def optimize(input_path, output_path, input_option, output_option, passes, group, config_path, strict, force, report_path,
              external_buffers, in_place, quiet, check_samples, rtol, atol, check_mode, **flags):
     """Run passes over IN and write the result to OUT (format from OUT's extension)."""
+    from . import api, pipeline
     config = selection.read_config(config_path) if config_path else None
     switches = dict(config.switches) if config else {}
     switches.update({name: True for name, on in flags.items() if on})  # the command line wins, as in ONE
@@ -162,7 +167,7 @@ def optimize(input_path, output_path, input_option, output_option, passes, group
         if getattr(e, "result", None) is not None:
             click.echo(e.result.table(), err=to_stdout)
         raise
-    result.save(output_path, fmt=fmt, external=external_buffers)
+    info = result.save(output_path, fmt=fmt, external=external_buffers, keep_unchanged=True)
     report = result.report
     if to_stdout:
         click.echo(result.to_json())
@@ -188,7 +193,16 @@ def optimize(input_path, output_path, input_option, output_option, passes, group
         checked, worst = result.check, result.check.worst
         echo(f"check: {checked.samples} sample(s) on {checked.backend}, {checked.scope} within {checked.tolerance} "
              f"(scaled err {worst.scaled:.3e}, max abs err {worst.max_abs:.3e})")
-    echo(f"wrote {output_path}")
+    echo(_written(info, input_path))
+
+
+def _written(info, input_path: str) -> str:
+    """The last line of a write: what happened to the output file."""
+    if not info.written:
+        return f"unchanged: {input_path} left as it is"
+    if info.unchanged:
+        return f"unchanged: wrote {info.path} (a copy of {input_path})"
+    return f"wrote {info.path}"
 
 
 def _fold_counts(report: dict) -> dict[str, tuple[int, int]]:
@@ -216,12 +230,13 @@ def _refuse_sample_clobber(outputs: dict[str, str | None], count: int, run_files
 @click.option("--in-place", is_flag=True, help="Allow OUT to be IN and overwrite it.")
 def convert(input_path, output_path, external_buffers, in_place):
     """Write IN as OUT, in the format OUT's extension names (.tflite or .circle)."""
+    from . import api
     api.refuse_overwrite(input_path, output_path, in_place)
     fmt = api.format_from_extension(output_path)
     model = api.load(input_path)
-    info = api.save(model, output_path, fmt=fmt, external=external_buffers)
+    info = api.save(model, output_path, fmt=fmt, external=external_buffers, keep_unchanged=True)
     layout = "offset buffers" if info.external else "standard"
-    click.echo(f"wrote {output_path} ({info.format}, {layout} layout, {info.size} bytes)")
+    click.echo(f"{_written(info, input_path)} ({info.format}, {layout} layout, {info.size} bytes)")
 
 
 @main.command()
@@ -234,6 +249,7 @@ def convert(input_path, output_path, external_buffers, in_place):
               help="With --leftovers: the report of the optimize run that wrote MODEL, to say why each candidate stayed.")
 def inspect(model_path, operators, tensors, leftovers, report_path):
     """Print operator counts of MODEL (and, optionally, its operators, tensors and batch-norm leftovers)."""
+    from . import api
     if report_path and not leftovers:
         raise UsageError("--report needs --leftovers")
     report = _read_report(report_path) if report_path else None
@@ -331,6 +347,7 @@ def check(model_a, model_b, input_files, cast, backend, timeout, expected_files,
           rtol, atol):
     """Compare MODEL's outputs with MODEL_B's on the same inputs, or with stored --expected outputs;
     exit 0 only if all match (1: they differ, 4: no backend could run them)."""
+    from . import api
     from .check import diff, samples as sample_files
     from .check.deadline import Deadline
 
@@ -370,6 +387,7 @@ def check(model_a, model_b, input_files, cast, backend, timeout, expected_files,
 @click.option("--force", is_flag=True, help="Let --output/--write-input replace existing model files (never this run's own).")
 def run_model(model_path, input_files, cast, backend, timeout, output_path, samples, seed, write_input, force):
     """Run MODEL on --input h5 files (or random inputs) and write its outputs in ONE's h5 layout."""
+    from . import api
     if not output_path:
         raise UsageError("--output needs a file name")
     from .check import samples as sample_files

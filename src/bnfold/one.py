@@ -14,7 +14,6 @@ optional pass. `-O1` (and `[onecc] include=O1`) adds the O1 group.
 
 from __future__ import annotations
 
-import difflib
 
 # Keys of a [one-optimize] section that are not optimization switches.
 PATH_KEYS = ("input_path", "output_path")
@@ -78,6 +77,8 @@ def parse_switch(value: str) -> bool | None:
 
 def closest(name: str, candidates, n: int = 3) -> list[str]:
     """The real names nearest to a misspelt one (difflib's ratio), best first."""
+    import difflib  # only for a misspelt name
+
     return difflib.get_close_matches(name, sorted(candidates), n=n, cutoff=0.6)
 
 

@@ -56,12 +56,15 @@ class Optimized:
         yield self.data
         yield self.report
 
-    def save(self, path: str, *, fmt: Format | None = None, external: bool = False) -> WriteInfo:
-        """Write to `path` (format from its extension unless `fmt`); the report records it."""
+    def save(self, path: str, *, fmt: Format | None = None, external: bool = False, keep_unchanged: bool = False) -> WriteInfo:
+        """Write to `path` (format from its extension unless `fmt`); the report records it. With
+        `keep_unchanged`, a model no pass changed is kept as the input's bytes (io.writer.save_model)."""
         start = time.perf_counter()
-        info = api.save(self.model, path, fmt=fmt or format_from_extension(path), external=external)
+        info = api.save(self.model, path, fmt=fmt or format_from_extension(path), external=external,
+                        keep_unchanged=keep_unchanged)
         self.report["output"] = {"path": path, "format": info.format, "bytes": info.size,
-                                 "layout": "offset buffers" if info.external else "standard"}
+                                 "layout": "offset buffers" if info.external else "standard",
+                                 "unchanged": info.unchanged}
         seconds = self.report["seconds"]
         seconds["write"] = round(time.perf_counter() - start, 6)
         seconds["total"] = round(sum(v for k, v in seconds.items() if k != "total"), 6)
@@ -108,7 +111,7 @@ def run(path: str, chosen: Selection, *, check: int = 0, label: str | None = Non
     report = {
         "bnfold": __version__,
         "input": {"path": label or path, "format": model.format.name, "bytes": os.path.getsize(path)},
-        **json.loads(log.to_json()),
+        **log.to_dict(),
         "operators": {"before": before, "after": dict(model.op_counts())},
         "ignored_options": chosen.not_implemented,
         "group_members_not_implemented": chosen.group_skipped,

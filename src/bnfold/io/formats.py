@@ -20,11 +20,24 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
+from os.path import splitext
 
 from ..errors import ModelError, UsageError
 
 PLACEHOLDER_FOR_GREATER_OP_CODES = 127
+
+# Fields of each table that the IR models: the reader lifts them, the writer rebuilds them from the
+# IR; every other field rides along in the object's `record`.
+MODELED_FIELDS = {
+    "ModelT": frozenset({"operatorCodes", "subgraphs", "buffers", "metadata", "signatureDefs", "metadataBuffer",
+                         "description", "version"}),
+    "SubGraphT": frozenset({"tensors", "operators", "inputs", "outputs", "name"}),
+    "TensorT": frozenset({"name", "type", "shape", "shapeSignature", "buffer", "quantization"}),
+    "OperatorT": frozenset({"opcodeIndex", "inputs", "outputs", "intermediates", "builtinOptions", "builtinOptionsType"}),
+    "SignatureDefT": frozenset({"inputs", "outputs", "signatureKey", "subgraphIndex"}),
+    "MetadataT": frozenset({"name", "buffer"}),
+    "TensorMapT": frozenset({"name", "tensorIndex"}),
+}
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,6 +97,10 @@ class Format:
     def options_codes(self) -> dict[str, int]:
         return self._enum("BuiltinOptions")
 
+    @cached_property
+    def options_names(self) -> dict[int, str]:
+        return {v: k for k, v in self.options_codes.items()}
+
     def decode_opcode(self, record) -> int:
         """The builtin operator code of an OperatorCodeT, by this format's rule."""
         deprecated = int(record.deprecatedBuiltinCode)
@@ -120,7 +137,7 @@ def format_from_identifier(identifier: bytes, path: str) -> Format:
 
 
 def format_from_extension(path: str) -> Format:
-    suffix = Path(path).suffix.lower()
+    suffix = splitext(path)[1].lower()
     for fmt in FORMATS:
         if suffix == fmt.extension:
             return fmt

@@ -1,9 +1,17 @@
 """Flatbuffer file -> IR.
 
-The file is memory-mapped read-only and unpacked with the bindings' object API; every Buffer's
-bytes stay a read-only numpy view of the mapping (inline vectors and offset buffers alike), and
-each Buffer remembers where its bytes sit in the file so the writer can copy them file to file.
-The format comes from the file identifier, never from the extension.
+The file is memory-mapped read-only and read through the generated bindings' table accessors,
+fetching only what the IR models: per tensor its name, type, shape, buffer and quantization, per
+operator its code, tensor indices and options. The object API unpacks a table in full only where
+it holds something more (a field the IR does not model, such as sparsity or custom options), and
+that object becomes the IR object's `record`, which the writer writes back; most tables have
+nothing more, so reading costs a few accessor calls per tensor and operator rather than an
+object-API unpack of every table. Which vtable slots hold modeled fields is asked of the
+generated accessors themselves (`_modeled_slots`), never written down here.
+
+Every Buffer's bytes stay a read-only numpy view of the mapping (inline vectors and offset
+buffers alike), and each Buffer remembers where its bytes sit in the file so the writer can copy
+them file to file. The format comes from the file identifier, never from the extension.
 """
 
 from __future__ import annotations
@@ -18,14 +26,18 @@ from ..errors import ModelError
 from ..ir.const import Buffer
 from ..ir.graph import Graph, Options, Tensor
 from ..ir.model import Metadata, Model, OpCode, Signature
-from .formats import Format, format_from_identifier
 from ..ir.check import check_model
+from .formats import MODELED_FIELDS, Format, format_from_identifier
+from .gcpause import paused_gc
 from .paths import require_regular_file
 from .validate import validate
 
 # What a corrupt flatbuffer makes the generated unpacking code raise.
 _DECODE_ERRORS = (struct.error, IndexError, ValueError, TypeError, OverflowError, KeyError, AttributeError,
                   UnicodeDecodeError, RecursionError, MemoryError)
+_I32 = struct.Struct("<i").unpack_from
+_U16 = struct.Struct("<H").unpack_from
+_U32 = struct.Struct("<I").unpack_from
 
 
 class Source:
@@ -38,6 +50,7 @@ class Source:
         self.size = len(mapping)
         self.array = np.frombuffer(mapping, dtype=np.uint8)
         self._base = self.array.ctypes.data
+        self.offset_layout = False  # True when some buffer's bytes sit after the flatbuffer
 
     def offset_of(self, view: np.ndarray) -> int:
         return view.ctypes.data - self._base
@@ -73,8 +86,8 @@ def read_model(path: str) -> Model:
     fmt = format_from_identifier(bytes(source.mapping[4:8]), path)
     validate(source.mapping, fmt, path)
     try:
-        record = fmt.cls("ModelT").InitFromObj(fmt.cls("Model").GetRootAs(source.mapping, 0))
-        return check_model(_lift(record, fmt, source), path)
+        with paused_gc():
+            return check_model(_Lift(fmt, source).model(), path)
     except ModelError:
         raise
     except _DECODE_ERRORS as e:
@@ -85,92 +98,334 @@ def _text(raw) -> str | None:
     return None if raw is None else raw.decode("utf-8", "surrogateescape")
 
 
-def _lift(record, fmt: Format, source: Source) -> Model:
-    path = source.path
-    model = Model(fmt, buffers=[_lift_buffer(b, i, source) for i, b in enumerate(record.buffers or [])],
-                  description=record.description, version=record.version, record=record, source=source)
-    if not model.buffers:
-        model.buffers.append(Buffer())
+class _Hide:
+    """A table accessor whose named vectors and sub-tables read as absent, so the object API's
+    unpack of it skips them: the Model's and SubGraph's big vectors, which the reader lifts
+    itself, and the sub-tables of a Tensor or Operator that it lifts its own, cheaper way."""
 
-    def buffer_at(index: int, what: str) -> Buffer:
-        if not 0 <= index < len(model.buffers):
-            raise ModelError(f"{what} refers to buffer {index}, but the model has {len(model.buffers)}", path)
-        return model.buffers[index]
+    def __init__(self, accessor, vectors: tuple[str, ...] = (), tables: tuple[str, ...] = ()):
+        self._accessor = accessor
+        self._absent = {name + "IsNone": True for name in vectors} | {name: None for name in tables}
 
-    for oc in record.operatorCodes or []:
-        code = fmt.decode_opcode(oc)
-        if code not in fmt.op_names:
-            raise ModelError(f"unknown {fmt.name} operator code {code}", path)
-        model.opcodes.append(OpCode(fmt.op_names[code], oc.version, oc.customCode, record=oc))
+    def __getattr__(self, name):
+        if name in self._absent:
+            value = self._absent[name]
+            return lambda: value
+        return getattr(self._accessor, name)
 
-    for g_index, sg in enumerate(record.subgraphs or []):
-        graph = model.add_graph(Graph(_text(sg.name), record=sg))
+
+class _Probe:
+    """Stands in for a flatbuffers Table under a generated accessor and records what the
+    accessor does: which vtable entry it reads, and how it reads the field there (a scalar of
+    some type, a vector of some element type, a string, a sub-table or union). This is how the
+    reader learns a table's layout from the bindings, without restating the schema."""
+
+    Pos = 0
+    Bytes = b""
+
+    def __init__(self, present: bool):
+        self.present = present
+        self.slot = None
+        self.how = None
+
+    def Offset(self, vtable_offset: int) -> int:
+        self.slot = vtable_offset
+        return 4 if self.present else 0
+
+    def Get(self, flags, off):
+        self.how = ("scalar", flags.packer_type)
+        return 0
+
+    def GetVectorAsNumpy(self, flags, off):
+        self.how = ("vector", np.dtype(flags.name).newbyteorder("<"))
+        return np.zeros(0)
+
+    def String(self, off):
+        self.how = ("string", None)
+        return b""
+
+    def Indirect(self, off):
+        self.how = ("table", None)
+        return 0
+
+    def Union(self, t2, off):
+        self.how = ("table", None)
+
+    def VectorLen(self, off):
+        return 0
+
+
+def _probe(accessor_cls, method: str, present: bool) -> _Probe:
+    probe = _Probe(present)
+    table = accessor_cls.__new__(accessor_cls)
+    table._tab = probe
+    probe.result = getattr(accessor_cls, method)(table)
+    return probe
+
+
+def _accessor_name(accessor_cls, field: str) -> str:
+    """The generated accessor that reads object-API field `field` whole ("shapeSignature" ->
+    "ShapeSignatureAsNumpy", "type" -> "Type")."""
+    method = field[0].upper() + field[1:]
+    return method + "AsNumpy" if hasattr(accessor_cls, method + "AsNumpy") else method
+
+
+def _slot_of(accessor_cls, field: str) -> int:
+    """The vtable offset of object-API field `field` of a table."""
+    is_none = field[0].upper() + field[1:] + "IsNone"  # vectors have one (vectors of tables: only it)
+    method = is_none if hasattr(accessor_cls, is_none) else _accessor_name(accessor_cls, field)
+    return _probe(accessor_cls, method, False).slot
+
+
+class _Fields:
+    """Reads chosen fields of one kind of table straight from the file's bytes: scalars with
+    struct, vectors as numpy views, strings as bytes, sub-tables and unions as the position of
+    their table. Layout (slot, kind, type, default) comes from probing the generated accessors;
+    each vtable is decoded once. What it returns equals what the accessors return (None for an
+    absent vector, string or table)."""
+
+    def __init__(self, fmt: Format, table: str, fields: tuple[str, ...]):
+        cls = fmt.cls(table)
+        self.plan = []
+        for field in fields:
+            method = _accessor_name(cls, field)
+            absent, present = _probe(cls, method, False), _probe(cls, method, True)
+            kind, how = present.how
+            default = absent.result if kind == "scalar" else None
+            self.plan.append((absent.slot, kind, how, default))
+        self.by_vtable: dict[int, list] = {}
+
+    def read(self, buf, pos: int) -> list:
+        vtable = pos - _I32(buf, pos)[0]
+        offsets = self.by_vtable.get(vtable)
+        if offsets is None:
+            size = _U16(buf, vtable)[0]
+            offsets = self.by_vtable[vtable] = [_U16(buf, vtable + slot)[0] if slot < size else 0
+                                                for slot, _, _, _ in self.plan]
+        out = []
+        for off, (_, kind, how, default) in zip(offsets, self.plan):
+            if not off:
+                out.append(default)
+                continue
+            at = pos + off
+            if kind == "scalar":
+                out.append(how.unpack_from(buf, at)[0])
+                continue
+            target = at + _U32(buf, at)[0]
+            if kind == "table":
+                out.append(target)
+            elif kind == "string":
+                out.append(bytes(buf[target + 4:target + 4 + _U32(buf, target)[0]]))
+            else:
+                out.append(np.frombuffer(buf, how, _U32(buf, target)[0], target + 4))
+        return out
+
+
+class _Plain:
+    """Tells, per vtable, whether a table of one kind holds only fields the IR models."""
+
+    def __init__(self, fmt: Format, table: str):
+        cls = fmt.cls(table)
+        self.modeled = frozenset(_slot_of(cls, field) for field in MODELED_FIELDS[table + "T"])
+        self.by_vtable: dict[int, bool] = {}
+
+    def __call__(self, buf, pos: int) -> bool:
+        vtable = pos - _I32(buf, pos)[0]
+        plain = self.by_vtable.get(vtable)
+        if plain is None:
+            size = _U16(buf, vtable)[0]
+            slots = struct.unpack_from(f"<{(size - 4) // 2}H", buf, vtable + 4)
+            plain = self.by_vtable[vtable] = all(off == 0 or 4 + 2 * i in self.modeled for i, off in enumerate(slots))
+        return plain
+
+
+class _Lift:
+    """One read: the file's tables, lifted into the IR."""
+
+    def __init__(self, fmt: Format, source: Source):
+        self.fmt = fmt
+        self.source = source
+        self.path = source.path
+        self.buf = source.mapping
+        self.root = fmt.cls("Model").GetRootAs(source.mapping, 0)
+        self.plain_tensor = _Plain(fmt, "Tensor")
+        self.tensor_fields = _Fields(fmt, "Tensor", ("name", "type", "buffer", "shape", "shapeSignature", "quantization"))
+        self.operator_fields = _Fields(fmt, "Operator", ("opcodeIndex", "inputs", "outputs", "intermediates",
+                                                         "builtinOptionsType", "builtinOptions"))
+        self.buffer_fields = _Fields(fmt, "Buffer", ("offset", "size", "data"))
+        self.options_fields: dict[str, tuple | None] = {}
+        self.plain_operator = _Plain(fmt, "Operator")
+        self.empty_tables: dict[int, bool] = {}
+
+    def model(self) -> Model:
+        fmt, root, path = self.fmt, self.root, self.path
+        record = fmt.cls("ModelT").InitFromObj(_Hide(root, vectors=("Subgraphs", "Buffers")))
+        buffers = [self._buffer(pos, i) for i, pos in enumerate(self._positions(root, "buffers"))]
+        model = Model(fmt, buffers=buffers, description=record.description, version=record.version, record=record,
+                      source=self.source)
+        self.model_ = model
+        for oc in record.operatorCodes or []:
+            code = fmt.decode_opcode(oc)
+            if code not in fmt.op_names:
+                raise ModelError(f"unknown {fmt.name} operator code {code}", path)
+            model.opcodes.append(OpCode(fmt.op_names[code], oc.version, oc.customCode, record=oc))
+        for g_index in range(root.SubgraphsLength()):
+            self._graph(root.Subgraphs(g_index), g_index)
+        for s_index, sd in enumerate(record.signatureDefs or []):
+            model.signatures.append(self._signature(sd, s_index))
+        for m in record.metadata or []:
+            model.metadata.append(Metadata(m.name, self._buffer_at(m.buffer, "metadata"), record=m))
+        if record.metadataBuffer is not None:
+            model.metadata_buffer = [self._buffer_at(int(i), "metadata_buffer") for i in record.metadataBuffer]
+        return model
+
+    def _buffer_at(self, index: int, what: str) -> Buffer:
+        buffers = self.model_.buffers
+        if not 0 <= index < len(buffers):
+            raise ModelError(f"{what} refers to buffer {index}, but the model has {len(buffers)}", self.path)
+        return buffers[index]
+
+    def _positions(self, accessor, field: str) -> list[int]:
+        """Where each table of the vector of tables `field` of `accessor`'s table starts."""
+        tab = accessor._tab
+        o = tab.Offset(_slot_of(type(accessor), field))
+        if not o:
+            return []
+        start, count = tab.Vector(o), tab.VectorLen(o)
+        relative = np.frombuffer(self.buf, "<u4", count, start).astype(np.int64)
+        return (relative + np.arange(start, start + 4 * count, 4, dtype=np.int64)).tolist()
+
+    def _accessor(self, table: str, pos: int):
+        accessor = self.fmt.cls(table)()
+        accessor.Init(self.buf, pos)
+        return accessor
+
+    def _buffer(self, pos: int, index: int) -> Buffer:
+        source = self.source
+        offset, size, data = self.buffer_fields.read(self.buf, pos)
+        if offset > 1:  # weights stored after the flatbuffer (the >2 GB layout)
+            if offset + size > source.size:
+                raise ModelError(f"buffer {index} points outside the file (offset {offset}, size {size}, file {source.size} bytes)",
+                                 source.path)
+            source.offset_layout = True
+            return Buffer(source.array[offset:offset + size], source=offset)
+        if data is None:
+            return Buffer()
+        return Buffer(data, source=source.offset_of(data) if data.size else None)
+
+    def _unpack(self, table: str, accessor):
+        """The object-API record of one table; no unpacking for a table with no fields at all
+        (empty options and quantization tables are common)."""
+        tab = accessor._tab
+        pos = tab.Pos
+        vtable = pos - _I32(self.buf, pos)[0]
+        empty = self.empty_tables.get(vtable)
+        if empty is None:
+            size = _U16(self.buf, vtable)[0]
+            empty = self.empty_tables[vtable] = not any(struct.unpack_from(f"<{(size - 4) // 2}H", self.buf, vtable + 4))
+        cls = self.fmt.cls(table + "T")
+        return cls() if empty else cls.InitFromObj(accessor)
+
+    # ---- subgraphs -----------------------------------------------------------------------
+    def _graph(self, sg, g_index: int) -> None:
+        fmt, path = self.fmt, self.path
+        record = fmt.cls("SubGraphT").InitFromObj(_Hide(sg, vectors=("Tensors", "Operators")))
+        # the IR holds the tensors and operators; the record only says whether the vectors were there
+        record.tensors = None if sg.TensorsIsNone() else []
+        record.operators = None if sg.OperatorsIsNone() else []
+        graph = self.model_.add_graph(Graph(_text(record.name), record=record))
         where = f"subgraph {g_index}"
-        for t_index, t in enumerate(sg.tensors or []):
-            dtype = fmt.dtype_names.get(t.type)
-            if dtype is None:
-                raise ModelError(f"{where} tensor {t_index} has unknown type {t.type}", path)
-            shape = () if t.shape is None else tuple(int(d) for d in t.shape)
-            signature = None if t.shapeSignature is None else tuple(int(d) for d in t.shapeSignature)
-            graph.tensors.append(Tensor(_text(t.name) or "", dtype, shape, buffer_at(t.buffer, f"{where} tensor {t_index}"),
-                                        shape_signature=signature, quantization=t.quantization, record=t))
+        for t_index, pos in enumerate(self._positions(sg, "tensors")):
+            graph.tensors.append(self._tensor(pos, f"{where} tensor {t_index}"))
+        tensors = graph.tensors
 
         def tensor_at(index, what, optional=False):
             index = int(index)
             if optional and index == -1:
                 return None
-            if not 0 <= index < len(graph.tensors):
-                raise ModelError(f"{where} {what} refers to tensor {index}, but the subgraph has {len(graph.tensors)}", path)
-            return graph.tensors[index]
+            if not 0 <= index < len(tensors):
+                raise ModelError(f"{where} {what} refers to tensor {index}, but the subgraph has {len(tensors)}", path)
+            return tensors[index]
 
-        for o_index, op in enumerate(sg.operators or []):
-            what = f"operator {o_index}"
-            if not 0 <= op.opcodeIndex < len(model.opcodes):
-                raise ModelError(f"{where} {what} has operator code index {op.opcodeIndex} out of range", path)
-            if op.largeCustomOptionsSize > 0:
-                raise ModelError(f"{where} {what} stores custom options outside the flatbuffer, which bnfold does not support", path)
-            options = None
-            if op.builtinOptions is not None:
-                options = Options(type(op.builtinOptions).__name__[:-1], **vars(op.builtinOptions))
-            ins = [tensor_at(i, what, optional=True) for i in (op.inputs if op.inputs is not None else [])]
-            outs = [tensor_at(i, what) for i in (op.outputs if op.outputs is not None else [])]
-            inter = [tensor_at(i, what) for i in (op.intermediates if op.intermediates is not None else [])]
-            ir_op = graph.add_op(model.opcodes[op.opcodeIndex], ins, outs, options, record=op)
-            ir_op.intermediates = tuple(inter)
-        graph.inputs = [tensor_at(i, "input") for i in (sg.inputs if sg.inputs is not None else [])]
-        graph.outputs = [tensor_at(i, "output") for i in (sg.outputs if sg.outputs is not None else [])]
+        for o_index, pos in enumerate(self._positions(sg, "operators")):
+            self._operator(graph, pos, f"{where} operator {o_index}", tensor_at)
+        graph.inputs = [tensor_at(i, "input") for i in (record.inputs if record.inputs is not None else [])]
+        graph.outputs = [tensor_at(i, "output") for i in (record.outputs if record.outputs is not None else [])]
 
-    for s_index, sd in enumerate(record.signatureDefs or []):
-        if not 0 <= sd.subgraphIndex < len(model.graphs):
-            raise ModelError(f"signature {s_index} refers to subgraph {sd.subgraphIndex}, but the model has {len(model.graphs)}", path)
-        graph = model.graphs[sd.subgraphIndex]
+    def _tensor(self, pos: int, where: str) -> Tensor:
+        name, code, buffer, shape, signature, quantization = self.tensor_fields.read(self.buf, pos)
+        if quantization is not None:
+            quantization = self._unpack("QuantizationParameters", self._accessor("QuantizationParameters", quantization))
+        record = None
+        if not self.plain_tensor(self.buf, pos):  # fields beyond the IR's (the converter's has_rank, ...): keep them all
+            record = self.fmt.cls("TensorT").InitFromObj(_Hide(self._accessor("Tensor", pos), tables=("Quantization",)))
+            record.quantization = quantization
+        elif name is None or shape is None:
+            record = self.fmt.cls("TensorT")()  # the writer then knows these were absent, not empty
+            record.name, record.type, record.buffer, record.shape = name, code, buffer, shape
+            record.quantization = quantization
+        dtype = self.fmt.dtype_names.get(code)
+        if dtype is None:
+            raise ModelError(f"{where} has unknown type {code}", self.path)
+        return Tensor(_text(name) or "", dtype, () if shape is None else shape.tolist(), self._buffer_at(buffer, where),
+                      shape_signature=None if signature is None else signature.tolist(), quantization=quantization,
+                      record=record)
+
+    def _operator(self, graph: Graph, pos: int, where: str, tensor_at) -> None:
+        model = self.model_
+        index, inputs, outputs, inter, options_type, options = self.operator_fields.read(self.buf, pos)
+        if not 0 <= index < len(model.opcodes):
+            raise ModelError(f"{where} has operator code index {index} out of range", self.path)
+        record = None
+        if any(v is not None and v.size == 0 for v in (inputs, outputs, inter)) or not self.plain_operator(self.buf, pos):
+            # fields beyond the IR's: keep them all (the options are lifted apart)
+            record = self.fmt.cls("OperatorT").InitFromObj(_Hide(self._accessor("Operator", pos), tables=("BuiltinOptions",)))
+            if record.largeCustomOptionsSize > 0:
+                raise ModelError(f"{where} stores custom options outside the flatbuffer, which bnfold does not support", self.path)
+        ins = [tensor_at(i, where, optional=True) for i in (inputs.tolist() if inputs is not None else ())]
+        outs = [tensor_at(i, where) for i in (outputs.tolist() if outputs is not None else ())]
+        ir_op = graph.add_op(model.opcodes[index], ins, outs, self._options(options_type, options), record=record)
+        if inter is not None:
+            ir_op.intermediates = tuple(tensor_at(i, where) for i in inter.tolist())
+
+    def _options(self, code: int, pos: int | None) -> Options | None:
+        name = self.fmt.options_names.get(code) if pos is not None else None
+        if name is None or name == "NONE":
+            return None
+        reader = self._options_reader(name)
+        if reader is None:
+            return Options(name, **vars(self._unpack(name, self._accessor(name, pos))))
+        fields, values = reader
+        return Options(name, **dict(zip(fields, values.read(self.buf, pos))))
+
+    def _options_reader(self, name: str):
+        """(field names, _Fields) for an options table whose fields are all scalars (nearly all
+        are), read straight from the bytes; None for the others, which the object API unpacks."""
+        if name not in self.options_fields:
+            fields = tuple(vars(self.fmt.cls(name + "T")()))
+            try:
+                reader = _Fields(self.fmt, name, fields)
+            except AttributeError:  # an accessor not named after its field: leave it to the object API
+                reader = None
+            scalar = reader is not None and all(kind == "scalar" for _, kind, _, _ in reader.plan)
+            self.options_fields[name] = (fields, reader) if scalar else None
+        return self.options_fields[name]
+
+    # ---- signatures ----------------------------------------------------------------------
+    def _signature(self, sd, s_index: int) -> Signature:
+        graphs = self.model_.graphs
+        if not 0 <= sd.subgraphIndex < len(graphs):
+            raise ModelError(f"signature {s_index} refers to subgraph {sd.subgraphIndex}, but the model has {len(graphs)}", self.path)
+        graph = graphs[sd.subgraphIndex]
 
         def named(maps):
             out = []
             for m in maps or []:
                 if not 0 <= m.tensorIndex < len(graph.tensors):
-                    raise ModelError(f"signature {s_index} names tensor {m.tensorIndex}, but its subgraph has {len(graph.tensors)}", path)
+                    raise ModelError(f"signature {s_index} names tensor {m.tensorIndex}, but its subgraph has {len(graph.tensors)}", self.path)
                 out.append((m.name, graph.tensors[m.tensorIndex]))
             return out
 
         sig = Signature(sd.signatureKey, graph, named(sd.inputs), named(sd.outputs), record=sd)
         graph.pinned.update(t for _, t in sig.inputs + sig.outputs)
-        model.signatures.append(sig)
-
-    for m in record.metadata or []:
-        model.metadata.append(Metadata(m.name, buffer_at(m.buffer, "metadata"), record=m))
-    if record.metadataBuffer is not None:
-        model.metadata_buffer = [buffer_at(int(i), "metadata_buffer") for i in record.metadataBuffer]
-    return model
-
-
-def _lift_buffer(b, index: int, source: Source) -> Buffer:
-    if b.offset > 1:  # weights stored after the flatbuffer (the >2 GB layout)
-        if b.offset + b.size > source.size:
-            raise ModelError(f"buffer {index} points outside the file (offset {b.offset}, size {b.size}, file {source.size} bytes)",
-                             source.path)
-        return Buffer(source.array[b.offset:b.offset + b.size], source=b.offset)
-    if b.data is None:
-        return Buffer()
-    data = b.data if isinstance(b.data, np.ndarray) else np.asarray(b.data, dtype=np.uint8)
-    return Buffer(data, source=source.offset_of(data) if data.size else None)
+        return sig

@@ -30,7 +30,8 @@ from ..errors import ModelError
 from ..ir.const import Buffer
 from ..ir.model import Model
 from .atomic import atomic_file
-from .formats import Format
+from .formats import MODELED_FIELDS, Format
+from .gcpause import paused_gc
 from .transcode import NotRepresentable, same_value, transcode
 
 TWO_GB = 2**31 - 1
@@ -39,19 +40,6 @@ DATA_ALIGN = 16
 BUFFER_FIELDS, SLOT_DATA, SLOT_OFFSET, SLOT_SIZE = 3, 0, 1, 2
 BUFFER_LOCATION = b"buffer_location"  # metadata the TFLite converter writes in the offset layout
 OUTSIDE = b"outside flatbuffers"
-
-
-# Fields of each table that the writer rebuilds from the IR.
-REBUILT_FIELDS = {
-    "ModelT": frozenset({"operatorCodes", "subgraphs", "buffers", "metadata", "signatureDefs", "metadataBuffer",
-                         "description", "version"}),
-    "SubGraphT": frozenset({"tensors", "operators", "inputs", "outputs", "name"}),
-    "TensorT": frozenset({"name", "type", "shape", "shapeSignature", "buffer", "quantization"}),
-    "OperatorT": frozenset({"opcodeIndex", "inputs", "outputs", "intermediates", "builtinOptions", "builtinOptionsType"}),
-    "SignatureDefT": frozenset({"inputs", "outputs", "signatureKey", "subgraphIndex"}),
-    "MetadataT": frozenset({"name", "buffer"}),
-    "TensorMapT": frozenset({"name", "tensorIndex"}),
-}
 
 
 def _align(n: int, a: int = DATA_ALIGN) -> int:
@@ -80,19 +68,59 @@ class _BufferSlot:
         return builder.EndObject()
 
 
+class _Shared:
+    """Stands in for an object-API table during Pack: a table equal to one already written (an
+    empty quantization table, the options of every identical ADD) is written once and referenced
+    from each place that holds it. Flatbuffers allow a table to be referenced many times; the
+    builder's per-table cost is most of the writing time on op-heavy graphs."""
+
+    def __init__(self, record):
+        self.record = record
+        self.offset = None
+
+    def Pack(self, builder: flatbuffers.Builder) -> int:
+        if self.offset is None:
+            self.offset = self.record.Pack(builder)
+        return self.offset
+
+
+def _share_key(record):
+    """A key equal for tables with equal fields, or None when a field is not a plain scalar."""
+    key = [type(record)]
+    for name, v in vars(record).items():
+        if v is not None and type(v) not in (int, float, bool):
+            return None
+        key.append((name, type(v), struct.pack("<d", v) if type(v) is float else v))  # -0.0 is not 0.0 here
+    return tuple(key)
+
+
 @dataclass
 class WriteInfo:
     path: str
     format: str
     external: bool
     size: int
+    unchanged: bool = False  # the output is the input's bytes (copied, or left in place)
+    written: bool = True  # False when the output is the input file itself, left untouched
 
 
-def save_model(model: Model, path: str, fmt: Format, *, external: bool = False) -> WriteInfo:
-    """Write `model` to `path` atomically (io/atomic.py: a temporary file beside it, then rename)."""
+def save_model(model: Model, path: str, fmt: Format, *, external: bool = False, keep_unchanged: bool = False) -> WriteInfo:
+    """Write `model` to `path` atomically (io/atomic.py: a temporary file beside it, then rename).
+
+    With `keep_unchanged`, a model no pass changed that would be written in its own format and
+    layout is not re-serialized: the output is a copy of the input's bytes (byte-identical, which
+    keeps caches and content-addressed stores valid), and nothing at all is written when the
+    output is the input file."""
+    unchanged = keep_unchanged and is_unchanged(model, fmt, external)
+    if unchanged and _same_file(model.source.path, path):
+        return WriteInfo(path, fmt.name, model.source.offset_layout, model.source.size, unchanged=True, written=False)
     try:
         with atomic_file(path) as out:
-            info = serialize(model, out, fmt, external=external)
+            if unchanged:
+                _Sink(out, model.source).copy_all()
+                info = WriteInfo(path, fmt.name, model.source.offset_layout, model.source.size, unchanged=True)
+            else:
+                info = serialize(model, out, fmt, external=external)
     except ModelError as e:
         if e.path is None:
             e.path = path
@@ -101,14 +129,36 @@ def save_model(model: Model, path: str, fmt: Format, *, external: bool = False) 
     return info
 
 
+def is_unchanged(model: Model, fmt: Format, external: bool) -> bool:
+    """True when writing `model` would only reproduce its input file: nothing changed it, the
+    format is the input's, and the layout asked for (offset buffers or not) is the input's."""
+    source = model.source
+    if source is None or model.changed or fmt is not model.format:
+        return False
+    wants_offsets = external or source.size >= TWO_GB
+    return wants_offsets == source.offset_layout
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
 def serialize(model: Model, out, fmt: Format, *, external: bool = False) -> WriteInfo:
     """Write the model to the open binary file `out`."""
+    with paused_gc():
+        return _serialize(model, out, fmt, external)
+
+
+def _serialize(model: Model, out, fmt: Format, external: bool) -> WriteInfo:
     plan = _Plan(model, fmt)
     data_bytes = sum(_align(b.nbytes) + DATA_ALIGN for b in plan.buffers)
     if not external and data_bytes + plan.tables_estimate >= TWO_GB:
         external = True  # a standard flatbuffer cannot address this much
     plan.set_layout(external)
-    builder = flatbuffers.Builder(plan.tables_estimate)
+    builder = flatbuffers.Builder(plan.tables_guess)
     slots = [_BufferSlot(b, external and not plan.is_metadata(b)) for b in plan.buffers]
     root = plan.model_record(slots).Pack(builder)
     builder.Finish(root, file_identifier=fmt.identifier)
@@ -189,6 +239,13 @@ class _Sink:
             self.out.write(memoryview(buffer.data))
         self.position += n
 
+    def copy_all(self) -> None:
+        """The whole input file, file to file."""
+        self.out.flush()
+        if not self._copy_range(0, self.source.size):
+            self.out.write(self.source.mapping)
+        self.position = self.source.size
+
     def _copy_range(self, offset: int, n: int) -> bool:
         copy_range = getattr(os, "copy_file_range", None)
         if copy_range is None:
@@ -222,10 +279,16 @@ class _Plan:
         self.opcodes = self._collect_opcodes()
         self.opcode_index = {id(oc): i for i, oc in enumerate(self.opcodes)}
         self.metadata = list(model.metadata)
+        self.shared: dict[tuple, _Shared] = {}
         n_tensors = sum(len(g.tensors) for g in model.graphs)
         n_ops = sum(len(g.ops) for g in model.graphs)
         small = sum(b.nbytes for b in self.buffers if b.nbytes < 64)
+        # an upper bound of the tables' size, for choosing the layout before writing
         self.tables_estimate = 4096 + 512 * n_tensors + 256 * n_ops + 64 * len(self.buffers) + 2 * small
+        # the builder's first allocation: about what the tables take (it doubles if short), since
+        # the bound above is several times too much and every byte of it is resident
+        names = sum(len(t.name) for g in model.graphs for t in g.tensors)
+        self.tables_guess = 4096 + names + 64 * n_tensors + 64 * n_ops + 24 * len(self.buffers) + 2 * small
 
     # ---- what gets written ---------------------------------------------------------------
     def _collect_buffers(self) -> list[Buffer]:
@@ -287,7 +350,7 @@ class _Plan:
         if self.same:
             return copy.copy(record)
         try:
-            return transcode(record, self.fmt, shallow=REBUILT_FIELDS.get(cls_name, frozenset()))
+            return transcode(record, self.fmt, shallow=MODELED_FIELDS.get(cls_name, frozenset()))
         except NotRepresentable as e:
             raise ModelError(f"cannot be written as {self.fmt.name}: {e}") from None
 
@@ -342,11 +405,11 @@ class _Plan:
 
         rec = self._base(graph.record, "SubGraphT")
         rec.name = None if graph.name is None else graph.name.encode("utf-8", "surrogateescape")
-        rec.tensors = _list_or_none([self._tensor_record(t) for t in graph.tensors], graph.record and graph.record.tensors)
+        rec.tensors = _list_or_none(_Records(graph.tensors, self._tensor_record), graph.record and graph.record.tensors)
         original = graph.record
         rec.inputs = _indices([idx(t) for t in graph.inputs], original and original.inputs)
         rec.outputs = _indices([idx(t) for t in graph.outputs], original and original.outputs)
-        rec.operators = _list_or_none([self._op_record(op, idx) for op in graph.ops], original and original.operators)
+        rec.operators = _list_or_none(_Records(graph.ops, lambda op: self._op_record(op, idx)), original and original.operators)
         return rec
 
     def _tensor_record(self, t):
@@ -364,6 +427,7 @@ class _Plan:
         rec.buffer = self.buffer_index[id(t.buffer)] if t.buffer is not None else 0
         if t.quantization is not (original.quantization if original is not None else None) or not self.same:
             rec.quantization = self._convert(t.quantization)
+        rec.quantization = self._shared(rec.quantization)
         return rec
 
     def _op_record(self, op, idx):
@@ -388,8 +452,18 @@ class _Plan:
                         continue  # a field the target lacks, at its default: nothing is lost
                     self._refuse(f"{op.options.type}.{name} does not exist in {self.fmt.name}")
                 setattr(options, name, self._convert(value))
-            rec.builtinOptionsType, rec.builtinOptions = code, options
+            rec.builtinOptionsType, rec.builtinOptions = code, self._shared(options)
         return rec
+
+    def _shared(self, record):
+        """One written table for all equal ones (see _Shared); other records as they are."""
+        key = None if record is None else _share_key(record)
+        if key is None:
+            return record
+        shared = self.shared.get(key)
+        if shared is None:
+            shared = self.shared[key] = _Shared(record)
+        return shared
 
     def _signature_record(self, sig):
         graph_index = self.model.graph_index(sig.graph)
@@ -421,7 +495,23 @@ class _Plan:
             raise ModelError(f"cannot be written as {self.fmt.name}: {e}") from None
 
 
-def _list_or_none(items: list, original):
+class _Records:
+    """The records of a subgraph's tensors or operators, each made when Pack asks for it (Pack
+    reads each once, in order) and dropped once packed, so a graph's records never all exist at
+    once: a quarter of the peak memory of writing a 144k-operator graph otherwise."""
+
+    def __init__(self, items: list, make):
+        self.items = items
+        self.make = make
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: int):
+        return self.make(self.items[i])
+
+
+def _list_or_none(items, original):
     """An empty list is written as an absent vector when the input had it absent."""
     return None if not items and original is None else items
 

@@ -125,9 +125,13 @@ class Report:
     def counts(self) -> dict[str, tuple[int, int]]:
         return pass_counts({"passes": self.passes, "folds": self.folds, "skips": self.skips})
 
+    def to_dict(self) -> dict:
+        """The report as plain JSON-ready values (numpy arrays and scalars made lists and numbers)."""
+        return _plain({"passes": self.passes, "rounds": self.rounds, "converged": self.converged,
+                       "folds": self.folds, "skips": self.skips, "notes": self.notes})
+
     def to_json(self) -> str:
-        return json.dumps(_plain({"passes": self.passes, "rounds": self.rounds, "converged": self.converged,
-                                  "folds": self.folds, "skips": self.skips, "notes": self.notes}), indent=2)
+        return json.dumps(self.to_dict(), indent=2)
 
 
 def pass_counts(report: dict) -> dict[str, tuple[int, int]]:
