@@ -584,9 +584,10 @@ def _while_model_calling(tmp_path, body):
     itself is what a hostile writer would produce."""
     import flatbuffers
 
+    from bnfold.io.formats import TFLITE
+
     src = build_recipe("Foundation_While_000", tmp_path)
-    model = read_model(str(src))
-    record = model.record
+    record = TFLITE.cls("ModelT").InitFromObj(TFLITE.cls("Model").GetRootAs(src.read_bytes(), 0))
     op = next(o for o in record.subgraphs[0].operators if o.builtinOptions is not None
               and hasattr(o.builtinOptions, "bodySubgraphIndex"))
     op.builtinOptions.condSubgraphIndex = body
