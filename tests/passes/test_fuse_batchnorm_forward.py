@@ -239,3 +239,18 @@ def test_reshape_feeding_something_else_is_skipped():
     optimize(model)
     assert model.op_counts() == original.op_counts()
 
+
+
+def test_a_kept_shift_with_one_value_stays_a_scalar(tmp_path):
+    """keras' Rescaling (recipe Net_Forward_KeptScalar_000): the shift padding would see stays as
+    an ADD of a scalar, never a per-channel vector (a slower kernel in LiteRT)."""
+    from bnfold.recipe.chef import build, load_recipe
+
+    from conftest import RECIPES
+
+    model = build(load_recipe(RECIPES / "Net_Forward_KeptScalar_000.toml"))
+    report = optimize(model)
+    [add] = [op for op in model.graphs[0].ops if op.kind == "ADD"]
+    constant = next(t for t in add.inputs if t.is_const)
+    assert constant.shape == () and report.folds[0]["shift_kept"]
+    np.testing.assert_allclose(constant.data, -1.0 / 0.00784313725, rtol=1e-6)
