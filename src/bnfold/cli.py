@@ -126,7 +126,7 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
 @click.option("--check", "check_samples", type=SAMPLES, default=None, metavar="N",
               help="Value-check the result against IN on N random samples before writing; write nothing if it fails.")
 @click.option("--rtol", type=TOLERANCE, default=None,
-              help="--check: |a-b| <= atol + rtol*max|a| per output. Default 1e-5 (2e-3 when float16 weights were rewritten).")
+              help="--check: |a-b| <= atol + rtol*max|a| per output. Default 1e-5 (1e-2 when float16 weights were rewritten).")
 @click.option("--atol", type=TOLERANCE, default=None, help="--check: absolute tolerance. Default 1e-5.")
 @click.option("--check-mode", type=click.Choice(["auto", "whole", "local"]), default="auto", show_default=True,  # check.verify.MODES
               help="--check: the whole model, each rewrite on its own, or auto (whole when a backend runs the model, else local).")

@@ -14,10 +14,13 @@ from .diff import DEFAULT_ATOL, DEFAULT_RTOL, CheckResult, Tolerance, verify
 from .local import LocalResult, verify_rewrites
 
 MODES = ("auto", "whole", "local")
-# A fold into float16 weights rounds each weight once more to float16 (relative error <= 2^-11):
-# the default tolerance allows four such units instead of float32's (measured: 2.7e-4 scaled err
-# on the project's float16 recipe, while float32 folds stay below 5e-7).
-FLOAT16_RTOL = 2e-3
+# A fold into float16 weights rounds each weight once more to float16 (relative error <= 2^-11),
+# and through a deep network those roundings add up: measured scaled errors 2.7e-4 on the
+# project's float16 recipe, 6e-4 on keras ResNet50V2 and 3.7e-3 on keras NASNetMobile (float16
+# quantization). The default allows 1e-2 of each output's largest magnitude, still well below what
+# a wrong fold does (8.2e-2 for the lossy gamma rewrite, O(1) for a wrong axis); float32 folds
+# stay below 5e-7 and keep float32's default.
+FLOAT16_RTOL = 1e-2
 
 
 def check_tolerance(folds: list[dict], rtol: float | None = None, atol: float | None = None) -> Tolerance:
