@@ -267,7 +267,7 @@ def test_float16_weight_folds_are_checked_at_float16_precision(tmp_path, capsys)
     out = str(tmp_path / "o.tflite")
     assert run(["optimize", src, out, "--check", "3"]) == 0
     text = capsys.readouterr().out
-    assert "within rtol=0.002 " in text
+    assert "within rtol=0.01 " in text
     scaled = float(text.split("scaled err ")[1].split(",")[0])
     assert 1e-5 < scaled < 1e-3  # one more float16 rounding: beyond float32's tolerance, within float16's
     assert run(["optimize", src, str(tmp_path / "strict.tflite"), "--check", "3", "--rtol", "1e-5"]) == 1
