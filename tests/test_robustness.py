@@ -858,3 +858,19 @@ def test_fuzzer_found_fold_inputs_are_refused(recipe, damage, tmp_path, capsys):
     save_model(model, str(bad), model.format)
     code, lines = _run(capsys, "optimize", bad, tmp_path / "o.tflite", "-q")
     assert code in (0, 1) and len(lines) <= 1 and not any("internal error" in line for line in lines), lines
+
+
+def test_a_transpose_permutation_of_another_type_is_not_followed(tmp_path):
+    """Its raw bytes could spell a valid permutation by chance; only int32/int64 are indices."""
+    from bnfold.ir.graph import Graph
+    from bnfold.ir.model import Model
+    from bnfold.io.formats import TFLITE
+    from bnfold.passes.layout import map_axis
+
+    graph = Model(TFLITE).add_graph(Graph("g"))
+    x, y = graph.add_tensor("x", "FLOAT32", [1, 2, 3, 4]), graph.add_tensor("y", "FLOAT32", [1, 4, 2, 3])
+    for dtype, follows in (("INT32", True), ("INT64", True), ("UINT8", False)):
+        perm = graph.add_const(f"perm_{dtype}", np.array([0, 3, 1, 2]), dtype)
+        op = graph.add_op("TRANSPOSE", [x, perm], [y])
+        result = map_axis(op, 3)
+        assert (result == 1) if follows else ("int32/int64" in result.reason), (dtype, result)

@@ -48,6 +48,9 @@ ACTIVATION_KINDS = frozenset({"RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "L
 RANGE_ACTIVATIONS = ("RELU", "RELU6", "RELU_N1_TO_1")
 # Operators kept by cleanup() even when nothing reads their outputs: they act on state.
 SIDE_EFFECT_KINDS = frozenset({"ASSIGN_VARIABLE", "CALL_ONCE", "VAR_HANDLE", "HASHTABLE_IMPORT", "CUSTOM"})
+# Types of the index operands (MEAN axes, PAD paddings, TRANSPOSE permutation) LiteRT takes; the
+# bytes of any other type mean nothing as indices.
+INDEX_DTYPES = frozenset({"INT32", "INT64"})
 # The per-channel elementwise ops a batch norm is lowered to (affine.py folds them).
 AFFINE_KINDS = frozenset({"MUL", "ADD", "SUB", "DIV"})
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir.graph import Graph, Op, Tensor
-from ..ir.ops import ACTIVATION_KINDS, LAYERS, PADDINGS, Layer, info
+from ..ir.ops import ACTIVATION_KINDS, INDEX_DTYPES, LAYERS, PADDINGS, Layer, info
 from .affine import scale_along
 from .backward import weights_refusal
 from .layout import map_axis
@@ -192,9 +192,6 @@ def _cross(graph: Graph, op: Op, axis: int, crossing: Crossing) -> int | Refusal
     if op.kind == "MAX_POOL_2D" and not crossing.nonnegative:
         return Refusal(f"{where}: a negative scale does not commute with max")
     return axis
-
-
-INDEX_DTYPES = ("INT32", "INT64")  # what LiteRT's MEAN and PAD take as axes and paddings; other bytes mean nothing
 
 
 def _mean_axis(op: Op, axis: int, rank: int, where: str) -> int | Refusal:

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ir.graph import Graph, Op, Tensor
-from ..ir.ops import LAYOUT_KINDS
+from ..ir.ops import INDEX_DTYPES, LAYOUT_KINDS
 from .report import Refusal
 
 
@@ -106,8 +106,8 @@ def map_axis(op: Op, axis: int) -> int | Refusal:
 
 def _transpose_axis(op: Op, axis: int) -> int | Refusal:
     perm_t = op.input(1)
-    if perm_t is None or not perm_t.is_const:
-        return Refusal("the TRANSPOSE permutation is not a constant")
+    if perm_t is None or not perm_t.is_const or perm_t.dtype not in INDEX_DTYPES:
+        return Refusal("the TRANSPOSE permutation is not an int32/int64 constant")
     perm = [int(p) for p in np.asarray(perm_t.data).reshape(-1)]
     rank = len(op.input(0).shape)
     perm = [p + rank if p < 0 else p for p in perm]
