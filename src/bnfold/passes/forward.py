@@ -78,10 +78,16 @@ class Sink:
     via: Op | None
     padding: Refusal | None
     inner: int = 1
+    channels: int = 0  # how many channels of data the layer reads
 
     @property
     def name(self) -> str:
         return self.layer.outputs[0].name
+
+    def per_channel(self, values: np.ndarray) -> np.ndarray:
+        """`values` for this layer's channels: as they are, or the one value a UNIFORM chain has
+        repeated for every channel the layer reads."""
+        return values if len(values) == self.channels else np.full(self.channels, values[0])
 
 
 def padding_refusal(layer: Op, x: Tensor) -> Refusal | None:
@@ -126,11 +132,16 @@ class Crossing:
     nonnegative: bool
 
 
+# The axis of a value that is the same for every channel (a scalar batch norm, keras' Rescaling,
+# a hard-swish's /6): it crosses any layout op and reaches a layer along any axis.
+UNIFORM = -1
+
+
 def find_sinks(graph: Graph, y: Tensor, axis: int, crossing: Crossing) -> list[Sink] | Refusal:
-    """Every layer reading `y` (per channel on `axis`) as a Sink — directly, through layout ops that
-    keep the channel a whole axis, through ops that commute with a per-channel scale (pools, MEAN
-    over other axes, zero PAD), through a flatten into a FULLY_CONNECTED — or why some reader of y
-    cannot take a scale."""
+    """Every layer reading `y` (per channel on `axis`, or UNIFORM) as a Sink — directly, through
+    layout ops that keep the channel a whole axis, through ops that commute with a per-channel scale
+    (pools, MEAN over other axes, zero PAD), through a flatten into a FULLY_CONNECTED — or why some
+    reader of y cannot take a scale."""
     sinks: list[Sink] = []
     frontier = [(y, axis, False, None)]  # (tensor, channel axis, a zero PAD on the way, root)
     while frontier:
@@ -146,7 +157,7 @@ def find_sinks(graph: Graph, y: Tensor, axis: int, crossing: Crossing) -> list[S
             if isinstance(moved, int):
                 frontier.append((u.outputs[0], moved, padded or u.kind in ZERO_PADS, step_root))
                 continue
-            if u.kind == "RESHAPE":  # a flatten (the channel no whole axis) into an FC
+            if u.kind == "RESHAPE" and a != UNIFORM:  # a flatten (the channel no whole axis) into an FC
                 fc, flat = _flattened_reader(graph, u)
                 if fc is None:
                     return moved if moved is not None else Refusal(
@@ -177,11 +188,16 @@ def _cross(graph: Graph, op: Op, axis: int, crossing: Crossing) -> int | Refusal
     if len(op.outputs) != 1 or graph.is_observed(out):
         return Refusal(f"{where}: its output is a graph output and would change")
     if facts.moves_elements:
-        moved = map_axis(op, axis)
+        moved = UNIFORM if axis == UNIFORM else map_axis(op, axis)
         return moved.prefixed(f"{where}: ") if isinstance(moved, Refusal) else moved
     if op.has_fused_activation_slot and op.fused_activation not in crossing.activations:
         return Refusal(f"{where}: its fused {op.fused_activation} does not commute with the batch norm")
     rank = len(op.inputs[0].shape)
+    if axis == UNIFORM:  # the same value everywhere: any reduction, pool or zero pad keeps it so
+        refusal = _pad_refusal(op, None, where) if op.kind in ZERO_PADS else None
+        if op.kind == "MAX_POOL_2D" and not crossing.nonnegative:
+            refusal = Refusal(f"{where}: a negative scale does not commute with max")
+        return refusal or UNIFORM
     if op.kind == "MEAN":
         return _mean_axis(op, axis, rank, where)
     if op.kind in ZERO_PADS:
@@ -208,10 +224,14 @@ def _mean_axis(op: Op, axis: int, rank: int, where: str) -> int | Refusal:
     return axis if keep else axis - sum(1 for r in reduced if r < axis)
 
 
-def _pad_refusal(op: Op, axis: int, where: str) -> Refusal | None:
+def _pad_refusal(op: Op, axis: int | None, where: str) -> Refusal | None:
+    """Why a zero pad is not crossed (None if it is): paddings not an integer constant, padding
+    the channel `axis` (when one is given), or a non-zero pad value."""
     pads = op.input(1)
-    if pads is None or not pads.is_const or pads.dtype not in INDEX_DTYPES or np.any(np.asarray(pads.data).reshape(-1, 2)[axis] != 0):
-        return Refusal(f"{where}: the paddings are not constant or pad the channel axis")
+    if pads is None or not pads.is_const or pads.dtype not in INDEX_DTYPES:
+        return Refusal(f"{where}: the paddings are not an int32/int64 constant")
+    if axis is not None and np.any(np.asarray(pads.data).reshape(-1, 2)[axis] != 0):
+        return Refusal(f"{where}: it pads the channel axis")
     value = op.input(2) if op.kind == "PADV2" else None
     if value is not None and (not value.is_const or np.any(np.asarray(value.data) != 0)):
         return Refusal(f"{where}: pads with a non-zero value, which a scale changes")
@@ -232,6 +252,10 @@ def _direct_sink(layer: Op, v: Tensor, axis: int, root: Op, padded: bool) -> Sin
     flattens v itself (then `inner` entries of a row share a channel)."""
     spec = LAYERS.get(layer.kind)
     inner = 1
+    if axis == UNIFORM:
+        tiled = spec is not None and spec.input_channels == "tile"
+        channels = layer.input(spec.weights).shape[spec.in_axis] if tiled else (v.shape[-1] if v.shape else 1)
+        return _sink(layer, v, channels, 1, None, root, padded)
     if spec is not None and spec.forward and axis != len(v.shape) - 1:
         if spec.input_channels != "tile":
             return Refusal(f"{layer.kind} {layer.outputs[0].name!r} reads the channel on axis {axis}, not its "
@@ -251,7 +275,7 @@ def _sink(layer: Op, v: Tensor, channels: int, inner: int, via: Op | None, root:
     refusal = _weights_refusal(layer, spec, channels, inner)
     if refusal:
         return refusal.prefixed(f"{layer.kind} {layer.outputs[0].name!r}: ")
-    return Sink(layer, spec, root, via, PADDED_ON_THE_WAY if padded else padding_refusal(layer, v), inner)
+    return Sink(layer, spec, root, via, PADDED_ON_THE_WAY if padded else padding_refusal(layer, v), inner, channels)
 
 
 def _weights_refusal(layer: Op, spec: Layer, channels: int, inner: int) -> Refusal | None:

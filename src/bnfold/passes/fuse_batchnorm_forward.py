@@ -14,6 +14,8 @@ Algebra, per channel i of the last axis (y = s·x + t, any affine chain form, se
       FULLY_CONNECTED    W'[o,k]       = W[o,k]·s[k mod C]          (rows of I = C·n values in NHWC
                                                                       order: the vector tiled n times;
                                                                       also through a RESHAPE/flatten)
+* A chain with one scale and one shift for every channel (a scalar batch norm, keras' Rescaling,
+  a hard-swish's /6) reaches the layers across any layout op, the channel axis no matter.
 * Shift, into the bias — only where no implicit zero padding reaches it (the padded zeros would
   otherwise have become t): VALID padding, a SAME conv whose geometry pads nothing (a 1×1 kernel
   always), or FC:
@@ -41,7 +43,7 @@ import numpy as np
 from ..ir.graph import Graph, Options, Tensor, float_source
 from ..ir.ops import LAYERS
 from .affine import AffineChain, as_float32, chains_from_starts, finite, freed_constants, kept_constant
-from .forward import Crossing, Sink, constant_input_response, find_sinks, fold_input_scale
+from .forward import UNIFORM, Crossing, Sink, constant_input_response, find_sinks, fold_input_scale
 from .report import PassResult, Refusal, float16_note
 
 
@@ -94,7 +96,9 @@ def _plan(graph: Graph, chain: AffineChain):
                        f"layers (a batch norm -> ReLU -> layer is fuse_preactivation_batchnorm's)")
     if graph.is_observed(y):
         return Refusal(f"the batch norm's result {y.name!r} is a graph output (or named by a signature)")
-    sinks = find_sinks(graph, y, chain.axis, Crossing(frozenset({"NONE"}), nonnegative=bool(np.all(s >= 0))))
+    uniform = np.ptp(s) == 0 and np.ptp(t) == 0  # one scale and shift for all: any layout carries it
+    sinks = find_sinks(graph, y, UNIFORM if uniform else chain.axis,
+                       Crossing(frozenset({"NONE"}), nonnegative=bool(np.all(s >= 0))))
     if isinstance(sinks, Refusal):
         return sinks
     kept_shift = None
@@ -128,12 +132,13 @@ def _reaches_layer(graph: Graph, y: Tensor) -> bool:
 
 def _layer_update(sink: Sink, s: np.ndarray, t: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
     w = float_source(sink.layer.input(sink.spec.weights)).data
-    new_w = fold_input_scale(w, sink.spec, s, sink.inner)
+    new_w = fold_input_scale(w, sink.spec, sink.per_channel(s), sink.inner)
     if t is None:
         return new_w, None
     b = float_source(sink.layer.input(sink.spec.bias))
     old_b = 0.0 if b is None else np.asarray(b.data, dtype=np.float64).reshape(-1)
-    return new_w, as_float32(old_b + constant_input_response(w, sink.spec, t, sink.inner), like=None if b is None else b.data)
+    term = constant_input_response(w, sink.spec, sink.per_channel(t), sink.inner)
+    return new_w, as_float32(old_b + term, like=None if b is None else b.data)
 
 
 def _rewire(graph: Graph, chain: AffineChain, sinks: list[Sink], kept_shift: np.ndarray | None) -> None:
