@@ -31,7 +31,7 @@ from ..ir.graph import Graph, Op, Tensor, float_source
 from ..ir.ops import LAYERS, Layer, info
 from .affine import AffineChain, finite, freed_constants, match_chain, remove_chain
 from .backward import fold_output_affine, layer_refusal
-from .layout import follow, layout_source
+from .layout import concatenation_axis, follow, layout_source
 from .report import PassResult, Refusal, float16_note
 
 
@@ -54,16 +54,10 @@ def run(graph: Graph) -> PassResult:
     return result
 
 
-def _axis(concat: Op) -> int:
-    rank = len(concat.outputs[0].shape)
-    axis = int(getattr(concat.options, "axis", 0) or 0)
-    return axis + rank if axis < 0 else axis
-
-
 def _chain_after(graph: Graph, concat: Op) -> AffineChain | Refusal | None:
     """The chain per channel on the concatenation axis after its output (through layout ops)."""
     out = concat.outputs[0]
-    path = follow(graph, out, _axis(concat))
+    path = follow(graph, out, concatenation_axis(concat))
     if isinstance(path, Refusal):
         return None
     return match_chain(graph, path.tensor, path.axis)
@@ -76,7 +70,7 @@ def _parts(graph: Graph, concat: Op, chain: AffineChain) -> list[tuple[Op, Layer
         return Refusal(f"the concatenation has a fused {concat.fused_activation}")
     if graph.is_observed(out) or len(graph.consumers(out)) != 1:
         return Refusal("the concatenation's output is read elsewhere or is a graph output, and must keep its value")
-    axis = _axis(concat)
+    axis = concatenation_axis(concat)
     parts, offset, seen = [], 0, set()
     for x in concat.inputs:
         part = _part(graph, concat, x, axis, chain.activation)

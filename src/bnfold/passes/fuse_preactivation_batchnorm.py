@@ -51,7 +51,7 @@ from ..ir.ops import FUSED_ACTIVATIONS, HOMOGENEOUS_ACTIVATIONS, LAYERS, Layer
 from .affine import AffineChain, as_float32, chains_from_starts, finite, kept_constant
 from .backward import layer_refusal
 from .forward import Crossing, Sink, constant_input_response, find_sinks, fold_input_scale
-from .layout import layout_source
+from .layout import concatenation_axis, layout_source
 from .report import PassResult, Refusal, float16_note
 
 # a scale alone (s ≥ 0 once negative channels are refused) crosses ops fused with NONE or RELU
@@ -207,8 +207,7 @@ def _layer_behind(graph: Graph, t: Tensor, axis: int, reader: Op, channels: int,
 
 def _concat_plan(graph: Graph, concat: Op, axis: int, d: np.ndarray) -> list[BiasEdit] | Refusal:
     """x = CONCATENATION(parts) along the channel axis: each part's slice of d into the layer making it."""
-    rank = len(concat.outputs[0].shape)
-    concat_axis = int(getattr(concat.options, "axis", 0) or 0) % rank
+    concat_axis = concatenation_axis(concat)
     if concat_axis != axis:
         return Refusal(f"the CONCATENATION joins axis {concat_axis}, not the channel axis {axis}")
     if concat.has_fused_activation_slot and concat.fused_activation != "NONE":

@@ -92,6 +92,13 @@ def layout_source(graph: Graph, tensor: Tensor, axis: int) -> tuple[Tensor, int,
     return tensor, axis, via
 
 
+def concatenation_axis(concat: Op) -> int:
+    """The axis a CONCATENATION joins, counted from 0 (its option may be negative)."""
+    rank = len(concat.outputs[0].shape)
+    axis = int(getattr(concat.options, "axis", 0) or 0)
+    return axis + rank if axis < 0 else axis
+
+
 def map_axis(op: Op, axis: int) -> int | Refusal:
     """The axis of op's output holding what `axis` of its input held, or why there is none."""
     x, y = op.input(0), op.outputs[0]
