@@ -178,7 +178,7 @@ def random_inputs(model, count: int) -> list[list[np.ndarray]]:
 
 
 def max_error(original, optimized, inputs) -> tuple[float, float]:
-    from bnfold.check import litert
+    from bnfold.values import litert
     worst, scale = 0.0, 0.0
     for x in inputs:
         for a, b in zip(litert.run(original, x), litert.run(optimized, x)):
@@ -194,7 +194,7 @@ def paired_speed(original, optimized, x, rounds: int, blocks: int = 5) -> tuple[
     are not measured at the timer's resolution. The rounds run in `blocks`, each with a new pair
     of interpreters: one interpreter instance can be a few percent faster or slower than another
     of the same model (where its buffers landed), which no number of rounds would average out."""
-    from bnfold.check import litert
+    from bnfold.values import litert
     times: list[list[float]] = [[], []]
     reps = None
     for block in range(blocks):

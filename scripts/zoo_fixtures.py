@@ -424,7 +424,7 @@ fixture("onnx2tf_fp16_input_bn_pad", "onnx2tf")(onnx2tf_convert("input_bn_pad", 
 def litert_output(content: bytes, suffix: str, x: np.ndarray) -> np.ndarray:
     """The original model's output in LiteRT (bnfold's loader, so Circle files run too)."""
     from bnfold.api import load
-    from bnfold.check.litert import run
+    from bnfold.values.litert import run
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "m" + suffix)
         Path(path).write_bytes(content)

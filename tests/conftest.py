@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bnfold.check import litert
+from bnfold.values import litert
 from bnfold.io.reader import read_model
 from bnfold.recipe.chef import build, load_recipe, recipe_format
 

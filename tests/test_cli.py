@@ -75,7 +75,7 @@ def test_only_the_named_passes_run(tmp_path):
 
 
 @pytest.mark.parametrize("args, code, words", [
-    (["optimize", "missing.tflite", "o.tflite"], 1, "no such file"),
+    (["optimize", "missing.tflite", "o.tflite"], 2, "no such file"),
     (["optimize", "{src}", "o.tflite", "--passes", "nope"], 2, "unknown pass or option 'nope'"),
     (["optimize", "{src}", "o.onnx"], 2, "extension"),
     (["optimize", "{src}", "{tmp}/missing/o.tflite"], 2, "does not exist"),

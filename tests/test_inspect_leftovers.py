@@ -85,7 +85,7 @@ def test_bad_report_arguments_are_usage_errors(tmp_path, capsys):
     for args, words in ((["--report", str(not_report)], "--report needs --leftovers"),
                         (["--leftovers", "--report", str(not_json)], "not a JSON report"),
                         (["--leftovers", "--report", str(not_report)], "not a bnfold optimize report"),
-                        (["--leftovers", "--report", str(tmp_path / "none.json")], "report not found")):
+                        (["--leftovers", "--report", str(tmp_path / "none.json")], "none.json: no such file")):
         assert run(["inspect", FIXTURE, *args]) == 2
         [line] = capsys.readouterr().err.strip().splitlines()
         assert line.startswith("bnfold: error: ") and words in line

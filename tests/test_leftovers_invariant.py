@@ -29,7 +29,7 @@ GENERIC = "no pass that ran matched it"
 
 
 def check_invariant(model, passes, tmp_path, suffix) -> list[dict]:
-    report = api.optimize(model, passes)
+    report = api.apply_passes(model, passes)
     out = tmp_path / f"out{suffix}"
     save_model(model, str(out), model.format)
     written = read_model(str(out))

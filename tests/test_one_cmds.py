@@ -213,9 +213,9 @@ def test_readme_pipeline_example_works_as_shown(tmp_path, monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("make, words", [
-    (lambda d: d / "missing.cfg", "configuration file not found"),
+    (lambda d: d / "missing.cfg", "no such file"),
     (lambda d: d, "is a directory"),
-    (lambda d: (os.mkfifo(d / "fifo.cfg"), d / "fifo.cfg")[1], "not a regular file"),
+    (lambda d: (os.mkfifo(d / "fifo.cfg"), d / "fifo.cfg")[1], "is a FIFO (named pipe), not a configuration file"),
     (lambda d: (d / "no_section.cfg").write_text("[onecc]\none-optimize=False\n") and d / "no_section.cfg",
      "no [one-optimize] section"),
     (lambda d: (d / "empty_value.cfg").write_text("[one-optimize]\nfuse_batchnorm_with_conv=\n") and d / "empty_value.cfg",

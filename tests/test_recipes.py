@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bnfold import recipe_test
-from bnfold.check import interpreter, litert
-from bnfold.check.backend import runners
-from bnfold.check.diff import random_inputs
+from bnfold.recipe import ci as recipe_ci
+from bnfold.values import interpreter, litert
+from bnfold.values.backend import runners
+from bnfold.values.diff import random_inputs
 from bnfold.errors import CannotVerify
 from bnfold.io.reader import read_model
 from bnfold.io.writer import save_model
@@ -34,11 +34,11 @@ def written_recipe(name: str, tmp_path):
 
 @pytest.mark.parametrize("name", RECIPE_NAMES)
 def test_recipe(name, tmp_path):
-    outcome = recipe_test.run_recipe_test(RECIPES / f"{name}.toml", tmp_path)
+    outcome = recipe_ci.run_recipe_test(RECIPES / f"{name}.toml", tmp_path)
     assert outcome.passed, outcome.line() + ("" if outcome.result is None else "\n" + outcome.result.table())
-    assert outcome.result.samples == recipe_test.SAMPLES
+    assert outcome.result.samples == recipe_ci.SAMPLES
     assert sorted(p.name for p in tmp_path.glob("*.h5")) == sorted(
-        f"{name}.{kind}.{i}.h5" for kind in ("input", "expected") for i in range(recipe_test.SAMPLES))
+        f"{name}.{kind}.{i}.h5" for kind in ("input", "expected") for i in range(recipe_ci.SAMPLES))
 
 
 def _litert_runs(model) -> bool:

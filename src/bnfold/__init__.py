@@ -1,18 +1,32 @@
 """bnfold: fold batch normalization into conv-like layers of TFLite and Circle models, exactly.
 
-`bnfold.optimize(model, passes=..., check=...)` is the library entry point (pipeline.py).
+The library is the command line's own layer (bnfold/api.py); each command is one function:
+
+    import bnfold
+    data, report = bnfold.optimize("model.tflite")        # bytes and a report; nothing written
+    bnfold.optimize_file("in.tflite", "out.circle", check=3)   # `bnfold optimize`
+    bnfold.convert(...), bnfold.inspect(...), bnfold.check(...), bnfold.run(...), bnfold.h5diff(...),
+    bnfold.build_recipe(...), bnfold.test_recipes(...)
+
+`help(bnfold.api)` is the guide; `help(bnfold.optimize)` (and each other name) documents one
+function. Errors are the types of bnfold.errors, with the message the command line prints.
 """
 
 __version__ = "0.1.0"
 
-__all__ = ["Optimized", "optimize", "__version__"]
+_API = ("Optimized", "Inspection", "Ran", "optimize", "optimize_file", "convert", "inspect", "check", "run", "h5diff",
+        "build_recipe", "test_recipes", "read_config", "select", "load", "save", "apply_passes", "PASSES")
+__all__ = [*_API, "__version__"]
 
 
 def __getattr__(name: str):
-    """`bnfold.optimize` and `bnfold.Optimized` on first use, so `import bnfold` (and with it every
-    CLI command) does not pay for the whole pipeline's imports."""
-    if name in ("Optimized", "optimize"):
-        from . import pipeline
+    """The library's names on first use, so `import bnfold` stays cheap until one is called."""
+    if name in _API:
+        from . import api
 
-        return getattr(pipeline, name)
+        return getattr(api, name)
     raise AttributeError(f"module 'bnfold' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_API))

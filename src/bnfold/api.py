@@ -1,31 +1,285 @@
-"""The library entry points the CLI is built on: load, optimize, save."""
+"""bnfold as a library: the one layer the command line, Python programs and batch runs call.
+
+    import bnfold
+    result = bnfold.optimize("model.tflite")                          # the default passes
+    result = bnfold.optimize(data, fuse_batchnorm_with_conv=True)     # bytes; one-optimize's keywords
+    result = bnfold.optimize("model.circle", O1=True, check=3)        # ONE's O1 group, value-checked
+    data, report = result                                             # optimized bytes, report dict
+    result.save("model.opt.circle")
+
+    bnfold.optimize_file("in.tflite", "out.circle", check=3)          # what `bnfold optimize` does
+    bnfold.convert("in.tflite", "out.circle")                         # `bnfold convert`
+    bnfold.inspect("model.tflite", leftovers=True)                    # `bnfold inspect`
+    bnfold.check("a.tflite", "b.circle", samples=10)                  # `bnfold check`: a CheckResult
+    bnfold.run("model.tflite", "out.h5", samples=3, write_input="in.h5")   # `bnfold run`
+    bnfold.h5diff("expected.h5", "out.h5")                            # `bnfold h5diff`
+    bnfold.build_recipe("recipes/Net_Conv_BN_000.toml", "m.tflite")   # `bnfold recipe build`
+    bnfold.test_recipes(["recipes"])                                  # `bnfold recipe test`
+
+Each command of the CLI is one of these functions plus printing; `help(bnfold.<name>)` documents
+each. Errors are raised as bnfold.errors types (UsageError: a bad argument or input file;
+ModelError: a malformed model or h5 file; CheckFailed: values differ; CannotVerify: nothing could
+run the model), each with the message the CLI prints.
+
+Passes are chosen as on the command line: `passes` names them ("a,b" or a list), keywords switch
+them on or off by their ONE names, nothing named runs the default set. `check=N` runs the original
+and the optimized model on N random samples (`check_mode`, `rtol`, `atol` as `optimize
+--check-mode/--rtol/--atol`) and raises CheckFailed (with `.result`, nothing returned or written)
+if an output differs beyond tolerance. The report is a plain dict (JSON-ready): what ran, what
+folded, what was refused and why, operator counts before and after, and the time each step took.
+
+`load`, `save` and `apply_passes` work on the IR (`bnfold.ir.model.Model`) for tests and tools.
+"""
 
 from __future__ import annotations
 
+import io
+import json
 import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
+from . import __version__
+from .values.backend import BACKENDS
+from .values.diff import CRITERION, DEFAULT_ATOL, DEFAULT_RTOL
+from .values.verify import MODES as CHECK_MODES
 from .errors import UsageError
 from .io.formats import Format, format_from_extension
-from .io.paths import refuse_input_overwrite
+from .io.paths import open_input, refuse_input_overwrite, refuse_numbered_clobber, refuse_run_files, \
+    refuse_side_file_clobber
 from .io.reader import read_model
-from .io.writer import WriteInfo, save_model
+from .io.writer import WriteInfo, save_model, serialize
 from .ir.model import Model
 from .passes import registry
 from .passes.manager import run_passes
 from .passes.report import Report
+from .selection import Selection, read_config, select
+
+MAX_SAMPLES = 100_000  # check/run samples and optimize --check: bounds the work, not the memory (samples stream)
+MAX_SEED = 2**32 - 1
+PASSES = registry.PASSES  # every pass, in run order (name, summary, exact, default)
+LOSSY_SAMPLES = 3
+ModelInput = str | os.PathLike | bytes | bytearray | memoryview
+
+__all__ = ["Optimized", "Inspection", "Ran", "optimize", "optimize_file", "convert", "inspect", "check", "run",
+           "h5diff", "build_recipe", "test_recipes", "read_config", "select", "load", "save", "apply_passes", "PASSES"]
 
 
-def load(path: str) -> Model:
-    return read_model(path)
+# ---- the IR ----------------------------------------------------------------------------------
+
+def load(path: str | os.PathLike) -> Model:
+    """Read a .tflite or .circle file into the IR (validated; UsageError/ModelError if not)."""
+    return read_model(os.fspath(path))
 
 
-def optimize(model: Model, passes: list[str] | None = None) -> Report:
-    """Run `passes` (default set when None) over every subgraph to a fixpoint."""
+def save(model: Model, path: str, *, fmt: Format | None = None, external: bool = False,
+         keep_unchanged: bool = False) -> WriteInfo:
+    """Write `model` atomically (format from the extension unless `fmt`); with `keep_unchanged`, a
+    model nothing changed is kept as the input's bytes (see io.writer.save_model)."""
+    return save_model(model, path, fmt or format_from_extension(path), external=external, keep_unchanged=keep_unchanged)
+
+
+def apply_passes(model: Model, passes: list[str] | None = None) -> Report:
+    """Run `passes` (the default set when None) over every subgraph of the IR `model` to a
+    fixpoint, in place; the Report says what folded and what was refused."""
     names = registry.default_passes() if passes is None else passes
     return run_passes(model, registry.resolve(names))
 
 
-LOSSY_SAMPLES = 3
+# ---- optimize --------------------------------------------------------------------------------
+
+@dataclass
+class Optimized:
+    """The optimized model and its report. Unpacks (and indexes) as `data, report`."""
+
+    model: Model
+    report: dict
+    check: object | None = None  # the CheckResult of `check=N`
+    written: WriteInfo | None = None  # set by save(): what happened to the output file
+    _data: bytes | None = None
+
+    @property
+    def data(self) -> bytes:
+        """The optimized model as a file's bytes, in the input's format."""
+        if self._data is None:
+            out = io.BytesIO()
+            serialize(self.model, out, self.model.format)
+            self._data = out.getvalue()
+        return self._data
+
+    def __iter__(self):
+        yield self.data
+        yield self.report
+
+    def __len__(self) -> int:
+        return 2
+
+    def __getitem__(self, index):
+        return (self.data, self.report)[index]
+
+    def save(self, path: str, *, fmt: Format | None = None, external: bool = False, keep_unchanged: bool = False) -> WriteInfo:
+        """Write to `path` (format from its extension unless `fmt`); the report records it. With
+        `keep_unchanged`, a model no pass changed is kept as the input's bytes (io.writer.save_model)."""
+        start = time.perf_counter()
+        info = save(self.model, path, fmt=fmt, external=external, keep_unchanged=keep_unchanged)
+        self.report["output"] = {"path": path, "format": info.format, "bytes": info.size,
+                                 "layout": "offset buffers" if info.external else "standard",
+                                 "unchanged": info.unchanged}
+        seconds = self.report["seconds"]
+        seconds["write"] = round(time.perf_counter() - start, 6)
+        seconds["total"] = round(sum(v for k, v in seconds.items() if k != "total"), 6)
+        self.written = info
+        return info
+
+    def to_json(self) -> str:
+        return json.dumps(self.report, indent=2)
+
+    @property
+    def lossy_note(self) -> dict | None:
+        """The report's note on the error lossy passes caused, None when none changed the model."""
+        return next((n for n in self.report["notes"] if "lossy_passes" in n), None)
+
+    def pass_counts(self) -> dict[str, tuple[int, int]]:
+        """Per pass that ran: (chains it folded, chains left in the output that it refused)."""
+        from .passes.report import pass_counts
+
+        return pass_counts(self.report)
+
+
+def optimize(model: ModelInput, passes: str | Iterable[str] | Selection | None = None, *, check: int | None = None,
+             check_mode: str = "auto", rtol: float | None = None, atol: float | None = None, strict: bool = False,
+             **options: bool) -> Optimized:
+    """Optimize `model`, a .tflite/.circle path or a file's bytes; nothing is written.
+
+    passes: names ("a,b" or a list) that run, or None for the default set (or a Selection).
+    **options: ONE's option names switched on or off (`O1=True`, `fuse_batchnorm_with_conv=True`);
+        naming any replaces the default set, as on one-optimize's command line.
+    strict: refuse ONE options bnfold does not implement (else they are listed in the report).
+    check: value-check the result on this many random samples (1..100000); raises CheckFailed if
+        an output differs beyond tolerance (rtol/atol; defaults as `optimize --check`), CannotVerify
+        if the check cannot be carried out. check_mode: "auto", "whole" or "local".
+    Returns an Optimized: `.data` (bytes), `.report` (dict), `.save(path)`; unpacks as data, report.
+    """
+    if isinstance(model, Model):
+        raise TypeError("bnfold.optimize takes a path or a file's bytes; run passes over a loaded Model "
+                        "with bnfold.api.apply_passes(model, passes)")
+    chosen = _selection(passes, options, strict)
+    checking = _checking(check, check_mode, rtol, atol)
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        return _from_bytes(bytes(model), chosen, checking)
+    return _optimize_path(os.fspath(model), chosen, **checking)
+
+
+def optimize_file(input_path: str | os.PathLike, output_path: str | os.PathLike | None = None,
+                  passes: str | Iterable[str] | Selection | None = None, *, in_place: bool = False,
+                  report: str | None = None, force: bool = False, external_buffers: bool = False,
+                  check: int | None = None, check_mode: str = "auto", rtol: float | None = None,
+                  atol: float | None = None, strict: bool = False, run_files: Iterable[str | None] = (),
+                  **options: bool) -> Optimized:
+    """`bnfold optimize`: optimize `input_path` and write `output_path` (format from its
+    extension), as optimize() chooses and checks; `.written` says what happened to the file.
+
+    Every refusal comes before any work: the output may be the input only with `in_place` (then
+    `output_path` may be omitted), must not be one of `run_files` (e.g. the cfg) and must be
+    writable; `report` (a JSON path, written after the model) must not be a file of this run nor,
+    without `force`, an existing model. A model no pass changed is copied byte for byte (or, in
+    place, left untouched). A failed check writes nothing.
+    """
+    input_path = os.fspath(input_path)
+    output_path = os.fspath(output_path) if output_path is not None else (input_path if in_place else None)
+    if output_path is None:
+        raise UsageError("need an output path (or in_place)")
+    chosen = _selection(passes, options, strict)
+    checking = _checking(check, check_mode, rtol, atol)
+    run_files = list(run_files)
+    refuse_input_overwrite(input_path, output_path, in_place)
+    refuse_run_files(output_path, "OUT", run_files)
+    check_output_path(output_path)
+    if report:
+        refuse_side_file_clobber(report, "--report", [input_path, output_path, *run_files], force)
+        check_output_path(report, model=False)
+    fmt = format_from_extension(output_path)
+    result = _optimize_path(input_path, chosen, **checking)
+    result.save(output_path, fmt=fmt, external=external_buffers, keep_unchanged=True)
+    if report:  # after the model, so a failed write leaves neither behind
+        from .io.atomic import write_text
+
+        write_text(report, result.to_json(), UsageError)
+    return result
+
+
+def _selection(passes, options: dict, strict: bool) -> Selection:
+    if isinstance(passes, Selection):
+        if options:
+            raise UsageError("give the passes as a Selection or as names and options, not both")
+        return passes
+    return select(passes, options, default=not options, strict=strict)
+
+
+def _checking(check, check_mode: str, rtol, atol) -> dict:
+    """optimize's check arguments, refused as the CLI refuses them."""
+    if check is not None:
+        check = _count(check, "check")
+    if check_mode not in CHECK_MODES:
+        raise UsageError(f"check_mode must be one of {', '.join(CHECK_MODES)}, not {check_mode!r}")
+    return {"check": check, "check_mode": check_mode, "rtol": _tolerance(rtol, "rtol"), "atol": _tolerance(atol, "atol")}
+
+
+def _optimize_path(path: str, chosen: Selection, *, check: int | None = None, label: str | None = None,
+                   rtol: float | None = None, atol: float | None = None, check_mode: str = "auto") -> Optimized:
+    """Read `path`, run the chosen passes, measure lossy changes, optionally value-check
+    (values/verify.py); `label` names the input in the report."""
+    times = {}
+    start = time.perf_counter()
+    model = load(path)
+    times["read"] = time.perf_counter() - start
+    before = dict(model.op_counts())
+    start = time.perf_counter()
+    log = apply_passes(model, chosen.passes)
+    times["passes"] = time.perf_counter() - start
+    measure_lossy(path, model, log)
+    checked = None
+    if check:
+        from .values.verify import check_tolerance, verify_optimized
+
+        start = time.perf_counter()
+        tolerance = check_tolerance(log.folds, rtol, atol)
+        checked, check_note = verify_optimized(load(path), model, check, tolerance=tolerance, mode=check_mode,
+                                               folds=log.folds)
+        times["check"] = time.perf_counter() - start
+    report = {
+        "bnfold": __version__,
+        "input": {"path": label or path, "format": model.format.name, "bytes": os.path.getsize(path)},
+        **log.to_dict(),
+        "operators": {"before": before, "after": dict(model.op_counts())},
+        "ignored_options": chosen.not_implemented,
+        "group_members_not_implemented": chosen.group_skipped,
+        "seconds": {**{k: round(v, 6) for k, v in times.items()}, "total": round(sum(times.values()), 6)},
+    }
+    if checked is not None:
+        report["check"] = {"rtol": tolerance.rtol, "atol": tolerance.atol, "passed": checked.passed, **check_note}
+    return Optimized(model, report, checked)
+
+
+def _from_bytes(data: bytes, chosen: Selection, checking: dict) -> Optimized:
+    """The reader maps a file, so the bytes go to a temporary file first; the mapping outlives
+    the file's name (unlinked at once), and unchanged buffers are copied from it as usual. An
+    error names the input "<bytes>", never the temporary file."""
+    import tempfile
+
+    from .errors import BnfoldError
+
+    with tempfile.NamedTemporaryFile(prefix="bnfold-", suffix=".model", delete=False) as f:
+        f.write(data)
+    try:
+        return _optimize_path(f.name, chosen, label="<bytes>", **checking)
+    except BnfoldError as e:
+        if e.path == f.name:
+            e.path = "<bytes>"
+        raise
+    finally:
+        os.unlink(f.name)
 
 
 def measure_lossy(reference: Model | str, optimized: Model, report: Report, *, samples: int = LOSSY_SAMPLES) -> dict | None:
@@ -37,7 +291,7 @@ def measure_lossy(reference: Model | str, optimized: Model, report: Report, *, s
     names = sorted({f["pass"] for f in report.folds if not exact.get(f["pass"], True)})
     if not names:
         return None
-    from .check.diff import check_models
+    from .values.diff import check_models
     from .errors import BnfoldError
 
     if isinstance(reference, str):
@@ -58,26 +312,6 @@ def measure_lossy(reference: Model | str, optimized: Model, report: Report, *, s
     return note
 
 
-def describe_lossy(note: dict) -> str:
-    what = ", ".join(note["lossy_passes"])
-    if not note.get("measured"):
-        return f"warning: {what} changed the model (LOSSY); the error could not be measured: {note['reason']}"
-    return (f"warning: {what} changed the model (LOSSY): max abs err {note['max_abs']:.3e}, max rel err "
-            f"{note['max_rel']:.3e}, scaled err {note['scaled_err']:.3e} over {note['samples']} random input(s) "
-            f"on {note['backend']}")
-
-
-def save(model: Model, path: str, *, fmt: Format | None = None, external: bool = False,
-         keep_unchanged: bool = False) -> WriteInfo:
-    """Write `model`; with `keep_unchanged`, a model nothing changed is kept as the input's bytes
-    (see io.writer.save_model)."""
-    return save_model(model, path, fmt or format_from_extension(path), external=external, keep_unchanged=keep_unchanged)
-
-
-def refuse_overwrite(input_path: str, output_path: str, in_place: bool) -> None:
-    refuse_input_overwrite(input_path, output_path, in_place)
-
-
 def check_output_path(path: str, *, model: bool = True) -> None:
     """Refuse, before any work, an output path that cannot be written: a directory, a missing
     directory, or one the user may not write in. (`model`: the path must then be a model file.)"""
@@ -90,3 +324,233 @@ def check_output_path(path: str, *, model: bool = True) -> None:
         raise UsageError(f"output directory {directory} {missing}", path)
     if not os.access(directory, os.W_OK | os.X_OK):
         raise UsageError(f"cannot write in {directory}: permission denied", path)
+
+
+# ---- convert, inspect ------------------------------------------------------------------------
+
+def convert(input_path: str | os.PathLike, output_path: str | os.PathLike, *, external_buffers: bool = False,
+            in_place: bool = False) -> WriteInfo:
+    """`bnfold convert`: write the model as the format `output_path`'s extension names (.tflite
+    or .circle); an unchanged model in its own format and layout is copied byte for byte."""
+    input_path, output_path = os.fspath(input_path), os.fspath(output_path)
+    refuse_input_overwrite(input_path, output_path, in_place)
+    fmt = format_from_extension(output_path)
+    return save(load(input_path), output_path, fmt=fmt, external=external_buffers, keep_unchanged=True)
+
+
+@dataclass
+class Inspection:
+    """What `bnfold inspect` prints: the model, and with leftovers=True its batch-norm candidates
+    (one dict each; `reason` from the report when one was given) and the report's entries that
+    name no candidate of this model."""
+
+    model: Model
+    candidates: list[dict] = field(default_factory=list)
+    unmatched: list[tuple] = field(default_factory=list)
+
+
+def inspect(path: str | os.PathLike, *, leftovers: bool = False, report: str | dict | None = None) -> Inspection:
+    """`bnfold inspect`: the model at `path`; with `leftovers`, its batch-norm candidates and,
+    given `report` (the optimize report, a dict or a JSON path, of the run that wrote the model),
+    why each one stayed."""
+    if report is not None and not leftovers:
+        raise UsageError("a report goes with leftovers")
+    if isinstance(report, str):
+        report = read_report(report)
+    model = load(path)
+    if not leftovers:
+        return Inspection(model)
+    from .passes.leftovers import listing
+
+    rows, unmatched = listing(model, report)
+    return Inspection(model, rows, unmatched)
+
+
+def read_report(path: str) -> dict:
+    """An optimize report (JSON) read back, refused unless it has a list of skips."""
+    try:
+        with open_input(path, "a report") as f:
+            report = json.loads(f.read().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise UsageError(f"not a JSON report: {str(e).splitlines()[0]}", path) from None
+    skips = report.get("skips") if isinstance(report, dict) else None
+    if not isinstance(skips, list) or not all(isinstance(s, dict) and isinstance(s.get("at"), dict) for s in skips):
+        raise UsageError("not a bnfold optimize report (no list of skips)", path)
+    return report
+
+
+# ---- values: check, run, h5diff --------------------------------------------------------------
+
+def check(model: str | os.PathLike, other: str | os.PathLike | None = None, *, inputs: Iterable[str] = (),
+          expected: Iterable[str] = (), samples: int = 1, seed: int = 0, write_input: str | None = None,
+          write_expected: str | None = None, force: bool = False, rtol: float = DEFAULT_RTOL,
+          atol: float = DEFAULT_ATOL, backend: str = "auto", timeout: float | None = None, cast: bool = False):
+    """`bnfold check`: run `model` and `other` on the same inputs (the h5 files `inputs`, else
+    `samples` random ones from `seed`) and compare, or compare `model`'s outputs with the stored
+    `expected` files (one per input file). Returns the CheckResult (`.passed`, `.table()`,
+    `.failure_message()`); differing values are not an error here. write_input/write_expected
+    store the inputs used and `model`'s outputs (file.N.h5 per sample when there are several).
+    CannotVerify when no backend ("auto", "litert", "reference") runs the models or `timeout`
+    seconds pass."""
+    from .values import diff, samples as sample_files
+    from .values.deadline import Deadline
+
+    inputs, expected = [os.fspath(p) for p in inputs], [os.fspath(p) for p in expected]
+    if bool(other) == bool(expected):
+        raise UsageError("give MODEL_B or --expected (with --input), not both and not neither")
+    if expected and not inputs:
+        raise UsageError("--expected needs the --input files its outputs came from")
+    if expected and (write_input or write_expected):
+        raise UsageError("--write-input/--write-expected go with MODEL_B, not --expected")
+    samples, seed, backend = _count(samples, "samples"), _seed(seed), _backend(backend)
+    tolerance = diff.Tolerance(_tolerance(rtol, "rtol"), _tolerance(atol, "atol"))
+    deadline = Deadline(timeout)
+    a = load(model)
+    graph = a.graphs[0]
+    given = sample_files.input_samples(graph.inputs, inputs, cast=cast) if inputs else None
+    if expected:
+        return diff.compare_to_expected(a, given, sample_files.expected_samples(expected), tolerance=tolerance,
+                                        backend=backend, deadline=deadline)
+    count = sample_files.count_files(inputs) if inputs else samples
+    _refuse_sample_clobber({"--write-input": write_input, "--write-expected": write_expected}, count,
+                           [os.fspath(model), os.fspath(other), *inputs], force)
+    sink = sample_files.sample_sink(graph, count, write_input, write_expected)
+    return diff.check_models(a, load(other), samples=samples, seed=seed, inputs=given, tolerance=tolerance,
+                             backend=backend, on_sample=sink, deadline=deadline)
+
+
+@dataclass
+class Ran:
+    """What `run` wrote: the output files, the input files (write_input), and the backend."""
+
+    outputs: list[str]
+    inputs: list[str]
+    backend: str
+
+
+def run(model: str | os.PathLike, output: str, *, inputs: Iterable[str] = (), samples: int = 1, seed: int = 0,
+        write_input: str | None = None, force: bool = False, backend: str = "auto", timeout: float | None = None,
+        cast: bool = False) -> Ran:
+    """`bnfold run`: run `model` on the h5 files `inputs` (or `samples` random inputs from
+    `seed`, also written to `write_input` if given) and write its outputs to `output` in ONE's
+    h5 layout (out.N.h5 per sample when there are several), each sample as it is computed."""
+    from .values import samples as sample_files
+    from .values.backend import runners
+    from .values.deadline import Deadline
+    from .values.diff import iter_random_inputs
+
+    inputs, model = [os.fspath(p) for p in inputs], os.fspath(model)
+    if not output:
+        raise UsageError("--output needs a file name")
+    if inputs and write_input:
+        raise UsageError("--write-input writes random inputs; with --input they are already in files")
+    samples, seed, backend = _count(samples, "samples"), _seed(seed), _backend(backend)
+    loaded = load(model)
+    graph = loaded.graphs[0]
+    deadline = Deadline(timeout)
+    if inputs:
+        count = sample_files.count_files(inputs)
+        given = sample_files.input_samples(graph.inputs, inputs, cast=cast)
+    else:
+        count, given = samples, iter_random_inputs(graph.inputs, samples, seed)
+    _refuse_sample_clobber({"--output": output, "--write-input": write_input}, count, [model, *inputs], force)
+    write = sample_files.sample_sink(graph, count, write_input, output)
+    (runner,) = runners([loaded], backend, deadline=deadline)
+    for index, sample in enumerate(given):
+        deadline.check()
+        write(index, sample, runner(sample))
+    names = [sample_files.sample_path(output, i, count) for i in range(count)]
+    written_inputs = [sample_files.sample_path(write_input, i, count) for i in range(count)] if write_input else []
+    return Ran(names, written_inputs, runner.description)
+
+
+def h5diff(file_a: str, file_b: str, *, rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL,
+           delta: float | None = None):
+    """`bnfold h5diff`: compare two h5 files in ONE's layout value by value; returns the
+    CheckResult. `delta` is h5diff's -d: one absolute tolerance for every value, integers too.
+    Files holding no values are an error (ModelError): a comparison of nothing proves nothing."""
+    from .values.diff import Tolerance, compare_files
+
+    if delta is None:
+        tolerance = Tolerance(_tolerance(rtol, "rtol"), _tolerance(atol, "atol"))
+    else:
+        tolerance = Tolerance(0.0, _tolerance(delta, "delta"), exact_integers=False)
+    return compare_files(file_a, file_b, tolerance)
+
+
+def _refuse_sample_clobber(outputs: dict[str, str | None], count: int, run_files: list[str | None], force: bool) -> None:
+    """Every h5 file the options in `outputs` will write (one per sample), checked as side files:
+    never one of this run's files or another option's, never a model without --force."""
+    from .values.samples import sample_path
+
+    refuse_numbered_clobber({option: [sample_path(path, i, count) for i in range(count)]
+                             for option, path in outputs.items() if path}, run_files, force)
+
+
+# ---- recipes ---------------------------------------------------------------------------------
+
+def build_recipe(recipe_path: str | os.PathLike, output_path: str | os.PathLike) -> Model:
+    """`bnfold recipe build`: the model a TOML recipe describes, written to `output_path`
+    (.tflite or .circle)."""
+    from .recipe.chef import build_file
+
+    recipe_path, output_path = os.fspath(recipe_path), os.fspath(output_path)
+    refuse_run_files(output_path, "OUT", [recipe_path])
+    return build_file(recipe_path, output_path)
+
+
+def test_recipes(recipes: Iterable[str], *, samples: int = 2, seed: int = 1, backend: str = "auto",
+                 junit: str | None = None, force: bool = False, on_outcome: Callable | None = None) -> list:
+    """`bnfold recipe test`: value-test recipe files (a directory stands for its *.toml) as CI
+    would (recipe/ci.py); returns one Outcome each (`.passed`, `.line()`), passing each to
+    `on_outcome` as it is known. `junit`: also write the outcomes as JUnit XML."""
+    import tempfile
+    from pathlib import Path
+
+    from .io.atomic import write_text
+    from .recipe import ci
+
+    samples, seed, backend = _count(samples, "samples"), _seed(seed), _backend(backend)
+    paths = ci.recipe_paths([os.fspath(r) for r in recipes])
+    if junit:
+        refuse_side_file_clobber(junit, "--junit", [str(p) for p in paths], force)
+    outcomes = []
+    with tempfile.TemporaryDirectory(prefix="bnfold-recipe-test-") as workdir:
+        for path in paths:
+            outcomes.append(ci.run_recipe_test(path, Path(workdir), samples=samples, seed=seed, backend=backend))
+            if on_outcome:
+                on_outcome(outcomes[-1])
+    if junit:
+        write_text(junit, ci.junit_xml(outcomes), UsageError)
+    return outcomes
+
+
+# ---- arguments, refused as the CLI refuses them ------------------------------------------------
+
+def _count(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SAMPLES:
+        raise UsageError(f"{name} must be a whole number of samples in 1..{MAX_SAMPLES}, not {value!r}")
+    return value
+
+
+def _seed(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEED:
+        raise UsageError(f"seed must be a whole number in 0..{MAX_SEED}, not {value!r}")
+    return value
+
+
+def _tolerance(value, name: str) -> float | None:
+    import math
+
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise UsageError(f"{name} must be a finite number >= 0, not {value!r}")
+    return float(value)
+
+
+def _backend(value: str) -> str:
+    if value not in BACKENDS:
+        raise UsageError(f"backend must be one of {', '.join(BACKENDS)}, not {value!r}")
+    return value
+

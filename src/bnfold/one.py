@@ -61,10 +61,6 @@ TRUE_WORDS = frozenset({"true", "1", "yes", "y", "on"})
 FALSE_WORDS = frozenset({"false", "0", "no", "n", "off"})
 
 
-def is_one_option(name: str) -> bool:
-    return name in PASS_OPTIONS or name in UTILITY_OPTIONS or name in GROUPS
-
-
 def parse_switch(value: str) -> bool | None:
     """True / False for a configuration value, None when it is neither."""
     word = value.strip().lower()

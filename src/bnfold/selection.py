@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from . import one
 from .errors import UsageError
-from .io.paths import require_regular_file
+from .io.paths import open_input
 from .passes import registry
 
 CONFIG_SECTION = "one-optimize"
@@ -100,18 +100,13 @@ class Config:
 def read_config(path: str) -> Config:
     import configparser  # only for --config: ~5 ms of start-up otherwise
 
-    require_regular_file(path, UsageError)
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except FileNotFoundError:
-        raise UsageError("configuration file not found", path) from None
-    except IsADirectoryError:
-        raise UsageError("is a directory, not a configuration file", path) from None
+        with open_input(path, "a configuration file") as f:
+            text = f.read().decode("utf-8")
     except UnicodeDecodeError:
         raise UsageError("not a text configuration file", path) from None
     except OSError as e:
-        raise UsageError(f"cannot read configuration file: {e.strerror}", path) from None
+        raise UsageError(f"cannot read: {e.strerror or e}", path) from None
     parser = configparser.ConfigParser(interpolation=None)
     parser.optionxform = str  # ONE's option names are case-sensitive (O1)
     try:

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from bnfold import api
-from bnfold.check import diff
-from bnfold.check.h5io import read_h5, write_h5
+from bnfold.values import diff
+from bnfold.values.h5io import read_h5, write_h5
 from bnfold.cli import run
 from bnfold.errors import CannotVerify
 from bnfold.io.reader import read_model
@@ -160,7 +160,7 @@ def test_optimize_check_passes_and_writes(tmp_path, capsys):
 
 
 def test_optimize_check_failure_writes_nothing(tmp_path, capsys, monkeypatch):
-    real = api.optimize
+    real = api.apply_passes
 
     def breaking_optimize(model, passes=None):  # a "pass" that changes one weight
         report = real(model, passes)
@@ -170,7 +170,7 @@ def test_optimize_check_failure_writes_nothing(tmp_path, capsys, monkeypatch):
         t.data = w
         return report
 
-    monkeypatch.setattr(api, "optimize", breaking_optimize)
+    monkeypatch.setattr(api, "apply_passes", breaking_optimize)
     out, report = tmp_path / "out.tflite", tmp_path / "r.json"
     src = DATA / "bn_conv_valid.tflite"
     assert run(["optimize", str(src), str(out), "--check", "1", "--report", str(report)]) == 1
@@ -225,7 +225,7 @@ def test_auto_uses_the_reference_interpreter_where_litert_cannot_run(tmp_path, c
 
 
 def test_depthwise_without_bias_never_reaches_litert():
-    from bnfold.check.backend import runners
+    from bnfold.values.backend import runners
     from bnfold.recipe.chef import build
 
     recipe = {"input": ["x"], "output": ["y"],

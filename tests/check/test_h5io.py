@@ -6,7 +6,7 @@ import h5py
 import numpy as np
 import pytest
 
-from bnfold.check.h5io import read_h5, write_h5
+from bnfold.values.h5io import read_h5, write_h5
 from bnfold.errors import ModelError, UsageError
 
 
@@ -38,7 +38,7 @@ def test_layout_is_what_ones_test_data_generator_writes(tmp_path):
 
 
 def test_reads_names_of_every_layout_and_record_minmax_samples(tmp_path):
-    from bnfold.check.h5io import count_samples, read_samples
+    from bnfold.values.h5io import count_samples, read_samples
 
     path = tmp_path / "old.h5"
     with h5py.File(path, "w") as f:  # bnfold's earlier layout: variable-length UTF-8 names
@@ -81,7 +81,7 @@ def test_reads_a_file_written_by_another_tool(tmp_path):
 
 
 def test_errors_are_one_line(tmp_path):
-    with pytest.raises(UsageError, match="file not found"):
+    with pytest.raises(UsageError, match="no such file"):
         read_h5(str(tmp_path / "missing.h5"))
     (tmp_path / "text.h5").write_text("not hdf5")
     with pytest.raises(ModelError, match="not an HDF5 file"):

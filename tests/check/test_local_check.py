@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from bnfold import api
-from bnfold.check.diff import verify
-from bnfold.check.local import check_rewrites, find_regions
+from bnfold.values.diff import verify
+from bnfold.values.local import check_rewrites, find_regions
 from bnfold.cli import run
 from bnfold.errors import CannotVerify, CheckFailed
 from bnfold.io.writer import save_model
@@ -64,7 +64,7 @@ def test_regions_are_the_changed_ops_by_output_name(tmp_path):
     a = api.load(str(DATA / "resnet_v2_mini.tflite"))
     b = api.load(str(DATA / "resnet_v2_mini.tflite"))
     assert find_regions(a.graphs[0], b.graphs[0]) == []  # nothing changed, nothing to check
-    api.optimize(b)
+    api.apply_passes(b)
     regions = find_regions(a.graphs[0], b.graphs[0])
     assert regions and all(r.inputs and r.outputs for r in regions)
     result = check_rewrites(a, b, samples=2)
@@ -84,7 +84,7 @@ def perturbed(model):
 def test_a_folded_weight_off_by_one_part_in_a_thousand_fails_whole_and_local(source, tmp_path):
     path = str(DATA / source) if source.endswith(".tflite") else str(build_recipe(source, tmp_path))
     good = api.load(path)
-    api.optimize(good)
+    api.apply_passes(good)
     assert verify(api.load(path), good, 2).passed and check_rewrites(api.load(path), good, samples=2).passed
     bad = perturbed(good)
     with pytest.raises(CheckFailed):
@@ -97,14 +97,14 @@ def test_a_folded_weight_off_by_one_part_in_a_thousand_fails_whole_and_local(sou
 def test_every_recipes_rewrites_pass_the_local_check(name, tmp_path):
     """Kept names whose values change (a scale folded into the layers before a CONCATENATION, a
     pre-activation batch norm moved backward) grow their regions until the outputs agree."""
-    from bnfold.check.diff import Tolerance
+    from bnfold.values.diff import Tolerance
     from bnfold.recipe.chef import load_recipe
     from bnfold.recipe.rules import expectation
 
     path = str(build_recipe(name, tmp_path))
     model = api.load(path)
     expect = expectation(load_recipe(RECIPES / f"{name}.toml"))
-    report = api.optimize(model, expect.passes)
+    report = api.apply_passes(model, expect.passes)
     result = check_rewrites(api.load(path), model, samples=2, tolerance=Tolerance(expect.rtol, expect.atol),
                             folds=report.folds)
     assert result.passed, result.table()

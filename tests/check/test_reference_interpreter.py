@@ -8,9 +8,9 @@ import copy
 import numpy as np
 import pytest
 
-from bnfold.check import interpreter, litert
-from bnfold.check.interpreter import UnsupportedOperator
-from bnfold.check.kernels import pads
+from bnfold.values import interpreter, litert
+from bnfold.values.interpreter import UnsupportedOperator
+from bnfold.values.kernels import pads
 from bnfold.io.reader import read_model
 from bnfold.recipe.chef import build
 

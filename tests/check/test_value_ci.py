@@ -9,8 +9,8 @@ import h5py
 import numpy as np
 import pytest
 
-from bnfold.check import diff
-from bnfold.check.h5io import read_h5, write_h5
+from bnfold.values import diff
+from bnfold.values.h5io import read_h5, write_h5
 from bnfold.cli import run
 from bnfold.io.reader import read_model
 
@@ -142,7 +142,7 @@ def test_samples_are_generated_one_at_a_time():
 
 
 def test_while_loop_cap_and_timeout_stop_with_exit_4(tmp_path, capsys, monkeypatch):
-    from bnfold.check import kernels
+    from bnfold.values import kernels
 
     loop = str(build_recipe("Foundation_While_000", tmp_path))
     monkeypatch.setattr(kernels, "MAX_WHILE_ITERATIONS", 1)

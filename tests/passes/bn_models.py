@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from bnfold import api
-from bnfold.check import litert
+from bnfold.values import litert
 from bnfold.recipe.chef import build
 
 RTOL = ATOL = 1e-5
@@ -168,7 +168,7 @@ def runnable(model):
 def optimize_and_compare(recipe: dict, passes: list[str] | None, counts: dict[str, int], *, numerics: bool = True):
     """Build twice, optimize one, check operator counts and LiteRT outputs; returns (model, report)."""
     original, model = build(recipe), build(recipe)
-    report = api.optimize(model, passes)
+    report = api.apply_passes(model, passes)
     got = model.op_counts()
     assert {k: got.get(k, 0) for k in counts} == counts, f"operator counts {dict(got)}"
     if numerics:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bnfold.check import interpreter
+from bnfold.values import interpreter
 from bnfold.ir.ops import LAYERS
 from bnfold.passes.backward import chain_after, fold_backward, fold_output_affine, layer_refusal
 from bnfold.passes.report import Refusal

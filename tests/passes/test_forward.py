@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bnfold.check import interpreter
+from bnfold.values import interpreter
 from bnfold.ir.ops import LAYERS
 from bnfold.passes.forward import (Crossing, along_input, constant_input_response, find_sinks, fold_input_scale,
                                    padding_refusal)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from bnfold import api
-from bnfold.check import litert
+from bnfold.values import litert
 from bnfold.io.formats import TFLITE
 from bnfold.io.reader import read_model
 from bnfold.ir.graph import Graph, Options
@@ -52,7 +52,7 @@ def _conv_then(tmp_path, acts, *, conv_act="NONE", extra_reader=False, conv_outp
 
 def _run(path, passes=(PASS,)):
     model = read_model(str(path))
-    report = api.optimize(model, list(passes))
+    report = api.apply_passes(model, list(passes))
     rng = np.random.default_rng(5)
     original = read_model(str(path))
     for _ in range(2):
@@ -92,7 +92,7 @@ def _refusals(model) -> list[dict]:
 def test_no_single_equivalent_is_skipped(tmp_path, before, act):
     if before == "TANH":  # LiteRT ignores a fused TANH on CONV_2D, so compare without running
         model = read_model(str(_conv_then(tmp_path, [act], conv_act=before)))
-        report = api.optimize(model, [PASS])
+        report = api.apply_passes(model, [PASS])
     else:
         model, report = _run(_conv_then(tmp_path, [act], conv_act=before))
     assert model.op_counts()[act] == 1 and report.skips == []

@@ -12,14 +12,14 @@ from bn_models import Net
 from test_layout_folds import TOL, assert_same_outputs
 
 from bnfold import api
-from bnfold.check import litert
+from bnfold.values import litert
 from bnfold.io.reader import read_model
 
 PASS = "fuse_batchnorm_forward"
 
 
 def optimize(model):
-    report = api.optimize(model, [PASS])
+    report = api.apply_passes(model, [PASS])
     assert report.converged
     return report
 

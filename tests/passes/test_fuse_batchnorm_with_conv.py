@@ -11,7 +11,7 @@ from bn_models import (ELEMENTWISE_ZERO, FORMS, NEGATIVE, Net, build, chain, cha
                        conv2d, inputs_for, mul_add, optimize_and_compare, positive)
 
 from bnfold import api
-from bnfold.check import litert
+from bnfold.values import litert
 from conftest import DATA, fixture_input, run_litert
 
 PASS = "fuse_batchnorm_with_conv"
@@ -71,7 +71,7 @@ def test_shared_filter_is_never_edited():
     original, model = build(recipe), build(recipe)
     shared = model.graphs[0].tensor("filter")
     before = np.array(shared.data, copy=True)
-    report = api.optimize(model, [PASS])
+    report = api.apply_passes(model, [PASS])
     assert len(report.folds) == 1 and model.op_counts()["MUL"] == 0
     a, b = model.graphs[0].ops[:2]
     assert b.input(1) is shared and a.input(1) is not shared
@@ -85,7 +85,7 @@ def test_shared_filter_is_never_edited():
 @pytest.mark.parametrize("fixture", ["conv_relu_bn.tflite", "conv_bn_two_consumers.tflite"])
 def test_fixtures_keep_their_batch_norm_and_stay_exact(fixture, tmp_path):
     model = api.load(str(DATA / fixture))
-    report = api.optimize(model, [PASS])
+    report = api.apply_passes(model, [PASS])
     assert not report.folds
     assert model.op_counts()["MUL"] == 1 and model.op_counts()["ADD"] == 1
     assert [(s["at"]["kind"], s["pass"]) for s in report.skips] == [("MUL", PASS), ("ADD", PASS)]  # one per op
@@ -147,5 +147,5 @@ def test_negative_recipes_record_why(name):
 
     recipe = load_recipe(RECIPES / f"{name}.toml")
     (pass_name,) = expectation(recipe).passes
-    report = api.optimize(build(recipe), [pass_name])
+    report = api.apply_passes(build(recipe), [pass_name])
     assert not report.folds and report.skips and all(s["pass"] == pass_name and s["reason"] for s in report.skips)

@@ -41,7 +41,7 @@ def test_constant_of_input_channels_only_is_refused():
 
     from bnfold import api
     model = build(recipe)
-    report = api.optimize(model, [PASS])
+    report = api.apply_passes(model, [PASS])
     assert not report.folds and model.op_counts()["MUL"] == 1
     assert any("does not match 6 channels" in s.record["reason"] for s in report.said)
     assert report.skips == []  # a [3] constant does not broadcast onto 6 channels: no batch-norm candidate

@@ -8,7 +8,7 @@ from bn_models import (ELEMENTWISE_ZERO, FORMS, NEGATIVE, build, channel_shapes,
                        mul_add, optimize_and_compare, positive, tconv)
 
 from bnfold import api
-from bnfold.check import litert
+from bnfold.values import litert
 from bnfold.io.formats import CIRCLE
 
 PASS = "fuse_batchnorm_with_tconv"
@@ -47,7 +47,7 @@ def test_version_is_never_lowered():
 def test_activation_is_a_standalone_op_in_circle():
     recipe = positive(tconv, mul_add(act="RELU6"))
     original, model = build(recipe, CIRCLE), build(recipe, CIRCLE)
-    report = api.optimize(model, [PASS])
+    report = api.apply_passes(model, [PASS])
     assert dict(model.op_counts()) == {"TRANSPOSE_CONV": 1, "RELU6": 1}
     layer, relu = model.graphs[0].ops
     assert layer.fused_activation == "NONE" and relu.outputs[0].name == "bn"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from bnfold import api
-from bnfold.check import litert
+from bnfold.values import litert
 from bnfold.io.reader import read_model
 
 from conftest import DATA, build_recipe, fixture_input
@@ -16,7 +16,7 @@ TOL = dict(rtol=1e-5, atol=1e-5)
 
 def _optimize(path, passes=None):
     model = read_model(str(path))
-    report = api.optimize(model, passes)
+    report = api.apply_passes(model, passes)
     return model, report
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from bnfold import api
-from bnfold.check import litert
+from bnfold.values import litert
 from bnfold.io.reader import read_model
 from bnfold.ir.ops import LAYERS
 from bnfold.passes import layout
@@ -87,7 +87,7 @@ def test_torch_nchw_fixture_folds_and_stays_circle(tmp_path, name, convs, adds):
     path = DATA / name
     original, model = read_model(str(path)), read_model(str(path))
     transposes = original.op_counts()["TRANSPOSE"]
-    report = api.optimize(model, ["fuse_batchnorm_with_conv"])
+    report = api.apply_passes(model, ["fuse_batchnorm_with_conv"])
     counts = model.op_counts()
     assert counts.get("MUL", 0) == 0 and counts.get("ADD", 0) == adds, counts  # only the residual ADD stays
     assert counts["TRANSPOSE"] == transposes and counts["CONV_2D"] == convs
@@ -107,7 +107,7 @@ def test_torch_nchw_fixture_folds_and_stays_circle(tmp_path, name, convs, adds):
 def test_resblock_transposes_untouched():
     path = str(DATA / "torch_resblock_nchw.circle")
     original, model = read_model(path), read_model(path)
-    api.optimize(model, ["fuse_batchnorm_with_conv"])
+    api.apply_passes(model, ["fuse_batchnorm_with_conv"])
     perms = lambda m: [np.asarray(op.input(1).data).tolist() for op in m.graphs[0].ops if op.kind == "TRANSPOSE"]
     assert perms(model) == perms(original)
     # the first BN's ADD carried the RELU: it is now on the first conv

@@ -27,7 +27,7 @@ def test_registered_lossy_and_not_default():
 def test_negative_scales_become_tiny_positive_only_before_relu(tmp_path):
     path = build_recipe("Net_Preactivation_BN_001", tmp_path)
     model = read_model(str(path))
-    report = api.optimize(model, [PASS])
+    report = api.apply_passes(model, [PASS])
     g = model.graphs[0]
     [fold] = [f for f in report.folds if f["pass"] == PASS]
     assert fold["output"] == "ac" and fold["negative_channels"] == [3, 7]

@@ -1,8 +1,11 @@
 """Which paths bnfold may read from and write to.
 
-Reading: only regular files (or symlinks to them). A FIFO would block the open forever, a
-device would stream without end, a directory cannot be parsed; each is refused by name before
-anything opens it.
+Reading: every input (model, h5 file, cfg, recipe, report) is opened by `open_input`, which
+has one rule for all of them: a missing file, a directory, a FIFO or device, a file the user may
+not read are usage errors (exit 2), each one line naming the file. Only regular files (or
+symlinks to them) are read: a FIFO would block the open forever, a device would stream without
+end, a directory cannot be parsed. What a file holds is its reader's business (a malformed model
+or h5 file is exit 1).
 
 Writing: the model output may replace the input only with --in-place (the user named it twice
 on purpose). A side file (JSON report, h5 inputs/expected outputs) never replaces a file the
@@ -14,8 +17,9 @@ from __future__ import annotations
 
 import os
 import stat
+from typing import BinaryIO
 
-from ..errors import ModelError, UsageError
+from ..errors import UsageError
 from .formats import FORMATS
 
 FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
@@ -34,11 +38,26 @@ def special_kind(path: str) -> str | None:
     return next((name for test, name in FILE_KINDS if test(mode)), "not a regular file")
 
 
-def require_regular_file(path: str, error=ModelError) -> None:
-    """Refuse, before anything opens it for reading, a path that is not a regular file."""
-    kind = special_kind(path)
-    if kind is not None:
-        raise error(f"is {kind}, not a regular file", path)
+def open_input(path: str, what: str) -> BinaryIO:
+    """`path` opened for binary reading, or UsageError for a missing file, a directory, a FIFO,
+    a device or a file that cannot be read. `what` names the file's role in the message ("a
+    model file", "an h5 file", ...). The open does not block on a FIFO (O_NONBLOCK), and the
+    kind is asked of the open descriptor, so nothing can swap the file in between."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise UsageError("no such file", path) from None
+    except (OSError, ValueError) as e:
+        kind = special_kind(path)  # a socket cannot be opened at all
+        reason = f"is {kind}, not {what}" if kind else f"cannot read: {getattr(e, 'strerror', None) or e}"
+        raise UsageError(reason, path) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = next((name for test, name in FILE_KINDS if test(mode)), "not a regular file")
+        raise UsageError(f"is {kind}, not {what}", path)
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
 
 
 def same_file(a: str, b: str) -> bool:
@@ -84,3 +103,41 @@ def refuse_side_file_clobber(path: str, option: str, run_files: list[str | None]
         raise UsageError(f"{option} cannot write here: it is {kind}", path)
     if not force and is_model_file(path):
         raise UsageError(f"{option} would overwrite a model file; pass --force to replace it", path)
+
+
+def refuse_numbered_clobber(outputs: dict[str, list[str]], run_files: list[str | None], force: bool) -> None:
+    """refuse_side_file_clobber for many side files at once (`outputs`: option -> the files it
+    writes, one per sample): none may be a file of this run or of another option, nor, without
+    --force, an existing model file. Linear in the number of files: one listing per directory
+    says which files exist; a file that exists is known by its inode and examined as a side file,
+    one that does not by its resolved directory and name."""
+    directories: dict[str, tuple[str, set[str]]] = {}  # as written -> (resolved, names in it)
+
+    def identity(path: str) -> tuple[tuple, bool]:
+        directory, name = os.path.split(os.path.abspath(path))
+        if directory not in directories:
+            directories[directory] = (os.path.realpath(directory), _names_in(directory))
+        resolved, names = directories[directory]
+        if name in names:
+            try:
+                st = os.stat(path)
+                return ("inode", st.st_dev, st.st_ino), True
+            except (OSError, ValueError):  # a dangling symlink
+                pass
+        return ("new", resolved, name), False
+
+    owner = {identity(p)[0]: "" for p in run_files if p}
+    for option, paths in outputs.items():
+        for path in paths:
+            key, exists = identity(path)
+            if owner.setdefault(key, option) != option:
+                raise UsageError(f"{option} names a file this run also reads or writes; refusing to overwrite it", path)
+            if exists:
+                refuse_side_file_clobber(path, option, [], force)
+
+
+def _names_in(directory: str) -> set[str]:
+    try:
+        return set(os.listdir(directory))
+    except OSError:
+        return set()

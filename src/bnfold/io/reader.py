@@ -26,10 +26,10 @@ from ..errors import ModelError
 from ..ir.const import Buffer
 from ..ir.graph import Graph, Options, Tensor
 from ..ir.model import Metadata, Model, OpCode, Signature
-from ..ir.check import check_model
+from ..ir.invariants import validate_model
 from .formats import MODELED_FIELDS, Format, format_from_identifier
 from .gcpause import paused_gc
-from .paths import require_regular_file
+from .paths import open_input
 from .validate import validate
 
 # What a corrupt flatbuffer makes the generated unpacking code raise.
@@ -60,15 +60,7 @@ class Source:
 
 
 def open_source(path: str) -> Source:
-    require_regular_file(path)
-    try:
-        f = open(path, "rb")
-    except FileNotFoundError:
-        raise ModelError("no such file", path) from None
-    except IsADirectoryError:
-        raise ModelError("is a directory, not a model file", path) from None
-    except OSError as e:
-        raise ModelError(f"cannot open: {e.strerror}", path) from None
+    f = open_input(path, "a model file")
     size = os.fstat(f.fileno()).st_size
     if size < 8:
         f.close()
@@ -87,7 +79,7 @@ def read_model(path: str) -> Model:
     validate(source.mapping, fmt, path)
     try:
         with paused_gc():
-            return check_model(_Lift(fmt, source).model(), path)
+            return validate_model(_Lift(fmt, source).model(), path)
     except ModelError:
         raise
     except _DECODE_ERRORS as e:

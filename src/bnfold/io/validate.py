@@ -4,7 +4,7 @@ Python's flatbuffers package has no verifier: the generated accessors add whatev
 holds and read there, so a corrupt file makes them read garbage (strings are silently truncated),
 raise deep inside the bindings, or allocate out of all proportion to the file. `validate(data,
 fmt, path)` runs before the object-API unpack and does the flatbuffers Verifier's job; what is
-well-formed as a flatbuffer but not as a model is checked after lifting, by ir/check.py.
+well-formed as a flatbuffer but not as a model is checked after lifting, by ir/invariants.py.
 
 Every table the reader can reach from the root (Model, OperatorCode, SubGraph, Tensor,
 quantization, sparsity, Operator and every builtin-options table, Buffer, Metadata, SignatureDef,

@@ -28,8 +28,8 @@ import numpy as np
 
 from ..errors import UsageError
 from ..io.formats import CIRCLE, TFLITE, Format
-from ..io.paths import require_regular_file
-from ..ir.check import MAX_ELEMENTS, check_model
+from ..io.paths import open_input
+from ..ir.invariants import MAX_ELEMENTS, validate_model
 from ..ir.const import NUMPY_DTYPES, Buffer
 from ..ir.graph import Graph, Options, Tensor
 from ..ir.ops import FUSED_ACTIVATIONS, PADDINGS, info
@@ -46,12 +46,9 @@ def camel(name: str) -> str:
 
 
 def load_recipe(path: str | Path) -> dict:
-    require_regular_file(str(path), UsageError)
     try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
-    except FileNotFoundError:
-        raise UsageError("recipe not found", str(path)) from None
+        with open_input(str(path), "a recipe") as f:
+            return tomllib.loads(f.read().decode("utf-8"))
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"not valid TOML: {e}", str(path)) from None
     except UnicodeDecodeError:
@@ -85,7 +82,7 @@ def build(recipe: dict, fmt: Format = TFLITE, *, where: str = "recipe") -> Model
         buffer = Buffer.from_array(np.frombuffer(text.encode(), dtype=np.uint8))
         model.buffers.append(buffer)
         model.metadata.append(Metadata(_typed(m.get("name"), str, "metadata name", where).encode(), buffer))
-    return check_model(model, where)
+    return validate_model(model, where)
 
 
 def _signature(spec: dict, model: Model, names: list[dict[str, Tensor]], where: str) -> Signature:

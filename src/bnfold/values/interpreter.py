@@ -17,8 +17,12 @@ from ..errors import ModelError
 from ..ir.const import NUMPY_DTYPES
 from ..ir.graph import Graph
 from ..ir.model import Model
-from .kernels import KERNELS, UnsupportedOperator
+from . import kernels
+from .kernels import UnsupportedOperator
 from .quantized import QUANTIZED_KERNELS
+from .select_kernels import SELECT_KERNELS
+
+KERNELS = {**kernels.KERNELS, **SELECT_KERNELS}
 
 __all__ = ["Interpreter", "UnsupportedOperator", "run", "unsupported_kinds"]
 

@@ -1,7 +1,7 @@
 """`optimize --check`: the optimized model against the original, as a whole or rewrite by rewrite.
 
 Modes: "whole" runs both models (LiteRT, else the reference interpreter); "local" checks each
-rewrite on its own (check/local.py); "auto" is whole when a backend runs the models and local
+rewrite on its own (values/local.py); "auto" is whole when a backend runs the models and local
 otherwise, and says why. A failed check raises CheckFailed (with `.result` for its table); a check
 that cannot be carried out raises CannotVerify (exit 4). Either way nothing is written.
 """

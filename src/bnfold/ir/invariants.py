@@ -28,7 +28,7 @@ POSITIVE_FIELDS = ("strideW", "strideH", "strideD", "dilationWFactor", "dilation
 MAX_ELEMENTS = 2**31
 
 
-def check_model(model, path: str):
+def validate_model(model, path: str):
     """Semantic checks on a lifted model; returns it, or raises ModelError naming the problem."""
     n_graphs = len(model.graphs)
     for g_index, graph in enumerate(model.graphs):

@@ -19,13 +19,14 @@ position, as ONE's drivers do.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 
 import numpy as np
 
 from ..errors import ModelError, UsageError
 from ..io.atomic import atomic_path
-from ..io.paths import require_regular_file
+from ..io.paths import open_input
 
 Named = list[tuple[str, np.ndarray]]
 
@@ -66,18 +67,17 @@ def _write_value(group, key: str, array: np.ndarray) -> None:
     group.create_dataset(key, data=array)
 
 
+@contextlib.contextmanager
 def _open(path: str):
     import h5py
 
-    require_regular_file(path, UsageError)
-    try:
-        return h5py.File(path, "r")
-    except FileNotFoundError:
-        raise UsageError("file not found", path) from None
-    except IsADirectoryError:
-        raise UsageError("is a directory, not an h5 file", path) from None
-    except OSError as e:
-        raise ModelError(f"not an HDF5 file ({str(e).splitlines()[0]})", path) from None
+    with open_input(path, "an h5 file") as raw:
+        try:
+            f = h5py.File(raw, "r")
+        except OSError as e:
+            raise ModelError(f"not an HDF5 file ({str(e).splitlines()[0]})", path) from None
+        with f:
+            yield f
 
 
 def _numbered(group, path: str, where: str) -> list[str]:

@@ -467,113 +467,6 @@ def k_while(interp, op, index, args):
                        "(the reference interpreter's cap)")
 
 
-def _resize_scale(size_in: int, size_out: int, align_corners: bool) -> np.float32:
-    if align_corners and size_out > 1:
-        return np.float32(size_in - 1) / np.float32(size_out - 1)
-    return np.float32(size_in) / np.float32(size_out)
-
-
-def _bilinear_axis(size_in, size_out, align_corners, half_pixel):
-    """(lower index, upper index, weight of the upper one) per output position, TFLite's rule:
-    src = (i + 0.5) * scale - 0.5 with half-pixel centers, else i * scale; lower = max(floor, 0),
-    upper = min(ceil, size - 1), weight = src - lower (all in float32)."""
-    scale = _resize_scale(size_in, size_out, align_corners)
-    i = np.arange(size_out, dtype=np.float32)
-    src = (i + np.float32(0.5)) * scale - np.float32(0.5) if half_pixel else i * scale
-    lower = np.maximum(np.floor(src), 0).astype(np.int64)
-    upper = np.minimum(np.ceil(src), size_in - 1).astype(np.int64)
-    return lower, upper, (src - lower.astype(np.float32)).astype(np.float32)
-
-
-def _nearest_axis(size_in, size_out, align_corners, half_pixel):
-    """Source index per output position: floor((i + offset) * scale), rounded half away from zero
-    instead when align_corners; offset 0.5 with half-pixel centers; clamped to [0, size - 1]."""
-    scale = _resize_scale(size_in, size_out, align_corners)
-    src = (np.arange(size_out, dtype=np.float32) + np.float32(0.5 if half_pixel else 0.0)) * scale
-    index = np.sign(src) * np.floor(np.abs(src) + np.float32(0.5)) if align_corners else np.floor(src)
-    index = np.minimum(index.astype(np.int64), size_in - 1)
-    return np.maximum(index, 0) if half_pixel else index
-
-
-def _resize_options(op):
-    return bool(opt(op, "alignCorners", False)), bool(opt(op, "halfPixelCenters", False))
-
-
-def k_resize_bilinear(interp, op, index, args):
-    x = float32_only(args[0], op, index)
-    out_h, out_w = (int(v) for v in np.asarray(args[1]).reshape(-1))
-    align, half = _resize_options(op)
-    y0, y1, dy = _bilinear_axis(x.shape[1], out_h, align, half)
-    x0, x1, dx = _bilinear_axis(x.shape[2], out_w, align, half)
-    dy, dx = dy[None, :, None, None], dx[None, None, :, None]
-    one = np.float32(1)
-    top = x[:, y0][:, :, x0] * (one - dx) + x[:, y0][:, :, x1] * dx
-    bottom = x[:, y1][:, :, x0] * (one - dx) + x[:, y1][:, :, x1] * dx
-    return [(top * (one - dy) + bottom * dy).astype(np.float32)]
-
-
-def k_resize_nearest(interp, op, index, args):
-    x = args[0]
-    out_h, out_w = (int(v) for v in np.asarray(args[1]).reshape(-1))
-    align, half = _resize_options(op)
-    rows, cols = _nearest_axis(x.shape[1], out_h, align, half), _nearest_axis(x.shape[2], out_w, align, half)
-    return [np.ascontiguousarray(x[:, rows][:, :, cols])]
-
-
-def k_strided_slice(interp, op, index, args):
-    x = args[0]
-    begin, end, strides = (np.asarray(a).reshape(-1).astype(np.int64) for a in args[1:4])
-    if opt(op, "ellipsisMask", 0) or opt(op, "newAxisMask", 0):
-        raise UnsupportedOperator(f"reference interpreter cannot run STRIDED_SLICE with ellipsis or new-axis masks (op {index})")
-    begin_mask, end_mask, shrink = (int(opt(op, n, 0)) for n in ("beginMask", "endMask", "shrinkAxisMask"))
-    offset = bool(opt(op, "offset", False))
-    index_, squeeze = [], []
-    for axis in range(x.ndim):
-        if axis >= len(begin):
-            index_.append(slice(None))
-            continue
-        b, e, s = int(begin[axis]), int(end[axis]), int(strides[axis])
-        if shrink >> axis & 1:
-            index_.append(b + x.shape[axis] if b < 0 else b)
-            squeeze.append(axis)
-            continue
-        if offset:
-            e = b + e
-        index_.append(slice(None if begin_mask >> axis & 1 else b, None if end_mask >> axis & 1 else e, s))
-    return [np.ascontiguousarray(x[tuple(index_)])]
-
-
-def k_slice(interp, op, index, args):
-    x = args[0]
-    begin, size = (np.asarray(a).reshape(-1).astype(np.int64) for a in args[1:3])
-    return [np.ascontiguousarray(x[tuple(slice(int(b), x.shape[i] if s == -1 else int(b + s)) for i, (b, s) in enumerate(zip(begin, size)))])]
-
-
-def k_split(interp, op, index, args):
-    axis, x = int(np.asarray(args[0]).reshape(-1)[0]), args[1]
-    return [np.ascontiguousarray(p) for p in np.split(x, int(opt(op, "numSplits", len(op.outputs))), axis=axis % x.ndim)]
-
-
-def k_pack(interp, op, index, args):
-    axis = int(opt(op, "axis", 0))
-    return [np.stack(args, axis=axis if axis >= 0 else axis + args[0].ndim + 1)]
-
-
-def k_unpack(interp, op, index, args):
-    x, axis = args[0], int(opt(op, "axis", 0)) % args[0].ndim
-    return [np.ascontiguousarray(np.take(x, i, axis=axis)) for i in range(x.shape[axis])]
-
-
-def k_gather(interp, op, index, args):
-    params, indices = args
-    if opt(op, "batchDims", 0):
-        raise UnsupportedOperator(f"reference interpreter cannot run GATHER with batch_dims (op {index})")
-    axis = int(opt(op, "axis", 0)) % params.ndim
-    if indices.size and (indices.min() < 0 or indices.max() >= params.shape[axis]):
-        raise ModelError(f"GATHER (op {index}) index out of range")
-    return [np.take(params, indices.astype(np.int64), axis=axis)]
-
-
 def k_batch_matmul(interp, op, index, args):
     a, b = float32_only(args[0], op, index), float32_only(args[1], op, index)
     if opt(op, "adjX", False):
@@ -583,7 +476,7 @@ def k_batch_matmul(interp, op, index, args):
     return [np.matmul(a, b).astype(np.float32)]
 
 
-KERNELS: dict[str, Callable] = {
+KERNELS: dict[str, Callable] = {  # the interpreter adds select_kernels.SELECT_KERNELS
     "CONV_2D": k_conv_2d,
     "CONV_3D": k_conv_3d,
     "DEPTHWISE_CONV_2D": k_depthwise_conv_2d,
@@ -632,13 +525,5 @@ KERNELS: dict[str, Callable] = {
     "INSTANCE_NORM": k_instance_norm,
     "SHAPE": k_shape,
     "WHILE": k_while,
-    "RESIZE_BILINEAR": k_resize_bilinear,
-    "RESIZE_NEAREST_NEIGHBOR": k_resize_nearest,
-    "STRIDED_SLICE": k_strided_slice,
-    "SLICE": k_slice,
-    "SPLIT": k_split,
-    "PACK": k_pack,
-    "UNPACK": k_unpack,
-    "GATHER": k_gather,
     "BATCH_MATMUL": k_batch_matmul,
 }

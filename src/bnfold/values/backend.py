@@ -98,8 +98,3 @@ def runners(models: list[Model], backend: str = "auto", *, deadline=None) -> lis
     if missing:
         raise CannotVerify(f"reference interpreter cannot run {', '.join(missing)}")
     return [Runner(m, "reference", deadline=deadline) for m in models]
-
-
-def run(model: Model, inputs: list[np.ndarray], backend: str = "auto") -> list[np.ndarray]:
-    """Outputs of subgraph 0 of `model` for `inputs` on `backend`."""
-    return runners([model], backend)[0](inputs)

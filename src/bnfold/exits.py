@@ -1,0 +1,116 @@
+"""How a failure of the command line becomes one line on stderr and an exit code.
+
+0 success; 1 a malformed model or h5 file, or values that differ (CheckFailed); 2 a usage error:
+a bad option or value, a missing, unreadable or special (directory, FIFO, device) input file;
+3 an internal error (a bug in bnfold; BNFOLD_DEBUG=1 shows the traceback); 4 a check that could
+not be carried out (CannotVerify); 128 + N a termination signal N while a file was written, 130
+Ctrl-C. The README's "Exit codes" table says the same. `bnfold` or `bnfold recipe` without a
+command prints its help (exit 0). A reader that closes stdout early is not an error (exit 0).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+
+import click
+
+from . import one
+from .errors import BnfoldError, Interrupted
+
+
+class _ReaderGone(Exception):
+    """stdout's reader closed the pipe. Raised in place of BrokenPipeError, which click would
+    turn into exit status 1."""
+
+
+class Group(click.Group):
+    """The bnfold command group: a closed stdout pipe is not an error."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            raise _ReaderGone() from None
+
+
+
+def run(main: click.Group, argv=None) -> int:
+    """Run the command line `main` on `argv`; every failure becomes one line on stderr and its exit code."""
+    try:
+        with quiet_float_errors():
+            main.main(args=argv, prog_name="bnfold", standalone_mode=False)
+        return 0
+    except BnfoldError as e:
+        _fail(str(e))
+        return e.exit_code
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        _fail("interrupted")
+        return 130
+    except click.NoSuchOption as e:
+        _fail(f"no such option: {e.option_name}{_near_options(e)}")
+        return 2
+    except click.UsageError as e:
+        if e.ctx is not None and _asked_for_help(e):
+            click.echo(e.ctx.get_help())
+            return 0
+        _fail(e.format_message().replace("\n", " "))
+        return 2
+    except click.ClickException as e:
+        _fail(e.format_message().replace("\n", " "))
+        return 2
+    except Interrupted as e:
+        _fail(f"interrupted by signal {e.signum}")
+        return 128 + e.signum
+    except (_ReaderGone, BrokenPipeError):  # the reader went away (`bnfold passes | head -1`): not an error
+        _silence_stdout()
+        return 0
+    except Exception as e:  # a bug in bnfold: still one line, traceback only on request
+        if os.environ.get("BNFOLD_DEBUG"):
+            raise
+        _fail(f"internal error: {type(e).__name__}: {e} (set BNFOLD_DEBUG=1 for a traceback)")
+        return 3
+
+
+def _asked_for_help(error: click.UsageError) -> bool:
+    """`bnfold` or `bnfold recipe` alone: a group called without a command shows its help."""
+    return isinstance(error, getattr(click.exceptions, "NoArgsIsHelpError", ()))
+
+
+def _near_options(error: click.NoSuchOption) -> str:
+    """Suggestions for a misspelt option among every option the command has, hidden ONE flags
+    included (click's own hint can pick an unrelated visible flag)."""
+    command = error.ctx.command if error.ctx else None
+    names = [n for p in getattr(command, "params", []) for n in p.opts + p.secondary_opts if n.startswith("--")]
+    return one.did_you_mean(error.option_name, names) if names else ""
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail on the closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+@contextlib.contextmanager
+def quiet_float_errors():
+    """No numpy floating-point warning (overflow, inf - inf, 0 * inf) reaches stderr. They come
+    from arithmetic on the user's own values, and every place where such a value decides something
+    examines it explicitly instead: a fold whose result is not finite is refused with that reason
+    in the report (passes/affine.py), a check compares NaN and inf outputs by rule
+    (values/diff.py), and a recipe value that does not fit its type is refused (recipe/chef.py)."""
+    import numpy as np
+
+    with np.errstate(all="ignore"):
+        yield
+
+
+def _fail(message: str) -> None:
+    first = message.strip().splitlines()[0] if message.strip() else "error"
+    click.echo(f"bnfold: error: {first}", err=True)

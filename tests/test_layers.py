@@ -1,0 +1,111 @@
+"""The library is one layer (api.py, exposed as `bnfold.<name>`) and the CLI a shell over it."""
+
+from __future__ import annotations
+
+import ast
+import os
+import pydoc
+import stat
+from pathlib import Path
+
+import pytest
+
+import bnfold
+from bnfold import api
+from bnfold.cli import run
+
+from conftest import DATA, build_recipe
+
+SRC = Path(bnfold.__file__).parent
+COMMANDS = ("optimize", "optimize_file", "convert", "inspect", "check", "run", "h5diff", "build_recipe", "test_recipes")
+
+
+def test_dir_and_help_show_the_library():
+    for name in COMMANDS:
+        assert name in dir(bnfold)
+        function = getattr(bnfold, name)
+        assert function is getattr(api, name)
+        assert function.__doc__ and len(function.__doc__.split()) > 12, name  # its own words, not a pointer
+    assert "optimize_file" in pydoc.render_doc(bnfold) and "check=3" in pydoc.render_doc(bnfold.api)
+
+
+def test_cli_is_a_shell_over_the_library():
+    source = (SRC / "cli.py").read_text()
+    assert len(source.splitlines()) <= 300
+    imported = {node.module for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom) and node.module}
+    assert not {m for m in imported if m.split(".")[0] in ("values", "passes", "io", "ir", "recipe")}, imported
+
+
+def test_no_source_file_over_600_lines():
+    long = {str(p.relative_to(SRC)): n for p in SRC.rglob("*.py") if (n := len(p.read_text().splitlines())) > 600}
+    assert long == {}
+
+
+def test_optimize_result_indexes_like_it_unpacks(tmp_path):
+    result = bnfold.optimize(build_recipe("Net_Conv_Add_Mul_000", tmp_path))
+    data, report = result
+    assert result[0] == data and result[1] is report and len(result) == 2
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 1.5, api.MAX_SAMPLES + 1])
+def test_library_refuses_the_check_counts_the_cli_refuses(bad):
+    with pytest.raises(bnfold.errors.UsageError, match="check must be"):
+        bnfold.optimize(DATA / "bn_conv_valid.tflite", check=bad)
+
+
+def test_garbage_bytes_are_named_bytes_not_a_temporary_file():
+    with pytest.raises(bnfold.errors.BnfoldError) as info:
+        bnfold.optimize(b"garbage, not a model at all")
+    assert str(info.value).startswith("<bytes>: ") and "bnfold-" not in str(info.value)
+
+
+# ---- one rule for every input file: exit 2, one line naming the file ----------------------------
+
+def _inputs(tmp_path):
+    """Each kind of input with the command line that reads it; {} is where the bad path goes."""
+    model = str(DATA / "bn_conv_valid.tflite")
+    return {
+        "model": ["inspect", "{}"],
+        "h5": ["h5diff", "{}", "{}"],
+        "cfg": ["optimize", "--config", "{}"],
+        "recipe": ["recipe", "build", "{}", str(tmp_path / "o.tflite")],
+        "recipe test": ["recipe", "test", "{}"],
+        "check input": ["check", model, model, "--input", "{}"],
+    }
+
+
+def _bad_paths(tmp_path):
+    paths = {"missing": tmp_path / "missing.x", "directory": tmp_path / "dir.x"}
+    paths["directory"].mkdir()
+    if hasattr(os, "mkfifo"):
+        paths["fifo"] = tmp_path / "fifo.x"
+        os.mkfifo(paths["fifo"])
+    if os.geteuid() != 0:  # root reads anything
+        paths["unreadable"] = tmp_path / "unreadable.x"
+        paths["unreadable"].write_bytes(b"x" * 64)
+        paths["unreadable"].chmod(0)
+    return paths
+
+
+@pytest.mark.parametrize("kind", ["model", "h5", "cfg", "recipe", "recipe test", "check input"])
+def test_every_input_kind_has_one_exit_code(kind, tmp_path, capsys):
+    for problem, path in _bad_paths(tmp_path).items():
+        if kind == "recipe test" and problem == "directory":
+            continue  # a directory of recipes is an argument recipe test takes
+        argv = [a.replace("{}", str(path)) for a in _inputs(tmp_path)[kind]]
+        code = run(argv)
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and str(path) in lines[0], (kind, problem, lines)
+    assert not (tmp_path / "o.tflite").exists()
+
+
+def test_open_input_does_not_block_on_a_fifo(tmp_path):
+    from bnfold.io.paths import open_input
+
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs here")
+    fifo = tmp_path / "p"
+    os.mkfifo(fifo)
+    with pytest.raises(bnfold.errors.UsageError, match="FIFO"):
+        open_input(str(fifo), "an h5 file")
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
