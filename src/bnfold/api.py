@@ -435,7 +435,7 @@ def run(model: str | os.PathLike, output: str, *, inputs: Iterable[str] = (), sa
     `seed`, also written to `write_input` if given) and write its outputs to `output` in ONE's
     h5 layout (out.N.h5 per sample when there are several), each sample as it is computed."""
     from .values import samples as sample_files
-    from .values.backend import runners
+    from .values.backend import Backends
     from .values.deadline import Deadline
     from .values.diff import iter_random_inputs
 
@@ -452,13 +452,13 @@ def run(model: str | os.PathLike, output: str, *, inputs: Iterable[str] = (), sa
         count = sample_files.count_files(inputs)
         given = sample_files.input_samples(graph.inputs, inputs, cast=cast)
     else:
-        count, given = samples, iter_random_inputs(graph.inputs, samples, seed)
+        count, given = samples, iter_random_inputs(graph, samples, seed)
     _refuse_sample_clobber({"--output": output, "--write-input": write_input}, count, [model, *inputs], force)
     write = sample_files.sample_sink(graph, count, write_input, output)
-    (runner,) = runners([loaded], backend, deadline=deadline)
+    runner = Backends([loaded], backend, deadline=deadline)
     for index, sample in enumerate(given):
         deadline.check()
-        write(index, sample, runner(sample))
+        write(index, sample, runner(sample)[0])
     names = [sample_files.sample_path(output, i, count) for i in range(count)]
     written_inputs = [sample_files.sample_path(write_input, i, count) for i in range(count)] if write_input else []
     return Ran(names, written_inputs, runner.description)

@@ -44,6 +44,12 @@ class CannotVerify(BnfoldError):
     exit_code = 4
 
 
+class RunFailed(CannotVerify):
+    """One backend cannot run the model: it has no kernel for an operator, or a kernel failed
+    while running (an index out of range, an input type it refuses). The value check tries the
+    next backend; when none runs the model, it could not verify (exit 4): never a difference."""
+
+
 class Interrupted(BaseException):
     """A termination signal arrived while a file was being written (raised by io.atomic so the
     temporary file is removed). A BaseException, like KeyboardInterrupt: no handler of errors

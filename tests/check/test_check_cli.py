@@ -225,7 +225,7 @@ def test_auto_uses_the_reference_interpreter_where_litert_cannot_run(tmp_path, c
 
 
 def test_depthwise_without_bias_never_reaches_litert():
-    from bnfold.values.backend import runners
+    from bnfold.values.backend import Backends
     from bnfold.recipe.chef import build
 
     recipe = {"input": ["x"], "output": ["y"],
@@ -235,6 +235,6 @@ def test_depthwise_without_bias_never_reaches_litert():
               "operation": [{"type": "DEPTHWISE_CONV_2D", "inputs": ["x", "w"], "outputs": ["y"],
                              "options": {"padding": "SAME", "stride_h": 1, "stride_w": 1, "depth_multiplier": 1}}]}
     model = build(recipe)  # LiteRT 2.3 would crash the process (segmentation fault) on this
-    assert [r.backend for r in runners([model, model])] == ["reference", "reference"]
+    assert [r.backend for r in Backends([model, model]).runners] == ["reference", "reference"]
     with pytest.raises(CannotVerify, match="without a bias input"):
-        runners([model], "litert")
+        Backends([model], "litert")

@@ -12,6 +12,7 @@ from bnfold.values import interpreter, litert
 from bnfold.values.interpreter import UnsupportedOperator
 from bnfold.values.kernels import pads
 from bnfold.io.reader import read_model
+from bnfold.ir.const import NUMPY_DTYPES
 from bnfold.recipe.chef import build
 
 from conftest import DATA, FIXTURES, fixture_input
@@ -373,3 +374,46 @@ def test_int8_depthwise_conv_is_refused():
                    [1, 5, 5, 2], {"padding": "SAME", "stride_h": 1, "stride_w": 1, "depth_multiplier": 1}, out_dtype="INT8")
     with pytest.raises(UnsupportedOperator, match="quantized DEPTHWISE_CONV_2D"):
         interpreter.run(model, [np.zeros((1, 5, 5, 2), np.int8)])
+
+
+# ---- what models with index inputs use (issue 30: TICO's torch.any, nn.Embedding, index_select) --
+
+@pytest.mark.parametrize("kind, operands, out_shape, options", [
+    ("GATHER_ND", [inp([6, 5, 2]), const([[1, 4], [5, 0], [0, 0]])], [3, 2], None),
+    ("GATHER_ND", [inp([4, 3]), const([[[3], [0]], [[1], [1]]])], [2, 2, 3], None),
+    ("EMBEDDING_LOOKUP", [const([3, 0, 7, 3]), inp([8, 3])], [4, 3], None),
+], ids=["gather_nd_pairs", "gather_nd_rows", "embedding_lookup"])
+def test_index_operator_agrees_with_litert(kind, operands, out_shape, options):
+    model = single(kind, operands, out_shape, options)
+    assert_agree(model, random_inputs(model))
+
+
+@pytest.mark.parametrize("kind", ["EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL"])
+def test_comparison_agrees_with_litert(kind):
+    model = single(kind, [inp([2, 3]), inp([1, 3])], [2, 3], None, out_dtype="BOOL")
+    x, y = np.array([[0.0, 1.5, -2.0], [3.0, 1.5, 0.0]], np.float32), np.array([[0.0, 1.5, 1.0]], np.float32)
+    got = assert_agree(model, [x, y])[0]
+    assert got.dtype == np.bool_ and 0 < got.sum() < got.size  # both answers occur
+
+
+@pytest.mark.parametrize("src, dst, values", [
+    ("FLOAT32", "INT32", [[-2.7, -0.5, 0.0, 0.5, 2.7, 3.0]]),  # truncation toward zero
+    ("INT64", "INT32", [[0, 1, -5, 9, 2**20, -(2**20)]]),
+    ("FLOAT32", "BOOL", [[0.0, -0.0, 1e-30, -3.0, 2.0, 0.0]]),
+    ("BOOL", "FLOAT32", [[True, False, True, True, False, False]]),
+])
+def test_cast_agrees_with_litert(src, dst, values):
+    model = single("CAST", [inp([1, 6], src)], [1, 6], None, out_dtype=dst)
+    x = np.asarray(values).astype(NUMPY_DTYPES[src])
+    assert_agree(model, [x])
+
+
+def test_index_out_of_range_is_a_run_failure_naming_the_index():
+    from bnfold.errors import RunFailed
+
+    model = single("EMBEDDING_LOOKUP", [inp([3], "INT32"), gauss([5, 2])], [3, 2], None)
+    with pytest.raises(RunFailed, match=r"EMBEDDING_LOOKUP \(op 0\) index 5 out of range \[0, 5\)"):
+        interpreter.run(model, [np.array([0, 5, 1], np.int32)])
+    gather_nd = single("GATHER_ND", [gauss([4, 3]), inp([2, 2], "INT32")], [2], None)
+    with pytest.raises(RunFailed, match=r"index 3 out of range \[0, 3\)"):  # component 1 addresses axis 1 (3 long)
+        interpreter.run(gather_nd, [np.array([[3, 0], [1, 3]], np.int32)])

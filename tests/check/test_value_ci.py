@@ -134,7 +134,7 @@ def test_samples_are_generated_one_at_a_time():
     events = []
 
     def inputs():
-        for i, sample in enumerate(diff.iter_random_inputs(model.graphs[0].inputs, 3)):
+        for i, sample in enumerate(diff.iter_random_inputs(model.graphs[0], 3)):
             events.append(("made", i))
             yield sample
     diff.check_models(model, model, inputs=inputs(), on_sample=lambda i, x, y: events.append(("done", i)))

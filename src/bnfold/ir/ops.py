@@ -14,6 +14,9 @@ Columns of `OpInfo`:
                    tensor times an int32 or float16 constant at load time)
     commutes_with_scale  op(s·v) = s·op(v) for a positive per-channel s with the channel axis
                    last and kept (pools, MEAN over other axes, zero PAD)
+    values_from    inputs whose elements reach the output unchanged up to a cast ("*": every
+                   input): an index travels through them (value checks draw index inputs in range)
+    indexes        reads one input at the integer values of another (`Indexing`, below)
 
 `Layer` says which weight axis carries the output channel (backward folds scale it) and which
 the input channel (forward folds scale it):
@@ -79,6 +82,18 @@ class Layer:
 
 
 @dataclass(frozen=True)
+class Indexing:
+    """An op that reads `params` at the integer values of `indices`; LiteRT fails the run when one
+    is outside [0, dim) of the params axis it addresses. `axes` says which axis that is: "option"
+    (the `axis` option, default 0; GATHER), "first" (axis 0; EMBEDDING_LOOKUP), "leading" (the
+    first indices.shape[-1] axes, one per index component; GATHER_ND)."""
+
+    indices: int
+    params: int
+    axes: str
+
+
+@dataclass(frozen=True)
 class OpInfo:
     kind: str
     options: str | None = None
@@ -89,6 +104,8 @@ class OpInfo:
     moves_elements: bool = False
     commutes_with_scale: bool = False
     same_input_types: bool = False
+    values_from: tuple[int, ...] | str = ()
+    indexes: Indexing | None = None
 
 
 def _pool(kind: str) -> OpInfo:
@@ -128,16 +145,24 @@ TABLE: tuple[OpInfo, ...] = (
     # pools and reductions
     _pool("AVERAGE_POOL_2D"), _pool("MAX_POOL_2D"), _pool("L2_POOL_2D"),
     OpInfo("MEAN", "ReducerOptions", (2, 1), commutes_with_scale=True), OpInfo("SUM", "ReducerOptions"),
+    OpInfo("REDUCE_MAX", "ReducerOptions"),
     # layout
-    OpInfo("TRANSPOSE", "TransposeOptions", (2, 1), moves_elements=True),
-    OpInfo("RESHAPE", "ReshapeOptions", (1, 1), moves_elements=True),
-    OpInfo("SQUEEZE", "SqueezeOptions", (1, 1), moves_elements=True),
-    OpInfo("EXPAND_DIMS", "ExpandDimsOptions", (2, 1), moves_elements=True),
+    OpInfo("TRANSPOSE", "TransposeOptions", (2, 1), moves_elements=True, values_from=(0,)),
+    OpInfo("RESHAPE", "ReshapeOptions", (1, 1), moves_elements=True, values_from=(0,)),
+    OpInfo("SQUEEZE", "SqueezeOptions", (1, 1), moves_elements=True, values_from=(0,)),
+    OpInfo("EXPAND_DIMS", "ExpandDimsOptions", (2, 1), moves_elements=True, values_from=(0,)),
     OpInfo("BATCH_TO_SPACE_ND", "BatchToSpaceNDOptions", moves_elements=True),
     # SPACE_TO_BATCH_ND pads with zeros, which a shift would see: not a layout op for folds
     OpInfo("SPACE_TO_BATCH_ND", "SpaceToBatchNDOptions"),
     OpInfo("PAD", "PadOptions", (2, 1), commutes_with_scale=True), OpInfo("PADV2", None, commutes_with_scale=True),
-    OpInfo("CONCATENATION", "ConcatenationOptions", (1, 1)),
+    OpInfo("CONCATENATION", "ConcatenationOptions", (1, 1), values_from="*"),
+    OpInfo("SLICE", "SliceOptions", values_from=(0,)),
+    OpInfo("STRIDED_SLICE", "StridedSliceOptions", values_from=(0,)),
+    OpInfo("CAST", "CastOptions", values_from=(0,)),
+    # indexing
+    OpInfo("GATHER", "GatherOptions", values_from=(0,), indexes=Indexing(1, 0, "option")),
+    OpInfo("GATHER_ND", "GatherNdOptions", values_from=(0,), indexes=Indexing(1, 0, "leading")),
+    OpInfo("EMBEDDING_LOOKUP", values_from=(1,), indexes=Indexing(0, 1, "first")),
     # activations and the rest
     _unary("RELU"), _unary("RELU6"), _unary("RELU_N1_TO_1"), _unary("TANH"), _unary("LOGISTIC"),
     _unary("LEAKY_RELU", "LeakyReluOptions"), _unary("SOFTMAX", "SoftmaxOptions"),

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..values.backend import runners
+from ..values.backend import Backends
 from ..values.diff import CheckResult, Tolerance, compare_to_expected, iter_random_inputs
 from ..values.samples import SampleWriter, expected_samples, input_samples
 from ..errors import BnfoldError, UsageError
@@ -105,12 +105,12 @@ def _store_expected(model, input_path: Path, expected_path: Path, samples: int, 
     """Run the unoptimized model on `samples` random inputs and write input.h5 / expected.h5
     (input.N.h5 ... when there are several); returns the two lists of files."""
     graph = model.graphs[0]
-    (run,) = runners([model], backend)
+    run = Backends([model], backend)
     write_in = SampleWriter(str(input_path), graph.inputs, samples)
     write_out = SampleWriter(str(expected_path), graph.outputs, samples)
-    for index, sample in enumerate(iter_random_inputs(graph.inputs, samples, seed)):
+    for index, sample in enumerate(iter_random_inputs(graph, samples, seed)):
         write_in(index, sample)
-        write_out(index, run(sample))
+        write_out(index, run(sample)[0])
     return [write_in.path_of(i) for i in range(samples)], [write_out.path_of(i) for i in range(samples)]
 
 

@@ -1,11 +1,13 @@
 """Choosing and running a backend for value checks: LiteRT or the reference interpreter.
 
-"litert" runs the models in LiteRT under the first resolver that loads every model of the
-comparison: the builtin kernels without default delegates, then LiteRT's default resolver (the
-one deployed apps use: XNNPACK, which also implements some custom operators, such as
+"litert" runs the models in LiteRT under the first resolver that loads and runs every model of
+the comparison: the builtin kernels without default delegates, then LiteRT's default resolver
+(the one deployed apps use: XNNPACK, which also implements some custom operators, such as
 Convolution2DTransposeBias). "reference" runs bnfold's numpy interpreter; "auto" uses LiteRT when
-it loads every model and the reference interpreter otherwise. One backend (and one resolver) is
-chosen for all models of a comparison, so a difference is never a difference between runtimes.
+it loads and runs every model and the reference interpreter otherwise. One backend (and one
+resolver) runs all models of a sample, so a difference is never a difference between runtimes; a
+backend that fails to run a model is not a difference either, but a reason to try the next
+(`Backends`), and when none runs it the check could not verify (exit 4).
 """
 
 from __future__ import annotations
@@ -14,13 +16,15 @@ import threading
 
 import numpy as np
 
-from ..errors import CannotVerify, ModelError, UsageError
+from ..errors import CannotVerify, ModelError, RunFailed, UsageError
 from ..ir.model import Model
 from . import interpreter as reference
 from . import litert
+from .index_inputs import caveats
 
 BACKENDS = ("auto", "litert", "reference")
 RESOLVER_ORDER = ("plain", "default")  # litert.RESOLVERS keys, tried in this order
+CANDIDATES = {"auto": (*RESOLVER_ORDER, "reference"), "litert": RESOLVER_ORDER, "reference": ("reference",)}
 DESCRIPTIONS = {"plain": "litert (builtin kernels, no delegates)", "default": "litert (default resolver, with delegates)"}
 
 
@@ -69,32 +73,74 @@ def _with_deadline(work, deadline):
     return box["value"]
 
 
-def _litert_runners(models: list[Model], deadline) -> tuple[list[Runner] | None, str]:
-    """Runners under the first resolver that loads every model, or None and why none did."""
-    reason = ""
-    for resolver in RESOLVER_ORDER:
-        try:
-            interps = [litert.model_interpreter(m, resolver=resolver) for m in models]
-        except ModelError as e:
-            reason = reason or str(e)
-            continue
-        return [Runner(m, "litert", i, resolver, deadline) for m, i in zip(models, interps)], ""
-    return None, reason
+class Backends:
+    """Runs every model of a comparison on one backend, sample by sample.
 
+    Candidates in order (CANDIDATES): for "auto" LiteRT under each resolver of RESOLVER_ORDER,
+    then the reference interpreter; "litert" the resolvers only; "reference" the interpreter. The
+    first that loads every model runs them; when it fails while running one (RunFailed: a kernel
+    refuses its input types, an index is out of range), the next candidate runs that sample again,
+    for every model, and the samples after it. When none is left: CannotVerify (exit 4) with each
+    candidate's reason, never a difference."""
 
-def runners(models: list[Model], backend: str = "auto", *, deadline=None) -> list[Runner]:
-    """One Runner per model, all on the same backend (see module docstring for `auto`)."""
-    if backend not in BACKENDS:
-        raise UsageError(f"unknown backend {backend!r} ({', '.join(BACKENDS)})")
-    if backend != "reference":
-        found, reason = _litert_runners(models, deadline)
-        if found:
-            return found
-        if backend == "litert":
-            raise CannotVerify(reason)
-    missing = sorted({k for m in models for k in reference.unsupported_kinds(m)})
-    if missing and backend == "auto":
-        raise CannotVerify(f"no backend runs the model: {reason}; reference interpreter cannot run {', '.join(missing)}")
-    if missing:
-        raise CannotVerify(f"reference interpreter cannot run {', '.join(missing)}")
-    return [Runner(m, "reference", deadline=deadline) for m in models]
+    def __init__(self, models: list[Model], backend: str = "auto", *, deadline=None):
+        if backend not in BACKENDS:
+            raise UsageError(f"unknown backend {backend!r} ({', '.join(BACKENDS)})")
+        self.models, self.deadline = models, deadline
+        self._candidates = iter(CANDIDATES[backend])
+        self._tried = 0  # candidates tried so far
+        self._reasons: list[str] = []  # why each candidate tried so far does not run the models
+        self._failed_runs: list[str] = []  # the run failures among them, for the description
+        self.samples = 0  # samples run so far
+        self._switched_at = 0  # the sample the current candidate took over at
+        self.runners = self._next_runners()
+
+    @property
+    def description(self) -> str:
+        """The backend that runs the models (and why the ones before it do not)."""
+        text = self.runners[0].description
+        if self._failed_runs:
+            since = f" from sample {self._switched_at}" if self._switched_at else ""
+            text += f"{since} ({'; '.join(dict.fromkeys(self._failed_runs))})"
+        return text
+
+    def __call__(self, inputs: list[np.ndarray]) -> list[list[np.ndarray]]:
+        """Every model's outputs for `inputs`, all from one backend."""
+        while True:
+            try:
+                outputs = [run(inputs) for run in self.runners]
+            except RunFailed as e:  # each message names its backend ("LiteRT failed to run ...")
+                self._reasons.append(str(e))
+                self._failed_runs.append(str(e))
+                self.runners, self._switched_at = self._next_runners(), self.samples
+                continue
+            self.samples += 1
+            return outputs
+
+    def _next_runners(self) -> list[Runner]:
+        for candidate in self._candidates:
+            self._tried += 1
+            try:
+                return self._load(candidate)
+            except (ModelError, RunFailed) as e:
+                self._reasons.append(str(e))
+        raise CannotVerify(self._no_backend())
+
+    def _load(self, candidate: str) -> list[Runner]:
+        if candidate == "reference":
+            missing = sorted({k for m in self.models for k in reference.unsupported_kinds(m)})
+            if missing:
+                raise RunFailed(f"reference interpreter cannot run {', '.join(missing)}")
+            return [Runner(m, "reference", deadline=self.deadline) for m in self.models]
+        return [Runner(m, "litert", litert.model_interpreter(m, resolver=candidate), candidate, self.deadline)
+                for m in self.models]
+
+    def _no_backend(self) -> str:
+        """Each candidate's reason once (both resolvers often fail alike), with what bnfold could
+        not tell about index inputs."""
+        reasons = list(dict.fromkeys(self._reasons))
+        if self._failed_runs:
+            reasons += caveats(self.models[0].graphs[0])
+        if self._tried == 1:
+            return "; ".join(reasons)
+        return f"no backend runs the model: {'; '.join(reasons)}"

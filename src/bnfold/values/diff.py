@@ -18,9 +18,10 @@ values compare by the modulus of the difference. NaN equals NaN only at the same
 infinity equals only the same infinity. Strings compare for equality.
 
 Inputs (when not read from files): a fixed seed; floats from normal(0, 2) (negative values
-matter: they exercise ReLU paths); integers uniformly over their dtype's whole range; bool
-uniformly. Samples are generated, run and compared one at a time, so memory does not grow with
-their number.
+matter: they exercise ReLU paths); integers uniformly over their dtype's whole range, except an
+input that indexes something (GATHER, GATHER_ND, EMBEDDING_LOOKUP; check/index_inputs.py), drawn
+from [0, rows) of what it indexes; bool uniformly. Samples are generated, run and compared one
+at a time, so memory does not grow with their number.
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ from ..errors import CheckFailed, ModelError, UsageError
 from ..ir.const import NUMPY_DTYPES
 from ..ir.graph import Graph, Tensor
 from ..ir.model import Model
-from .backend import runners
+from .backend import Backends
 from .deadline import Deadline
+from .index_inputs import index_uses
 
 DEFAULT_RTOL = 1e-5
 DEFAULT_ATOL = 1e-5
@@ -118,12 +120,16 @@ class CheckResult:
 
 # ---- inputs ----------------------------------------------------------------------------------
 
-def random_input(tensor: Tensor, rng: np.random.Generator) -> np.ndarray:
-    """One random value for a graph input (see module docstring for the distributions)."""
+def random_input(tensor: Tensor, rng: np.random.Generator, rows: int | None = None) -> np.ndarray:
+    """One random value for a graph input (see module docstring for the distributions); an
+    index into `rows` rows is drawn from [0, rows)."""
     dtype = NUMPY_DTYPES.get(tensor.dtype)
     if dtype is None:
         raise ModelError(f"cannot generate {tensor.dtype} input {tensor.name!r}")
     shape = tensor.shape
+    if rows is not None and dtype.kind in "iuf":
+        high = rows if dtype.kind == "f" else min(rows, int(np.iinfo(dtype).max) + 1)
+        return rng.integers(0, high, size=shape).astype(dtype)
     if dtype.kind == "f":
         return rng.normal(0.0, 2.0, shape).astype(dtype)
     if dtype.kind in "iu":
@@ -134,16 +140,18 @@ def random_input(tensor: Tensor, rng: np.random.Generator) -> np.ndarray:
     raise ModelError(f"cannot generate {tensor.dtype} input {tensor.name!r}")
 
 
-def iter_random_inputs(tensors: list[Tensor], samples: int, seed: int = 0) -> Iterator[list[np.ndarray]]:
-    """`samples` input sets for `tensors`, one at a time, reproducible from `seed`."""
+def iter_random_inputs(graph: Graph, samples: int, seed: int = 0) -> Iterator[list[np.ndarray]]:
+    """`samples` input sets for `graph`'s inputs, one at a time, reproducible from `seed`."""
+    uses = index_uses(graph)
+    rows = [uses[id(t)].rows if id(t) in uses else None for t in graph.inputs]
     rng = np.random.default_rng(seed)
     for _ in range(samples):
-        yield [random_input(t, rng) for t in tensors]
+        yield [random_input(t, rng, r) for t, r in zip(graph.inputs, rows)]
 
 
 def random_inputs(graph: Graph, samples: int, seed: int = 0) -> list[list[np.ndarray]]:
     """`samples` input sets for `graph` (a list: for tests and small counts)."""
-    return list(iter_random_inputs(graph.inputs, samples, seed))
+    return list(iter_random_inputs(graph, samples, seed))
 
 
 def conform(tensor: Tensor, value: np.ndarray, *, cast: bool = False, where: str = "") -> np.ndarray:
@@ -257,19 +265,20 @@ def check_models(model_a: Model, model_b: Model, *, samples: int = 1, seed: int 
     graph_a, graph_b = model_a.graphs[0], model_b.graphs[0]
     _check_signatures(graph_a, graph_b)
     if inputs is None:
-        inputs = iter_random_inputs(graph_a.inputs, samples, seed)
-    run_a, run_b = runners([model_a, model_b], backend, deadline=deadline)
+        inputs = iter_random_inputs(graph_a, samples, seed)
+    run_both = Backends([model_a, model_b], backend, deadline=deadline)
     names = [t.name for t in graph_a.outputs]
-    result = CheckResult([OutputDiff(n) for n in names], run_a.description, 0, tolerance)
+    result = CheckResult([OutputDiff(n) for n in names], run_both.description, 0, tolerance)
     for index, sample in enumerate(inputs):
         if deadline:
             deadline.check()
-        want, got = run_a(sample), run_b(sample)
+        want, got = run_both(sample)
         if on_sample:
             on_sample(index, sample, want)
         for total, diff in zip(result.outputs, compare_all(names, want, got, tolerance)):
             total.merge(diff)
         result.samples += 1
+    result.backend = run_both.description
     return result
 
 
@@ -279,17 +288,18 @@ def compare_to_expected(model: Model, inputs: Iterable[list[np.ndarray]], expect
     """Run `model` on each sample of `inputs` and compare with the stored outputs of the same
     sample (matched to the model's outputs by name when the names match, else by position)."""
     graph = model.graphs[0]
-    (run,) = runners([model], backend, deadline=deadline)
+    run = Backends([model], backend, deadline=deadline)
     names = [t.name for t in graph.outputs]
     result = CheckResult([OutputDiff(n) for n in names], run.description, 0, tolerance)
     for sample, stored in _zip_samples(inputs, expected):
         if deadline:
             deadline.check()
         want = [v for _, v in match_names(names, stored, what="expected file")]
-        got = run(sample)
+        (got,) = run(sample)
         for total, diff in zip(result.outputs, compare_all(names, want, got, tolerance)):
             total.merge(diff)
         result.samples += 1
+    result.backend = run.description
     return result
 
 

@@ -6,14 +6,16 @@ CONV_2D, FULLY_CONNECTED, ADD, SUB, MUL, RELU, RELU6, MAX_POOL_2D, AVERAGE_POOL_
 run with TFLite's integer arithmetic, bit-exact with LiteRT's builtin kernels (quantized.py);
 other integer-quantized operators are refused.
 
-An operator it cannot run raises UnsupportedOperator naming the operator and its index.
+An operator it cannot run raises UnsupportedOperator naming the operator and its index; a kernel
+that fails on the values it is given (an index out of range, a shape read from an input that
+does not fit) raises RunFailed: the value check then could not verify, which is no difference.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import ModelError, RunFailed
 from ..ir.const import NUMPY_DTYPES
 from ..ir.graph import Graph
 from ..ir.model import Model
@@ -62,7 +64,10 @@ class Interpreter:
                 if kernel is None:
                     raise UnsupportedOperator(f"reference interpreter cannot run quantized {op.kind} (op {index})")
             args = [None if t is None else self._value(t, values, op, index) for t in op.inputs]
-            outs = kernel(self, op, index, args)
+            try:
+                outs = kernel(self, op, index, args)
+            except (ValueError, IndexError) as e:  # numpy refused what the inputs ask (a shape from an input)
+                raise RunFailed(f"reference interpreter failed to run the model: {op.kind} (op {index}): {e}") from None
             for t, v in zip(op.outputs, outs):
                 dtype = NUMPY_DTYPES.get(t.dtype)
                 values[id(t)] = v if dtype is None or v.dtype == dtype else v.astype(dtype)

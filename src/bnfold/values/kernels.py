@@ -23,7 +23,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ..errors import CannotVerify, ModelError
+from ..errors import CannotVerify, ModelError, RunFailed
 from ..ir.const import NUMPY_DTYPES
 from ..ir.graph import Op
 from ..ir.ops import FUSED_ACTIVATIONS as ACTIVATIONS
@@ -32,7 +32,7 @@ from ..ir.ops import FUSED_ACTIVATIONS as ACTIVATIONS
 MAX_WHILE_ITERATIONS = 100_000
 
 
-class UnsupportedOperator(CannotVerify):
+class UnsupportedOperator(RunFailed):
     """The reference interpreter has no kernel for an operator (or for its input types)."""
 
 
@@ -252,6 +252,20 @@ def _binary(fn):
         out = fn(a, b)
         return [fused(op, np.asarray(out, dtype=np.result_type(a, b)))]
     return kernel
+
+
+def _comparison(fn):
+    """A broadcasting comparison with a BOOL output (torch's x.any() compares with 0 first)."""
+    return lambda interp, op, index, args: [fn(args[0], args[1])]
+
+
+def k_cast(interp, op, index, args):
+    """A cast to the output's type; float to integer truncates toward zero, as LiteRT's does."""
+    dtype = NUMPY_DTYPES.get(op.outputs[0].dtype)
+    if dtype is None:
+        raise UnsupportedOperator(f"reference interpreter cannot cast to {op.outputs[0].dtype} (op {index})")
+    with np.errstate(invalid="ignore", over="ignore"):
+        return [args[0].astype(dtype)]
 
 
 def _divide(a, b):
@@ -490,8 +504,13 @@ KERNELS: dict[str, Callable] = {  # the interpreter adds select_kernels.SELECT_K
     "MAXIMUM": _binary(np.maximum),
     "MINIMUM": _binary(np.minimum),
     "SQUARED_DIFFERENCE": _binary(lambda a, b: (a - b) * (a - b)),
-    "LESS": lambda i, op, idx, a: [np.less(a[0], a[1])],
-    "GREATER": lambda i, op, idx, a: [np.greater(a[0], a[1])],
+    "LESS": _comparison(np.less),
+    "GREATER": _comparison(np.greater),
+    "LESS_EQUAL": _comparison(np.less_equal),
+    "GREATER_EQUAL": _comparison(np.greater_equal),
+    "EQUAL": _comparison(np.equal),
+    "NOT_EQUAL": _comparison(np.not_equal),
+    "CAST": k_cast,
     "RELU": _unary(lambda x: np.maximum(x, 0)),
     "RELU6": _unary(lambda x: np.clip(x, 0, 6)),
     "RELU_N1_TO_1": _unary(lambda x: np.clip(x, -1, 1)),

@@ -9,10 +9,11 @@ comparison run the same kernels), "reference" the reference kernels.
 from __future__ import annotations
 
 import io
+import re
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import ModelError, RunFailed
 from ..io.formats import TFLITE
 from ..io.writer import serialize
 from ..ir.model import Model
@@ -35,8 +36,15 @@ def interpreter(content: bytes, *, resolver: str = "plain", threads: int | None 
         interp = Interpreter(model_content=content, experimental_op_resolver_type=kind, num_threads=threads)
         interp.allocate_tensors()
     except (ValueError, RuntimeError) as e:
-        raise ModelError(f"LiteRT cannot load the model: {str(e).strip().splitlines()[0]}") from None
+        raise ModelError(f"LiteRT cannot load the model: {_message(e)}") from None
     return interp
+
+
+def _message(error: Exception) -> str:
+    """The first line of LiteRT's error, with the arguments of a failed C++ check elided
+    ("ReduceGeneric<T>(...) was not true.") and a space before the "Node number N" it glues on."""
+    text = re.sub(r"\((?:[^()]|\([^()]*\))*\)(?= was not true)", "(...)", str(error).strip().splitlines()[0])
+    return re.sub(r"(?<=\S)Node number", " Node number", text)
 
 
 def hazard(model: Model) -> str | None:
@@ -69,14 +77,14 @@ def invoke(interp, inputs: list[np.ndarray]) -> list[np.ndarray]:
     details = interp.get_input_details()
     if len(details) != len(inputs):
         raise ModelError(f"model has {len(details)} inputs, {len(inputs)} given")
-    for d, x in zip(details, inputs):
-        x = np.asarray(x, dtype=d["dtype"])
-        if tuple(d["shape"]) != x.shape:
-            interp.resize_tensor_input(d["index"], x.shape)
-            interp.allocate_tensors()
-        interp.set_tensor(d["index"], x)
     try:
+        for d, x in zip(details, inputs):
+            x = np.asarray(x, dtype=d["dtype"])
+            if tuple(d["shape"]) != x.shape:
+                interp.resize_tensor_input(d["index"], x.shape)
+                interp.allocate_tensors()
+            interp.set_tensor(d["index"], x)
         interp.invoke()
-    except (ValueError, RuntimeError) as e:
-        raise ModelError(f"LiteRT failed to run the model: {str(e).strip().splitlines()[0]}") from None
+    except (ValueError, RuntimeError) as e:  # loaded, but a kernel refused to run: not a difference
+        raise RunFailed(f"LiteRT failed to run the model: {_message(e)}") from None
     return [interp.get_tensor(d["index"]).copy() for d in interp.get_output_details()]

@@ -1,7 +1,9 @@
 """Kernels of the reference interpreter that select or resample elements: RESIZE_BILINEAR,
-RESIZE_NEAREST_NEIGHBOR, STRIDED_SLICE, SLICE, SPLIT, PACK, UNPACK, GATHER (the interpreter
-joins their table with kernels.py's). Same contract as kernels.py: f(interp, op, index, args)
--> list of outputs.
+RESIZE_NEAREST_NEIGHBOR, STRIDED_SLICE, SLICE, SPLIT, PACK, UNPACK, GATHER, GATHER_ND,
+EMBEDDING_LOOKUP (the interpreter joins their table with kernels.py's). Same contract as
+kernels.py: f(interp, op, index, args) -> list of outputs. The gathers refuse an index outside
+[0, dim) of the axis it addresses with RunFailed, as LiteRT fails the run (index_inputs.py draws
+random indices in range).
 Each resize follows TFLite's sampling rule, stated in its axis function's docstring.
 """
 
@@ -11,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import RunFailed
 from .kernels import UnsupportedOperator, float32_only, opt
 
 
@@ -112,14 +114,37 @@ def k_unpack(interp, op, index, args):
     return [np.ascontiguousarray(np.take(x, i, axis=axis)) for i in range(x.shape[axis])]
 
 
+def _in_range(indices: np.ndarray, dims, op, index) -> np.ndarray:
+    """`indices` as int64 when each is in [0, dim) of the axis it addresses (`dims` broadcasts
+    against them); RunFailed naming the first that is not, as LiteRT fails the run."""
+    indices = indices.astype(np.int64)
+    dims = np.broadcast_to(np.asarray(dims, dtype=np.int64), indices.shape)
+    bad = (indices < 0) | (indices >= dims)
+    if bad.any():
+        raise RunFailed(f"reference interpreter failed to run the model: {op.kind} (op {index}) index "
+                        f"{int(indices[bad][0])} out of range [0, {int(dims[bad][0])})")
+    return indices
+
+
 def k_gather(interp, op, index, args):
     params, indices = args
     if opt(op, "batchDims", 0):
         raise UnsupportedOperator(f"reference interpreter cannot run GATHER with batch_dims (op {index})")
     axis = int(opt(op, "axis", 0)) % params.ndim
-    if indices.size and (indices.min() < 0 or indices.max() >= params.shape[axis]):
-        raise ModelError(f"GATHER (op {index}) index out of range")
-    return [np.take(params, indices.astype(np.int64), axis=axis)]
+    return [np.take(params, _in_range(indices, params.shape[axis], op, index), axis=axis)]
+
+
+def k_gather_nd(interp, op, index, args):
+    """out[i...] = params[indices[i..., 0], ..., indices[i..., k-1], ...] (k = indices.shape[-1])."""
+    params, indices = args
+    k = indices.shape[-1]
+    indices = _in_range(indices, params.shape[:k], op, index)
+    return [params[tuple(np.moveaxis(indices, -1, 0))]]
+
+
+def k_embedding_lookup(interp, op, index, args):
+    ids, table = args
+    return [np.take(table, _in_range(ids, table.shape[0], op, index), axis=0)]
 
 
 SELECT_KERNELS: dict[str, Callable] = {
@@ -131,4 +156,6 @@ SELECT_KERNELS: dict[str, Callable] = {
     "PACK": k_pack,
     "UNPACK": k_unpack,
     "GATHER": k_gather,
+    "GATHER_ND": k_gather_nd,
+    "EMBEDDING_LOOKUP": k_embedding_lookup,
 }
