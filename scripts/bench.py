@@ -607,7 +607,7 @@ def print_table(rows: dict) -> None:
 
 
 def markdown_table(result: dict) -> str:
-    """The README's Performance table, from a bench JSON (figures copied, never retyped)."""
+    """docs/measurements.md's Performance table, from a bench JSON (figures copied, never retyped)."""
     names = {"resnet50v2": "ResNet50V2", "scale_10mb": "scale 10 MB", "scale_100mb": "scale 100 MB",
              "scale_1gb": "scale 1 GB", "scale_3gb": "scale 3 GB"}
     lines = ['| model | MB | copy s | object API s | bnfold s | (a) | (b) | peak RSS MB | (c) '
@@ -667,7 +667,7 @@ def parse_args(argv=None):
     p.add_argument("--infer-iters", type=int, default=20, help="paired LiteRT iterations per model")
     p.add_argument("--infer-budget", type=float, default=4.0, help="seconds of paired LiteRT runs per model (at least --infer-iters pairs)")
     p.add_argument("--rebuild", action="store_true", help="rebuild models even if up to date")
-    p.add_argument("--markdown", metavar="JSON", help="print the README table of an earlier run's JSON and exit")
+    p.add_argument("--markdown", metavar="JSON", help="print docs/measurements.md's table of an earlier run's JSON and exit")
     p.add_argument("--profile", action="store_true", help="cProfile bnfold optimize on the 100 MB models")
     p.add_argument("--ops-runs", type=int, default=3, help="process runs per command in the op-heavy series (0 skips it)")
     p.add_argument("--only-ops", action="store_true", help="measure only the op-heavy series")

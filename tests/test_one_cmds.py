@@ -48,12 +48,21 @@ def test_config_runs_what_it_names(cfg, counts, workdir, capsys):
     assert "warning" not in captured.err
 
 
-def test_o1_lists_the_members_bnfold_does_not_implement(workdir, capsys):
-    assert run(["optimize", "--config", str(CFG / "onecc_include_O1.cfg")]) == 0
+def test_o1_counts_the_members_bnfold_does_not_implement_and_the_report_lists_them(workdir, capsys):
+    assert run(["optimize", "--config", str(CFG / "onecc_include_O1.cfg"), "--report", "r.json"]) == 0
     note = [line for line in capsys.readouterr().out.splitlines() if line.startswith("note: O1")]
-    assert len(note) == 1
-    assert "remove_redundant_reshape" in note[0] and "fold_cast" in note[0]
-    assert "fuse_batchnorm_with_conv" not in note[0]  # implemented, so it ran
+    lacking = json.loads((workdir / "r.json").read_text())["group_members_not_implemented"]["O1"]
+    assert "remove_redundant_reshape" in lacking and "fold_cast" in lacking
+    assert "fuse_batchnorm_with_conv" not in lacking  # implemented, so it ran
+    assert note == [f"note: O1: {len(lacking)} of its passes are not in bnfold and do not run "
+                    "(--report lists them; see 'bnfold passes' for what runs)"]  # one short line, not 40 names
+
+
+def test_an_option_warned_about_is_not_named_again_in_the_group_note():
+    chosen = selection.select(None, {"O1": True, "remove_redundant_reshape": True}, default=False)
+    assert chosen.warnings() == ["warning: remove_redundant_reshape is a ONE option bnfold does not implement; ignored"]
+    lacking = len(chosen.group_skipped["O1"])
+    assert chosen.notes()[0].startswith(f"note: O1: {lacking - 1} of its passes")
 
 
 def test_unimplemented_one_options_warn_once_each_and_the_run_goes_on(workdir, capsys):
@@ -194,7 +203,7 @@ def _readme_section(title: str) -> str:
 
 def test_readme_pipeline_example_works_as_shown(tmp_path, monkeypatch, capsys):
     section = _readme_section("Using bnfold in a ONE pipeline")
-    cfg = section.split("```ini\n", 1)[1].split("```", 1)[0]
+    cfg = section.split("cat > one.cfg <<'EOF'\n", 1)[1].split("EOF\n", 1)[0]
     console = section.split("```console\n", 1)[1].split("```", 1)[0].splitlines()
     shown = [line for line in console if not line.startswith(("$", "note:"))]
     monkeypatch.chdir(tmp_path)

@@ -44,7 +44,7 @@ from . import __version__
 from .values.backend import BACKENDS
 from .values.diff import CRITERION, DEFAULT_ATOL, DEFAULT_RTOL
 from .values.verify import MODES as CHECK_MODES
-from .errors import UsageError
+from .errors import ModelError, UsageError
 from .io.formats import Format, format_from_extension
 from .io.paths import open_input, refuse_input_overwrite, refuse_numbered_clobber, refuse_run_files, \
     refuse_side_file_clobber
@@ -412,7 +412,7 @@ def check(model: str | os.PathLike, other: str | os.PathLike | None = None, *, i
         return diff.compare_to_expected(a, given, sample_files.expected_samples(expected), tolerance=tolerance,
                                         backend=backend, deadline=deadline)
     count = sample_files.count_files(inputs) if inputs else samples
-    _refuse_sample_clobber({"--write-input": write_input, "--write-expected": write_expected}, count,
+    refuse_numbered_clobber({"--write-input": write_input, "--write-expected": write_expected}, count,
                            [os.fspath(model), os.fspath(other), *inputs], force)
     sink = sample_files.sample_sink(graph, count, write_input, write_expected)
     return diff.check_models(a, load(other), samples=samples, seed=seed, inputs=given, tolerance=tolerance,
@@ -453,7 +453,7 @@ def run(model: str | os.PathLike, output: str, *, inputs: Iterable[str] = (), sa
         given = sample_files.input_samples(graph.inputs, inputs, cast=cast)
     else:
         count, given = samples, iter_random_inputs(graph, samples, seed)
-    _refuse_sample_clobber({"--output": output, "--write-input": write_input}, count, [model, *inputs], force)
+    refuse_numbered_clobber({"--output": output, "--write-input": write_input}, count, [model, *inputs], force)
     write = sample_files.sample_sink(graph, count, write_input, output)
     runner = Backends([loaded], backend, deadline=deadline)
     for index, sample in enumerate(given):
@@ -475,16 +475,10 @@ def h5diff(file_a: str, file_b: str, *, rtol: float = DEFAULT_RTOL, atol: float 
         tolerance = Tolerance(_tolerance(rtol, "rtol"), _tolerance(atol, "atol"))
     else:
         tolerance = Tolerance(0.0, _tolerance(delta, "delta"), exact_integers=False)
-    return compare_files(file_a, file_b, tolerance)
-
-
-def _refuse_sample_clobber(outputs: dict[str, str | None], count: int, run_files: list[str | None], force: bool) -> None:
-    """Every h5 file the options in `outputs` will write (one per sample), checked as side files:
-    never one of this run's files or another option's, never a model without --force."""
-    from .values.samples import sample_path
-
-    refuse_numbered_clobber({option: [sample_path(path, i, count) for i in range(count)]
-                             for option, path in outputs.items() if path}, run_files, force)
+    result = compare_files(file_a, file_b, tolerance)
+    if result is None or not result.outputs:
+        raise ModelError(f"holds no values to compare (and so does {file_b})", file_a)
+    return result
 
 
 # ---- recipes ---------------------------------------------------------------------------------

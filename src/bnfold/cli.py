@@ -283,9 +283,10 @@ def recipe_test(recipes, junit_path, force, samples, seed, backend):
 
 
 def run(argv=None) -> int:
-    """Entry point: runs the CLI and turns every failure into one line and an exit code (exits.py)."""
+    """Runs the CLI and turns every failure into one line and an exit code (exits.py)."""
     return exits.run(main, argv)
 
 
 def entry() -> None:
-    sys.exit(run())
+    """The `bnfold` program: the process ends with the command's exit code."""
+    sys.exit(exits.run(main, process=True))

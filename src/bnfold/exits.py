@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
 
 import click
 
 from . import one
 from .errors import BnfoldError, Interrupted
+from .io.atomic import CAUGHT_SIGNALS, Finished
 
 
 class _ReaderGone(Exception):
@@ -36,8 +38,25 @@ class Group(click.Group):
 
 
 
-def run(main: click.Group, argv=None) -> int:
-    """Run the command line `main` on `argv`; every failure becomes one line on stderr and its exit code."""
+def run(main: click.Group, argv=None, *, process: bool = False) -> int:
+    """Run the command line `main` on `argv`; every failure becomes one line on stderr and its
+    exit code. `process`: the process exits with that code next, so once it is known, SIGINT,
+    SIGTERM and SIGHUP are ignored (a late Ctrl-C cannot turn a finished run into a death by
+    signal without a message)."""
+    code = 130  # unless _run returns: Ctrl-C came while a failure was being reported
+    try:
+        code = _run(main, argv)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if process:
+            for signum in (signal.SIGINT, *CAUGHT_SIGNALS):
+                signal.signal(signum, signal.SIG_IGN)
+    return code
+
+
+def _run(main: click.Group, argv) -> int:
+    Finished.reset()
     try:
         with quiet_float_errors():
             main.main(args=argv, prog_name="bnfold", standalone_mode=False)
@@ -48,7 +67,7 @@ def run(main: click.Group, argv=None) -> int:
     except click.exceptions.Exit as e:
         return e.exit_code
     except (click.exceptions.Abort, KeyboardInterrupt):
-        _fail("interrupted")
+        _fail(f"interrupted{_after_writes()}")
         return 130
     except click.NoSuchOption as e:
         _fail(f"no such option: {e.option_name}{_near_options(e)}")
@@ -63,7 +82,7 @@ def run(main: click.Group, argv=None) -> int:
         _fail(e.format_message().replace("\n", " "))
         return 2
     except Interrupted as e:
-        _fail(f"interrupted by signal {e.signum}")
+        _fail(f"interrupted by signal {e.signum}{_after_writes()}")
         return 128 + e.signum
     except (_ReaderGone, BrokenPipeError):  # the reader went away (`bnfold passes | head -1`): not an error
         _silence_stdout()
@@ -73,6 +92,15 @@ def run(main: click.Group, argv=None) -> int:
             raise
         _fail(f"internal error: {type(e).__name__}: {e} (set BNFOLD_DEBUG=1 for a traceback)")
         return 3
+
+
+def _after_writes() -> str:
+    """What an interrupt did not undo: the files already written in full."""
+    if not Finished.count:
+        return ""
+    if Finished.count == 1:
+        return f" after {Finished.last} was written in full"
+    return f" after {Finished.count} files were written in full (the last: {Finished.last})"
 
 
 def _asked_for_help(error: click.UsageError) -> bool:

@@ -35,8 +35,15 @@ class Selection:
         return [f"warning: {name} is a ONE option bnfold does not implement; ignored" for name in self.not_implemented]
 
     def notes(self) -> list[str]:
-        return [f"note: {group} members bnfold does not implement (not run): {', '.join(names)}"
-                for group, names in self.group_skipped.items() if names]
+        """One short line per group: how many of its members do not run (the report lists them;
+        those switched on by name already had their warning)."""
+        lines = []
+        for group, names in self.group_skipped.items():
+            rest = [n for n in names if n not in self.not_implemented]
+            if rest:
+                lines.append(f"note: {group}: {len(rest)} of its passes are not in bnfold and do not run "
+                             "(--report lists them; see 'bnfold passes' for what runs)")
+        return lines
 
 
 def known_names() -> set[str]:

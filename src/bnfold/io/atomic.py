@@ -30,6 +30,22 @@ TEMP_NAME = re.compile(r"\.bnfold-(\d+)-\d+\.tmp")
 CAUGHT_SIGNALS = tuple(s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s is not None)
 
 
+class Finished:
+    """The files this process has renamed into place (count and last), so an interrupt that
+    comes after a write can say the file is complete (exits.py resets it per command)."""
+
+    count = 0
+    last: str | None = None
+
+    @classmethod
+    def reset(cls) -> None:
+        cls.count, cls.last = 0, None
+
+    @classmethod
+    def note(cls, path: str) -> None:
+        cls.count, cls.last = cls.count + 1, path
+
+
 def target_of(path: str) -> str:
     """The file a write to `path` replaces: `path` itself, or what its symlinks lead to."""
     return os.path.realpath(path) if os.path.islink(path) else path
@@ -72,10 +88,12 @@ def _temporary(path: str, error):
             yield fd, tmp
             os.replace(tmp, target)
         except BaseException as e:
-            _unlink_quietly(tmp)
+            if not _unlink_quietly(tmp) and not os.path.lexists(tmp):  # renamed: an interrupt came just after
+                Finished.note(path)
             if isinstance(e, OSError):
                 raise error(f"cannot write: {e.strerror or e}", path) from None
             raise
+        Finished.note(path)
 
 
 def write_text(path: str, text: str, error=ModelError) -> None:

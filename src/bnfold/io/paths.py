@@ -105,35 +105,63 @@ def refuse_side_file_clobber(path: str, option: str, run_files: list[str | None]
         raise UsageError(f"{option} would overwrite a model file; pass --force to replace it", path)
 
 
-def refuse_numbered_clobber(outputs: dict[str, list[str]], run_files: list[str | None], force: bool) -> None:
-    """refuse_side_file_clobber for many side files at once (`outputs`: option -> the files it
-    writes, one per sample): none may be a file of this run or of another option, nor, without
-    --force, an existing model file. Linear in the number of files: one listing per directory
-    says which files exist; a file that exists is known by its inode and examined as a side file,
-    one that does not by its resolved directory and name."""
-    directories: dict[str, tuple[str, set[str]]] = {}  # as written -> (resolved, names in it)
+def numbered(path: str, index: int, count: int) -> str:
+    """Where sample `index` of `count` goes: PATH itself for one sample; PATH with .N before the
+    extension for more (out.h5 -> out.0.h5, out.1.h5, ...; no extension: .h5)."""
+    if count == 1:
+        return path
+    stem, ext = os.path.splitext(path)
+    return f"{stem}.{index}{ext or '.h5'}"
 
-    def identity(path: str) -> tuple[tuple, bool]:
+
+def refuse_numbered_clobber(outputs: dict[str, str | None], count: int, run_files: list[str | None], force: bool) -> None:
+    """refuse_side_file_clobber for every file of a numbered series (`outputs`: option -> the
+    path it numbers, `count` files each): none may be a file of this run or of another option,
+    nor, without --force, an existing model file. Linear and in bulk: one listing per directory
+    says which names exist; those are known by their inode and examined as side files, the names
+    that do not exist yet by their resolved directory, compared as sets."""
+    directories: dict[str, tuple[str, set[str]]] = {}  # as written -> (resolved, names in it)
+    claimed: dict[str, dict[str, set[str]]] = {}  # resolved directory -> option -> the names it writes there
+    inodes: dict[tuple[int, int], str] = {}  # an existing file -> option ("" for this run's own files)
+
+    def place(path: str) -> tuple[str, str, str, set[str]]:
         directory, name = os.path.split(os.path.abspath(path))
         if directory not in directories:
             directories[directory] = (os.path.realpath(directory), _names_in(directory))
-        resolved, names = directories[directory]
-        if name in names:
-            try:
-                st = os.stat(path)
-                return ("inode", st.st_dev, st.st_ino), True
-            except (OSError, ValueError):  # a dangling symlink
-                pass
-        return ("new", resolved, name), False
+        return directory, name, *directories[directory]
 
-    owner = {identity(p)[0]: "" for p in run_files if p}
-    for option, paths in outputs.items():
-        for path in paths:
-            key, exists = identity(path)
-            if owner.setdefault(key, option) != option:
-                raise UsageError(f"{option} names a file this run also reads or writes; refusing to overwrite it", path)
-            if exists:
-                refuse_side_file_clobber(path, option, [], force)
+    def claim(option: str, directory: str, resolved: str, names: set[str], series: set[str]) -> None:
+        for name in names & series:
+            try:
+                st = os.stat(os.path.join(directory, name))
+            except (OSError, ValueError):  # a dangling symlink: a new file
+                continue
+            if inodes.setdefault((st.st_dev, st.st_ino), option) != option:
+                raise UsageError(f"{option} names a file this run also reads or writes; refusing to overwrite it",
+                                 os.path.join(directory, name))
+            if option:
+                refuse_side_file_clobber(os.path.join(directory, name), option, [], force)
+        by_option = claimed.setdefault(resolved, {})
+        taken = [n for other, theirs in by_option.items() if other != option for n in theirs & series]
+        if taken:
+            raise UsageError(f"{option} names a file this run also reads or writes; refusing to overwrite it",
+                             os.path.join(directory, min(taken)))
+        by_option.setdefault(option, set()).update(series)
+
+    for path in filter(None, run_files):
+        directory, name, resolved, names = place(path)
+        claim("", directory, resolved, names, {name})
+    for option, path in outputs.items():
+        if path:
+            directory, name, resolved, names = place(path)
+            claim(option, directory, resolved, names, {name} if count == 1 else _series(name, count))
+
+
+def _series(name: str, count: int) -> set[str]:
+    """{numbered(name, i, count) for every i}, built in one pass (100,000 names in ~20 ms)."""
+    stem, ext = os.path.splitext(name)
+    ext = ext or ".h5"
+    return {f"{stem}.{i}{ext}" for i in range(count)}
 
 
 def _names_in(directory: str) -> set[str]:

@@ -6,12 +6,12 @@ written as each sample is computed, so memory does not grow with the number of s
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import numpy as np
 
 from ..errors import UsageError
+from ..io.paths import numbered
 from ..ir.graph import Tensor
 from .diff import conform, match_names
 from .h5io import count_samples, read_samples, write_h5
@@ -39,12 +39,7 @@ def expected_samples(paths: list[str]) -> Iterator[list[tuple[str, np.ndarray]]]
         yield from read_samples(path)
 
 
-def sample_path(path: str, index: int, count: int) -> str:
-    """PATH itself for one sample; PATH with .N before the extension for more."""
-    if count == 1:
-        return path
-    stem, ext = os.path.splitext(path)
-    return f"{stem}.{index}{ext or '.h5'}"
+sample_path = numbered  # PATH itself for one sample; PATH with .N before the extension for more
 
 
 class SampleWriter:

@@ -1,0 +1,65 @@
+"""README's shell examples run as written, in order, in one shell, as a new user would run them
+after the two setup commands: from a checkout, with `.venv/bin/activate` putting `bnfold` on PATH.
+They must succeed and leave no file in the checkout."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import ROOT
+
+README = (ROOT / "README.md").read_text()
+
+
+def shell_examples(text: str) -> list[str]:
+    """Every ```sh block after "## First steps" (the setup block before it is what CI runs,
+    .ci/run) and every `$ ` line of a ```console block, in document order."""
+    text = text.split("## First steps\n", 1)[1]
+    commands = []
+    for kind, body in re.findall(r"^```(sh|console)\n(.*?)^```", text, re.M | re.S):
+        if kind == "sh":
+            commands.append(body)
+        else:
+            commands += [line[2:] + "\n" for line in body.splitlines() if line.startswith("$ ")]
+    return commands
+
+
+def _checkout(tmp_path: Path) -> Path:
+    """What the examples see of a checkout after the setup commands: tests/data, recipes, and a
+    .venv whose activate script puts a `bnfold` running this interpreter on PATH."""
+    repo = tmp_path / "repo"
+    (repo / ".venv" / "bin").mkdir(parents=True)
+    for name in ("tests", "recipes"):
+        (repo / name).symlink_to(ROOT / name)
+    program = repo / ".venv" / "bin" / "bnfold"
+    program.write_text(f'#!/bin/sh\nexec {sys.executable} -m bnfold "$@"\n')
+    program.chmod(0o755)
+    (repo / ".venv" / "bin" / "activate").write_text(f'PATH="{program.parent}:$PATH"\ndeactivate() {{ :; }}\n')
+    return repo
+
+
+def test_readme_has_the_examples_a_newcomer_needs():
+    setup = README.split("## Set up\n", 1)[1].split("## First steps\n", 1)[0]
+    assert "python3 -m venv .venv && .venv/bin/pip install '.[test]'" in setup
+    assert ".venv/bin/python -m pytest" in setup and "Python 3.11" in setup
+    assert ". .venv/bin/activate" in shell_examples(README)[0]
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert ".venv/bin/pip install --quiet '.[test]'" in ci and ci.rstrip().endswith(".venv/bin/python -m pytest")
+
+
+def test_readme_shell_examples_run_as_written_and_leave_the_checkout_clean(tmp_path):
+    repo = _checkout(tmp_path)
+    before = sorted(p.name for p in repo.iterdir())
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    script = "set -euo pipefail\n" + "".join(shell_examples(README))
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    done = subprocess.run(["bash", "-c", script], cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    assert sorted(p.name for p in repo.iterdir()) == before
+    [work] = scratch.iterdir()  # everything went to the one scratch directory `mktemp -d` made
+    assert (work / "resnet_v2_mini.opt.tflite").exists() and (work / "model.opt.circle").exists()
