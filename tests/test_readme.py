@@ -63,3 +63,38 @@ def test_readme_shell_examples_run_as_written_and_leave_the_checkout_clean(tmp_p
     assert sorted(p.name for p in repo.iterdir()) == before
     [work] = scratch.iterdir()  # everything went to the one scratch directory `mktemp -d` made
     assert (work / "resnet_v2_mini.opt.tflite").exists() and (work / "model.opt.circle").exists()
+
+
+def _synopsis() -> dict[str, str]:
+    """README's synopsis, command (as "optimize", "recipe test") -> its lines joined."""
+    block = README.split("## Commands\n", 1)[1].split("```\n", 2)[1]
+    entries: dict[str, str] = {}
+    name = None
+    for line in block.splitlines():
+        if line.startswith("bnfold "):
+            words = line.split()
+            name = " ".join(words[1:3]) if words[1] == "recipe" else words[1]
+            entries[name] = entries.get(name, "") + line
+        elif name:
+            entries[name] += line
+    return entries
+
+
+def test_readme_synopsis_names_every_option_of_every_command():
+    import click
+
+    from bnfold import api
+    from bnfold.cli import main
+
+    passes = {f"--{p.name}" for p in api.PASSES}
+    synopsis = _synopsis()
+    commands = [(name, c) for name, c in main.commands.items() if not isinstance(c, click.Group)]
+    commands += [(f"recipe {name}", c) for name, c in main.commands["recipe"].commands.items()]
+    missing = []
+    for name, command in commands:
+        for param in command.params:
+            if isinstance(param, click.Option) and not param.hidden and not set(param.opts) & passes:
+                if not any(re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", synopsis[name].replace("-O1", "-O"))
+                           for o in param.opts):
+                    missing.append((name, param.opts[0]))
+    assert missing == []
