@@ -1,6 +1,7 @@
 """README's shell examples run as written, in order, in one shell, as a new user would run them
 after the two setup commands: from a checkout, with `.venv/bin/activate` putting `bnfold` on PATH.
-They must succeed and leave no file in the checkout."""
+They must succeed and leave no file in the checkout. An example that is not meant to run is
+fenced as ```text."""
 
 from __future__ import annotations
 
