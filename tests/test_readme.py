@@ -43,10 +43,15 @@ def _checkout(tmp_path: Path) -> Path:
     return repo
 
 
+def _setup_commands() -> list[str]:
+    block = README.split("## Set up\n", 1)[1].split("## First steps\n", 1)[0]
+    return re.search(r"^```sh\n(.*?)^```", block, re.M | re.S).group(1).splitlines()
+
+
 def test_readme_has_the_examples_a_newcomer_needs():
-    setup = README.split("## Set up\n", 1)[1].split("## First steps\n", 1)[0]
-    assert "python3 -m venv .venv && .venv/bin/pip install '.[test]'" in setup
-    assert ".venv/bin/python -m pytest" in setup and "Python 3.11" in setup
+    setup = "\n".join(_setup_commands())
+    assert "python3 -m venv .venv && .venv/bin/pip install '.[test]' && .venv/bin/bnfold optimize tests/data/" in setup
+    assert setup.endswith("\n.venv/bin/python -m pytest") and "Python 3.11" in README.split("## First steps")[0]
     assert ". .venv/bin/activate" in shell_examples(README)[0]
     ci = (ROOT / ".ci" / "run").read_text()
     assert ".venv/bin/pip install --quiet '.[test]'" in ci and ci.rstrip().endswith(".venv/bin/python -m pytest")
@@ -64,6 +69,22 @@ def test_readme_shell_examples_run_as_written_and_leave_the_checkout_clean(tmp_p
     assert sorted(p.name for p in repo.iterdir()) == before
     [work] = scratch.iterdir()  # everything went to the one scratch directory `mktemp -d` made
     assert (work / "resnet_v2_mini.opt.tflite").exists() and (work / "model.opt.circle").exists()
+
+
+def test_readme_first_command_optimizes_a_shipped_model_outside_the_checkout(tmp_path):
+    """The part of setup command 1 after the install, as written, with its `.venv/bin/bnfold`."""
+    repo = _checkout(tmp_path)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    job = _setup_commands()[0].split(" && ", 2)[2]
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    done = subprocess.run(["bash", "-c", "set -euo pipefail\n" + job], cwd=repo, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    [work] = scratch.iterdir()
+    written = work / "resnet_v2_mini.opt.tflite"
+    assert str(written) in done.stdout + done.stderr
+    assert written.stat().st_size > 0 and written.read_bytes()[4:8] == b"TFL3"
 
 
 def _synopsis() -> dict[str, str]:
