@@ -146,6 +146,22 @@ class Optimized:
 
         return pass_counts(self.report)
 
+    def node_data(self):
+        """Model Explorer node data of the optimized model: what each operator absorbed, its
+        rewrite's check error, why each candidate was left (bnfold.explorer; the [explorer] extra)."""
+        from .explorer.node_data import output_node_data
+
+        return output_node_data(self.report, self.model)
+
+    def input_node_data(self, model: str | os.PathLike | Model | None = None):
+        """Model Explorer node data of the input (`model`: its path or Model; by default the path
+        this run read): what was folded away, into what, and what was left."""
+        from .explorer.node_data import input_node_data
+
+        if not isinstance(model, Model):
+            model = load(model or self.report["input"]["path"])
+        return input_node_data(self.report, model)
+
 
 def optimize(model: ModelInput, passes: str | Iterable[str] | Selection | None = None, *, check: int | None = None,
              check_mode: str = "auto", rtol: float | None = None, atol: float | None = None, strict: bool = False,
@@ -176,15 +192,16 @@ def optimize_file(input_path: str | os.PathLike, output_path: str | os.PathLike 
                   report: str | None = None, force: bool = False, external_buffers: bool = False,
                   check: int | None = None, check_mode: str = "auto", rtol: float | None = None,
                   atol: float | None = None, strict: bool = False, run_files: Iterable[str | None] = (),
-                  **options: bool) -> Optimized:
+                  node_data: str | None = None, node_data_input: str | None = None, **options: bool) -> Optimized:
     """`bnfold optimize`: optimize `input_path` and write `output_path` (format from its
     extension), as optimize() chooses and checks; `.written` says what happened to the file.
 
     Every refusal comes before any work: the output may be the input only with `in_place` (then
     `output_path` may be omitted), must not be one of `run_files` (e.g. the cfg) and must be
     writable; `report` (a JSON path, written after the model) must not be a file of this run nor,
-    without `force`, an existing model. A model no pass changed is copied byte for byte (or, in
-    place, left untouched). A failed check writes nothing.
+    without `force`, an existing model; so must `node_data` and `node_data_input` (Model Explorer
+    node data of the output and of the input, written last; they need the [explorer] extra). A model
+    no pass changed is copied byte for byte (or, in place, left untouched). A failed check writes nothing.
     """
     input_path = os.fspath(input_path)
     output_path = os.fspath(output_path) if output_path is not None else (input_path if in_place else None)
@@ -199,13 +216,27 @@ def optimize_file(input_path: str | os.PathLike, output_path: str | os.PathLike 
     if report:
         refuse_side_file_clobber(report, "--report", [input_path, output_path, *run_files], force)
         check_output_path(report, model=False)
+    overlays = {option: path for option, path in (("--node-data", node_data), ("--node-data-input", node_data_input))
+                if path}
+    if overlays:
+        from .explorer import require
+
+        require()
+    for option, path in overlays.items():
+        others = [p for o, p in overlays.items() if o != option]
+        refuse_side_file_clobber(path, option, [input_path, output_path, report, *others, *run_files], force)
+        check_output_path(path, model=False)
     fmt = format_from_extension(output_path)
     result = _optimize_path(input_path, chosen, **checking)
     result.save(output_path, fmt=fmt, external=external_buffers, keep_unchanged=True)
-    if report:  # after the model, so a failed write leaves neither behind
-        from .io.atomic import write_text
+    from .io.atomic import write_text
 
+    if report:  # after the model, so a failed write leaves neither behind
         write_text(report, result.to_json(), UsageError)
+    if node_data:
+        write_text(node_data, result.node_data().to_json_string(indent=2), UsageError)
+    if node_data_input:
+        write_text(node_data_input, result.input_node_data(input_path).to_json_string(indent=2), UsageError)
     return result
 
 

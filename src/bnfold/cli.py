@@ -97,10 +97,12 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
 @click.option("--rtol", type=TOLERANCE, default=None,
               help="--check: |a-b| <= atol + rtol*max|a| per output. Default 1e-5 (1e-2 when float16 weights were rewritten).")
 @click.option("--atol", type=TOLERANCE, default=None, help="--check: absolute tolerance. Default 1e-5.")
+@click.option("--node-data", default=None, metavar="ND.json", help="Write Model Explorer node data of OUT: what each op absorbed, why each candidate stayed.")
+@click.option("--node-data-input", default=None, metavar="ND.json", help="Write Model Explorer node data of IN: what was folded away, into what.")
 @click.option("--check-mode", type=click.Choice(api.CHECK_MODES), default="auto", show_default=True,
               help="--check: the whole model, each rewrite on its own, or auto (whole when a backend runs the model, else local).")
 def optimize(input_path, output_path, input_option, output_option, passes, group, config_path, strict, force, report_path,
-             external_buffers, in_place, quiet, check_samples, rtol, atol, check_mode, **flags):
+             external_buffers, in_place, quiet, check_samples, rtol, atol, node_data, node_data_input, check_mode, **flags):
     """Run passes over IN and write the result to OUT (format from OUT's extension)."""
     config = api.read_config(config_path) if config_path else None
     switches = dict(config.switches) if config else {}
@@ -125,7 +127,7 @@ def optimize(input_path, output_path, input_option, output_option, passes, group
         result = api.optimize_file(input_path, output_path, chosen, in_place=in_place, force=force,
                                    report=None if to_stdout else report_path, external_buffers=external_buffers,
                                    check=check_samples, check_mode=check_mode, rtol=rtol, atol=atol,
-                                   run_files=[config_path])
+                                   run_files=[config_path], node_data=node_data, node_data_input=node_data_input)
     except CheckFailed as e:
         if getattr(e, "result", None) is not None:
             click.echo(e.result.table(), err=to_stdout)

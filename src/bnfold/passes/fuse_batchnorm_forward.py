@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.graph import Graph, Options, Tensor, float_source
+from ..ir.graph import Graph, Op, Options, Tensor, float_source
 from ..ir.ops import LAYERS
 from .affine import AffineChain, as_float32, chains_from_starts, finite, freed_constants, kept_constant
 from .forward import UNIFORM, Crossing, Sink, constant_input_response, find_sinks, fold_input_scale
@@ -63,7 +63,7 @@ def _fold(graph: Graph, result: PassResult, chain: AffineChain) -> None:
         return
     sinks, updates, kept_shift = plan
     kept_for = [k for k in sinks if _keeps_shift(k, sinks, kept_shift)]
-    record = result.fold(sinks[0].layer, chain.ops, direction="forward", layers=[k.name for k in sinks],
+    record = result.fold(sinks[0].layer, chain.ops, into=[k.layer for k in sinks], direction="forward", layers=[k.name for k in sinks],
                          scale=chain.scale, shift=chain.shift, shift_kept=kept_shift is not None,
                          shift_kept_for=[k.name for k in kept_for],
                          reasons_shift_kept=[_root_padding(k.root, sinks).reason for k in kept_for],
@@ -75,7 +75,7 @@ def _fold(graph: Graph, result: PassResult, chain: AffineChain) -> None:
         if new_b is not None and graph.set_const_input(k.layer, k.spec.bias, new_b, f"{k.name}/bias"):
             written.append(f"{k.name}/bias")
     record.update(float16_note(written))
-    _rewire(graph, chain, sinks, kept_shift)
+    result.made(_rewire(graph, chain, sinks, kept_shift))
 
 
 def _root_padding(root, sinks: list[Sink]) -> Refusal | None:
@@ -141,15 +141,16 @@ def _layer_update(sink: Sink, s: np.ndarray, t: np.ndarray | None) -> tuple[np.n
     return new_w, as_float32(old_b + term, like=None if b is None else b.data)
 
 
-def _rewire(graph: Graph, chain: AffineChain, sinks: list[Sink], kept_shift: np.ndarray | None) -> None:
-    """Paths that took the shift read x; the others read one new ADD(x, t/s); the chain goes."""
+def _rewire(graph: Graph, chain: AffineChain, sinks: list[Sink], kept_shift: np.ndarray | None) -> Op | None:
+    """Paths that took the shift read x; the others read one new ADD(x, t/s) (returned); the chain goes."""
     x, y = chain.input, chain.output
-    shifted = None
+    shifted = add = None
     if kept_shift is not None:
         shifted = graph.add_tensor(f"{y.name}/shifted", "FLOAT32", x.shape, shape_signature=x.shape_signature)
         d = graph.add_const(f"{y.name}/shift", kept_constant(kept_shift, chain))
-        graph.add_op("ADD", [x, d], [shifted], Options("AddOptions", fusedActivationFunction=0), after=chain.ops[-1])
+        add = graph.add_op("ADD", [x, d], [shifted], Options("AddOptions", fusedActivationFunction=0), after=chain.ops[-1])
     for k in sinks:
         graph.replace_uses(y, shifted if _keeps_shift(k, sinks, kept_shift) else x, only=[k.root])
     for op in chain.ops:
         graph.remove_op(op)
+    return add

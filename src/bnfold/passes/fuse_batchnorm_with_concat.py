@@ -121,7 +121,7 @@ def _fold(graph: Graph, result: PassResult, concat: Op, chain: AffineChain,
             result.skip(chain.ops[0], f"the folded weights or bias of {layer.outputs[0].name!r} would not be finite")
             return
         updates.append((layer, spec, new_w, new_b))
-    record = result.fold(concat, chain.ops, scale=chain.scale, shift=chain.shift, activation=chain.activation,
+    record = result.fold(concat, chain.ops, into=[concat, *(layer for layer, *_ in parts)], scale=chain.scale, shift=chain.shift, activation=chain.activation,
                          output=chain.output.name, layers=[layer.outputs[0].name for layer, *_ in parts],
                          buffers_freed=freed_constants(graph, chain))
     written = []

@@ -112,14 +112,15 @@ def _fold(graph: Graph, result: PassResult, chain: AffineChain) -> None:
     if not finite(*[u[2] for u in updates]) or not finite(as_float32(d)):
         result.skip(anchor, "the folded weights, biases or shift would not be finite in float32", **groups)
         return
-    record = result.fold(anchor, chain.ops, scale=s, shift=t, output=y.name,
+    into = [k.layer for k in sinks] + ([] if isinstance(plan, Refusal) else [e.layer for e in plan])
+    record = result.fold(anchor, chain.ops, into=into, scale=s, shift=t, output=y.name,
                          scale_into=[k.name for k in sinks],
                          shift_into=None if isinstance(plan, Refusal) else [e.layer.outputs[0].name for e in plan],
                          shift_kept=plan.reason if isinstance(plan, Refusal) else None,
                          constant_channels=np.flatnonzero(constant).tolist(), **groups)
     written = [name for op, index, values, name in updates if graph.set_const_input(op, index, values, name)]
     record.update(float16_note(written))
-    _replace_chain(graph, chain, None if not isinstance(plan, Refusal) else d)
+    result.made(_replace_chain(graph, chain, None if not isinstance(plan, Refusal) else d))
 
 
 def _channel_groups(s: np.ndarray) -> dict:
@@ -127,20 +128,21 @@ def _channel_groups(s: np.ndarray) -> dict:
             "zero_channels": np.flatnonzero(s == 0).tolist()}
 
 
-def _replace_chain(graph: Graph, chain: AffineChain, kept_shift: np.ndarray | None) -> None:
-    """x -> RELU -> y, or x -> ADD(d, RELU) -> y when the shift stays."""
+def _replace_chain(graph: Graph, chain: AffineChain, kept_shift: np.ndarray | None) -> Op:
+    """x -> RELU -> y, or x -> ADD(d, RELU) -> y when the shift stays (the op returned)."""
     x, y, last = chain.input, chain.output, chain.ops[-1]
     if kept_shift is None:
-        graph.add_op("RELU", [x], [y], None, after=last)
+        op = graph.add_op("RELU", [x], [y], None, after=last)
     else:
         const = graph.add_const(f"{y.name}/shift", kept_constant(as_float32(kept_shift), chain))
         if last.kind == "ADD":
-            graph.add_op(last.opcode, [x, const], [y], last.options.copy(), after=last)
+            op = graph.add_op(last.opcode, [x, const], [y], last.options.copy(), after=last)
         else:
-            graph.add_op("ADD", [x, const], [y], Options("AddOptions", fusedActivationFunction=FUSED_ACTIVATIONS.index("RELU")),
-                         after=last)
-    for op in chain.ops:
-        graph.remove_op(op)
+            op = graph.add_op("ADD", [x, const], [y], Options("AddOptions", fusedActivationFunction=FUSED_ACTIVATIONS.index("RELU")),
+                              after=last)
+    for old in chain.ops:
+        graph.remove_op(old)
+    return op
 
 
 # ---- forward: the scale into the readers' weights -------------------------------------------

@@ -42,10 +42,10 @@ def run(graph: Graph) -> PassResult:
         if composed == list(range(len(p))):
             if not between and graph.is_observed(second.outputs[0]):
                 continue
-            result.fold(first, [first, second], between=[op.kind for op in between], output=second.outputs[0].name)
+            result.fold(first, [first, second], into=between, between=[op.kind for op in between], output=second.outputs[0].name)
             _remove_pair(graph, first, between, second)
         elif not between:
-            result.fold(first, [first, second], merged_permutation=composed, output=second.outputs[0].name)
+            result.fold(first, [first, second], into=[second], merged_permutation=composed, output=second.outputs[0].name)
             _merge_pair(graph, first, second, composed)
     return result
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..ir.graph import Op
+from ..ir.graph import Graph, Op
 
 
 @dataclass
@@ -68,21 +68,30 @@ def _plain(value):
 
 @dataclass
 class PassResult:
-    """What one run of one pass over one graph did. `skipped[i]` is the op `skips[i]` is about."""
+    """What one run of one pass over one graph did. `skipped[i]` is the op `skips[i]` is about,
+    `into[i]` the ops that took in `folds[i]` (the report's `into`, viewers' node data)."""
 
     folds: list[dict] = field(default_factory=list)
     skips: list[dict] = field(default_factory=list)
     skipped: list[Op] = field(default_factory=list, repr=False)
+    into: list[list[Op]] = field(default_factory=list, repr=False)
 
     @property
     def changed(self) -> bool:
         return bool(self.folds)
 
-    def fold(self, layer: Op, removed: list[Op], **details) -> dict:
-        """Record a fold (ops are described as they are now: call before rewiring them away)."""
+    def fold(self, layer: Op, removed: list[Op], *, into: list[Op] | None = None, **details) -> dict:
+        """Record a fold (ops are described as they are now: call before rewiring them away);
+        `into`: the ops that take it in, when not just `layer`."""
         record = {"layer": describe(layer), "removed": [describe(op) for op in removed], **details}
         self.folds.append(record)
+        self.into.append([layer] if into is None else list(into))
         return record
+
+    def made(self, op: Op | None) -> None:
+        """An op the last fold made (the RELU or the shift it leaves): it carries that fold too."""
+        if op is not None:
+            self.into[-1].append(op)
 
     def skip(self, at: Op, reason: str | Refusal, **details) -> None:
         self.skips.append({"at": describe(at), "reason": str(reason), **details})
@@ -107,7 +116,8 @@ class Report:
     """Everything a run of the pass manager did, as the JSON report shows it.
 
     `said` collects the passes' refusals of the current round; at the end of the run the manager
-    turns them into `skips`, one entry per batch-norm candidate left (leftovers.explain)."""
+    turns them into `skips`, one entry per batch-norm candidate left (leftovers.explain), and each
+    fold's ops in `into` into its `into` entry (settle_into)."""
 
     passes: list[str]
     folds: list[dict] = field(default_factory=list)
@@ -116,11 +126,20 @@ class Report:
     rounds: int = 0
     converged: bool = True
     said: list[Said] = field(default_factory=list, repr=False)
+    into: list[list[Op]] = field(default_factory=list, repr=False)
 
     def add(self, pass_name: str, graph_index: int, result: PassResult) -> None:
         where = {"pass": pass_name, "subgraph": graph_index}
         self.folds.extend({**where, **f} for f in result.folds)
+        self.into.extend(result.into)
         self.said.extend(Said(pass_name, op, {**where, **s}) for op, s in zip(result.skipped, result.skips))
+
+    def settle_into(self, graphs: list[Graph]) -> None:
+        """Give each fold its `into`: the ops of the output that took it in, described as they are
+        at the end of the run (a later fold may have renamed their output or removed them)."""
+        for record, ops in zip(self.folds, self.into):
+            graph = graphs[record["subgraph"]]
+            record["into"] = [describe(op) for op in {id(op): op for op in ops}.values() if graph.contains(op)]
 
     def counts(self) -> dict[str, tuple[int, int]]:
         return pass_counts({"passes": self.passes, "folds": self.folds, "skips": self.skips})

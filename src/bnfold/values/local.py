@@ -215,6 +215,11 @@ def _run_side(model: Model, graph: Graph, ops: list[Op], inputs: dict[str, np.nd
     return Interpreter(model).run_graph(region, values)
 
 
+def fold_label(fold: dict) -> str:
+    """How a rewrite's `folds` name a fold-report entry: "pass at 'layer output'"."""
+    return f"{fold.get('pass')} at {fold.get('layer', {}).get('output')!r}"
+
+
 def _folds_of(region: Region, folds: list[dict]) -> list[str]:
     names = region.names
     tied = []
@@ -223,7 +228,7 @@ def _folds_of(region: Region, folds: list[dict]) -> list[str]:
             continue
         touched = [f.get("layer", {}).get("output")] + [r.get("output") for r in f.get("removed", [])]
         if any(n in names for n in touched):
-            tied.append(f"{f.get('pass')} at {f.get('layer', {}).get('output')!r}")
+            tied.append(fold_label(f))
     return tied
 
 
