@@ -4,72 +4,24 @@ The server is started as a user starts it (`python -m model_explorer MODEL --ext
 --node_data_paths=ND`); the test then does what the web page does with the address it prints: list the
 extensions, pick the adapter for the file's extension, send it the `convert` command, and read the
 node-data file. One test also loads the page in headless Chromium (Debian's `chromium`, driven by
-browser.py) and saves a screenshot; it is skipped, with the reason, where no such browser is installed.
+harness.py) and saves a screenshot; it is skipped, with the reason, where no such browser is installed.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 import urllib.parse
-import urllib.request
 
 import pytest
 
 pytest.importorskip("model_explorer")
 
-from portpicker import pick_unused_port  # noqa: E402  (a dependency of ai-edge-model-explorer)
-
 from bnfold.cli import run  # noqa: E402
 from bnfold.explorer.graphs import graph_ids  # noqa: E402
 from bnfold.io.reader import read_model  # noqa: E402
 
-from browser import CHROMIUM, Browser  # noqa: E402
 from conftest import DATA  # noqa: E402
-
-START_TIMEOUT = 90  # seconds: the server imports Flask and the extensions first
-
-
-class Server:
-    def __init__(self, model, node_data, log):
-        self.port = pick_unused_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.log = log
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "model_explorer", str(model), "--extensions=bnfold.explorer",
-             f"--node_data_paths={node_data}", "--no_open_in_browser", "--host=127.0.0.1", f"--port={self.port}"],
-            stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
-        self.page = self._wait_for_page()
-
-    def _wait_for_page(self) -> str:
-        """The address the server prints once it answers (with the models and node data it was given)."""
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, f"server exited: {self.log.read_text()}"
-            printed = [w for w in self.log.read_text().split() if w.startswith(f"{self.base}/?data=")]
-            if printed:
-                return printed[0]
-            time.sleep(0.2)
-        raise AssertionError(f"no server after {START_TIMEOUT} s: {self.log.read_text()}")
-
-    def get(self, route: str, **query):
-        url = f"{self.base}{route}" + (f"?{urllib.parse.urlencode(query)}" if query else "")
-        with urllib.request.urlopen(url, timeout=60) as r:
-            return json.loads(r.read())
-
-    def post(self, route: str, body: dict):
-        request = urllib.request.Request(f"{self.base}{route}", data=json.dumps(body).encode(),
-                                         headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=60) as r:
-            return json.loads(r.read())
-
-    def stop(self) -> None:
-        os.killpg(self.process.pid, signal.SIGTERM)
-        self.process.wait(timeout=30)
+from harness import CHROMIUM, Browser, Server  # noqa: E402
 
 
 @pytest.fixture(scope="module")

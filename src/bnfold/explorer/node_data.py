@@ -13,7 +13,8 @@ tensor name in the graph of its subgraph (graphs.graph_ids):
   position as read, so the names a fold gave its tensors do not matter.
 
 A fold with nothing left to mark in the output (two TRANSPOSEs that cancel) shows only in the
-input's overlay. Colours: green absorbed, orange left with a reason, red a failed rewrite check.
+input's overlay. Colours: green absorbed, blue folded away, orange left with a reason, red a failed
+rewrite check.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from ..values.local import fold_label
 from ..ir.model import Model
 from .graphs import graph_ids
 
-ABSORBED, LEFT, FAILED = "#a5d6a7", "#ffcc80", "#ef9a9a"
+ABSORBED, GONE, LEFT, FAILED = "#a5d6a7", "#90caf9", "#ffcc80", "#ef9a9a"
 
 
 @dataclass
@@ -56,7 +57,9 @@ class _Note:
     def colour(self) -> str:
         if any(not c["passed"] for c in self.checks):
             return FAILED
-        return LEFT if self.left is not None else ABSORBED
+        if self.left is not None:
+            return LEFT
+        return GONE if self.gone and not self.absorbed else ABSORBED
 
 
 def output_node_data(report: dict, model: Model) -> ndb.ModelNodeData:

@@ -1,22 +1,84 @@
-"""Headless Chromium driven over the DevTools protocol on a pipe (no WebSocket library needed).
+"""Model Explorer's server as a user starts it, and headless Chromium driven over the DevTools protocol.
 
-`--remote-debugging-pipe` makes Chromium read protocol commands from fd 3 and write replies and
-events to fd 4, each message JSON ending in a NUL byte. Used by tests/explorer/test_server.py and
-scripts/explorer_pictures.py (the README's pictures).
+Used by tests/explorer/test_server.py, scripts/explorer_open_time.py and scripts/explorer_pictures.py
+(the README's pictures). Chromium is driven on a pipe, so no WebSocket library is needed:
+`--remote-debugging-pipe` makes it read protocol commands from fd 3 and write replies and events
+to fd 4, each message JSON ending in a NUL byte.
 """
 
 from __future__ import annotations
 
 import base64
+import fcntl
 import json
 import os
 import shutil
+import signal
 import subprocess
+import sys
 import time
+import urllib.parse
+import urllib.request
+
+from portpicker import pick_unused_port  # a dependency of ai-edge-model-explorer
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+START_TIMEOUT = 90  # seconds: the server imports Flask and the extensions first
+
+
+class Server:
+    """`python -m model_explorer MODEL --extensions=bnfold.explorer --node_data_paths=ND` on a free port;
+    `page` is the address it prints (the page's URL, with the model and node data encoded in it)."""
+
+    def __init__(self, model, node_data, log):
+        self.port = pick_unused_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        self._output = open(log, "w")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "model_explorer", str(model), "--extensions=bnfold.explorer",
+             f"--node_data_paths={node_data}", "--no_open_in_browser", "--host=127.0.0.1", f"--port={self.port}"],
+            stdout=self._output, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            self.page = self._wait_for_page()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_for_page(self) -> str:
+        """The address the server prints once it answers (with the models and node data it was given)."""
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, f"server exited: {self.log.read_text()}"
+            printed = [w for w in self.log.read_text().split() if w.startswith(f"{self.base}/?data=")]
+            if printed:
+                return printed[0]
+            time.sleep(0.2)
+        raise AssertionError(f"no server after {START_TIMEOUT} s: {self.log.read_text()}")
+
+    def get(self, route: str, **query):
+        url = f"{self.base}{route}" + (f"?{urllib.parse.urlencode(query)}" if query else "")
+        with urllib.request.urlopen(url, timeout=60) as r:
+            return json.loads(r.read())
+
+    def post(self, route: str, body: dict):
+        request = urllib.request.Request(f"{self.base}{route}", data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=60) as r:
+            return json.loads(r.read())
+
+    def stop(self) -> None:
+        os.killpg(self.process.pid, signal.SIGTERM)  # its own session: the server and its threads
+        self.process.wait(timeout=30)
+        self._output.close()
+
+
+def _numbered_above_4(fd: int) -> int:
+    high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+    os.close(fd)
+    return high
 
 
 class Browser:
@@ -27,7 +89,8 @@ class Browser:
             raise RuntimeError("no chromium on PATH")
         commands_r, self._commands = os.pipe()
         self._replies, replies_w = os.pipe()
-        # Chromium expects the pipe ends at fds 3 and 4 in the child.
+        # Chromium expects the pipe ends at fds 3 and 4 in the child: move them clear of 3 and 4 first.
+        commands_r, replies_w = _numbered_above_4(commands_r), _numbered_above_4(replies_w)
         self.process = subprocess.Popen(
             [CHROMIUM, *FLAGS, "--remote-debugging-pipe", f"--user-data-dir={profile}",
              f"--window-size={width},{height}", "about:blank"],
@@ -80,6 +143,17 @@ class Browser:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the page never showed {expression!r}")
             time.sleep(0.5)
+
+    def settle(self, timeout: float = 30) -> None:
+        """Until two screenshots a second apart are the same (animations and re-layouts done)."""
+        deadline, last = time.monotonic() + timeout, None
+        while time.monotonic() < deadline:
+            shot = self.call("Page.captureScreenshot", session=True, format="png")["data"]
+            if shot == last:
+                return
+            last = shot
+            time.sleep(1)
+        raise TimeoutError(f"the page still changed after {timeout} s")
 
     def screenshot(self, path, clip: dict | None = None) -> None:
         params = {"format": "png"} if clip is None else {"format": "png", "clip": {**clip, "scale": 1}}
