@@ -13,7 +13,7 @@ from bnfold.cli import run  # noqa: E402
 from bnfold.explorer.graphs import graph_ids  # noqa: E402
 from bnfold.io.reader import read_model  # noqa: E402
 
-from conftest import DATA, build_recipe  # noqa: E402
+from conftest import DATA, RECIPES, build_recipe  # noqa: E402
 
 RESNET = DATA / "resnet_v2_mini.tflite"
 
@@ -104,3 +104,30 @@ def test_refused_without_the_extra(tmp_path, monkeypatch, capsys):
     assert run(["optimize", str(src), str(tmp_path / "o.tflite"), "--node-data", str(tmp_path / "nd.json")]) == 2
     assert "pip install 'bnfold[explorer]'" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == [src]
+
+
+@pytest.mark.parametrize("recipe", sorted(p.stem for p in RECIPES.glob("*.toml")))
+def test_every_recipe_every_fold_and_leftover_and_nothing_else(recipe, tmp_path):
+    """The invariant over every recipe: the optimized overlay has a value exactly for the ops the
+    report's folds name in `into` and the candidates its skips name; every fold has such an op
+    unless it removed a pair of TRANSPOSEs with nothing between; the input overlay marks exactly
+    the ops as read that the folds removed or put into, and the leftovers the input has."""
+    src = build_recipe(recipe, tmp_path)
+    result = bnfold.optimize(str(src))
+    model, report = result.model, result.report
+    ids = graph_ids(model)
+    assert set(keyed(json.loads(result.node_data().to_json_string()))) == expected_output_keys(report, ids)
+    for fold in report["folds"]:
+        graph = model.graphs[fold["subgraph"]]
+        assert fold["into"] or (fold["pass"] == "remove_redundant_transpose" and not fold["between"])
+        made = {t.name for op in graph.ops for t in op.outputs}
+        assert all(op["output"] in made for op in fold["into"])
+    source = read_model(str(src))
+
+    def as_read(gi, described):
+        index = described["index"]
+        return None if index is None else (ids[gi], source.graphs[gi].ops[index].outputs[0].name)
+
+    marked = ({as_read(f["subgraph"], op) for f in report["folds"] for op in f["removed"] + f["into"]}
+              | {as_read(s["subgraph"], s["at"]) for s in report["skips"]}) - {None}
+    assert set(keyed(json.loads(result.input_node_data().to_json_string()))) == marked
