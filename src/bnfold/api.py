@@ -228,6 +228,7 @@ def optimize_file(input_path: str | os.PathLike, output_path: str | os.PathLike 
         check_output_path(path, model=False)
     fmt = format_from_extension(output_path)
     result = _optimize_path(input_path, chosen, **checking)
+    original = load(input_path) if node_data_input else None  # before an in-place write replaces it
     result.save(output_path, fmt=fmt, external=external_buffers, keep_unchanged=True)
     from .io.atomic import write_text
 
@@ -236,7 +237,7 @@ def optimize_file(input_path: str | os.PathLike, output_path: str | os.PathLike 
     if node_data:
         write_text(node_data, result.node_data().to_json_string(indent=2), UsageError)
     if node_data_input:
-        write_text(node_data_input, result.input_node_data(input_path).to_json_string(indent=2), UsageError)
+        write_text(node_data_input, result.input_node_data(original).to_json_string(indent=2), UsageError)
     return result
 
 

@@ -95,6 +95,15 @@ def test_side_file_rules(tmp_path):
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
 
 
+def test_input_overlay_of_an_in_place_run_is_of_the_input(tmp_path):
+    src = tmp_path / "m.tflite"
+    src.write_bytes(RESNET.read_bytes())
+    nd_in = tmp_path / "nd_in.json"
+    assert run(["optimize", str(src), "--in-place", "-q", "--node-data-input", str(nd_in)]) == 0
+    assert json.loads(nd_in.read_text()) == json.loads(bnfold.optimize(str(RESNET)).input_node_data(str(RESNET))
+                                                      .to_json_string())
+
+
 def test_refused_without_the_extra(tmp_path, monkeypatch, capsys):
     import importlib.util
 
