@@ -140,3 +140,16 @@ def test_every_recipe_every_fold_and_leftover_and_nothing_else(recipe, tmp_path)
     marked = ({as_read(f["subgraph"], op) for f in report["folds"] for op in f["removed"] + f["into"]}
               | {as_read(s["subgraph"], s["at"]) for s in report["skips"]}) - {None}
     assert set(keyed(json.loads(result.input_node_data().to_json_string()))) == marked
+
+
+def test_the_core_never_imports_model_explorer(tmp_path):
+    """Only the explorer package imports Model Explorer: a run without --node-data does not load it."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "o.circle"
+    code = ("import sys, bnfold; from bnfold.cli import run; "
+            f"assert run(['optimize', {str(RESNET)!r}, {str(out)!r}, '-q', '--check', '1']) == 0; "
+            "import bnfold.explorer; print(sorted(m for m in sys.modules if m.startswith('model_explorer')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
