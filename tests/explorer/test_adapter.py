@@ -15,7 +15,7 @@ from bnfold.io.reader import read_model  # noqa: E402
 from bnfold.io.writer import save_model  # noqa: E402
 from bnfold.recipe.chef import build, load_recipe  # noqa: E402
 
-from conftest import RECIPES  # noqa: E402
+from conftest import DATA, RECIPES  # noqa: E402
 
 
 def while_with_custom_op(tmp_path):
@@ -57,8 +57,6 @@ def test_circle_subgraphs_signature_and_custom_operator(tmp_path):
 
 
 def test_every_operator_of_a_tflite_model_keyed_by_its_output(tmp_path):
-    from conftest import DATA
-
     model = read_model(str(DATA / "resnet_v2_mini.tflite"))
     (graph,) = converted(DATA / "resnet_v2_mini.tflite")["graphs"]
     ops = [n for n in graph["nodes"] if n["id"] not in ("GraphInputs", "GraphOutputs")]
@@ -74,3 +72,23 @@ def test_unreadable_file_is_one_line_error(tmp_path):
     with pytest.raises(Exception) as info:
         BnfoldAdapter().convert(str(bad), {})
     assert str(bad) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_graph_ids_are_those_of_model_explorers_own_tflite_adapter(tmp_path):
+    """Node data is keyed by graph id: unnamed subgraphs get the ids Model Explorer's built-in
+    TFLite adapter gives them (the signature's key, else subgraph_N), so an overlay applies under both."""
+    import json
+
+    import ai_edge_model_explorer_adapter as builtin
+
+    from bnfold.io.formats import TFLITE
+
+    recipe = build(load_recipe(RECIPES / "Foundation_While_000.toml"), TFLITE)
+    for graph in recipe.graphs:
+        graph.name = None
+    path = tmp_path / "unnamed.tflite"
+    save_model(recipe, str(path), TFLITE)
+    for p in (path, DATA / "resnet_v2_mini.tflite"):
+        theirs = json.loads(builtin.ConvertFlatbufferDirectlyToJson(builtin.VisualizeConfig(), str(p)))
+        assert graph_ids(read_model(str(p))) == [g["id"] for g in theirs[0]["subgraphs"]]
+    assert graph_ids(read_model(str(path))) == ["serving_default", "subgraph_1", "subgraph_2"]

@@ -1,6 +1,6 @@
 """A model as Model Explorer graphs, made with its graph builder from bnfold's IR.
 
-One graph per subgraph (id: the subgraph's name, or `subgraph_N` when it has none or shares it),
+One graph per subgraph (id: its name, or the key of the signature it serves, or `subgraph_N`),
 one node per operator (id: its position in the subgraph, label: its kind, or the custom code of a
 custom operator), a `GraphInputs` and a `GraphOutputs` node, an edge per non-constant tensor an
 operator reads. Constants are no nodes: they are listed with the input they feed (name, shape,
@@ -23,8 +23,11 @@ INPUTS, OUTPUTS = "GraphInputs", "GraphOutputs"
 
 
 def graph_ids(model: Model) -> list[str]:
-    """Each subgraph's graph id: its name when it has one no other subgraph has, else subgraph_N."""
-    names = [g.name for g in model.graphs]
+    """Each subgraph's graph id, as Model Explorer's own TFLite adapter names it (so an overlay
+    applies under either adapter): its name, else the key of the signature it serves, else
+    subgraph_N (subgraph_N too when another subgraph has the same name)."""
+    keys = {id(s.graph): s.key.decode(errors="replace") for s in model.signatures if s.key}
+    names = [g.name or keys.get(id(g)) for g in model.graphs]
     return [n if n and names.count(n) == 1 else f"subgraph_{i}" for i, n in enumerate(names)]
 
 
