@@ -43,8 +43,11 @@ def test_resnet_v2_every_fold_with_its_rewrite_check(tmp_path):
     outputs = {(ids[0], op.outputs[0].name): op for op in model.graphs[0].ops}
     assert set(results) <= set(outputs)  # keyed by tensor names the optimized model has
     fc = results[(ids[0], "StatefulPartitionedCall_1:0")]
-    assert fc["value"].startswith("absorbed 2 ops (fuse_preactivation_batchnorm); rewrite check: scaled err ")
-    assert fc["value"].endswith("(ok)") and fc["bgColor"] == "#a5d6a7"
+    head = next(f for f in report["folds"] if any(o["output"] == "StatefulPartitionedCall_1:0" for o in f["into"]))
+    (rewrite,) = [r for r in report["check"]["rewrites"] if f"{head['pass']} at {head['layer']['output']!r}" in r["folds"]]
+    assert fc["value"] == (f"absorbed 2 ops (fuse_preactivation_batchnorm); rewrite check: scaled err "
+                           f"{rewrite['scaled_err']:.2e}, max abs err {rewrite['max_abs_err']:.2e}")
+    assert fc["bgColor"] == "#a5d6a7"
     assert sum(r["value"].startswith("absorbed 1 op (fuse_activation_function)") for r in results.values()) == 3
     assert all("rewrite check" in r["value"] for r in results.values())  # every rewrite's error is shown
 
