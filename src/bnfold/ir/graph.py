@@ -161,6 +161,7 @@ class Graph:
         self._order: list[Op] = []  # execution order; may still hold removed ops (see `ops`)
         self._members: set[Op] = set()
         self._inserted_after: dict[Op, list[Op]] = {}  # anchor -> ops added right after it, pending
+        self._inserted_before: dict[Op, list[Op]] = {}  # anchor -> ops added right before it, pending
         self._dirty = False
         self._names: set[str] | None = None  # built on first use (the reader appends tensors directly)
         self._next_suffix: dict[str, int] = {}
@@ -223,13 +224,18 @@ class Graph:
         return self.add_tensor(name, dtype, array.shape, Buffer.from_array(array))
 
     def add_op(self, kind_or_opcode, inputs: Sequence[Tensor | None], outputs: Sequence[Tensor],
-               options: Options | None = None, *, after: Op | None = None, version: int = 1, record=None) -> Op:
-        """A new op at the end of the execution order, or right after the op `after`."""
+               options: Options | None = None, *, after: Op | None = None, before: Op | None = None,
+               version: int = 1, record=None) -> Op:
+        """A new op at the end of the execution order, or right after the op `after`, or right
+        before the op `before` (for a value that has no producer to follow: a graph input)."""
         opcode = kind_or_opcode
         if isinstance(kind_or_opcode, str):
             opcode = self.model.opcode(kind_or_opcode, version=version)
         op = Op(opcode, inputs, outputs, options, record=record)
-        if after is None:
+        if before is not None:
+            self._inserted_before.setdefault(before, []).append(op)
+            self._dirty = True
+        elif after is None:
             op.index = len(self._order) if not self._dirty else None
             self._order.append(op)
         else:
@@ -258,16 +264,22 @@ class Graph:
 
     def _settle_order(self) -> None:
         """Drop removed ops from the order and splice in the ops inserted after an anchor (the
-        latest insertion nearest its anchor), in one sweep."""
+        latest insertion nearest its anchor) or before one (in insertion order), in one sweep."""
         order: list[Op] = []
         pending = list(reversed(self._order))
         while pending:
             op = pending.pop()
+            ahead = self._inserted_before.pop(op, None)
+            if ahead:  # they go first, then the anchor again (with nothing left before it)
+                pending.append(op)
+                pending.extend(reversed(ahead))
+                continue
             if op in self._members:
                 order.append(op)
             pending.extend(self._inserted_after.pop(op, ()))  # popped latest-first
         self._order = order
         self._inserted_after.clear()
+        self._inserted_before.clear()
         self._dirty = False
 
     # ---- rewiring ------------------------------------------------------------------------

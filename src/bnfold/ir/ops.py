@@ -17,6 +17,18 @@ Columns of `OpInfo`:
     values_from    inputs whose elements reach the output unchanged up to a cast ("*": every
                    input): an index travels through them (value checks draw index inputs in range)
     indexes        reads one input at the integer values of another (`Indexing`, below)
+    layout         how a permutation of its data's axes crosses it (None: it does not), read by
+                   the layout propagation (passes/propagation.py, remapping in passes/permute.py):
+                     "unary"         elementwise on input 0
+                     "elementwise"   elementwise with broadcasting over every input
+                     "reduce"        axes in input 1, keep_dims either way
+                     "concat"        the axis option
+                     "split"         axis in input 0 (SPLIT), "split_v": axis in input 2
+                     "slice"         begin/size in inputs 1-2; "strided_slice": begin/end/strides
+                     "pad"           paddings in input 1 (a pad value is one scalar: any layout)
+                     "last_axis"     works along the last axis: crosses permutations keeping it last
+                     "unit_reshape"  RESHAPE/SQUEEZE/EXPAND_DIMS that only add or drop unit axes
+                     "transpose"     composes with the permutation (cancels or merges)
 
 `Layer` says which weight axis carries the output channel (backward folds scale it) and which
 the input channel (forward folds scale it):
@@ -106,6 +118,7 @@ class OpInfo:
     same_input_types: bool = False
     values_from: tuple[int, ...] | str = ()
     indexes: Indexing | None = None
+    layout: str | None = None
 
 
 def _pool(kind: str) -> OpInfo:
@@ -113,12 +126,17 @@ def _pool(kind: str) -> OpInfo:
                   commutes_with_scale=kind != "L2_POOL_2D")
 
 
-def _binary(kind: str, options: str | None, fused: bool = False, same_types: bool = True) -> OpInfo:
-    return OpInfo(kind, options, (2, 1), fused_output=fused, same_input_types=same_types)
+def _binary(kind: str, options: str | None, fused: bool = False, same_types: bool = True,
+            layout: str | None = "elementwise") -> OpInfo:
+    return OpInfo(kind, options, (2, 1), fused_output=fused, same_input_types=same_types, layout=layout)
 
 
-def _unary(kind: str, options: str | None = None) -> OpInfo:
-    return OpInfo(kind, options, (1, 1))
+def _unary(kind: str, options: str | None = None, layout: str | None = "unary") -> OpInfo:
+    return OpInfo(kind, options, (1, 1), layout=layout)
+
+
+def _reducer(kind: str, **facts) -> OpInfo:
+    return OpInfo(kind, "ReducerOptions", layout="reduce", **facts)
 
 
 TABLE: tuple[OpInfo, ...] = (
@@ -141,31 +159,41 @@ TABLE: tuple[OpInfo, ...] = (
     _binary("MUL", "MulOptions", fused=True), _binary("DIV", "DivOptions", fused=True),
     _binary("MAXIMUM", "MaximumMinimumOptions"), _binary("MINIMUM", "MaximumMinimumOptions"),
     _binary("LESS", "LessOptions"), _binary("PRELU", None, same_types=False),
-    _binary("BATCH_MATMUL", "BatchMatMulOptions", same_types=False),  # hybrid float x int8 is allowed
+    _binary("BATCH_MATMUL", "BatchMatMulOptions", same_types=False, layout=None),  # hybrid float x int8 is allowed
+    # elementwise kinds the folds do not read; the layout propagation moves permutations across them
+    *(OpInfo(kind, layout="elementwise") for kind in (
+        "POW", "SQUARED_DIFFERENCE", "FLOOR_DIV", "FLOOR_MOD", "LESS_EQUAL", "GREATER", "GREATER_EQUAL", "EQUAL",
+        "NOT_EQUAL", "LOGICAL_AND", "LOGICAL_OR", "SELECT_V2", "ADD_N")),
+    *(OpInfo(kind, layout="unary") for kind in (
+        "RELU_0_TO_1", "HARD_SWISH", "GELU", "ELU", "ABS", "NEG", "EXP", "LOG", "SQRT", "RSQRT", "SQUARE", "SIN",
+        "COS", "FLOOR", "CEIL", "ROUND", "SIGN", "LOGICAL_NOT")),
     # pools and reductions
     _pool("AVERAGE_POOL_2D"), _pool("MAX_POOL_2D"), _pool("L2_POOL_2D"),
-    OpInfo("MEAN", "ReducerOptions", (2, 1), commutes_with_scale=True), OpInfo("SUM", "ReducerOptions"),
-    OpInfo("REDUCE_MAX", "ReducerOptions"),
+    _reducer("MEAN", arity=(2, 1), commutes_with_scale=True), _reducer("SUM"),
+    *(_reducer(kind) for kind in ("REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD", "REDUCE_ANY", "REDUCE_ALL")),
     # layout
-    OpInfo("TRANSPOSE", "TransposeOptions", (2, 1), moves_elements=True, values_from=(0,)),
-    OpInfo("RESHAPE", "ReshapeOptions", (1, 1), moves_elements=True, values_from=(0,)),
-    OpInfo("SQUEEZE", "SqueezeOptions", (1, 1), moves_elements=True, values_from=(0,)),
-    OpInfo("EXPAND_DIMS", "ExpandDimsOptions", (2, 1), moves_elements=True, values_from=(0,)),
+    OpInfo("TRANSPOSE", "TransposeOptions", (2, 1), moves_elements=True, values_from=(0,), layout="transpose"),
+    OpInfo("RESHAPE", "ReshapeOptions", (1, 1), moves_elements=True, values_from=(0,), layout="unit_reshape"),
+    OpInfo("SQUEEZE", "SqueezeOptions", (1, 1), moves_elements=True, values_from=(0,), layout="unit_reshape"),
+    OpInfo("EXPAND_DIMS", "ExpandDimsOptions", (2, 1), moves_elements=True, values_from=(0,), layout="unit_reshape"),
     OpInfo("BATCH_TO_SPACE_ND", "BatchToSpaceNDOptions", moves_elements=True),
     # SPACE_TO_BATCH_ND pads with zeros, which a shift would see: not a layout op for folds
     OpInfo("SPACE_TO_BATCH_ND", "SpaceToBatchNDOptions"),
-    OpInfo("PAD", "PadOptions", (2, 1), commutes_with_scale=True), OpInfo("PADV2", None, commutes_with_scale=True),
-    OpInfo("CONCATENATION", "ConcatenationOptions", (1, 1), values_from="*"),
-    OpInfo("SLICE", "SliceOptions", values_from=(0,)),
-    OpInfo("STRIDED_SLICE", "StridedSliceOptions", values_from=(0,)),
-    OpInfo("CAST", "CastOptions", values_from=(0,)),
+    OpInfo("PAD", "PadOptions", (2, 1), commutes_with_scale=True, layout="pad"),
+    OpInfo("PADV2", None, commutes_with_scale=True, layout="pad"), OpInfo("MIRROR_PAD", "MirrorPadOptions", layout="pad"),
+    OpInfo("CONCATENATION", "ConcatenationOptions", (1, 1), values_from="*", layout="concat"),
+    OpInfo("SPLIT", "SplitOptions", layout="split"), OpInfo("SPLIT_V", "SplitVOptions", layout="split_v"),
+    OpInfo("SLICE", "SliceOptions", values_from=(0,), layout="slice"),
+    OpInfo("STRIDED_SLICE", "StridedSliceOptions", values_from=(0,), layout="strided_slice"),
+    OpInfo("CAST", "CastOptions", values_from=(0,), layout="unary"),
     # indexing
     OpInfo("GATHER", "GatherOptions", values_from=(0,), indexes=Indexing(1, 0, "option")),
     OpInfo("GATHER_ND", "GatherNdOptions", values_from=(0,), indexes=Indexing(1, 0, "leading")),
     OpInfo("EMBEDDING_LOOKUP", values_from=(1,), indexes=Indexing(0, 1, "first")),
     # activations and the rest
     _unary("RELU"), _unary("RELU6"), _unary("RELU_N1_TO_1"), _unary("TANH"), _unary("LOGISTIC"),
-    _unary("LEAKY_RELU", "LeakyReluOptions"), _unary("SOFTMAX", "SoftmaxOptions"),
+    _unary("LEAKY_RELU", "LeakyReluOptions"), _unary("SOFTMAX", "SoftmaxOptions", layout="last_axis"),
+    _unary("LOG_SOFTMAX", "LogSoftmaxOptions", layout="last_axis"), _unary("L2_NORMALIZATION", "L2NormOptions", layout="last_axis"),
     _unary("DEQUANTIZE", "DequantizeOptions"), _unary("QUANTIZE", "QuantizeOptions"),
     OpInfo("INSTANCE_NORM", "InstanceNormOptions", (3, 1)),
     OpInfo("WHILE", "WhileOptions"), OpInfo("IF", "IfOptions"),

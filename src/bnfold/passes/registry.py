@@ -11,11 +11,12 @@ from dataclasses import dataclass
 
 from ..errors import UsageError
 from ..ir.graph import Graph
-from . import (fuse_activation_function, fuse_add_with_conv, fuse_add_with_fully_connected, fuse_add_with_tconv,
-               fuse_batchnorm_forward, fuse_batchnorm_with_concat, fuse_batchnorm_with_conv, fuse_batchnorm_with_conv3d,
-               fuse_batchnorm_with_dwconv, fuse_batchnorm_with_fc, fuse_batchnorm_with_tconv, fuse_mul_with_conv,
-               fuse_mul_with_fullyconnected, fuse_preactivation_batchnorm, make_batchnorm_gamma_positive,
-               remove_redundant_transpose, replace_cw_mul_add_with_depthwise_conv)
+from . import (forward_transpose_op, fuse_activation_function, fuse_add_with_conv, fuse_add_with_fully_connected,
+               fuse_add_with_tconv, fuse_batchnorm_forward, fuse_batchnorm_with_concat, fuse_batchnorm_with_conv,
+               fuse_batchnorm_with_conv3d, fuse_batchnorm_with_dwconv, fuse_batchnorm_with_fc, fuse_batchnorm_with_tconv,
+               fuse_mul_with_conv, fuse_mul_with_fullyconnected, fuse_preactivation_batchnorm, fuse_transpose_with_mean,
+               make_batchnorm_gamma_positive, remove_redundant_transpose, remove_unnecessary_transpose,
+               replace_cw_mul_add_with_depthwise_conv)
 from .report import PassResult
 
 
@@ -36,8 +37,10 @@ class PassSpec:
 #   across the ReLU, and it may leave standalone RELUs behind;
 # - fuse_batchnorm_forward next: a batch norm with no activation before the layers (what the
 #   backward folds could not take) moves forward into their input channels;
-# - remove_redundant_transpose then: TICO's NCHW wrapping leaves transpose pairs with only a ReLU
-#   between once the batch norm is gone; moving the ReLU out lets the pair cancel;
+# - the transpose passes then: TICO's NCHW wrapping leaves transposes around what the folds left
+#   (ReLUs, residual ADDs, concatenations, reductions); moving them lets pairs cancel and frees the
+#   batch norms they separated from their layers for the next round. ONE's narrower passes first,
+#   remove_redundant_transpose (the whole propagation, which subsumes them) last;
 # - fuse_activation_function last, to absorb standalone activations the folds leave behind.
 PASSES: tuple[PassSpec, ...] = (
     PassSpec("fuse_batchnorm_with_conv",
@@ -90,9 +93,18 @@ PASSES: tuple[PassSpec, ...] = (
     PassSpec("replace_cw_mul_add_with_depthwise_conv",
              "replace a channel-wise MUL/ADD chain no layer absorbs by one 1x1 DEPTHWISE_CONV_2D",
              True, False, replace_cw_mul_add_with_depthwise_conv.run),
+    PassSpec("remove_unnecessary_transpose", "remove TRANSPOSEs with the identity permutation",
+             True, False, remove_unnecessary_transpose.run),
+    PassSpec("forward_transpose_op",
+             "move TRANSPOSEs forward through elementwise ops (constants permuted) where they then cancel or merge",
+             True, False, forward_transpose_op.run),
+    PassSpec("fuse_transpose_with_mean",
+             "absorb a TRANSPOSE before MEAN (and other reductions) into their axes where nothing else needs it",
+             True, False, fuse_transpose_with_mean.run),
     PassSpec("remove_redundant_transpose",
-             "remove TRANSPOSE pairs that cancel (also across elementwise ops between them) and merge two "
-             "consecutive transposes into one", True, True, remove_redundant_transpose.run),
+             "move TRANSPOSEs through elementwise ops, reductions, concat/split/slice/pad, unit reshapes and "
+             "a flatten into FC until they cancel or merge, where that removes more transposes than it adds",
+             True, True, remove_redundant_transpose.run),
     PassSpec("fuse_activation_function",
              "fuse a standalone RELU/RELU6/RELU_N1_TO_1 into the fused activation of its producer",
              True, True, fuse_activation_function.run),

@@ -1,0 +1,20 @@
+"""forward_transpose_op (ONE's option): a TRANSPOSE moved forward through elementwise operators —
+unary ones, and binary ones whose other operand is a constant (copied, permuted) or carries the
+same transpose — when that lets it cancel or merge with another (propagation.py, restricted to
+these operators; remove_redundant_transpose runs the whole propagation):
+
+    before:  x -> TRANSPOSE(p) -> ABS -> MUL(c) -> TRANSPOSE(q) -> y          q = argsort(p)
+    after:   x -> ABS -> MUL(c') -> y                                          c' = transpose(c, q)
+"""
+
+from __future__ import annotations
+
+from ..ir.graph import Graph
+from .propagation import propagate
+from .report import PassResult
+
+ELEMENTWISE = frozenset({"unary", "elementwise"})
+
+
+def run(graph: Graph) -> PassResult:
+    return propagate(graph, ELEMENTWISE)

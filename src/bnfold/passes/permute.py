@@ -1,0 +1,296 @@
+"""How a permutation of a tensor's axes crosses an operator: its attributes remapped, one small
+function per kind of layout behaviour (the `layout` column of ir/ops.py says which an op has).
+
+Convention: a tensor t *carries* the permutation p when t = transpose(t', p) for the tensor t'
+the rewritten graph computes instead (numpy's transpose: t.shape[j] = t'.shape[p[j]]). Axis j of
+t is axis p[j] of t'; t' = transpose(t, argsort(p)). An op crosses p when running it on t' (with
+its attributes remapped) gives its outputs in a layout that is again a permutation of the
+original ones, `Crossing.outputs` (None for an output left exactly as it was: a reduction or a
+reshape that ends the permutation).
+
+    unary, elementwise   same op; constant operands (right-aligned broadcast) permuted; output p
+    reduce               axes a -> p[a]; keep_dims: output p; else the kept axes' order
+    concat, split(_v)    axis a -> p[a]
+    slice, strided_slice begin/size/end/strides per axis moved with the axes (masks bit by bit)
+    pad                  paddings row a -> row p[a]; a PADV2 value is one scalar: any layout
+    last_axis            only when p keeps the last axis last
+    unit_reshape         the non-unit axes keep their order, so the reshape reads t' directly
+
+Every function returns a `Crossing` or the reason the op cannot take the other layout.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ir.graph import Op, Tensor
+from ..ir.ops import INDEX_DTYPES, info
+
+Perm = tuple[int, ...]
+
+
+@dataclass
+class Crossing:
+    """`op` run on the permuted data: which inputs are data (each must carry `perm`), the new
+    values of its constant inputs, the option fields that change, what each output carries."""
+
+    perm: Perm
+    data: list[int]
+    outputs: list[Perm | None]
+    consts: dict[int, np.ndarray] = field(default_factory=dict)
+    options: dict = field(default_factory=dict)
+
+
+def inverse(p: Perm) -> Perm:
+    return tuple(int(i) for i in np.argsort(p))
+
+
+def is_identity(p: Perm | None) -> bool:
+    return p is not None and all(i == a for i, a in enumerate(p))
+
+
+def compose(p: Perm, q: Perm) -> Perm:
+    """The permutation of transpose(transpose(x, p), q): transpose(x, compose(p, q))."""
+    return tuple(p[i] for i in q)
+
+
+def moved_shape(shape, p: Perm) -> tuple[int, ...]:
+    """The shape of t' for a tensor t of `shape` carrying p."""
+    return tuple(shape[i] for i in inverse(p))
+
+
+def moved_constant(values: np.ndarray, p: Perm) -> np.ndarray:
+    """A constant broadcast onto a tensor carrying p, as it must be broadcast onto t': aligned to
+    the right, permuted, and leading unit axes dropped back to its own rank."""
+    rank = len(p)
+    aligned = values.reshape((1,) * (rank - values.ndim) + values.shape)
+    moved = np.transpose(aligned, inverse(p))
+    while moved.ndim > values.ndim and moved.shape[0] == 1:
+        moved = moved.reshape(moved.shape[1:])
+    return moved
+
+
+def cross(op: Op, t: Tensor, p: Perm) -> Crossing | str:
+    """How `op`, reading `t` which carries `p`, takes the other layout — or why it cannot."""
+    behaviour = info(op.kind).layout
+    if behaviour is None or behaviour == "transpose":
+        return f"{op.kind} cannot take the other layout"
+    if len(p) != len(t.shape):
+        return f"{op.kind} reads a tensor of rank {len(t.shape)}"
+    return CROSSINGS[behaviour](op, t, p)
+
+
+def _axis_values(op: Op, index: int) -> np.ndarray | str:
+    x = op.input(index)
+    if x is None or not x.is_const or x.dtype not in INDEX_DTYPES:
+        return f"{op.kind} input {index} is not an int32/int64 constant"
+    return np.asarray(x.data).reshape(-1).astype(np.int64)
+
+
+def _normalized(axes, rank: int) -> list[int] | str:
+    out = [int(a) + rank if int(a) < 0 else int(a) for a in axes]
+    return out if all(0 <= a < rank for a in out) else f"axes {list(axes)} out of range for rank {rank}"
+
+
+def _unary(op: Op, t: Tensor, p: Perm) -> Crossing | str:
+    if op.input(0) is not t or len(op.outputs) != 1 or len(op.outputs[0].shape) != len(p):
+        return f"{op.kind} reads it in another slot"
+    return Crossing(p, [0], [p])
+
+
+def _elementwise(op: Op, t: Tensor, p: Perm) -> Crossing | str:
+    rank = len(p)
+    if len(op.outputs) != 1 or len(op.outputs[0].shape) != rank:
+        return f"{op.kind} broadcasts it to another rank"
+    crossing = Crossing(p, [], [p])
+    for index, x in enumerate(op.inputs):
+        if x is None:
+            continue
+        if x.is_const and len(x.shape) <= rank:
+            crossing.consts[index] = moved_constant(np.asarray(x.data), p)
+        elif len(x.shape) == rank and not x.is_const:
+            crossing.data.append(index)
+        else:
+            return f"{op.kind} broadcasts {x.name!r} of rank {len(x.shape)} against rank {rank}"
+    return crossing
+
+
+def _reduce(op: Op, t: Tensor, p: Perm) -> Crossing | str:
+    axes = _axis_values(op, 1)
+    if isinstance(axes, str):
+        return axes
+    rank = len(p)
+    old = _normalized(axes, rank)
+    if isinstance(old, str):
+        return old
+    new = sorted({p[a] for a in old})
+    crossing = Crossing(p, [0], [p], consts={1: np.array(new, dtype=op.input(1).data.dtype)})
+    if getattr(op.options, "keepDims", False):
+        return crossing
+    kept_old = [j for j in range(rank) if j not in old]
+    kept_new = [i for i in range(rank) if i not in new]
+    q = tuple(kept_new.index(p[j]) for j in kept_old)
+    crossing.outputs = [None if is_identity(q) or not q else q]
+    return crossing
+
+
+def _concat(op: Op, t: Tensor, p: Perm) -> Crossing | str:
+    rank = len(p)
+    axis = int(getattr(op.options, "axis", 0) or 0)
+    axis = axis + rank if axis < 0 else axis
+    if any(x is None or len(x.shape) != rank for x in op.inputs):
+        return "CONCATENATION of tensors of other ranks"
+    crossing = Crossing(p, [], [p], options={"axis": p[axis]})
+    for index, x in enumerate(op.inputs):
+        if x.is_const:
+            crossing.consts[index] = np.transpose(np.asarray(x.data), inverse(p))
+        else:
+            crossing.data.append(index)
+    return crossing
+
+
+def _split(op: Op, t: Tensor, p: Perm, data: int, axis_index: int) -> Crossing | str:
+    if op.input(data) is not t:
+        return f"{op.kind} reads it in another slot"
+    axis = _axis_values(op, axis_index)
+    if isinstance(axis, str) or axis.size != 1:
+        return axis if isinstance(axis, str) else f"{op.kind} axis is not a scalar"
+    a = _normalized(axis, len(p))
+    if isinstance(a, str):
+        return a
+    values = np.array(p[a[0]], dtype=op.input(axis_index).data.dtype).reshape(op.input(axis_index).shape)
+    return Crossing(p, [data], [p] * len(op.outputs), consts={axis_index: values})
+
+
+def _per_axis(op: Op, p: Perm, indices: tuple[int, ...]) -> dict[int, np.ndarray] | str:
+    """The per-axis constant vectors (or [rank, 2] rows) at `indices` with their rows moved."""
+    consts = {}
+    for index in indices:
+        x = op.input(index)
+        if x is None or not x.is_const or x.dtype not in INDEX_DTYPES or x.shape[:1] != (len(p),):
+            return f"{op.kind} input {index} is not a constant with one row per axis"
+        consts[index] = np.asarray(x.data)[list(inverse(p))]
+    return consts
+
+
+def _slice(op: Op, t: Tensor, p: Perm) -> Crossing | str:
+    if op.input(0) is not t:
+        return f"{op.kind} reads it in another slot"
+    consts = _per_axis(op, p, (1, 2))
+    return consts if isinstance(consts, str) else Crossing(p, [0], [p], consts=consts)
+
+
+def _strided_slice(op: Op, t: Tensor, p: Perm) -> Crossing | str:
+    if op.input(0) is not t:
+        return f"{op.kind} reads it in another slot"
+    options = op.options
+    for mask in ("ellipsisMask", "newAxisMask", "shrinkAxisMask"):
+        if getattr(options, mask, 0):
+            return f"STRIDED_SLICE with a {mask} changes the rank"
+    consts = _per_axis(op, p, (1, 2, 3))
+    if isinstance(consts, str):
+        return consts
+    masks = {m: _moved_bits(int(getattr(options, m, 0) or 0), p) for m in ("beginMask", "endMask")}
+    return Crossing(p, [0], [p], consts=consts, options=masks)
+
+
+def _moved_bits(mask: int, p: Perm) -> int:
+    return sum(1 << p[a] for a in range(len(p)) if mask >> a & 1)
+
+
+def _pad(op: Op, t: Tensor, p: Perm) -> Crossing | str:
+    if op.input(0) is not t:
+        return f"{op.kind} reads it in another slot"
+    consts = _per_axis(op, p, (1,))
+    return consts if isinstance(consts, str) else Crossing(p, [0], [p], consts=consts)
+
+
+def _last_axis(op: Op, t: Tensor, p: Perm) -> Crossing | str:
+    if p[-1] != len(p) - 1:
+        return f"{op.kind} works along the last axis, which the permutation {list(p)} moves"
+    return _unary(op, t, p)
+
+
+def _unit_reshape(op: Op, t: Tensor, p: Perm) -> Crossing | str:
+    if op.input(0) is not t or len(op.outputs) != 1:
+        return f"{op.kind} reads it in another slot"
+    out = op.outputs[0]
+    if any(d < 0 for d in (t.shape_signature or t.shape) + (out.shape_signature or out.shape)):
+        return f"{op.kind} with dynamic dimensions"
+    source = moved_shape(t.shape, p)
+    if op.kind == "SQUEEZE":
+        dims = [p[d] for d in _normalized(getattr(op.options, "squeezeDims", None) or [], len(p))]
+        target = tuple(d for i, d in enumerate(source) if (source[i] != 1 or (dims and i not in dims)))
+        options = {"squeezeDims": sorted(dims)} if dims else {}
+    elif op.kind == "EXPAND_DIMS":
+        axis = _axis_values(op, 1)
+        if isinstance(axis, str):
+            return axis
+        a = int(axis[0]) + len(source) + 1 if int(axis[0]) < 0 else int(axis[0])
+        target, options = source[:a] + (1,) + source[a:], {}
+    else:
+        target, options = _reshape_target(t.shape, p, out.shape), {}
+    q = unit_axes_perm(t.shape, p, out.shape, target)
+    if q is None:
+        return f"{op.kind} from {list(t.shape)} to {list(out.shape)} mixes the permuted axes"
+    crossing = Crossing(p, [0], [None if is_identity(q) else q], options=options)
+    if op.kind == "RESHAPE":
+        crossing.options = {"newShape": list(target)} if getattr(op.options, "newShape", None) else {}
+        if op.input(1) is not None and op.input(1).is_const:
+            crossing.consts[1] = np.array(target, dtype=op.input(1).data.dtype)
+    return crossing
+
+
+def _nonunit(shape) -> list[int]:
+    return [i for i, d in enumerate(shape) if d != 1]
+
+
+def _reshape_target(shape, p: Perm, out_shape) -> tuple[int, ...]:
+    """The reshape's output in the layout of t': the non-unit dimensions in the order t' has them,
+    on the output's non-unit positions."""
+    order = sorted(_nonunit(shape), key=lambda j: p[j])
+    target = list(out_shape)
+    positions = _nonunit(out_shape)
+    if len(positions) != len(order):
+        return tuple(out_shape)
+    for k, j in zip(positions, order):
+        target[k] = shape[j]
+    return tuple(target)
+
+
+def unit_axes_perm(shape, p: Perm, out_shape, target) -> Perm | None:
+    """q with out = transpose(out', q), where out = reshape(t, out_shape), out' = reshape(t', target),
+    t carrying p — when the reshapes only add or drop unit axes (None when they do more)."""
+    nonunit, out_nonunit, target_nonunit = _nonunit(shape), _nonunit(out_shape), _nonunit(target)
+    if [shape[j] for j in nonunit] != [out_shape[k] for k in out_nonunit] or len(target_nonunit) != len(nonunit):
+        return None
+    rank_in_moved = {j: r for r, j in enumerate(sorted(nonunit, key=lambda j: p[j]))}
+    q = [0] * len(out_shape)
+    for m, k in enumerate(out_nonunit):
+        q[k] = target_nonunit[rank_in_moved[nonunit[m]]]
+        if target[q[k]] != out_shape[k]:
+            return None
+    units, target_units = [k for k in range(len(out_shape)) if k not in out_nonunit], \
+        [k for k in range(len(target)) if k not in target_nonunit]
+    if len(units) != len(target_units):
+        return None
+    for k, u in zip(units, target_units):
+        q[k] = u
+    return tuple(q)
+
+
+CROSSINGS = {
+    "unary": _unary,
+    "elementwise": _elementwise,
+    "reduce": _reduce,
+    "concat": _concat,
+    "split": lambda op, t, p: _split(op, t, p, data=1, axis_index=0),
+    "split_v": lambda op, t, p: _split(op, t, p, data=0, axis_index=2),
+    "slice": _slice,
+    "strided_slice": _strided_slice,
+    "pad": _pad,
+    "last_axis": _last_axis,
+    "unit_reshape": _unit_reshape,
+}

@@ -1,0 +1,359 @@
+"""Layout propagation: TRANSPOSEs moved through the operators after them until they cancel or
+merge with another, decided by counting transposes, not by pattern. The engine of the transpose
+passes (remove_redundant_transpose runs all of it; ONE's forward_transpose_op and
+fuse_transpose_with_mean run it restricted to their operator kinds) and of ONE's layout options
+built on it.
+
+    before:  x -> TRANSPOSE(p) -> t -> RELU -> ADD(c) -> MEAN(axes, keep) -> TRANSPOSE(q) -> y
+    after:   x -> RELU -> ADD(c') -> MEAN(axes') -> y           q = argsort(p): they cancel
+
+Algebra. t = transpose(x, p) *carries* p: every op reading it computes, on x instead, its own
+result carrying a permutation again (permute.py: elementwise ops with constants moved, reductions,
+concatenation, split, slice, pad along remapped axes, ...), because a transpose only moves
+elements. Where a carried tensor meets a TRANSPOSE(q) the two compose: transpose(x, p[q]) — the
+identity (they cancel) or one merged transpose.
+
+The region. From one TRANSPOSE (the seed) a work-list follows the carried tensors to every reader.
+A reader that can take the other layout joins the region (its other data operands must carry the
+same permutation: a TRANSPOSE by it joins as another seed, anything else gets a new transpose into
+the layout); a reader that cannot, and a graph output, *stops* it: the tensor is transposed back
+for them (or its seed stays). A RESHAPE flattening a carried tensor into FULLY_CONNECTED layers
+absorbs it: their weight columns are permuted instead of the data (W'[:, g] = W, g the flattened
+index map). The region is rewritten only when that removes more transposes than it adds:
+
+    removed = seeds with no stop + TRANSPOSE readers that cancel
+    added   = stopped tensors other than seeds' outputs + other operands transposed into the layout
+
+Each rewrite lowers the number of transposes, so repeated rounds end. Two regions are measured per
+seed — through operators whose other operands need a new transpose, and stopping there — and the
+better one is taken. Cost is linear: a seed's region is visited once per run, and seeds a
+rejected region reached are not tried again in that run.
+
+Exact for every type: data is only moved. Constants are copied, never edited (another reader keeps
+the old one); a tensor quantized per channel keeps its quantized_dimension on the moved axis; a
+constant quantized per channel is not moved (refused). The model's interface never changes: a
+carried graph output is transposed back under its own name.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ir.graph import Graph, Op, Options, Tensor
+from ..ir.ops import INDEX_DTYPES, info
+from .permute import Crossing, Perm, compose, cross, inverse, is_identity, moved_constant, moved_shape
+from .report import PassResult, describe
+
+TRANSPOSE = "TRANSPOSE"
+
+
+def transpose_perm(op: Op) -> Perm | None:
+    """The permutation of a TRANSPOSE whose permutation is a valid constant (None otherwise)."""
+    perm, x = op.input(1), op.input(0)
+    if op.kind != TRANSPOSE or perm is None or not perm.is_const or perm.dtype not in INDEX_DTYPES or x is None:
+        return None
+    rank = len(x.shape)
+    values = [int(v) + rank if int(v) < 0 else int(v) for v in np.asarray(perm.data).reshape(-1)]
+    return tuple(values) if sorted(values) == list(range(rank)) and len(op.outputs) == 1 else None
+
+
+@dataclass
+class Region:
+    carried: dict[Tensor, Perm] = field(default_factory=dict)
+    seeds: dict[Op, None] = field(default_factory=dict)
+    crossed: dict[Op, Crossing] = field(default_factory=dict)
+    merges: dict[Op, Perm] = field(default_factory=dict)  # TRANSPOSE readers -> their composed permutation
+    flattens: dict[Op, list[Op]] = field(default_factory=dict)  # RESHAPE -> the FULLY_CONNECTED layers after it
+    stops: dict[Tensor, list[str]] = field(default_factory=dict)  # carried tensors kept for these reasons
+    sides: dict[Tensor, Perm] = field(default_factory=dict)  # operands transposed into the layout
+    conflict: str | None = None
+
+    def removed(self, graph: Graph) -> int:
+        return (sum(op.outputs[0] not in self.stops for op in self.seeds)
+                + sum(is_identity(q) and not graph.is_observed(u.outputs[0]) for u, q in self.merges.items()))
+
+    def added(self) -> int:
+        outputs = {op.outputs[0] for op in self.seeds}
+        return sum(t not in outputs for t in self.stops) + len(self.sides)
+
+    def gain(self, graph: Graph) -> int:
+        return -1 if self.conflict else self.removed(graph) - self.added()
+
+    def why_not(self, graph: Graph) -> str:
+        if self.conflict:
+            return self.conflict
+        reasons = list(dict.fromkeys(r for rs in self.stops.values() for r in rs))
+        sides = [f"operand {t.name!r} would need a transpose" for t in self.sides]
+        return (f"moving it would add {self.added()} transpose(s) to remove {self.removed(graph)}: "
+                + "; ".join(reasons + sides) if reasons or sides else "nothing to cancel it with")
+
+
+def propagate(graph: Graph, scope: frozenset[str] | None = None) -> PassResult:
+    """Move every TRANSPOSE of `graph` as far as pays (see the module docstring); `scope` limits
+    the layout behaviours crossed (ir/ops.py's `layout` column; None: all, and the RESHAPE -> FC
+    flatten). Each TRANSPOSE left gets one skip entry saying why it stays."""
+    result = PassResult()
+    reasons: dict[Op, str] = {}  # seeds of rejected regions -> why
+    for seed in [op for op in graph.ops if op.kind == TRANSPOSE]:
+        if graph.contains(seed) and seed not in reasons:
+            _move(graph, seed, scope, result, reasons)
+    for op in list(graph.ops):  # what is left, and the transposes this run made or merged
+        if op.kind == TRANSPOSE and graph.contains(op) and op not in reasons:
+            _move(graph, op, scope, result, reasons)
+    for op in graph.ops:
+        if op.kind == TRANSPOSE:
+            result.skip(op, reasons.get(op, "it was moved in this round"))
+    return result
+
+
+def remove_identities(graph: Graph) -> PassResult:
+    """remove_unnecessary_transpose: every TRANSPOSE with the identity permutation goes."""
+    result = PassResult()
+    for op in [op for op in graph.ops if op.kind == TRANSPOSE and is_identity(transpose_perm(op))]:
+        _remove_identity(graph, op, result)
+    return result
+
+
+def _move(graph: Graph, seed: Op, scope, result: PassResult, reasons: dict[Op, str]) -> None:
+    """Rewrite the better region of `seed` if it pays, else note why for every seed it reached."""
+    p = transpose_perm(seed)
+    if p is None:
+        reasons[seed] = "its permutation is not a constant permutation of the input's axes"
+        return
+    if is_identity(p):
+        if not _remove_identity(graph, seed, result):
+            reasons[seed] = "an identity permutation between a graph input and a graph output"
+        return
+    best = max((_grow(graph, seed, scope, sides) for sides in (False, True)), key=lambda r: r.gain(graph))
+    if best.gain(graph) > 0:
+        result.fold(seed, [*best.seeds, *(u for u, q in best.merges.items() if is_identity(q))],
+                    crossed=[describe(op) for op in best.crossed], removed_transposes=best.removed(graph),
+                    added_transposes=best.added())
+        _rewrite(graph, best)
+    else:
+        why = best.why_not(graph)
+        reasons.update(dict.fromkeys(best.seeds, why))
+
+
+def _remove_identity(graph: Graph, op: Op, result: PassResult) -> bool:
+    """An identity permutation only copies. Its output keeps its name when it is a graph output
+    (the producer of its input writes it directly); False when neither can be done."""
+    x, y = op.inputs[0], op.outputs[0]
+    producer = x.producer
+    if not graph.is_observed(y):
+        result.fold(op, [op], identity=True)
+        graph.replace_uses(y, x)
+        graph.remove_op(op)
+        return True
+    if producer is not None and graph.has_single_use(x, op):
+        result.fold(op, [op], identity=True)
+        graph.remove_op(op)
+        graph.set_output(producer, producer.outputs.index(x), y)
+        return True
+    return False
+
+
+def _grow(graph: Graph, seed: Op, scope, sides_allowed: bool) -> Region:
+    region = Region()
+    work: deque[Tensor] = deque()
+
+    def carry(t: Tensor, p: Perm) -> None:
+        region.carried[t] = p
+        work.append(t)
+
+    def add_seed(op: Op) -> None:
+        region.seeds[op] = None
+        carry(op.outputs[0], transpose_perm(op))
+
+    add_seed(seed)
+    while work and region.conflict is None:
+        t = work.popleft()
+        p = region.carried[t]
+        if graph.is_observed(t):
+            region.stops.setdefault(t, []).append(f"it reaches graph output {t.name!r}")
+        for u in graph.consumers(t):
+            if u in region.seeds:  # a seed reading a carried tensor: it would move twice
+                region.conflict = f"TRANSPOSE -> {u.outputs[0].name!r} would be moved twice"
+            if u in region.crossed or u in region.merges or u in region.flattens or u in region.seeds:
+                continue
+            why = _visit(graph, region, u, t, p, scope, sides_allowed, add_seed, carry)
+            if why:
+                region.stops.setdefault(t, []).append(why)
+    if region.conflict is None:
+        _collect_sides(region)
+    return region
+
+
+def _visit(graph, region: Region, u: Op, t: Tensor, p: Perm, scope, sides_allowed, add_seed, carry) -> str | None:
+    """Take reader `u` of carried `t` into the region; the reason it cannot take the layout."""
+    where = f"reader {u.kind}{'' if u.index is None else f' #{u.index}'}"
+    if u.kind == TRANSPOSE:
+        q = transpose_perm(u)
+        if q is None or u.input(0) is not t:
+            return f"{where} has a non-constant permutation"
+        region.merges[u] = compose(p, q)
+        return None
+    if scope is None and (fcs := _flatten_readers(graph, u, t, p)) is not None:
+        region.flattens[u] = fcs
+        return None
+    crossing = cross(u, t, p)
+    if isinstance(crossing, str):
+        return f"{where} cannot take the other layout ({crossing})"
+    if scope is not None and info(u.kind).layout not in scope:
+        return f"{where} is not among the operators this pass moves transposes across"
+    problem = _quantization_problem(u, crossing)
+    if problem:
+        return f"{where}: {problem}"
+    for i in crossing.data:
+        s = u.inputs[i]
+        if s is t or s in region.carried:
+            continue
+        if _seedable(region, s, p):
+            add_seed(s.producer)
+        elif not sides_allowed:
+            return f"{where} also reads {s.name!r}, which is not in the same layout"
+    region.crossed[u] = crossing
+    for out, q in zip(u.outputs, crossing.outputs):
+        if q is not None:
+            carry(out, q)
+    return None
+
+
+def _seedable(region: Region, s: Tensor, p: Perm) -> bool:
+    producer = s.producer
+    return (producer is not None and producer.kind == TRANSPOSE and producer not in region.merges
+            and producer.inputs[0] not in region.carried and transpose_perm(producer) == p)
+
+
+def _quantization_problem(u: Op, crossing: Crossing) -> str | None:
+    for index in crossing.consts:
+        q = u.inputs[index].quantization
+        if q is not None and len(getattr(q, "scale", None) or []) > 1:
+            return f"its constant {u.inputs[index].name!r} is quantized per channel"
+    return None
+
+
+def _collect_sides(region: Region) -> None:
+    for u, crossing in region.crossed.items():
+        for i in crossing.data:
+            s = u.inputs[i]
+            want = region.carried.get(s, region.sides.get(s, crossing.perm))
+            if want != crossing.perm:
+                region.conflict = (f"{u.kind} -> {u.outputs[0].name!r} would read {s.name!r} in two layouts "
+                                   f"({list(want)} and {list(crossing.perm)})")
+                return
+            if s not in region.carried:
+                region.sides[s] = crossing.perm
+
+
+def _flatten_readers(graph: Graph, u: Op, t: Tensor, p: Perm) -> list[Op] | None:
+    """The FULLY_CONNECTED layers reading `u`, a RESHAPE flattening carried `t` to [N, features]
+    (batch first and kept), when they alone read it and their weights can take permuted columns."""
+    out = u.outputs[0] if len(u.outputs) == 1 else None
+    if (u.kind != "RESHAPE" or u.input(0) is not t or p[0] != 0 or out is None or len(out.shape) != 2
+            or out.shape[0] != t.shape[0] or graph.is_observed(out) or len(t.shape) < 3):
+        return None
+    readers = graph.consumers(out)
+    for fc in readers:
+        w = fc.input(1)
+        if (fc.kind != "FULLY_CONNECTED" or fc.input(0) is not out or w is None or not w.is_const
+                or len(w.shape) != 2 or w.shape[1] != out.shape[1] or out in fc.inputs[1:]
+                or getattr(w.quantization, "quantizedDimension", 0) not in (0, None)):
+            return None
+    return readers or None
+
+
+def _feature_order(shape, p: Perm) -> np.ndarray:
+    """g with x[f] = x'[g[f]]: x the flattened t (batch first), x' the flattened t'."""
+    moved = moved_shape(shape, p)
+    index = np.arange(int(np.prod(moved[1:], dtype=np.int64))).reshape(moved[1:])
+    return np.transpose(index, [a - 1 for a in p[1:]]).reshape(-1)
+
+
+# ---- the rewrite -------------------------------------------------------------------------------
+
+def _rewrite(graph: Graph, region: Region) -> None:
+    new: dict[Tensor, Tensor] = {op.outputs[0]: op.inputs[0] for op in region.seeds}
+    for u, crossing in region.crossed.items():
+        for out, q in zip(u.outputs, crossing.outputs):
+            if q is not None:
+                new[out] = graph.add_tensor(f"{out.name}/permuted", out.dtype, moved_shape(out.shape, q),
+                                            shape_signature=_moved_signature(out, q),
+                                            quantization=_moved_quantization(out.quantization, q))
+    for s, p in region.sides.items():
+        new[s] = _transpose(graph, s, inverse(p), f"{s.name}/permuted", moved_shape(s.shape, p),
+                            after=s.producer, before=None if s.producer is not None else graph.ops[0])
+    for u, crossing in region.crossed.items():
+        for i in crossing.data:
+            graph.set_input(u, i, new[u.inputs[i]])
+        for i, values in crossing.consts.items():
+            graph.set_input(u, i, _const_like(graph, u.inputs[i], values))
+        if crossing.options:
+            u.options = u.options.copy(**crossing.options)
+        for i, out in enumerate(u.outputs):
+            if out in new:
+                graph.set_output(u, i, new[out])
+                if out in region.stops:
+                    _transpose(graph, new[out], region.carried[out], out, None, after=u)
+    for reshape, fcs in region.flattens.items():
+        t = reshape.inputs[0]
+        order = _feature_order(t.shape, region.carried[t])
+        graph.set_input(reshape, 0, new[t])
+        for fc in fcs:
+            w = fc.inputs[1]
+            moved = np.empty_like(np.asarray(w.data))
+            moved[:, order] = np.asarray(w.data)
+            graph.set_input(fc, 1, _const_like(graph, w, moved))
+    for u, q in region.merges.items():
+        _merge(graph, u, new[u.inputs[0]], q)
+    for seed in region.seeds:
+        if seed.outputs[0] not in region.stops:
+            graph.remove_op(seed)
+
+
+def _merge(graph: Graph, u: Op, source: Tensor, q: Perm) -> None:
+    y = u.outputs[0]
+    if is_identity(q) and not graph.is_observed(y):
+        graph.replace_uses(y, source)
+        graph.remove_op(u)
+        return
+    graph.set_input(u, 0, source)
+    graph.set_input(u, 1, graph.add_const(f"{y.name}/perm", np.array(q, dtype=np.int32), "INT32"))
+    if is_identity(q):
+        _remove_identity(graph, u, PassResult())
+
+
+def _transpose(graph: Graph, x: Tensor, perm: Perm, out: Tensor | str, shape, *, after: Op | None,
+               before: Op | None = None) -> Tensor:
+    """A new TRANSPOSE of `x` by `perm` writing `out` (a tensor, or the name of a new one)."""
+    if isinstance(out, str):
+        out = graph.add_tensor(out, x.dtype, shape, shape_signature=_moved_signature(x, inverse(perm)),
+                               quantization=_moved_quantization(x.quantization, inverse(perm)))
+    perm_t = graph.add_const(f"{out.name}/perm", np.array(perm, dtype=np.int32), "INT32")
+    graph.add_op(TRANSPOSE, [x, perm_t], [out], Options("TransposeOptions"), after=after, before=before)
+    return out
+
+
+def _moved_signature(t: Tensor, q: Perm) -> tuple[int, ...] | None:
+    return None if t.shape_signature is None else moved_shape(t.shape_signature, q)
+
+
+def _moved_quantization(quantization, q: Perm):
+    """The quantization of t' for t carrying q: a per-channel axis d of t is axis q[d] of t'."""
+    if quantization is None or len(getattr(quantization, "scale", None) or []) <= 1:
+        return quantization
+    moved = copy.copy(quantization)
+    moved.quantizedDimension = q[int(quantization.quantizedDimension or 0)]
+    return moved
+
+
+def _const_like(graph: Graph, old: Tensor, values: np.ndarray) -> Tensor:
+    """A new constant with `old`'s type and quantization holding `values` (copy-on-write: `old`
+    stays as it is for whoever else reads it)."""
+    t = graph.add_const(f"{old.name}/permuted", values, old.dtype)
+    t.quantization = old.quantization
+    return t

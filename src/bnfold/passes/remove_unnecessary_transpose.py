@@ -1,0 +1,16 @@
+"""remove_unnecessary_transpose (ONE's option): a TRANSPOSE whose permutation is the identity only
+copies, so it goes (propagation.remove_identities):
+
+    before:  x -> TRANSPOSE(0,1,2,3) -> y -> ...       after:  x -> ...
+    a graph output keeps its name:  x's producer writes y directly.
+"""
+
+from __future__ import annotations
+
+from ..ir.graph import Graph
+from .propagation import remove_identities
+from .report import PassResult
+
+
+def run(graph: Graph) -> PassResult:
+    return remove_identities(graph)
