@@ -373,12 +373,13 @@ def convert(input_path: str | os.PathLike, output_path: str | os.PathLike, *, ex
 @dataclass
 class Inspection:
     """What `bnfold inspect` prints: the model, and with leftovers=True its batch-norm candidates
-    (one dict each; `reason` from the report when one was given) and the report's entries that
-    name no candidate of this model."""
+    (one dict each; `reason` from the report when one was given), the report's entries that
+    name no candidate of this model, and its TRANSPOSEs (likewise)."""
 
     model: Model
     candidates: list[dict] = field(default_factory=list)
     unmatched: list[tuple] = field(default_factory=list)
+    transposes: list[dict] = field(default_factory=list)  # every TRANSPOSE, where it sits (and why it stayed)
 
 
 def inspect(path: str | os.PathLike, *, leftovers: bool = False, report: str | dict | None = None) -> Inspection:
@@ -392,10 +393,10 @@ def inspect(path: str | os.PathLike, *, leftovers: bool = False, report: str | d
     model = load(path)
     if not leftovers:
         return Inspection(model)
-    from .passes.leftovers import listing
+    from .passes.leftovers import listing, transpose_listing
 
     rows, unmatched = listing(model, report)
-    return Inspection(model, rows, unmatched)
+    return Inspection(model, rows, unmatched, transpose_listing(model, report))
 
 
 def read_report(path: str) -> dict:

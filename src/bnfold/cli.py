@@ -164,7 +164,8 @@ def convert(input_path, output_path, external_buffers, in_place):
 @click.option("--operators", is_flag=True, help="List every operator with its inputs and outputs.")
 @click.option("--tensors", is_flag=True, help="List every tensor.")
 @click.option("--leftovers", is_flag=True,
-              help="List the batch-norm candidates (MUL/ADD/SUB/DIV by a per-channel or scalar constant) and where they sit.")
+              help="List the batch-norm candidates (MUL/ADD/SUB/DIV by a per-channel or scalar constant) and the "
+                   "TRANSPOSEs, and where they sit.")
 @click.option("--report", "report_path", default=None, metavar="R.json",
               help="With --leftovers: the report of the optimize run that wrote MODEL, to say why each candidate stayed.")
 def inspect(model_path, operators, tensors, leftovers, report_path):

@@ -86,7 +86,8 @@ def model_listing(path: str, model, *, operators: bool = False, tensors: bool = 
 
 
 def leftovers(found, report_path: str | None) -> Iterator[str]:
-    """`inspect --leftovers`: each batch-norm candidate, where it sits and (with a report) why it stayed."""
+    """`inspect --leftovers`: each batch-norm candidate and TRANSPOSE, where it sits and (with a
+    report) why it stayed."""
     yield f"batch-norm candidates: {len(found.candidates)}"
     for r in found.candidates:
         act = f" [{r['activation']}]" if r["activation"] != "NONE" else ""
@@ -106,6 +107,12 @@ def leftovers(found, report_path: str | None) -> Iterator[str]:
         first = found.unmatched[0]
         yield (f"warning: {len(found.unmatched)} skip entries of {report_path} name no candidate of this model "
                f"(first: {first[1]} -> {first[2]!r})")
+    yield f"transposes: {len(found.transposes)}"
+    for r in found.transposes:
+        yield f"  subgraph {r['subgraph']} #{r['index']} TRANSPOSE {r['perm']} -> {r['output']!r}"
+        yield f"      data from {r['data_from']}; read by {', '.join(r['read_by']) or 'nothing'}"
+        if report_path is not None:
+            yield f"      stays: {r['reason'] or '(no entry in the report)'}"
 
 
 def pass_table(passes, o1) -> Iterator[str]:

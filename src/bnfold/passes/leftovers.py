@@ -19,6 +19,10 @@ the manager turns what they said into the skip list by construction:
 
 Entries describe ops by kind, output tensor name and position as read (report.describe); `chain`
 lists the chain the op belongs to.
+
+Apart from the skip list, `transposes_left` gives every TRANSPOSE left in the output one entry
+(the report's `transposes`): the reason of the last transpose pass, in run order, that spoke about
+it in the final round (they speak about every TRANSPOSE they leave), or that none ran.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from .candidates import Candidate, candidate, chains, dtype_refusal, name_op, si
 from .report import Said, describe
 
 FORWARD_PASSES = ("fuse_preactivation_batchnorm", "fuse_batchnorm_forward")
+TRANSPOSE_PASS = "remove_redundant_transpose"
 CONCAT_PASS = "fuse_batchnorm_with_concat"
 ENTRY_KEYS = ("subgraph", "at", "pass", "reason", "reasons", "chain")  # a pass's details never replace these
 
@@ -44,6 +49,24 @@ def explain(model: Model, said: list[Said], passes: list[str]) -> list[dict]:
         for chain in chains(graph):
             heard = [s for op in chain for s in by_op.get(id(op), [])]
             entries.extend(_entries(gi, graph, chain, heard, passes))
+    return entries
+
+
+def transposes_left(model: Model, said: list[Said], passes: list[str]) -> list[dict]:
+    """One entry per TRANSPOSE in `model` (as it is now): why it stays."""
+    heard: dict[int, Said] = {}
+    for s in sorted(said, key=lambda s: passes.index(s.pass_name) if s.pass_name in passes else -1):
+        if s.op.kind == "TRANSPOSE":
+            heard[id(s.op)] = s  # the last pass in run order wins
+    entries = []
+    for gi, graph in enumerate(model.graphs):
+        for op in graph.ops:
+            if op.kind != "TRANSPOSE":
+                continue
+            s = heard.get(id(op))
+            reason = (s.record["reason"] if s else
+                      f"{TRANSPOSE_PASS}, which moves transposes until they cancel, was not run")
+            entries.append({"subgraph": gi, "at": describe(op), "pass": s.pass_name if s else None, "reason": reason})
     return entries
 
 
@@ -130,3 +153,24 @@ def listing(model: Model, report: dict | None = None) -> tuple[list[dict], list[
                                passes=None if entry is None else entry.get("reasons", {}))
                 rows.append(row)
     return rows, [k for k in entries if k not in used]
+
+
+def transpose_listing(model: Model, report: dict | None = None) -> list[dict]:
+    """Every TRANSPOSE of `model` with where it sits and — given the report of the optimize run
+    that wrote it — why it stayed (matched by subgraph and output tensor name)."""
+    reasons = {(t.get("subgraph"), t["at"].get("output")): t["reason"] for t in (report or {}).get("transposes", [])}
+    rows = []
+    for gi, graph in enumerate(model.graphs):
+        for op in graph.ops:
+            if op.kind != "TRANSPOSE":
+                continue
+            perm = op.input(1)
+            row = {"subgraph": gi, "index": op.index, "output": op.outputs[0].name,
+                   "perm": None if perm is None or not perm.is_const else [int(v) for v in perm.data.reshape(-1)],
+                   "data_from": name_op(op.inputs[0].producer),
+                   "read_by": [name_op(u) for u in graph.consumers(op.outputs[0])]
+                   + (["the graph output"] if graph.is_observed(op.outputs[0]) else [])}
+            if report is not None:
+                row["reason"] = reasons.get((gi, row["output"]))
+            rows.append(row)
+    return rows

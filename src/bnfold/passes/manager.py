@@ -4,14 +4,14 @@ Like ONE's restart strategy, a change by any pass starts another round of all se
 so folds cascade. Rounds are capped (MAX_ROUNDS), so no input can make the manager loop forever.
 What passes refuse is kept only from the final round: a candidate skipped early may fold once
 another pass has run. At the end the skip list is made from it by construction: exactly one entry
-per batch-norm candidate left in the model, none for any other op (leftovers.py), and each
-fold names the ops of the output that took it in (`into`).
+per batch-norm candidate left in the model, none for any other op, apart from it one entry per
+TRANSPOSE left (leftovers.py), and each fold names the ops of the output that took it in (`into`).
 """
 
 from __future__ import annotations
 
 from ..ir.model import Model
-from .leftovers import explain
+from .leftovers import explain, transposes_left
 from .registry import PassSpec
 from .report import Report
 
@@ -37,5 +37,6 @@ def run_passes(model: Model, specs: list[PassSpec], *, max_rounds: int = MAX_ROU
     else:
         report.converged = False
     report.skips = explain(model, report.said, report.passes)
+    report.transposes = transposes_left(model, report.said, report.passes)
     report.settle_into(model.graphs)
     return report

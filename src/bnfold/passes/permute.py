@@ -237,10 +237,23 @@ def _unit_reshape(op: Op, t: Tensor, p: Perm) -> Crossing | str:
         return f"{op.kind} from {list(t.shape)} to {list(out.shape)} mixes the permuted axes"
     crossing = Crossing(p, [0], [None if is_identity(q) else q], options=options)
     if op.kind == "RESHAPE":
-        crossing.options = {"newShape": list(target)} if getattr(op.options, "newShape", None) else {}
-        if op.input(1) is not None and op.input(1).is_const:
-            crossing.consts[1] = np.array(target, dtype=op.input(1).data.dtype)
+        crossing.consts, crossing.options = reshape_target(op, target)
     return crossing
+
+
+def reshape_target(op: Op, shape) -> tuple[dict[int, np.ndarray], dict]:
+    """The new shape constant and options of a RESHAPE made to produce `shape`."""
+    stated = getattr(op.options, "newShape", None) if op.options is not None else None
+    options = {"newShape": list(shape)} if stated is not None and len(stated) else {}
+    shape_input = op.input(1)
+    consts = {1: np.array(shape, dtype=shape_input.data.dtype)} if shape_input is not None and shape_input.is_const else {}
+    return consts, options
+
+
+def keeps_data_order(shape, p: Perm) -> bool:
+    """transpose(x, p) moves only unit axes of x (shape): its elements stay in order, a reshape."""
+    nonunit = [a for a in p if shape[a] != 1]
+    return nonunit == sorted(nonunit)
 
 
 def _nonunit(shape) -> list[int]:

@@ -45,7 +45,7 @@ import numpy as np
 
 from ..ir.graph import Graph, Op, Options, Tensor
 from ..ir.ops import INDEX_DTYPES, info
-from .permute import Crossing, Perm, compose, cross, inverse, is_identity, moved_constant, moved_shape
+from .permute import Crossing, Perm, compose, cross, inverse, is_identity, keeps_data_order, moved_shape, reshape_target
 from .report import PassResult, describe
 
 TRANSPOSE = "TRANSPOSE"
@@ -83,13 +83,16 @@ class Region:
     def gain(self, graph: Graph) -> int:
         return -1 if self.conflict else self.removed(graph) - self.added()
 
-    def why_not(self, graph: Graph) -> str:
+    def why_not(self, graph: Graph, seed: Op) -> str:
+        """Why the region of `seed` is not rewritten (one line for the report)."""
         if self.conflict:
             return self.conflict
+        removed, added = self.removed(graph), self.added()
+        if removed == added == 0 and seed.outputs[0] in self.stops:
+            return "; ".join(self.stops[seed.outputs[0]])
         reasons = list(dict.fromkeys(r for rs in self.stops.values() for r in rs))
-        sides = [f"operand {t.name!r} would need a transpose" for t in self.sides]
-        return (f"moving it would add {self.added()} transpose(s) to remove {self.removed(graph)}: "
-                + "; ".join(reasons + sides) if reasons or sides else "nothing to cancel it with")
+        reasons += [f"{t.name!r} would need a transpose into the layout" for t in self.sides]
+        return f"moving it would add {added} transpose(s) to remove {removed} ({'; '.join(reasons) or 'nothing meets it'})"
 
 
 def propagate(graph: Graph, scope: frozenset[str] | None = None) -> PassResult:
@@ -128,6 +131,8 @@ def _move(graph: Graph, seed: Op, scope, result: PassResult, reasons: dict[Op, s
         if not _remove_identity(graph, seed, result):
             reasons[seed] = "an identity permutation between a graph input and a graph output"
         return
+    if scope is None and _into_reshape(graph, seed, p, result):
+        return
     best = max((_grow(graph, seed, scope, sides) for sides in (False, True)), key=lambda r: r.gain(graph))
     if best.gain(graph) > 0:
         result.fold(seed, [*best.seeds, *(u for u, q in best.merges.items() if is_identity(q))],
@@ -135,7 +140,7 @@ def _move(graph: Graph, seed: Op, scope, result: PassResult, reasons: dict[Op, s
                     added_transposes=best.added())
         _rewrite(graph, best)
     else:
-        why = best.why_not(graph)
+        why = best.why_not(graph, seed)
         reasons.update(dict.fromkeys(best.seeds, why))
 
 
@@ -155,6 +160,47 @@ def _remove_identity(graph: Graph, op: Op, result: PassResult) -> bool:
         graph.set_output(producer, producer.outputs.index(x), y)
         return True
     return False
+
+
+def _into_reshape(graph: Graph, seed: Op, p: Perm, result: PassResult) -> bool:
+    """A TRANSPOSE moving only unit axes is a reshape: next to a RESHAPE (making its input alone,
+    or the only kind of op reading it) the two are one RESHAPE."""
+    x, y = seed.inputs[0], seed.outputs[0]
+    if not keeps_data_order(x.shape, p) or any(d < 0 for d in (x.shape_signature or ()) + (y.shape_signature or ())):
+        return False
+    producer, readers = x.producer, graph.consumers(y)
+    if producer is not None and producer.kind == "RESHAPE" and graph.has_single_use(x, seed):
+        result.fold(seed, [seed], into=describe(producer))
+        graph.remove_op(seed)
+        graph.set_output(producer, 0, y)
+        _set_reshape(graph, producer, y.shape)
+        return True
+    if readers and not graph.is_observed(y) and all(u.kind == "RESHAPE" and u.inputs[0] is y for u in readers):
+        result.fold(seed, [seed], into=[describe(u) for u in readers])
+        for u in readers:
+            graph.set_input(u, 0, x)
+            _drop_if_identity(graph, u)
+        graph.remove_op(seed)
+        return True
+    return False
+
+
+def _set_reshape(graph: Graph, op: Op, shape) -> None:
+    consts, options = reshape_target(op, shape)
+    for i, values in consts.items():
+        graph.set_input(op, i, _const_like(graph, op.inputs[i], values))
+    if options:
+        op.options = op.options.copy(**options)
+    _drop_if_identity(graph, op)
+
+
+def _drop_if_identity(graph: Graph, op: Op) -> None:
+    """A RESHAPE / SQUEEZE / EXPAND_DIMS to its input's own shape copies: it goes (its output keeps
+    its name when it is a graph output: then it stays)."""
+    x, y = op.inputs[0], op.outputs[0]
+    if x.shape == y.shape and (x.shape_signature or x.shape) == (y.shape_signature or y.shape) and not graph.is_observed(y):
+        graph.replace_uses(y, x)
+        graph.remove_op(op)
 
 
 def _grow(graph: Graph, seed: Op, scope, sides_allowed: bool) -> Region:
@@ -200,6 +246,8 @@ def _visit(graph, region: Region, u: Op, t: Tensor, p: Perm, scope, sides_allowe
     if scope is None and (fcs := _flatten_readers(graph, u, t, p)) is not None:
         region.flattens[u] = fcs
         return None
+    if info(u.kind).layout in (None, TRANSPOSE.lower()):
+        return f"{where} cannot take the other layout"
     crossing = cross(u, t, p)
     if isinstance(crossing, str):
         return f"{where} cannot take the other layout ({crossing})"
@@ -299,6 +347,8 @@ def _rewrite(graph: Graph, region: Region) -> None:
                 graph.set_output(u, i, new[out])
                 if out in region.stops:
                     _transpose(graph, new[out], region.carried[out], out, None, after=u)
+        if info(u.kind).layout == "unit_reshape":
+            _drop_if_identity(graph, u)
     for reshape, fcs in region.flattens.items():
         t = reshape.inputs[0]
         order = _feature_order(t.shape, region.carried[t])

@@ -122,6 +122,7 @@ class Report:
     passes: list[str]
     folds: list[dict] = field(default_factory=list)
     skips: list[dict] = field(default_factory=list)
+    transposes: list[dict] = field(default_factory=list)  # one entry per TRANSPOSE left (leftovers.py)
     notes: list[dict] = field(default_factory=list)
     rounds: int = 0
     converged: bool = True
@@ -142,12 +143,13 @@ class Report:
             record["into"] = [describe(op) for op in {id(op): op for op in ops}.values() if graph.contains(op)]
 
     def counts(self) -> dict[str, tuple[int, int]]:
-        return pass_counts({"passes": self.passes, "folds": self.folds, "skips": self.skips})
+        return pass_counts({"passes": self.passes, "folds": self.folds, "skips": self.skips,
+                            "transposes": self.transposes})
 
     def to_dict(self) -> dict:
         """The report as plain JSON-ready values (numpy arrays and scalars made lists and numbers)."""
         return _plain({"passes": self.passes, "rounds": self.rounds, "converged": self.converged,
-                       "folds": self.folds, "skips": self.skips, "notes": self.notes})
+                       "folds": self.folds, "skips": self.skips, "transposes": self.transposes, "notes": self.notes})
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
@@ -156,8 +158,9 @@ class Report:
 def pass_counts(report: dict) -> dict[str, tuple[int, int]]:
     """Per pass of a report (a Report or its JSON form): (chains it folded, chains left in the
     output that it refused). A chain is counted once however many of its ops are listed, and by
-    every pass that refused it."""
+    every pass that refused it; a TRANSPOSE left counts for the pass that gave its reason."""
     folds = Counter(f["pass"] for f in report["folds"])
     chains = {(s["subgraph"], tuple(op["output"] for op in s["chain"])): s["reasons"] for s in report["skips"]}
     skips = Counter(name for reasons in chains.values() for name in reasons)
+    skips.update(t["pass"] for t in report.get("transposes", []) if t["pass"])
     return {name: (folds[name], skips[name]) for name in report["passes"]}
