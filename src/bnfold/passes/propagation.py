@@ -74,7 +74,18 @@ class Region:
 
     def removed(self, graph: Graph) -> int:
         return (sum(op.outputs[0] not in self.stops for op in self.seeds)
-                + sum(is_identity(q) and not graph.is_observed(u.outputs[0]) for u, q in self.merges.items()))
+                + sum(self.cancels(graph, u) for u in self.merges))
+
+    def cancels(self, graph: Graph, u: Op) -> bool:
+        """Whether TRANSPOSE reader `u` goes: its permutation composes to the identity, and its output
+        is no graph output — or is one the op making its input can write directly under its name."""
+        if not is_identity(self.merges[u]):
+            return False
+        t, y = u.inputs[0], u.outputs[0]
+        return not graph.is_observed(y) or self.writes_directly(graph, t, u)
+
+    def writes_directly(self, graph: Graph, t: Tensor, u: Op) -> bool:
+        return t.producer in self.crossed and graph.has_single_use(t, u) and t not in self.stops
 
     def added(self) -> int:
         outputs = {op.outputs[0] for op in self.seeds}
@@ -133,14 +144,16 @@ def _move(graph: Graph, seed: Op, scope, result: PassResult, reasons: dict[Op, s
         return
     if scope is None and _into_reshape(graph, seed, p, result):
         return
-    best = max((_grow(graph, seed, scope, sides) for sides in (False, True)), key=lambda r: r.gain(graph))
+    narrow, wide = (_grow(graph, seed, scope, sides) for sides in (False, True))
+    best = max(narrow, wide, key=lambda r: r.gain(graph))
     if best.gain(graph) > 0:
-        result.fold(seed, [*best.seeds, *(u for u, q in best.merges.items() if is_identity(q))],
+        result.fold(seed, [*best.seeds, *(u for u in best.merges if best.cancels(graph, u))],
                     crossed=[describe(op) for op in best.crossed], removed_transposes=best.removed(graph),
                     added_transposes=best.added())
         _rewrite(graph, best)
     else:
-        why = best.why_not(graph, seed)
+        telling = wide if len(wide.crossed) > len(narrow.crossed) else narrow  # the cost of going further
+        why = telling.why_not(graph, seed)
         reasons.update(dict.fromkeys(best.seeds, why))
 
 
@@ -326,9 +339,13 @@ def _feature_order(shape, p: Perm) -> np.ndarray:
 
 def _rewrite(graph: Graph, region: Region) -> None:
     new: dict[Tensor, Tensor] = {op.outputs[0]: op.inputs[0] for op in region.seeds}
+    direct = {u.inputs[0]: u for u in region.merges if graph.is_observed(u.outputs[0]) and region.cancels(graph, u)}
     for u, crossing in region.crossed.items():
         for out, q in zip(u.outputs, crossing.outputs):
-            if q is not None:
+            if out in direct:  # the cancelling transpose's graph output, written under its own name
+                new[out] = direct[out].outputs[0]
+                graph.remove_op(direct[out])
+            elif q is not None:
                 new[out] = graph.add_tensor(f"{out.name}/permuted", out.dtype, moved_shape(out.shape, q),
                                             shape_signature=_moved_signature(out, q),
                                             quantization=_moved_quantization(out.quantization, q))
@@ -359,7 +376,8 @@ def _rewrite(graph: Graph, region: Region) -> None:
             moved[:, order] = np.asarray(w.data)
             graph.set_input(fc, 1, _const_like(graph, w, moved))
     for u, q in region.merges.items():
-        _merge(graph, u, new[u.inputs[0]], q)
+        if graph.contains(u):
+            _merge(graph, u, new[u.inputs[0]], q)
     for seed in region.seeds:
         if seed.outputs[0] not in region.stops:
             graph.remove_op(seed)

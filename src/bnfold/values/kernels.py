@@ -380,6 +380,12 @@ def k_softmax(interp, op, index, args):
     return [(e / e.sum(axis=-1, keepdims=True)).astype(np.float32)]
 
 
+def k_log_softmax(interp, op, index, args):
+    x = float32_only(args[0], op, index)
+    shifted = x - x.max(axis=-1, keepdims=True)
+    return [(shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))).astype(np.float32)]
+
+
 def k_space_to_batch_nd(interp, op, index, args):
     """[B, *S, *R] -> pad S -> [B, S1/b1, b1, ...] -> [b1, b2, ..., B, S1/b1, ...] -> [B*prod(b), ...]."""
     x, block = args[0], [int(b) for b in np.asarray(args[1]).reshape(-1)]
@@ -529,6 +535,7 @@ KERNELS: dict[str, Callable] = {  # the interpreter adds select_kernels.SELECT_K
     "MEAN": _reducer(np.mean),
     "SUM": _reducer(np.sum),
     "REDUCE_MAX": _reducer(np.max),
+    "REDUCE_MIN": _reducer(np.min),
     "MAX_POOL_2D": _pool("max"),
     "AVERAGE_POOL_2D": _pool("avg"),
     "RESHAPE": k_reshape,
@@ -537,6 +544,7 @@ KERNELS: dict[str, Callable] = {  # the interpreter adds select_kernels.SELECT_K
     "TRANSPOSE": k_transpose,
     "CONCATENATION": k_concatenation,
     "SOFTMAX": k_softmax,
+    "LOG_SOFTMAX": k_log_softmax,
     "SPACE_TO_BATCH_ND": k_space_to_batch_nd,
     "BATCH_TO_SPACE_ND": k_batch_to_space_nd,
     "DEQUANTIZE": k_dequantize,

@@ -197,11 +197,30 @@ def _boundary(ops: list[Op], graph: Graph) -> tuple[list[str], list[str]]:
 def _set_boundary(region: Region, before: Graph, after: Graph) -> None:
     in_a, out_a = _boundary(region.before, before)
     in_b, out_b = _boundary(region.after, after)
+    if set(in_a) != set(in_b) and _take_shared_producers(region, set(in_a) ^ set(in_b), before, after):
+        return _set_boundary(region, before, after)
     if set(out_a) != set(out_b):
         raise CannotVerify(f"the rewrite {region.describe()} changes which tensors leave it "
                            f"({sorted(set(out_a) ^ set(out_b))}): it cannot be checked on its own")
     region.inputs = list(dict.fromkeys(in_a + in_b))
     region.outputs = out_a
+
+
+def _take_shared_producers(region: Region, names: set[str], before: Graph, after: Graph) -> bool:
+    """A rewrite may read, instead of a tensor, another one both models compute unchanged (a layout
+    change reading what was before a TRANSPOSE that stays): random values for both would be
+    unrelated, so the unchanged ops making them join the region on both sides, in order. False
+    when none is left to take (the names are graph inputs or made by one side only)."""
+    made = _producers(before), _producers(after)
+    shared = [n for n in names if n in made[0] and n in made[1]]
+    grew = False
+    for graph, producers, side in zip((before, after), made, (region.before, region.after)):
+        new = [op for op in dict.fromkeys(producers[n] for n in shared) if op not in side]
+        grew = grew or bool(new)
+        side += new
+        position = {id(op): i for i, op in enumerate(graph.ops)}
+        side.sort(key=lambda op: position[id(op)])
+    return grew
 
 
 # ---- running them ----------------------------------------------------------------------------

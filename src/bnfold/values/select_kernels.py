@@ -1,5 +1,5 @@
 """Kernels of the reference interpreter that select or resample elements: RESIZE_BILINEAR,
-RESIZE_NEAREST_NEIGHBOR, STRIDED_SLICE, SLICE, SPLIT, PACK, UNPACK, GATHER, GATHER_ND,
+RESIZE_NEAREST_NEIGHBOR, STRIDED_SLICE, SLICE, SPLIT, SPLIT_V, PACK, UNPACK, GATHER, GATHER_ND,
 EMBEDDING_LOOKUP (the interpreter joins their table with kernels.py's). Same contract as
 kernels.py: f(interp, op, index, args) -> list of outputs. The gathers refuse an index outside
 [0, dim) of the axis it addresses with RunFailed, as LiteRT fails the run (index_inputs.py draws
@@ -104,6 +104,12 @@ def k_split(interp, op, index, args):
     return [np.ascontiguousarray(p) for p in np.split(x, int(opt(op, "numSplits", len(op.outputs))), axis=axis % x.ndim)]
 
 
+def k_split_v(interp, op, index, args):
+    x, sizes, axis = args[0], np.asarray(args[1]).reshape(-1), int(np.asarray(args[2]).reshape(-1)[0]) % args[0].ndim
+    sizes = np.where(sizes < 0, x.shape[axis] - sizes[sizes >= 0].sum(), sizes)  # one -1: the rest
+    return [np.ascontiguousarray(p) for p in np.split(x, np.cumsum(sizes)[:-1], axis=axis)]
+
+
 def k_pack(interp, op, index, args):
     axis = int(opt(op, "axis", 0))
     return [np.stack(args, axis=axis if axis >= 0 else axis + args[0].ndim + 1)]
@@ -153,6 +159,7 @@ SELECT_KERNELS: dict[str, Callable] = {
     "STRIDED_SLICE": k_strided_slice,
     "SLICE": k_slice,
     "SPLIT": k_split,
+    "SPLIT_V": k_split_v,
     "PACK": k_pack,
     "UNPACK": k_unpack,
     "GATHER": k_gather,

@@ -1,0 +1,248 @@
+"""Layout propagation (remove_redundant_transpose, propagation.py, permute.py): each operator kind a
+transpose crosses, and the cases where it must stay.
+
+Every model starts NHWC: x[2,5,7,3] -> CONV_2D -> [2,5,7,4] -> TRANSPOSE(0,3,1,2) -> t[2,4,5,7]
+(NCHW, every dimension a different size), then the op under test, then usually TRANSPOSE(0,2,3,1)
+back. Each case checks operator counts after the default passes and LiteRT outputs against the
+original (bn_models.optimize_and_compare), and for what stays, the report's reason.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bnfold.passes.propagation import _moved_quantization, propagate
+from bnfold.recipe.chef import build
+
+from bn_models import Net, optimize_and_compare
+
+NCHW, NHWC = (0, 3, 1, 2), (0, 2, 3, 1)
+T = [2, 4, 5, 7]  # the NCHW tensor
+
+
+def head(n: Net, name: str = "c", x: str = "x") -> str:
+    """x[2,5,7,3] (an input once) -> CONV_2D -> TRANSPOSE to NCHW: the name of the [2,4,5,7] tensor."""
+    if x not in n.shapes:
+        n.input(x, [2, 5, 7, 3])
+    conv = n.op("CONV_2D", [x, n.const(f"{name}_w", [4, 1, 1, 3]), n.const(f"{name}_b", [4])], f"{name}_conv",
+                [2, 5, 7, 4], padding="VALID", stride_w=1, stride_h=1)
+    return n.op("TRANSPOSE", [conv, n.ints(f"{name}_p", NCHW)], f"{name}_nchw", T)
+
+
+def back(n: Net, t: str, shape, name: str = "out") -> str:
+    """TRANSPOSE(0,2,3,1) of a 4-D NCHW tensor: the model's output."""
+    out = n.op("TRANSPOSE", [t, n.ints(f"{name}_p", NHWC)], name, [shape[0], shape[2], shape[3], shape[1]])
+    n.outputs.append(out)
+    return out
+
+
+def net_unary(n):
+    back(n, n.op("ABS", [head(n)], "abs", T), T)
+
+
+def net_constant(n):
+    m = n.op("MAXIMUM", [head(n), n.const("k", [4, 1, 1])], "max", T)
+    back(n, n.op("SUB", [n.const("k7", [7]), m], "sub", T), T)  # constant first, varying along W
+
+
+def net_same_transpose(n):
+    back(n, n.op("SQUARED_DIFFERENCE", [head(n, "a"), head(n, "b")], "sq", T), T)
+
+
+def net_mean_keep(n):
+    back(n, n.op("MEAN", [head(n), n.ints("axes", [3])], "mean", [2, 4, 5, 1], keep_dims=True), [2, 4, 5, 1])
+
+
+def net_reduce_max(n):
+    n.outputs.append(n.op("REDUCE_MAX", [head(n), n.ints("axes", [2, -1])], "rmax", [2, 4], keep_dims=False))
+
+
+def net_sum_channels(n):
+    n.outputs.append(n.op("SUM", [head(n), n.ints("axes", [1])], "sum", [2, 5, 7], keep_dims=False))
+
+
+def net_concat(n):
+    c = n.op("CONCATENATION", [head(n, "a"), head(n, "b")], "cat", [2, 8, 5, 7], axis=1)
+    back(n, c, [2, 8, 5, 7])
+
+
+def net_split(n):
+    a, b = "s0", "s1"
+    n.tensor(a, [2, 4, 5, 3]), n.tensor(b, [2, 4, 5, 4])
+    n.operations.append({"type": "SPLIT_V", "inputs": [head(n), n.ints("sizes", [3, 4]), n.ints("axis", [-1])],
+                         "outputs": [a, b], "options": {"num_splits": 2}})
+    back(n, a, [2, 4, 5, 3], "out_a"), back(n, b, [2, 4, 5, 4], "out_b")
+
+
+def net_slice(n):
+    s = n.op("SLICE", [head(n), n.ints("begin", [0, 1, 1, 2]), n.ints("size", [2, 2, 3, -1])], "slice", [2, 2, 3, 5])
+    back(n, n.op("RELU", [s], "relu", [2, 2, 3, 5]), [2, 2, 3, 5])
+
+
+def net_strided_slice(n):
+    s = n.op("STRIDED_SLICE", [head(n), n.ints("begin", [0, 1, 0, 1]), n.ints("end", [2, 4, 5, 7]),
+                               n.ints("strides", [1, 2, 2, 3])], "ss", [2, 2, 3, 2], begin_mask=4, end_mask=1)
+    back(n, s, [2, 2, 3, 2])
+
+
+def net_padv2(n):
+    paddings = n.tensor("pads", [4, 2], "INT32", {"kind": "explicit", "values": [0, 0, 1, 0, 2, 1, 0, 3]})
+    p = n.op("PADV2", [head(n), paddings, n.const("value", [], values=[1.5])], "pad", [2, 5, 8, 10])
+    back(n, p, [2, 5, 8, 10])
+
+
+def net_softmax_last_axis_kept(n):
+    head(n)  # its NCHW transpose has no reader: cleanup drops it
+    wh = n.op("TRANSPOSE", ["c_conv", n.ints("swap", (0, 2, 1, 3))], "wh", [2, 7, 5, 4])
+    s = n.op("SOFTMAX", [wh], "softmax", [2, 7, 5, 4], beta=0.7)  # along C, which stays last
+    n.outputs.append(n.op("TRANSPOSE", [s, n.ints("swap2", (0, 2, 1, 3))], "out", [2, 5, 7, 4]))
+
+
+def net_unit_reshape(n):
+    r = n.op("RESHAPE", [head(n), n.ints("shape5", [2, 4, 1, 5, 7])], "r5", [2, 4, 1, 5, 7])
+    e = n.op("EXP", [r], "exp", [2, 4, 1, 5, 7])
+    back(n, n.op("RESHAPE", [e, n.ints("shape4", T)], "r4", T), T)
+
+
+def net_fc_flatten(n):
+    flat = n.op("RESHAPE", [head(n), n.ints("flat_shape", [2, -1])], "flat", [2, 140])
+    fc = n.op("FULLY_CONNECTED", [flat, n.const("fc_w", [6, 140]), n.const("fc_b", [6])], "fc", [2, 6])
+    n.outputs.append(fc)
+
+
+POSITIVE = {  # net -> operator counts after the default passes
+    net_unary: {"TRANSPOSE": 0, "ABS": 1},
+    net_constant: {"TRANSPOSE": 0, "MAXIMUM": 1, "SUB": 1},
+    net_same_transpose: {"TRANSPOSE": 0, "SQUARED_DIFFERENCE": 1},
+    net_mean_keep: {"TRANSPOSE": 0, "MEAN": 1},
+    net_reduce_max: {"TRANSPOSE": 0, "REDUCE_MAX": 1},
+    net_sum_channels: {"TRANSPOSE": 0, "SUM": 1},
+    net_concat: {"TRANSPOSE": 0, "CONCATENATION": 1},
+    net_split: {"TRANSPOSE": 0, "SPLIT_V": 1},
+    net_slice: {"TRANSPOSE": 0, "SLICE": 1},
+    net_strided_slice: {"TRANSPOSE": 0, "STRIDED_SLICE": 1},
+    net_padv2: {"TRANSPOSE": 0, "PADV2": 1},
+    net_softmax_last_axis_kept: {"TRANSPOSE": 0, "SOFTMAX": 1},
+    net_unit_reshape: {"TRANSPOSE": 0, "EXP": 1},
+    net_fc_flatten: {"TRANSPOSE": 0, "FULLY_CONNECTED": 1},
+}
+
+
+@pytest.mark.parametrize("make", POSITIVE, ids=lambda f: f.__name__[4:])
+def test_transposes_cross_and_cancel(make):
+    n = Net()
+    make(n)
+    model, report = optimize_and_compare(n.recipe(), None, POSITIVE[make])
+    assert report.transposes == []
+    assert any(f["pass"] == "remove_redundant_transpose" for f in report.folds)
+
+
+def net_graph_output(n):
+    t = head(n)
+    n.outputs.append(t)  # the NCHW tensor is a graph output too
+    back(n, n.op("RELU", [t], "relu", T), T)
+
+
+def net_softmax_moved_axis(n):
+    back(n, n.op("SOFTMAX", [head(n)], "softmax", T, beta=1.0), T)
+
+
+def net_reshape_mixes(n):
+    r = n.op("RESHAPE", [head(n), n.ints("shape", [2, 20, 7])], "mixed", [2, 20, 7])
+    n.outputs.append(n.op("TRANSPOSE", [r, n.ints("p3", [0, 2, 1])], "out", [2, 7, 20]))
+
+
+def net_costly(n):
+    y = n.input("y", T)  # an NCHW graph input: the ADD would need it transposed too
+    n.outputs.append(n.op("ADD", [head(n), y], "add", T))
+
+
+NEGATIVE = {  # net -> (counts, a part of the reason of the transpose that stays)
+    net_graph_output: ({"TRANSPOSE": 1, "RELU": 1}, "reaches graph output 'c_nchw'"),
+    net_softmax_moved_axis: ({"TRANSPOSE": 2}, "reader SOFTMAX"),
+    net_reshape_mixes: ({"TRANSPOSE": 2, "RESHAPE": 1}, "mixes the permuted axes"),
+    net_costly: ({"TRANSPOSE": 1}, "would add 2 transpose(s) to remove 1"),
+}
+
+
+@pytest.mark.parametrize("make", NEGATIVE, ids=lambda f: f.__name__[4:])
+def test_transposes_that_stay_say_why(make):
+    n = Net()
+    make(n)
+    counts, reason = NEGATIVE[make]
+    model, report = optimize_and_compare(n.recipe(), None, counts)
+    assert len(report.transposes) == counts["TRANSPOSE"]
+    assert any(reason in t["reason"] for t in report.transposes), report.transposes
+
+
+def net_split_both_layouts(n):
+    a, b = "s0", "s1"
+    n.tensor(a, [2, 2, 5, 7]), n.tensor(b, [2, 2, 5, 7])
+    n.operations.append({"type": "SPLIT", "inputs": [n.ints("axis", [1]), head(n)], "outputs": [a, b],
+                         "options": {"num_splits": 2}})
+    back(n, a, [2, 2, 5, 7])
+    n.outputs.append(n.op("LOG_SOFTMAX", [b], "nchw_softmax", [2, 2, 5, 7]))  # along W of the NCHW half
+
+
+def test_split_outputs_read_in_both_layouts_keep_one_transpose_for_the_other_reader():
+    n = Net()
+    net_split_both_layouts(n)
+    model, report = optimize_and_compare(n.recipe(), None, {"TRANSPOSE": 1, "SPLIT": 1, "LOG_SOFTMAX": 1})
+    [left] = report.transposes
+    assert left["at"]["output"] == "s1"  # transposed back under its own name for the reader that needs it
+
+
+def net_shared_constant(n):
+    k = n.const("k", [4, 1, 1])
+    m = n.op("MAXIMUM", [head(n), k], "max", T)
+    back(n, n.op("RELU6", [m], "relu6", T), T)
+    y = n.input("y", [3, 4, 5, 7])
+    n.outputs.append(n.op("MAXIMUM", [y, k], "other", [3, 4, 5, 7]))  # the same constant, still NCHW
+
+
+def test_shared_constant_is_copied_not_edited():
+    n = Net()
+    net_shared_constant(n)
+    model, _ = optimize_and_compare(n.recipe(), None, {"TRANSPOSE": 0, "MAXIMUM": 2})
+    graph = model.graphs[0]
+    shapes = sorted(tuple(op.inputs[1].shape) for op in graph.ops if op.kind == "MAXIMUM")
+    assert shapes == [(1, 1, 4), (4, 1, 1)]
+
+
+def test_identity_transpose_goes_and_an_output_keeps_its_name():
+    n = Net()
+    n.input("x", T)
+    r = n.op("RELU", ["x"], "relu", T)
+    n.outputs.append(n.op("TRANSPOSE", [r, n.ints("same", [0, 1, 2, 3])], "out", T))
+    model, report = optimize_and_compare(n.recipe(), ["remove_unnecessary_transpose"], {"TRANSPOSE": 0, "RELU": 1})
+    assert [t.name for t in model.graphs[0].outputs] == ["out"]
+
+
+def test_restricted_passes_cross_only_their_kinds():
+    n = Net()
+    net_mean_keep(n)
+    optimize_and_compare(n.recipe(), ["forward_transpose_op"], {"TRANSPOSE": 2})
+    optimize_and_compare(n.recipe(), ["fuse_transpose_with_mean"], {"TRANSPOSE": 0})
+    n = Net()
+    net_unary(n)
+    optimize_and_compare(n.recipe(), ["forward_transpose_op"], {"TRANSPOSE": 0})
+
+
+def test_quantized_per_channel_tensor_keeps_its_axis():
+    """Moving data across a per-channel quantized tensor remaps its quantized_dimension."""
+    from types import SimpleNamespace
+
+    q = SimpleNamespace(scale=[0.1, 0.2, 0.3, 0.4], zeroPoint=[0] * 4, quantizedDimension=1)
+    assert _moved_quantization(q, NCHW).quantizedDimension == 3 and q.quantizedDimension == 1
+
+
+def test_rewrite_count_is_linear_in_a_long_chain():
+    """A chain of 400 crossable ops between two transposes is one region, rewritten once."""
+    n = Net()
+    t = head(n)
+    for i in range(400):
+        t = n.op("RELU" if i % 2 else "NEG", [t], f"u{i}", T)
+    back(n, t, T)
+    model = build(n.recipe())
+    result = propagate(model.graphs[0])
+    assert len(result.folds) == 1 and model.op_counts().get("TRANSPOSE", 0) == 0
