@@ -100,3 +100,16 @@ def test_readme_example_is_what_the_commands_print(tmp_path, capsys, monkeypatch
     assert run(["inspect", "out.tflite", "--leftovers", "--report", "r.json"]) == 0
     printed = capsys.readouterr().out.splitlines()
     assert shown and all(line in printed for line in shown), [line for line in shown if line not in printed]
+
+
+def test_every_transpose_left_is_listed_with_why_it_stayed(tmp_path, capsys):
+    """A TICO export: what the layout propagation leaves (the input's transpose before the first
+    conv, the output's after the last) is listed with its reason."""
+    out, rep = tmp_path / "o.circle", tmp_path / "r.json"
+    assert run(["optimize", str(DATA / "zoo" / "tico_densenet_concat.circle"), str(out), "--report", str(rep), "-q"]) == 0
+    assert run(["inspect", str(out), "--leftovers", "--report", str(rep)]) == 0
+    listing = capsys.readouterr().out.split("transposes: ", 1)[1]
+    assert listing.startswith("2\n")
+    assert "data from a graph input; read by CONV_2D" in listing
+    assert "stays: reader CONV_2D #1 cannot take the other layout" in listing
+    assert "read by the graph output" in listing and "stays: it reaches graph output" in listing

@@ -1,6 +1,7 @@
 """The report's invariant on every recipe and every real-exporter fixture: after an optimize run, the
 skip list has exactly one entry for each batch-norm candidate in the model as written and read
-back, none for any other op, each with a reason (passes/leftovers.py).
+back, none for any other op, each with a reason (passes/leftovers.py); and the report's
+`transposes` one entry with a reason for each TRANSPOSE left.
 
 The written model is enumerated afresh (candidates.candidates on the file read back) and matched
 to the report by subgraph, kind and output tensor name — the same link `bnfold inspect --leftovers
@@ -43,6 +44,10 @@ def check_invariant(model, passes, tmp_path, suffix) -> list[dict]:
         assert s["pass"] is None if not s["reasons"] else s["reasons"][s["pass"]] == s["reason"]
         assert s["at"] in s["chain"]
     assert len(json.loads(report.to_json())["skips"]) == len(report.skips)
+    transposes = Counter((gi, op.outputs[0].name) for gi, g in enumerate(written.graphs) for op in g.ops
+                         if op.kind == "TRANSPOSE")
+    assert Counter((t["subgraph"], t["at"]["output"]) for t in report.transposes) == transposes
+    assert all(t["reason"] and GENERIC not in t["reason"] for t in report.transposes), report.transposes
     return report.skips
 
 

@@ -40,6 +40,16 @@ def test_insert_after_lands_right_after_its_anchor_latest_first_and_nested():
     assert graph.ops == [a, second, first, nested, b, c]
 
 
+def test_insert_before_lands_right_before_its_anchor_in_insertion_order():
+    graph, (a, b, c) = chain(3)
+    t = a.inputs[0]
+    first = graph.add_op("TANH", [t], [graph.add_tensor("u", "FLOAT32", [1, 4])], before=a)
+    second = graph.add_op("TANH", [t], [graph.add_tensor("v", "FLOAT32", [1, 4])], before=a)
+    after = graph.add_op("TANH", [t], [graph.add_tensor("w", "FLOAT32", [1, 4])], after=b)
+    late = graph.add_op("TANH", [t], [graph.add_tensor("z", "FLOAT32", [1, 4])], before=c)
+    assert graph.ops == [first, second, a, b, after, late, c]
+
+
 def test_remove_op_unlinks_it_and_leaves_the_order():
     graph, (a, b, c) = chain(3)
     graph.remove_op(b)
