@@ -110,6 +110,14 @@ def net_fc_flatten(n):
     n.outputs.append(fc)
 
 
+def net_integer(n):
+    """INT32 data: moved exactly like any other."""
+    t = head(n)
+    n.tensor("int", T, "INT32"), n.tensor("imax", T, "INT32"), n.tensor("out", [2, 5, 7, 4], "INT32")
+    floor = n.tensor("floor", [4, 1, 1], "INT32", {"kind": "explicit", "values": [-1, 0, 1, 2]})
+    back(n, n.op("MAXIMUM", [n.op("CAST", [t], "int", T), floor], "imax", T), T)
+
+
 POSITIVE = {  # net -> operator counts after the default passes
     net_unary: {"TRANSPOSE": 0, "ABS": 1},
     net_constant: {"TRANSPOSE": 0, "MAXIMUM": 1, "SUB": 1},
@@ -125,6 +133,7 @@ POSITIVE = {  # net -> operator counts after the default passes
     net_softmax_last_axis_kept: {"TRANSPOSE": 0, "SOFTMAX": 1},
     net_unit_reshape: {"TRANSPOSE": 0, "EXP": 1},
     net_fc_flatten: {"TRANSPOSE": 0, "FULLY_CONNECTED": 1},
+    net_integer: {"TRANSPOSE": 0, "CAST": 1, "MAXIMUM": 1},
 }
 
 

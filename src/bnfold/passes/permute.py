@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..ir.const import NUMPY_DTYPES
 from ..ir.graph import Op, Tensor
 from ..ir.ops import INDEX_DTYPES, info
 
@@ -108,6 +109,8 @@ def _elementwise(op: Op, t: Tensor, p: Perm) -> Crossing | str:
     for index, x in enumerate(op.inputs):
         if x is None:
             continue
+        if x.is_const and x.dtype not in NUMPY_DTYPES:
+            return f"its constant {x.name!r} is {x.dtype}, which bnfold does not move"
         if x.is_const and len(x.shape) <= rank:
             crossing.consts[index] = moved_constant(np.asarray(x.data), p)
         elif len(x.shape) == rank and not x.is_const:
@@ -144,6 +147,8 @@ def _concat(op: Op, t: Tensor, p: Perm) -> Crossing | str:
         return "CONCATENATION of tensors of other ranks"
     crossing = Crossing(p, [], [p], options={"axis": p[axis]})
     for index, x in enumerate(op.inputs):
+        if x.is_const and x.dtype not in NUMPY_DTYPES:
+            return f"its constant {x.name!r} is {x.dtype}, which bnfold does not move"
         if x.is_const:
             crossing.consts[index] = np.transpose(np.asarray(x.data), inverse(p))
         else:

@@ -182,7 +182,8 @@ def _into_reshape(graph: Graph, seed: Op, p: Perm, result: PassResult) -> bool:
     if not keeps_data_order(x.shape, p) or any(d < 0 for d in (x.shape_signature or ()) + (y.shape_signature or ())):
         return False
     producer, readers = x.producer, graph.consumers(y)
-    if producer is not None and producer.kind == "RESHAPE" and graph.has_single_use(x, seed):
+    if (producer is not None and producer.kind == "RESHAPE" and graph.has_single_use(x, seed)
+            and all(d >= 0 for d in producer.inputs[0].shape_signature or ())):
         result.fold(seed, [seed], into=describe(producer))
         graph.remove_op(seed)
         graph.set_output(producer, 0, y)
