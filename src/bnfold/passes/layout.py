@@ -111,15 +111,25 @@ def map_axis(op: Op, axis: int) -> int | Refusal:
     return _reshape_axis(op.kind, x, y, axis)
 
 
+def transpose_perm(op: Op) -> tuple[int, ...] | None:
+    """The permutation of a TRANSPOSE whose permutation is a valid constant, negative entries
+    counted from the end (None otherwise)."""
+    perm, x = op.input(1), op.input(0)
+    if op.kind != "TRANSPOSE" or perm is None or not perm.is_const or perm.dtype not in INDEX_DTYPES or x is None:
+        return None
+    rank = len(x.shape)
+    values = [int(v) + rank if int(v) < 0 else int(v) for v in np.asarray(perm.data).reshape(-1)]
+    return tuple(values) if sorted(values) == list(range(rank)) and len(op.outputs) == 1 else None
+
+
 def _transpose_axis(op: Op, axis: int) -> int | Refusal:
     perm_t = op.input(1)
     if perm_t is None or not perm_t.is_const or perm_t.dtype not in INDEX_DTYPES:
         return Refusal("the TRANSPOSE permutation is not an int32/int64 constant")
-    perm = [int(p) for p in np.asarray(perm_t.data).reshape(-1)]
-    rank = len(op.input(0).shape)
-    perm = [p + rank if p < 0 else p for p in perm]
-    if sorted(perm) != list(range(rank)):
-        return Refusal(f"the TRANSPOSE permutation {perm} is not a permutation of {rank} axes")
+    perm = transpose_perm(op)
+    if perm is None:
+        return Refusal(f"the TRANSPOSE permutation {np.asarray(perm_t.data).reshape(-1).tolist()} is not a "
+                       f"permutation of {len(op.input(0).shape)} axes")
     return perm.index(axis)
 
 

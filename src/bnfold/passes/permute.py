@@ -28,6 +28,7 @@ import numpy as np
 from ..ir.const import NUMPY_DTYPES
 from ..ir.graph import Op, Tensor
 from ..ir.ops import INDEX_DTYPES, info
+from .layout import concatenation_axis
 
 Perm = tuple[int, ...]
 
@@ -141,11 +142,9 @@ def _reduce(op: Op, t: Tensor, p: Perm) -> Crossing | str:
 
 def _concat(op: Op, t: Tensor, p: Perm) -> Crossing | str:
     rank = len(p)
-    axis = int(getattr(op.options, "axis", 0) or 0)
-    axis = axis + rank if axis < 0 else axis
-    if any(x is None or len(x.shape) != rank for x in op.inputs):
+    if any(x is None or len(x.shape) != rank for x in op.inputs + op.outputs):
         return "CONCATENATION of tensors of other ranks"
-    crossing = Crossing(p, [], [p], options={"axis": p[axis]})
+    crossing = Crossing(p, [], [p], options={"axis": p[concatenation_axis(op)]})
     for index, x in enumerate(op.inputs):
         if x.is_const and x.dtype not in NUMPY_DTYPES:
             return f"its constant {x.name!r} is {x.dtype}, which bnfold does not move"

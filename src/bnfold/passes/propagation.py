@@ -44,21 +44,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ir.graph import Graph, Op, Options, Tensor
-from ..ir.ops import INDEX_DTYPES, info
+from ..ir.ops import info
+from .layout import transpose_perm
 from .permute import Crossing, Perm, compose, cross, inverse, is_identity, keeps_data_order, moved_shape, reshape_target
 from .report import PassResult, describe
 
 TRANSPOSE = "TRANSPOSE"
-
-
-def transpose_perm(op: Op) -> Perm | None:
-    """The permutation of a TRANSPOSE whose permutation is a valid constant (None otherwise)."""
-    perm, x = op.input(1), op.input(0)
-    if op.kind != TRANSPOSE or perm is None or not perm.is_const or perm.dtype not in INDEX_DTYPES or x is None:
-        return None
-    rank = len(x.shape)
-    values = [int(v) + rank if int(v) < 0 else int(v) for v in np.asarray(perm.data).reshape(-1)]
-    return tuple(values) if sorted(values) == list(range(rank)) and len(op.outputs) == 1 else None
 
 
 @dataclass
