@@ -251,7 +251,7 @@ def _visit(graph, region: Region, u: Op, t: Tensor, p: Perm, scope, sides_allowe
     if scope is None and (fcs := _flatten_readers(graph, u, t, p)) is not None:
         region.flattens[u] = fcs
         return None
-    if info(u.kind).layout in (None, TRANSPOSE.lower()):
+    if info(u.kind).layout in (None, "transpose"):
         return f"{where} cannot take the other layout"
     crossing = cross(u, t, p)
     if isinstance(crossing, str):
@@ -330,6 +330,7 @@ def _feature_order(shape, p: Perm) -> np.ndarray:
 # ---- the rewrite -------------------------------------------------------------------------------
 
 def _rewrite(graph: Graph, region: Region) -> None:
+    opcode = next(iter(region.seeds)).opcode
     new: dict[Tensor, Tensor] = {op.outputs[0]: op.inputs[0] for op in region.seeds}
     direct = {u.inputs[0]: u for u in region.merges if graph.is_observed(u.outputs[0]) and region.cancels(graph, u)}
     for u, crossing in region.crossed.items():
@@ -342,7 +343,7 @@ def _rewrite(graph: Graph, region: Region) -> None:
                                             shape_signature=_moved_signature(out, q),
                                             quantization=_moved_quantization(out.quantization, q))
     for s, p in region.sides.items():
-        new[s] = _transpose(graph, s, inverse(p), f"{s.name}/permuted", moved_shape(s.shape, p),
+        new[s] = _transpose(graph, opcode, s, inverse(p), f"{s.name}/permuted", moved_shape(s.shape, p),
                             after=s.producer, before=None if s.producer is not None else graph.ops[0])
     for u, crossing in region.crossed.items():
         for i in crossing.data:
@@ -355,7 +356,7 @@ def _rewrite(graph: Graph, region: Region) -> None:
             if out in new:
                 graph.set_output(u, i, new[out])
                 if out in region.stops:
-                    _transpose(graph, new[out], region.carried[out], out, None, after=u)
+                    _transpose(graph, opcode, new[out], region.carried[out], out, None, after=u)
         if info(u.kind).layout == "unit_reshape":
             _drop_if_identity(graph, u)
     for reshape, fcs in region.flattens.items():
@@ -387,14 +388,15 @@ def _merge(graph: Graph, u: Op, source: Tensor, q: Perm) -> None:
         _remove_identity(graph, u, PassResult())
 
 
-def _transpose(graph: Graph, x: Tensor, perm: Perm, out: Tensor | str, shape, *, after: Op | None,
+def _transpose(graph: Graph, opcode, x: Tensor, perm: Perm, out: Tensor | str, shape, *, after: Op | None,
                before: Op | None = None) -> Tensor:
-    """A new TRANSPOSE of `x` by `perm` writing `out` (a tensor, or the name of a new one)."""
+    """A new TRANSPOSE of `x` by `perm` writing `out` (a tensor, or the name of a new one), with the
+    operator code (version) of the seed's: what the model already asks of the runtime."""
     if isinstance(out, str):
         out = graph.add_tensor(out, x.dtype, shape, shape_signature=_moved_signature(x, inverse(perm)),
                                quantization=_moved_quantization(x.quantization, inverse(perm)))
     perm_t = graph.add_const(f"{out.name}/perm", np.array(perm, dtype=np.int32), "INT32")
-    graph.add_op(TRANSPOSE, [x, perm_t], [out], Options("TransposeOptions"), after=after, before=before)
+    graph.add_op(opcode, [x, perm_t], [out], Options("TransposeOptions"), after=after, before=before)
     return out
 
 
