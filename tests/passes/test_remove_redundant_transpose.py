@@ -91,6 +91,15 @@ def net_padv2(n):
     back(n, p, [2, 5, 8, 10])
 
 
+def net_arg_max(n):
+    n.tensor("arg", [2, 5, 7], "INT32")  # output_type 2: INT32
+    n.outputs.append(n.op("ARG_MAX", [head(n), n.ints("axis", [1])], "arg", [2, 5, 7], output_type=2))
+
+
+def net_tile(n):
+    back(n, n.op("TILE", [head(n), n.ints("multiples", [1, 2, 1, 3])], "tile", [2, 8, 5, 21]), [2, 8, 5, 21])
+
+
 def net_softmax_last_axis_kept(n):
     head(n)  # its NCHW transpose has no reader: cleanup drops it
     wh = n.op("TRANSPOSE", ["c_conv", n.ints("swap", (0, 2, 1, 3))], "wh", [2, 7, 5, 4])
@@ -134,6 +143,8 @@ POSITIVE = {  # net -> operator counts after the default passes
     net_unit_reshape: {"TRANSPOSE": 0, "EXP": 1},
     net_fc_flatten: {"TRANSPOSE": 0, "FULLY_CONNECTED": 1},
     net_integer: {"TRANSPOSE": 0, "CAST": 1, "MAXIMUM": 1},
+    net_arg_max: {"TRANSPOSE": 0, "ARG_MAX": 1},
+    net_tile: {"TRANSPOSE": 0, "TILE": 1},
 }
 
 

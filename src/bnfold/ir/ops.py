@@ -25,7 +25,8 @@ Columns of `OpInfo`:
                      "concat"        the axis option
                      "split"         axis in input 0 (SPLIT), "split_v": axis in input 2
                      "slice"         begin/size in inputs 1-2; "strided_slice": begin/end/strides
-                     "pad"           paddings in input 1 (a pad value is one scalar: any layout)
+                     "pad"           one row per axis in input 1: PAD's paddings (a pad value is
+                                     one scalar: any layout), TILE's multiples, BROADCAST_TO's shape
                      "last_axis"     works along the last axis: crosses permutations keeping it last
                      "unit_reshape"  RESHAPE/SQUEEZE/EXPAND_DIMS that only add or drop unit axes
                      "transpose"     composes with the permutation (cancels or merges)
@@ -171,6 +172,8 @@ TABLE: tuple[OpInfo, ...] = (
     _pool("AVERAGE_POOL_2D"), _pool("MAX_POOL_2D"), _pool("L2_POOL_2D"),
     _reducer("MEAN", arity=(2, 1), commutes_with_scale=True), _reducer("SUM"),
     *(_reducer(kind) for kind in ("REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD", "REDUCE_ANY", "REDUCE_ALL")),
+    # the index along one axis: a reduction without keep_dims
+    OpInfo("ARG_MAX", "ArgMaxOptions", layout="reduce"), OpInfo("ARG_MIN", "ArgMinOptions", layout="reduce"),
     # layout
     OpInfo("TRANSPOSE", "TransposeOptions", (2, 1), moves_elements=True, values_from=(0,), layout="transpose"),
     OpInfo("RESHAPE", "ReshapeOptions", (1, 1), moves_elements=True, values_from=(0,), layout="unit_reshape"),
@@ -181,6 +184,7 @@ TABLE: tuple[OpInfo, ...] = (
     OpInfo("SPACE_TO_BATCH_ND", "SpaceToBatchNDOptions"),
     OpInfo("PAD", "PadOptions", (2, 1), commutes_with_scale=True, layout="pad"),
     OpInfo("PADV2", None, commutes_with_scale=True, layout="pad"), OpInfo("MIRROR_PAD", "MirrorPadOptions", layout="pad"),
+    OpInfo("TILE", "TileOptions", layout="pad"), OpInfo("BROADCAST_TO", "BroadcastToOptions", layout="pad"),
     OpInfo("CONCATENATION", "ConcatenationOptions", (1, 1), values_from="*", layout="concat"),
     OpInfo("SPLIT", "SplitOptions", layout="split"), OpInfo("SPLIT_V", "SplitVOptions", layout="split_v"),
     OpInfo("SLICE", "SliceOptions", values_from=(0,), layout="slice"),

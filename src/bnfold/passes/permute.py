@@ -12,7 +12,8 @@ reshape that ends the permutation).
     reduce               axes a -> p[a]; keep_dims: output p; else the kept axes' order
     concat, split(_v)    axis a -> p[a]
     slice, strided_slice begin/size/end/strides per axis moved with the axes (masks bit by bit)
-    pad                  paddings row a -> row p[a]; a PADV2 value is one scalar: any layout
+    pad                  row a of input 1 (paddings, multiples, shape) -> row p[a]; a PADV2 value
+                         is one scalar: any layout
     last_axis            only when p keeps the last axis last
     unit_reshape         the non-unit axes keep their order, so the reshape reads t' directly
 
@@ -205,8 +206,8 @@ def _moved_bits(mask: int, p: Perm) -> int:
 
 
 def _pad(op: Op, t: Tensor, p: Perm) -> Crossing | str:
-    if op.input(0) is not t:
-        return f"{op.kind} reads it in another slot"
+    if op.input(0) is not t or len(op.outputs) != 1 or len(op.outputs[0].shape) != len(p):
+        return f"{op.kind} reads it in another slot or changes its rank"
     consts = _per_axis(op, p, (1,))
     return consts if isinstance(consts, str) else Crossing(p, [0], [p], consts=consts)
 

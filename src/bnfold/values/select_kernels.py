@@ -1,9 +1,9 @@
 """Kernels of the reference interpreter that select or resample elements: RESIZE_BILINEAR,
 RESIZE_NEAREST_NEIGHBOR, STRIDED_SLICE, SLICE, SPLIT, SPLIT_V, PACK, UNPACK, GATHER, GATHER_ND,
-EMBEDDING_LOOKUP (the interpreter joins their table with kernels.py's). Same contract as
-kernels.py: f(interp, op, index, args) -> list of outputs. The gathers refuse an index outside
-[0, dim) of the axis it addresses with RunFailed, as LiteRT fails the run (index_inputs.py draws
-random indices in range).
+EMBEDDING_LOOKUP, ARG_MAX, ARG_MIN, TILE (the interpreter joins their table with kernels.py's).
+Same contract as kernels.py: f(interp, op, index, args) -> list of outputs. The gathers refuse an
+index outside [0, dim) of the axis it addresses with RunFailed, as LiteRT fails the run
+(index_inputs.py draws random indices in range).
 Each resize follows TFLite's sampling rule, stated in its axis function's docstring.
 """
 
@@ -14,6 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..errors import RunFailed
+from ..ir.const import NUMPY_DTYPES
 from .kernels import UnsupportedOperator, float32_only, opt
 
 
@@ -110,6 +111,17 @@ def k_split_v(interp, op, index, args):
     return [np.ascontiguousarray(p) for p in np.split(x, np.cumsum(sizes)[:-1], axis=axis)]
 
 
+def _arg(select):
+    def kernel(interp, op, index, args):
+        axis = int(np.asarray(args[1]).reshape(-1)[0]) % args[0].ndim
+        return [select(args[0], axis=axis).astype(NUMPY_DTYPES[op.outputs[0].dtype])]
+    return kernel
+
+
+def k_tile(interp, op, index, args):
+    return [np.tile(args[0], np.asarray(args[1]).reshape(-1))]
+
+
 def k_pack(interp, op, index, args):
     axis = int(opt(op, "axis", 0))
     return [np.stack(args, axis=axis if axis >= 0 else axis + args[0].ndim + 1)]
@@ -165,4 +177,7 @@ SELECT_KERNELS: dict[str, Callable] = {
     "GATHER": k_gather,
     "GATHER_ND": k_gather_nd,
     "EMBEDDING_LOOKUP": k_embedding_lookup,
+    "ARG_MAX": _arg(np.argmax),
+    "ARG_MIN": _arg(np.argmin),
+    "TILE": k_tile,
 }
