@@ -113,6 +113,12 @@ def net_unit_reshape(n):
     back(n, n.op("RESHAPE", [e, n.ints("shape4", T)], "r4", T), T)
 
 
+def net_squeeze(n):
+    m = n.op("REDUCE_MIN", [head(n), n.ints("axes", [2])], "min", [2, 4, 1, 7], keep_dims=True)
+    s = n.op("SQUEEZE", [m], "squeezed", [2, 4, 7], squeeze_dims=[2])
+    n.outputs.append(n.op("TRANSPOSE", [s, n.ints("nwc", [0, 2, 1])], "out", [2, 7, 4]))
+
+
 def net_fc_flatten(n):
     flat = n.op("RESHAPE", [head(n), n.ints("flat_shape", [2, -1])], "flat", [2, 140])
     fc = n.op("FULLY_CONNECTED", [flat, n.const("fc_w", [6, 140]), n.const("fc_b", [6])], "fc", [2, 6])
@@ -145,6 +151,7 @@ POSITIVE = {  # net -> operator counts after the default passes
     net_integer: {"TRANSPOSE": 0, "CAST": 1, "MAXIMUM": 1},
     net_arg_max: {"TRANSPOSE": 0, "ARG_MAX": 1},
     net_tile: {"TRANSPOSE": 0, "TILE": 1},
+    net_squeeze: {"TRANSPOSE": 0, "REDUCE_MIN": 1, "SQUEEZE": 1},
 }
 
 
