@@ -20,13 +20,13 @@ NCHW, NHWC = (0, 3, 1, 2), (0, 2, 3, 1)
 T = [2, 4, 5, 7]  # the NCHW tensor
 
 
-def head(n: Net, name: str = "c", x: str = "x") -> str:
-    """x[2,5,7,3] (an input once) -> CONV_2D -> TRANSPOSE to NCHW: the name of the [2,4,5,7] tensor."""
+def head(n: Net, name: str = "c", x: str = "x", channels: int = 4) -> str:
+    """x[2,5,7,3] (an input once) -> CONV_2D -> TRANSPOSE to NCHW: the name of the [2,C,5,7] tensor."""
     if x not in n.shapes:
         n.input(x, [2, 5, 7, 3])
-    conv = n.op("CONV_2D", [x, n.const(f"{name}_w", [4, 1, 1, 3]), n.const(f"{name}_b", [4])], f"{name}_conv",
-                [2, 5, 7, 4], padding="VALID", stride_w=1, stride_h=1)
-    return n.op("TRANSPOSE", [conv, n.ints(f"{name}_p", NCHW)], f"{name}_nchw", T)
+    conv = n.op("CONV_2D", [x, n.const(f"{name}_w", [channels, 1, 1, 3]), n.const(f"{name}_b", [channels])],
+                f"{name}_conv", [2, 5, 7, channels], padding="VALID", stride_w=1, stride_h=1)
+    return n.op("TRANSPOSE", [conv, n.ints(f"{name}_p", NCHW)], f"{name}_nchw", [2, channels, 5, 7])
 
 
 def back(n: Net, t: str, shape, name: str = "out") -> str:
@@ -68,21 +68,21 @@ def net_concat(n):
 
 def net_split(n):
     a, b = "s0", "s1"
-    n.tensor(a, [2, 4, 5, 3]), n.tensor(b, [2, 4, 5, 4])
-    n.operations.append({"type": "SPLIT_V", "inputs": [head(n), n.ints("sizes", [3, 4]), n.ints("axis", [-1])],
+    n.tensor(a, [2, 4, 5, 1]), n.tensor(b, [2, 4, 5, 6])
+    n.operations.append({"type": "SPLIT_V", "inputs": [head(n), n.ints("sizes", [1, -1]), n.ints("axis", [-1])],
                          "outputs": [a, b], "options": {"num_splits": 2}})
-    back(n, a, [2, 4, 5, 3], "out_a"), back(n, b, [2, 4, 5, 4], "out_b")
+    back(n, a, [2, 4, 5, 1], "out_a"), back(n, b, [2, 4, 5, 6], "out_b")
 
 
 def net_slice(n):
-    s = n.op("SLICE", [head(n), n.ints("begin", [0, 1, 1, 2]), n.ints("size", [2, 2, 3, -1])], "slice", [2, 2, 3, 5])
-    back(n, n.op("RELU", [s], "relu", [2, 2, 3, 5]), [2, 2, 3, 5])
+    s = n.op("SLICE", [head(n), n.ints("begin", [1, 1, 1, 2]), n.ints("size", [1, 3, 4, -1])], "slice", [1, 3, 4, 5])
+    back(n, n.op("RELU", [s], "relu", [1, 3, 4, 5]), [1, 3, 4, 5])
 
 
 def net_strided_slice(n):
-    s = n.op("STRIDED_SLICE", [head(n), n.ints("begin", [0, 1, 0, 1]), n.ints("end", [2, 4, 5, 7]),
-                               n.ints("strides", [1, 2, 2, 3])], "ss", [2, 2, 3, 2], begin_mask=4, end_mask=1)
-    back(n, s, [2, 2, 3, 2])
+    s = n.op("STRIDED_SLICE", [head(n), n.ints("begin", [1, 0, 3, 1]), n.ints("end", [0, 4, 5, 7]),
+                               n.ints("strides", [1, 1, 2, 3])], "ss", [1, 4, 3, 2], begin_mask=4, end_mask=1)
+    back(n, s, [1, 4, 3, 2])
 
 
 def net_padv2(n):
@@ -204,11 +204,11 @@ def test_transposes_that_stay_say_why(make):
 
 def net_split_both_layouts(n):
     a, b = "s0", "s1"
-    n.tensor(a, [2, 2, 5, 7]), n.tensor(b, [2, 2, 5, 7])
-    n.operations.append({"type": "SPLIT", "inputs": [n.ints("axis", [1]), head(n)], "outputs": [a, b],
+    n.tensor(a, [2, 3, 5, 7]), n.tensor(b, [2, 3, 5, 7])
+    n.operations.append({"type": "SPLIT", "inputs": [n.ints("axis", [1]), head(n, channels=6)], "outputs": [a, b],
                          "options": {"num_splits": 2}})
-    back(n, a, [2, 2, 5, 7])
-    n.outputs.append(n.op("LOG_SOFTMAX", [b], "nchw_softmax", [2, 2, 5, 7]))  # along W of the NCHW half
+    back(n, a, [2, 3, 5, 7])
+    n.outputs.append(n.op("LOG_SOFTMAX", [b], "nchw_softmax", [2, 3, 5, 7]))  # along W of the NCHW half
 
 
 def test_split_outputs_read_in_both_layouts_keep_one_transpose_for_the_other_reader():
