@@ -28,7 +28,8 @@ Columns of `OpInfo`:
                      "pad"           one row per axis in input 1: PAD's paddings (a pad value is
                                      one scalar: any layout), TILE's multiples, BROADCAST_TO's shape
                      "last_axis"     works along the last axis: crosses permutations keeping it last
-                     "unit_reshape"  RESHAPE/SQUEEZE/EXPAND_DIMS that only add or drop unit axes
+                     "reshape"       RESHAPE/SQUEEZE/EXPAND_DIMS whose merged or split axes stay
+                                     adjacent and in order in the other layout (unit axes anywhere)
                      "transpose"     composes with the permutation (cancels or merges)
 
 `Layer` says which weight axis carries the output channel (backward folds scale it) and which
@@ -176,9 +177,9 @@ TABLE: tuple[OpInfo, ...] = (
     OpInfo("ARG_MAX", "ArgMaxOptions", layout="reduce"), OpInfo("ARG_MIN", "ArgMinOptions", layout="reduce"),
     # layout
     OpInfo("TRANSPOSE", "TransposeOptions", (2, 1), moves_elements=True, values_from=(0,), layout="transpose"),
-    OpInfo("RESHAPE", "ReshapeOptions", (1, 1), moves_elements=True, values_from=(0,), layout="unit_reshape"),
-    OpInfo("SQUEEZE", "SqueezeOptions", (1, 1), moves_elements=True, values_from=(0,), layout="unit_reshape"),
-    OpInfo("EXPAND_DIMS", "ExpandDimsOptions", (2, 1), moves_elements=True, values_from=(0,), layout="unit_reshape"),
+    OpInfo("RESHAPE", "ReshapeOptions", (1, 1), moves_elements=True, values_from=(0,), layout="reshape"),
+    OpInfo("SQUEEZE", "SqueezeOptions", (1, 1), moves_elements=True, values_from=(0,), layout="reshape"),
+    OpInfo("EXPAND_DIMS", "ExpandDimsOptions", (2, 1), moves_elements=True, values_from=(0,), layout="reshape"),
     OpInfo("BATCH_TO_SPACE_ND", "BatchToSpaceNDOptions", moves_elements=True),
     # SPACE_TO_BATCH_ND pads with zeros, which a shift would see: not a layout op for folds
     OpInfo("SPACE_TO_BATCH_ND", "SpaceToBatchNDOptions"),

@@ -15,7 +15,8 @@ reshape that ends the permutation).
     pad                  row a of input 1 (paddings, multiples, shape) -> row p[a]; a PADV2 value
                          is one scalar: any layout
     last_axis            only when p keeps the last axis last
-    unit_reshape         the non-unit axes keep their order, so the reshape reads t' directly
+    reshape              axes it merges or splits stay adjacent and in order in t' (unit axes
+                         anywhere): the same reshape of t', its groups in t' order
 
 Every function returns a `Crossing` or the reason the op cannot take the other layout.
 """
@@ -218,13 +219,17 @@ def _last_axis(op: Op, t: Tensor, p: Perm) -> Crossing | str:
     return _unary(op, t, p)
 
 
-def _unit_reshape(op: Op, t: Tensor, p: Perm) -> Crossing | str:
+def _reshape(op: Op, t: Tensor, p: Perm) -> Crossing | str:
     if op.input(0) is not t or len(op.outputs) != 1:
         return f"{op.kind} reads it in another slot"
     out = op.outputs[0]
     if any(d < 0 for d in (t.shape_signature or t.shape) + (out.shape_signature or out.shape)):
         return f"{op.kind} with dynamic dimensions"
-    source = moved_shape(t.shape, p)
+    mixes = f"{op.kind} from {list(t.shape)} to {list(out.shape)} merges or splits axes the permutation {list(p)} separates"
+    order = moved_groups(t.shape, p, out.shape)
+    if order is None:
+        return mixes
+    source, options = moved_shape(t.shape, p), {}
     if op.kind == "SQUEEZE":
         dims = [p[d] for d in _normalized(getattr(op.options, "squeezeDims", None) or [], len(p))]
         target = tuple(d for i, d in enumerate(source) if (source[i] != 1 or (dims and i not in dims)))
@@ -234,12 +239,12 @@ def _unit_reshape(op: Op, t: Tensor, p: Perm) -> Crossing | str:
         if isinstance(axis, str):
             return axis
         a = int(axis[0]) + len(source) + 1 if int(axis[0]) < 0 else int(axis[0])
-        target, options = source[:a] + (1,) + source[a:], {}
+        target = source[:a] + (1,) + source[a:]
     else:
-        target, options = _reshape_target(t.shape, p, out.shape), {}
-    q = unit_axes_perm(t.shape, p, out.shape, target)
+        target = _reshape_target(out.shape, order)
+    q = _output_perm(out.shape, target, order)
     if q is None:
-        return f"{op.kind} from {list(t.shape)} to {list(out.shape)} mixes the permuted axes"
+        return mixes
     crossing = Crossing(p, [0], [None if is_identity(q) else q], options=options)
     if op.kind == "RESHAPE":
         crossing.consts, crossing.options = reshape_target(op, target)
@@ -265,37 +270,55 @@ def _nonunit(shape) -> list[int]:
     return [i for i, d in enumerate(shape) if d != 1]
 
 
-def _reshape_target(shape, p: Perm, out_shape) -> tuple[int, ...]:
-    """The reshape's output in the layout of t': the non-unit dimensions in the order t' has them,
-    on the output's non-unit positions."""
-    order = sorted(_nonunit(shape), key=lambda j: p[j])
+def moved_groups(shape, p: Perm, out_shape) -> list[list[int]] | None:
+    """How reshape(t, out_shape) regroups t's axes, for t carrying p: the output's non-unit axes in
+    groups (each group is what one run of input axes became, merged or split), in the order t'
+    holds those runs — or None when a run is not adjacent and in order in t' as well (then no
+    reshape of t' gives the same groups). Unit axes belong to no group: they go anywhere."""
+    ins, outs = _nonunit(shape), _nonunit(out_shape)
+    rank_in_moved = {j: r for r, j in enumerate(sorted(ins, key=lambda j: p[j]))}
+    groups, i, k = [], 0, 0
+    while i < len(ins) and k < len(outs):
+        run, group, a, b = [ins[i]], [outs[k]], shape[ins[i]], out_shape[outs[k]]
+        i, k = i + 1, k + 1
+        while a != b and (i < len(ins) if a < b else k < len(outs)):
+            if a < b:
+                run.append(ins[i])
+                a, i = a * shape[ins[i]], i + 1
+            else:
+                group.append(outs[k])
+                b, k = b * out_shape[outs[k]], k + 1
+        ranks = [rank_in_moved[j] for j in run]
+        if a != b or ranks != list(range(ranks[0], ranks[0] + len(ranks))):
+            return None
+        groups.append((ranks[0], group))
+    if i != len(ins) or k != len(outs):
+        return None
+    return [group for _, group in sorted(groups)]
+
+
+def _reshape_target(out_shape, order: list[list[int]]) -> tuple[int, ...]:
+    """The reshape's output in the layout of t': the groups in t's order on the output's non-unit
+    positions, the unit axes where they are."""
     target = list(out_shape)
-    positions = _nonunit(out_shape)
-    if len(positions) != len(order):
-        return tuple(out_shape)
-    for k, j in zip(positions, order):
-        target[k] = shape[j]
+    for k, axis in zip(_nonunit(out_shape), [axis for group in order for axis in group]):
+        target[k] = out_shape[axis]
     return tuple(target)
 
 
-def unit_axes_perm(shape, p: Perm, out_shape, target) -> Perm | None:
-    """q with out = transpose(out', q), where out = reshape(t, out_shape), out' = reshape(t', target),
-    t carrying p — when the reshapes only add or drop unit axes (None when they do more)."""
-    nonunit, out_nonunit, target_nonunit = _nonunit(shape), _nonunit(out_shape), _nonunit(target)
-    if [shape[j] for j in nonunit] != [out_shape[k] for k in out_nonunit] or len(target_nonunit) != len(nonunit):
+def _output_perm(out_shape, target, order: list[list[int]]) -> Perm | None:
+    """q with out = transpose(out', q), out' of shape `target` holding the groups in `order`."""
+    sequence = [axis for group in order for axis in group]
+    placed = _nonunit(target)
+    units = [k for k in range(len(out_shape)) if k not in sequence]
+    target_units = [k for k in range(len(target)) if k not in placed]
+    if len(placed) != len(sequence) or len(units) != len(target_units):
         return None
-    rank_in_moved = {j: r for r, j in enumerate(sorted(nonunit, key=lambda j: p[j]))}
     q = [0] * len(out_shape)
-    for m, k in enumerate(out_nonunit):
-        q[k] = target_nonunit[rank_in_moved[nonunit[m]]]
-        if target[q[k]] != out_shape[k]:
+    for k, position in zip(sequence + units, placed + target_units):
+        if target[position] != out_shape[k]:
             return None
-    units, target_units = [k for k in range(len(out_shape)) if k not in out_nonunit], \
-        [k for k in range(len(target)) if k not in target_nonunit]
-    if len(units) != len(target_units):
-        return None
-    for k, u in zip(units, target_units):
-        q[k] = u
+        q[k] = position
     return tuple(q)
 
 
@@ -310,5 +333,5 @@ CROSSINGS = {
     "strided_slice": _strided_slice,
     "pad": _pad,
     "last_axis": _last_axis,
-    "unit_reshape": _unit_reshape,
+    "reshape": _reshape,
 }

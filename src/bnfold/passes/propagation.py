@@ -357,7 +357,7 @@ def _rewrite(graph: Graph, region: Region) -> None:
                 graph.set_output(u, i, new[out])
                 if out in region.stops:
                     _transpose(graph, opcode, new[out], region.carried[out], out, None, after=u)
-        if info(u.kind).layout == "unit_reshape":
+        if info(u.kind).layout == "reshape":
             _drop_if_identity(graph, u)
     for reshape, fcs in region.flattens.items():
         t = reshape.inputs[0]

@@ -102,7 +102,7 @@ PASSES: tuple[PassSpec, ...] = (
              "absorb a TRANSPOSE before MEAN (and other reductions) into their axes where nothing else needs it",
              True, False, fuse_transpose_with_mean.run),
     PassSpec("remove_redundant_transpose",
-             "move TRANSPOSEs through elementwise ops, reductions, concat/split/slice/pad, unit reshapes and "
+             "move TRANSPOSEs through elementwise ops, reductions, concat/split/slice/pad, reshapes and "
              "a flatten into FC until they cancel or merge, where that removes more transposes than it adds",
              True, True, remove_redundant_transpose.run),
     PassSpec("fuse_activation_function",
