@@ -161,8 +161,8 @@ POSITIVE = {  # net -> operator counts after the default passes
     net_tile: {"TRANSPOSE": 0, "TILE": 1},
     net_squeeze: {"TRANSPOSE": 0, "REDUCE_MIN": 1, "SQUEEZE": 1},
     # the NCHW transpose crosses the splitting reshape and merges into the shuffle; the one after the
-    # merging reshape stays (transposes move forward only: it is not pulled back through the reshape)
-    net_channel_shuffle: {"TRANSPOSE": 2, "RESHAPE": 2},
+    # merging reshape is pulled back before it and merges too: one transpose, the shuffle itself
+    net_channel_shuffle: {"TRANSPOSE": 1, "RESHAPE": 2},
 }
 
 
@@ -198,7 +198,8 @@ def net_costly(n):
 NEGATIVE = {  # net -> (counts, a part of the reason of the transpose that stays)
     net_graph_output: ({"TRANSPOSE": 1, "RELU": 1}, "reaches graph output 'c_nchw'"),
     net_softmax_moved_axis: ({"TRANSPOSE": 2}, "reader SOFTMAX"),
-    net_reshape_mixes: ({"TRANSPOSE": 2, "RESHAPE": 1}, "merges or splits axes the permutation [0, 3, 1, 2] separates"),
+    # the transpose after the reshape is pulled back before it and merges with the first: one stays
+    net_reshape_mixes: ({"TRANSPOSE": 1, "RESHAPE": 1}, "merges or splits axes the permutation"),
     net_costly: ({"TRANSPOSE": 1}, "would add 2 transpose(s) to remove 1"),
 }
 

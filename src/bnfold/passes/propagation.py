@@ -24,6 +24,10 @@ index map). The region is rewritten only when that removes more transposes than 
     removed = seeds with no stop + TRANSPOSE readers that cancel
     added   = stopped tensors other than seeds' outputs + other operands transposed into the layout
 
+A TRANSPOSE that cannot move forward is pulled back before the op making its input when the
+transposes that puts on the op's operands merge or cancel with the ones making them (_pull: a
+channel shuffle's transpose after the reshape merging the channels back).
+
 Each rewrite lowers the number of transposes, so repeated rounds end. Two regions are measured per
 seed — through operators whose other operands need a new transpose, and stopping there — and the
 better one is taken. Cost is linear: a seed's region is visited once per run, and seeds a
@@ -38,6 +42,7 @@ carried graph output is transposed back under its own name.
 from __future__ import annotations
 
 import copy
+import itertools
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -142,10 +147,68 @@ def _move(graph: Graph, seed: Op, scope, result: PassResult, reasons: dict[Op, s
                     crossed=[describe(op) for op in best.crossed], removed_transposes=best.removed(graph),
                     added_transposes=best.added())
         _rewrite(graph, best)
+    elif scope is None and _pull(graph, seed, p, result):
+        return
     else:
         telling = wide if len(wide.crossed) > len(narrow.crossed) else narrow  # the cost of going further
         why = telling.why_not(graph, seed)
         reasons.update(dict.fromkeys(best.seeds, why))
+
+
+def _pull(graph: Graph, seed: Op, q: Perm, result: PassResult) -> bool:
+    """Move `seed` back before the op making its input, when that op can take the other layout and
+    the transposes this puts on its data operands merge or cancel with the ones making them (fewer
+    transposes, counted as in the forward move; the next round merges them):
+
+        before:  a -> TRANSPOSE(r) -> u -> x -> TRANSPOSE(q) -> y
+        after:   a -> TRANSPOSE(r) -> TRANSPOSE(argsort(s)) -> u' -> y     u' crosses s, giving y
+
+    s is found by trying the permutations of u's data rank (at most 6 axes): the one whose crossing
+    leaves u's output carrying argsort(q), i.e. u'(transposed inputs) = transpose(x, q)."""
+    x = seed.inputs[0]
+    u = x.producer
+    if u is None or len(u.outputs) != 1 or not graph.has_single_use(x, seed) or info(u.kind).layout in (None, "transpose"):
+        return False
+    found = _crossing_giving(u, inverse(q))
+    if found is None:
+        return False
+    s, crossing = found
+    data = list(dict.fromkeys(u.inputs[i] for i in crossing.data))
+    if sum(_pull_cost(graph, d, u, s) for d in data) >= 1:
+        return False
+    result.fold(seed, [seed], pulled_before=describe(u))
+    opcode = seed.opcode
+    new = {d: _transpose(graph, opcode, d, inverse(s), f"{d.name}/permuted", moved_shape(d.shape, s),
+                         after=d.producer, before=None if d.producer is not None else u) for d in data}
+    for i in crossing.data:
+        graph.set_input(u, i, new[u.inputs[i]])
+    _apply_constants(graph, u, crossing)
+    y = seed.outputs[0]
+    graph.remove_op(seed)
+    graph.set_output(u, 0, y)
+    return True
+
+
+def _crossing_giving(u: Op, wanted: Perm) -> tuple[Perm, Crossing] | None:
+    """(s, crossing) for a data input of `u` carrying s that leaves u's output carrying `wanted`."""
+    for t in (x for x in u.inputs if x is not None and not x.is_const):
+        if len(t.shape) > 6:
+            return None
+        for s in itertools.permutations(range(len(t.shape))):
+            crossing = cross(u, t, s)
+            if isinstance(crossing, Crossing) and crossing.outputs[0] == wanted:
+                return s, crossing
+        return None
+    return None
+
+
+def _pull_cost(graph: Graph, d: Tensor, u: Op, s: Perm) -> int:
+    """Transposes added by putting TRANSPOSE(argsort(s)) on operand `d` of `u`: none when it merges
+    with the TRANSPOSE making `d` for `u` alone, one fewer when the two cancel."""
+    r = transpose_perm(d.producer) if d.producer is not None and d.producer.kind == TRANSPOSE else None
+    if r is None or not graph.has_single_use(d, u):
+        return 1
+    return -1 if is_identity(compose(r, inverse(s))) else 0
 
 
 def _remove_identity(graph: Graph, op: Op, result: PassResult) -> bool:
@@ -348,10 +411,7 @@ def _rewrite(graph: Graph, region: Region) -> None:
     for u, crossing in region.crossed.items():
         for i in crossing.data:
             graph.set_input(u, i, new[u.inputs[i]])
-        for i, values in crossing.consts.items():
-            graph.set_input(u, i, _const_like(graph, u.inputs[i], values))
-        if crossing.options:
-            u.options = u.options.copy(**crossing.options)
+        _apply_constants(graph, u, crossing)
         for i, out in enumerate(u.outputs):
             if out in new:
                 graph.set_output(u, i, new[out])
@@ -374,6 +434,13 @@ def _rewrite(graph: Graph, region: Region) -> None:
     for seed in region.seeds:
         if seed.outputs[0] not in region.stops:
             graph.remove_op(seed)
+
+
+def _apply_constants(graph: Graph, u: Op, crossing: Crossing) -> None:
+    for i, values in crossing.consts.items():
+        graph.set_input(u, i, _const_like(graph, u.inputs[i], values))
+    if crossing.options:
+        u.options = u.options.copy(**crossing.options)
 
 
 def _merge(graph: Graph, u: Op, source: Tensor, q: Perm) -> None:
