@@ -45,6 +45,11 @@ def net_constant(n):
     back(n, n.op("SUB", [n.const("k7", [7]), m], "sub", T), T)  # constant first, varying along W
 
 
+def net_scalar_input(n):
+    """A one-value graph input scales the NCHW tensor: it broadcasts the same in any layout."""
+    back(n, n.op("MUL", [head(n), n.input("scale", [1, 1])], "scaled", T), T)
+
+
 def net_same_transpose(n):
     back(n, n.op("SQUARED_DIFFERENCE", [head(n, "a"), head(n, "b")], "sq", T), T)
 
@@ -145,6 +150,7 @@ POSITIVE = {  # net -> operator counts after the default passes
     net_unary: {"TRANSPOSE": 0, "ABS": 1},
     net_constant: {"TRANSPOSE": 0, "MAXIMUM": 1, "SUB": 1},
     net_same_transpose: {"TRANSPOSE": 0, "SQUARED_DIFFERENCE": 1},
+    net_scalar_input: {"TRANSPOSE": 0, "MUL": 1},
     net_mean_keep: {"TRANSPOSE": 0, "MEAN": 1},
     net_reduce_max: {"TRANSPOSE": 0, "REDUCE_MAX": 1},
     net_sum_channels: {"TRANSPOSE": 0, "SUM": 1},

@@ -116,6 +116,8 @@ def _elementwise(op: Op, t: Tensor, p: Perm) -> Crossing | str:
             return f"its constant {x.name!r} is {x.dtype}, which bnfold does not move"
         if x.is_const and len(x.shape) <= rank:
             crossing.consts[index] = moved_constant(np.asarray(x.data), p)
+        elif x is not t and len(x.shape) <= rank and all(d == 1 for d in x.shape_signature or x.shape):
+            continue  # one value (a computed scale, say): the same in every layout
         elif len(x.shape) == rank and not x.is_const:
             crossing.data.append(index)
         else:
