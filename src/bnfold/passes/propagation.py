@@ -170,7 +170,7 @@ def _pull(graph: Graph, seed: Op, q: Perm, result: PassResult) -> bool:
     if u is None or len(u.outputs) != 1 or not graph.has_single_use(x, seed) or info(u.kind).layout in (None, "transpose"):
         return False
     found = _crossing_giving(u, inverse(q))
-    if found is None:
+    if found is None or _quantization_problem(u, found[1]):
         return False
     s, crossing = found
     data = list(dict.fromkeys(u.inputs[i] for i in crossing.data))
