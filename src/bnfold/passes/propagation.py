@@ -191,14 +191,11 @@ def _pull(graph: Graph, seed: Op, q: Perm, result: PassResult) -> bool:
 
 def _crossing_giving(u: Op, wanted: Perm) -> tuple[Perm, Crossing] | None:
     """(s, crossing) for a data input of `u` carrying s that leaves u's output carrying `wanted`."""
-    for t in (x for x in u.inputs if x is not None and not x.is_const):
-        if len(t.shape) > 6:
-            return None
+    for t in (x for x in u.inputs if x is not None and not x.is_const and len(x.shape) <= 6):
         for s in itertools.permutations(range(len(t.shape))):
             crossing = cross(u, t, s)
             if isinstance(crossing, Crossing) and crossing.outputs[0] == wanted:
                 return s, crossing
-        return None
     return None
 
 
