@@ -122,7 +122,7 @@ def test_refused_without_the_extra(tmp_path, monkeypatch, capsys):
 def test_every_recipe_every_fold_and_leftover_and_nothing_else(recipe, tmp_path):
     """The invariant over every recipe: the optimized overlay has a value exactly for the ops the
     report's folds name in `into` and the candidates its skips name; every fold has such an op
-    unless it removed a pair of TRANSPOSEs with nothing between; the input overlay marks exactly
+    unless it removed TRANSPOSEs that met with nothing crossed between them; the input overlay marks exactly
     the ops as read that the folds removed or put into, and the leftovers the input has."""
     src = build_recipe(recipe, tmp_path)
     result = bnfold.optimize(str(src))
@@ -131,7 +131,7 @@ def test_every_recipe_every_fold_and_leftover_and_nothing_else(recipe, tmp_path)
     assert set(keyed(json.loads(result.node_data().to_json_string()))) == expected_output_keys(report, ids)
     for fold in report["folds"]:
         graph = model.graphs[fold["subgraph"]]
-        assert fold["into"] or (fold["pass"] == "remove_redundant_transpose" and not fold["between"])
+        assert fold["into"] or (fold["pass"] == "remove_redundant_transpose" and not fold.get("crossed"))
         made = {t.name for op in graph.ops for t in op.outputs}
         assert all(op["output"] in made for op in fold["into"])
     source = read_model(str(src))

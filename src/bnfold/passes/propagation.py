@@ -144,6 +144,8 @@ def _move(graph: Graph, seed: Op, scope, result: PassResult, reasons: dict[Op, s
     best = max(narrow, wide, key=lambda r: r.gain(graph))
     if best.gain(graph) > 0:
         result.fold(seed, [*best.seeds, *(u for u in best.merges if best.cancels(graph, u))],
+                    into=[*best.crossed, *(u for u in best.merges if not best.cancels(graph, u)),
+                          *(fc for fcs in best.flattens.values() for fc in fcs)],
                     crossed=[describe(op) for op in best.crossed], removed_transposes=best.removed(graph),
                     added_transposes=best.added())
         _rewrite(graph, best)
@@ -176,7 +178,7 @@ def _pull(graph: Graph, seed: Op, q: Perm, result: PassResult) -> bool:
     data = list(dict.fromkeys(u.inputs[i] for i in crossing.data))
     if sum(_pull_cost(graph, d, u, s) for d in data) >= 1:
         return False
-    result.fold(seed, [seed], pulled_before=describe(u))
+    result.fold(seed, [seed], into=[u], pulled_before=describe(u))
     opcode = seed.opcode
     new = {d: _transpose(graph, opcode, d, inverse(s), f"{d.name}/permuted", moved_shape(d.shape, s),
                          after=d.producer, before=None if d.producer is not None else u) for d in data}
@@ -219,7 +221,7 @@ def _remove_identity(graph: Graph, op: Op, result: PassResult) -> bool:
         graph.remove_op(op)
         return True
     if producer is not None and graph.has_single_use(x, op):
-        result.fold(op, [op], identity=True)
+        result.fold(op, [op], into=[producer], identity=True)
         graph.remove_op(op)
         graph.set_output(producer, producer.outputs.index(x), y)
         return True
@@ -235,13 +237,13 @@ def _into_reshape(graph: Graph, seed: Op, p: Perm, result: PassResult) -> bool:
     producer, readers = x.producer, graph.consumers(y)
     if (producer is not None and producer.kind == "RESHAPE" and graph.has_single_use(x, seed)
             and all(d >= 0 for d in producer.inputs[0].shape_signature or ())):
-        result.fold(seed, [seed], into=describe(producer))
+        result.fold(seed, [seed], into=[producer], merged_into=describe(producer))
         graph.remove_op(seed)
         graph.set_output(producer, 0, y)
         _set_reshape(graph, producer, y.shape)
         return True
     if readers and not graph.is_observed(y) and all(u.kind == "RESHAPE" and u.inputs[0] is y for u in readers):
-        result.fold(seed, [seed], into=[describe(u) for u in readers])
+        result.fold(seed, [seed], into=readers, merged_into=[describe(u) for u in readers])
         for u in readers:
             graph.set_input(u, 0, x)
             _drop_if_identity(graph, u)
