@@ -52,15 +52,17 @@ def test_o1_counts_the_members_bnfold_does_not_implement_and_the_report_lists_th
     assert run(["optimize", "--config", str(CFG / "onecc_include_O1.cfg"), "--report", "r.json"]) == 0
     note = [line for line in capsys.readouterr().out.splitlines() if line.startswith("note: O1")]
     lacking = json.loads((workdir / "r.json").read_text())["group_members_not_implemented"]["O1"]
-    assert "remove_redundant_reshape" in lacking and "fold_cast" in lacking
-    assert "fuse_batchnorm_with_conv" not in lacking  # implemented, so it ran
+    assert "fold_cast" in lacking and "fold_gather" in lacking
+    for implemented in ("fuse_batchnorm_with_conv", "remove_redundant_reshape", "remove_unnecessary_reshape",
+                        "substitute_transpose_to_reshape"):
+        assert implemented not in lacking  # so it ran
     assert note == [f"note: O1: {len(lacking)} of its passes are not in bnfold and do not run "
                     "(--report lists them; see 'bnfold passes' for what runs)"]  # one short line, not 40 names
 
 
 def test_an_option_warned_about_is_not_named_again_in_the_group_note():
-    chosen = selection.select(None, {"O1": True, "remove_redundant_reshape": True}, default=False)
-    assert chosen.warnings() == ["warning: remove_redundant_reshape is a ONE option bnfold does not implement; ignored"]
+    chosen = selection.select(None, {"O1": True, "fold_cast": True}, default=False)
+    assert chosen.warnings() == ["warning: fold_cast is a ONE option bnfold does not implement; ignored"]
     lacking = len(chosen.group_skipped["O1"])
     assert chosen.notes()[0].startswith(f"note: O1: {lacking - 1} of its passes")
 
@@ -69,14 +71,29 @@ def test_unimplemented_one_options_warn_once_each_and_the_run_goes_on(workdir, c
     assert run(["optimize", "--config", str(CFG / "onecc_unimplemented.cfg"), "-q"]) == 0
     assert optimized_counts(workdir) == FOLDED
     err = capsys.readouterr().err.splitlines()
-    assert err == ["bnfold: warning: remove_redundant_reshape is a ONE option bnfold does not implement; ignored",
-                   "bnfold: warning: convert_nchw_to_nhwc is a ONE option bnfold does not implement; ignored"]
+    assert err == ["bnfold: warning: fold_cast is a ONE option bnfold does not implement; ignored",
+                   "bnfold: warning: fuse_gelu is a ONE option bnfold does not implement; ignored"]
+
+
+def test_ones_regress_onnx_conv_bn_option_set(tmp_path, monkeypatch, capsys):
+    """ONE's REGRESS_ONNX_Conv_BN_001 options on a model of its shape: ONE's rule holds (two
+    CONV_2D, no MUL, ADD, RESHAPE or TRANSPOSE), the interface is NHWC and says so, values check."""
+    shutil.copy(build_recipe("Regress_ONNX_Conv_BN_000", tmp_path, ".circle"), tmp_path / "model.circle")
+    monkeypatch.chdir(tmp_path)
+    assert run(["optimize", "--config", str(CFG / "regress_onnx_conv_bn.cfg"), "--strict", "--check", "2"]) == 0
+    assert optimized_counts(tmp_path, "model.opt.circle") == {"CONV_2D": 2, "PAD": 1}
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    changes = "nchw_to_nhwc_input_shape, nchw_to_nhwc_output_shape"
+    assert f"{changes}: input x is now NHWC [2, 17, 13, 5] (was [2, 5, 17, 13])" in captured.out
+    assert f"{changes}: output y is now NHWC [2, 16, 14, 6] (was [2, 6, 16, 14])" in captured.out
+    assert "check: 2 sample(s)" in captured.out
 
 
 def test_strict_refuses_unimplemented_one_options(workdir, capsys):
     assert run(["optimize", "--config", str(CFG / "onecc_unimplemented.cfg"), "--strict"]) == 2
     err = capsys.readouterr().err.splitlines()
-    assert len(err) == 1 and "remove_redundant_reshape, convert_nchw_to_nhwc" in err[0] and "strict mode" in err[0]
+    assert len(err) == 1 and "fold_cast, fuse_gelu" in err[0] and "strict mode" in err[0]
     assert not (workdir / "model.opt.tflite").exists()
 
 
@@ -194,6 +211,13 @@ def test_selection_rules():
     chosen = selection.select(None, {"O1": True, "fuse_activation_function": False}, default=False)
     assert "fuse_activation_function" not in chosen.passes and "fuse_batchnorm_with_conv" in chosen.passes
     assert selection.select(None, {"fuse_bcq": False}, default=False).not_implemented == []
+    # a pass parameter qualifies its pass: alone it does nothing, and says so
+    alone = selection.select(None, {"nchw_to_nhwc_input_shape": True}, default=False)
+    assert alone.passes == [] and alone.names() == [] and alone.not_implemented == []
+    assert alone.warnings() == ["warning: nchw_to_nhwc_input_shape has no effect without convert_nchw_to_nhwc; ignored"]
+    both = selection.select("convert_nchw_to_nhwc,nchw_to_nhwc_output_shape", {}, default=True)
+    assert both.names() == ["convert_nchw_to_nhwc", "nchw_to_nhwc_output_shape"] and both.warnings() == []
+    assert set(registry.PARAMETERS) == {"nchw_to_nhwc_input_shape", "nchw_to_nhwc_output_shape"} <= one.PASS_OPTIONS
 
 
 def _readme_section(title: str) -> str:

@@ -81,10 +81,17 @@ def save(model: Model, path: str, *, fmt: Format | None = None, external: bool =
 
 
 def apply_passes(model: Model, passes: list[str] | None = None) -> Report:
-    """Run `passes` (the default set when None) over every subgraph of the IR `model` to a
-    fixpoint, in place; the Report says what folded and what was refused."""
+    """Run `passes` (the default set when None; pass parameters such as nchw_to_nhwc_input_shape
+    may be among them) over every subgraph of the IR `model` to a fixpoint, in place; the Report
+    says what folded and what was refused."""
     names = registry.default_passes() if passes is None else passes
-    return run_passes(model, registry.resolve(names))
+    return run_passes(model, registry.resolve(names), parameters=registry.parameters_in(names))
+
+
+def load_reference(path: str, report: Report) -> Model:
+    """The model at `path` as the optimized one must match it: with the interface change the run
+    made (report.interface: 4-D inputs/outputs made NHWC), and nothing else, applied."""
+    return registry.with_interface_of(load(path), report.interface)
 
 
 # ---- optimize --------------------------------------------------------------------------------
@@ -268,7 +275,7 @@ def _optimize_path(path: str, chosen: Selection, *, check: int | None = None, la
     times["read"] = time.perf_counter() - start
     before = dict(model.op_counts())
     start = time.perf_counter()
-    log = apply_passes(model, chosen.passes)
+    log = apply_passes(model, chosen.names())
     times["passes"] = time.perf_counter() - start
     measure_lossy(path, model, log)
     checked = None
@@ -277,8 +284,8 @@ def _optimize_path(path: str, chosen: Selection, *, check: int | None = None, la
 
         start = time.perf_counter()
         tolerance = check_tolerance(log.folds, rtol, atol)
-        checked, check_note = verify_optimized(load(path), model, check, tolerance=tolerance, mode=check_mode,
-                                               folds=log.folds)
+        checked, check_note = verify_optimized(load_reference(path, log), model, check, tolerance=tolerance,
+                                               mode=check_mode, folds=log.folds)
         times["check"] = time.perf_counter() - start
     report = {
         "bnfold": __version__,
@@ -327,7 +334,7 @@ def measure_lossy(reference: Model | str, optimized: Model, report: Report, *, s
     from .errors import BnfoldError
 
     if isinstance(reference, str):
-        reference = load(reference)
+        reference = load_reference(reference, report)
 
     note = {"lossy_passes": names, "samples": samples, "inputs": "normal(0, 2), seed 0"}
     try:

@@ -56,11 +56,16 @@ def main():
 
 
 def _pass_flags(function):
-    """One boolean --<pass_name> flag per registered pass; a hidden one per ONE option bnfold does
-    not implement, so a one-optimize command line is accepted (and warned about), not refused."""
-    names = {p.name for p in api.PASSES}
+    """One boolean --<pass_name> flag per registered pass and per pass parameter; a hidden one per
+    ONE option bnfold does not implement, so a one-optimize command line is accepted (and warned
+    about), not refused."""
+    parameters = {name: (spec.name, what) for spec in api.PASSES for name, what in spec.parameters.items()}
+    names = {p.name for p in api.PASSES} | set(parameters)
     for name in sorted((one.PASS_OPTIONS | set(one.UTILITY_OPTIONS)) - names, reverse=True):
         function = click.option(f"--{name}", name, is_flag=True, default=False, hidden=True)(function)
+    for name, (qualified, what) in sorted(parameters.items(), reverse=True):
+        function = click.option(f"--{name}", name, is_flag=True, default=False,
+                                help=f"[with --{qualified}] {what}")(function)
     for spec in reversed(api.PASSES):
         kind = "exact" if spec.exact else "LOSSY"
         function = click.option(f"--{spec.name}", spec.name, is_flag=True, default=False,

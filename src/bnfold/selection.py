@@ -8,6 +8,8 @@ configuration file, or the library's keywords), read the way one-optimize reads 
   on; with `strict` it is a usage error. A group's members that bnfold does not implement are
   listed once, as a note: asking for a group never asks for all of it.
 - A name neither bnfold nor ONE has is a usage error that suggests the closest real names.
+- A pass parameter (nchw_to_nhwc_input_shape) qualifies its pass; without the pass it does
+  nothing, as in ONE, and bnfold says so.
 """
 
 from __future__ import annotations
@@ -30,9 +32,17 @@ class Selection:
     passes: list[str]  # registry names, in run order
     not_implemented: list[str] = field(default_factory=list)  # ONE options switched on that bnfold lacks
     group_skipped: dict[str, list[str]] = field(default_factory=dict)  # group -> members bnfold lacks
+    parameters: list[str] = field(default_factory=list)  # pass parameters switched on (registry.PARAMETERS)
 
     def warnings(self) -> list[str]:
-        return [f"warning: {name} is a ONE option bnfold does not implement; ignored" for name in self.not_implemented]
+        idle = [f"warning: {name} has no effect without {registry.PARAMETERS[name]}; ignored"
+                for name in self.parameters if registry.PARAMETERS[name] not in self.passes]
+        return [f"warning: {name} is a ONE option bnfold does not implement; ignored"
+                for name in self.not_implemented] + idle
+
+    def names(self) -> list[str]:
+        """The passes and the parameters that qualify them, as api.apply_passes takes them."""
+        return self.passes + [p for p in self.parameters if registry.PARAMETERS[p] in self.passes]
 
     def notes(self) -> list[str]:
         """One short line per group: how many of its members do not run (the report lists them;
@@ -74,7 +84,7 @@ def select(passes: str | Iterable[str] | None, switches: Mapping[str, bool], *, 
     on = dict.fromkeys(named, True)
     on.update(switches)
     off = {name for name, value in on.items() if not value}
-    wanted, lacking, skipped = [], [], {}
+    wanted, lacking, skipped, parameters = [], [], {}, []
     for name, value in on.items():
         if not value:
             continue
@@ -84,6 +94,8 @@ def select(passes: str | Iterable[str] | None, switches: Mapping[str, bool], *, 
             skipped[name] = [m for m in members if m not in registry.BY_NAME]
         elif name in registry.BY_NAME:
             wanted.append(name)
+        elif name in registry.PARAMETERS:
+            parameters.append(name)
         else:
             lacking.append(name)
     if strict and lacking:
@@ -91,7 +103,7 @@ def select(passes: str | Iterable[str] | None, switches: Mapping[str, bool], *, 
                          "implement (strict mode)")
     if passes is None and not on and default:
         wanted = registry.default_passes()
-    return Selection([spec.name for spec in registry.resolve(wanted)], lacking, skipped)
+    return Selection([spec.name for spec in registry.resolve(wanted)], lacking, skipped, parameters)
 
 
 @dataclass

@@ -17,6 +17,7 @@ def optimize_summary(result, input_path: str) -> Iterator[str]:
     for name, (folds, skips) in result.pass_counts().items():
         if folds or skips:
             yield f"{name}: {folds} folded, {skips} skipped"
+    yield from interface_changes(report.get("interface"))
     float16 = sum(1 for f in report["folds"] if f.get("float16_weights"))
     if float16:
         yield (f"float16: {float16} fold(s) rewrote float16 weights, each weight rounded once more "
@@ -30,6 +31,18 @@ def optimize_summary(result, input_path: str) -> Iterator[str]:
         yield (f"check: {checked.samples} sample(s) on {checked.backend}, {checked.scope} within {checked.tolerance} "
                f"(scaled err {worst.scaled:.3e}, max abs err {worst.max_abs:.3e})")
     yield written(result.written, input_path)
+
+
+def interface_changes(interface: dict | None) -> Iterator[str]:
+    """What a pass parameter did to the model's inputs and outputs, one line each."""
+    if not interface:
+        return
+    by = ", ".join(interface["parameters"])
+    for side in ("input", "output"):
+        for t in interface[f"{side}s"]:
+            yield f"{by}: {side} {t['name']} is now NHWC {t['shape']} (was {t['was']})"
+    for t in interface["kept"]:
+        yield f"{by}: {t['side']} {t['name']} {t['shape']} left as it was: {t['reason']}"
 
 
 def operator_counts(before: dict, after: dict) -> Iterator[str]:

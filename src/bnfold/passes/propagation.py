@@ -212,7 +212,8 @@ def _pull_cost(graph: Graph, d: Tensor, u: Op, s: Perm) -> int:
 
 def _remove_identity(graph: Graph, op: Op, result: PassResult) -> bool:
     """An identity permutation only copies. Its output keeps its name when it is a graph output
-    (the producer of its input writes it directly); False when neither can be done."""
+    (the producer of its input writes it directly, and x's other readers read it: the same
+    values); False when neither can be done (x too is seen from outside, or is no op's output)."""
     x, y = op.inputs[0], op.outputs[0]
     producer = x.producer
     if not graph.is_observed(y):
@@ -220,9 +221,10 @@ def _remove_identity(graph: Graph, op: Op, result: PassResult) -> bool:
         graph.replace_uses(y, x)
         graph.remove_op(op)
         return True
-    if producer is not None and graph.has_single_use(x, op):
+    if producer is not None and not graph.is_observed(x):
         result.fold(op, [op], into=[producer], identity=True)
         graph.remove_op(op)
+        graph.replace_uses(x, y)
         graph.set_output(producer, producer.outputs.index(x), y)
         return True
     return False

@@ -7,16 +7,18 @@ Each pass lives in `bnfold/passes/<name>.py` and exposes `run(graph) -> PassResu
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import UsageError
 from ..ir.graph import Graph
-from . import (forward_transpose_op, fuse_activation_function, fuse_add_with_conv, fuse_add_with_fully_connected,
-               fuse_add_with_tconv, fuse_batchnorm_forward, fuse_batchnorm_with_concat, fuse_batchnorm_with_conv,
-               fuse_batchnorm_with_conv3d, fuse_batchnorm_with_dwconv, fuse_batchnorm_with_fc, fuse_batchnorm_with_tconv,
-               fuse_mul_with_conv, fuse_mul_with_fullyconnected, fuse_preactivation_batchnorm, fuse_transpose_with_mean,
-               make_batchnorm_gamma_positive, remove_redundant_transpose, remove_unnecessary_transpose,
-               replace_cw_mul_add_with_depthwise_conv)
+from ..ir.model import Model
+from . import (convert_nchw_to_nhwc, forward_transpose_op, fuse_activation_function, fuse_add_with_conv,
+               fuse_add_with_fully_connected, fuse_add_with_tconv, fuse_batchnorm_forward, fuse_batchnorm_with_concat,
+               fuse_batchnorm_with_conv, fuse_batchnorm_with_conv3d, fuse_batchnorm_with_dwconv, fuse_batchnorm_with_fc,
+               fuse_batchnorm_with_tconv, fuse_mul_with_conv, fuse_mul_with_fullyconnected, fuse_preactivation_batchnorm,
+               fuse_transpose_with_mean, make_batchnorm_gamma_positive, remove_redundant_reshape,
+               remove_redundant_transpose, remove_unnecessary_reshape, remove_unnecessary_transpose,
+               replace_cw_mul_add_with_depthwise_conv, substitute_transpose_to_reshape)
 from .report import PassResult
 
 
@@ -27,6 +29,10 @@ class PassSpec:
     exact: bool  # changes are exact up to float rounding
     default: bool  # part of the default set (only exact passes may be)
     run: Callable[[Graph], PassResult]
+    # option names that only qualify this pass (ONE's "arguments" of a pass) -> what each does;
+    # they change the main subgraph's interface once, before the rounds, returning what changed
+    parameters: dict[str, str] = field(default_factory=dict)
+    change_interface: Callable[[Graph, set[str]], dict] | None = None
 
 
 # Run order matters and is fixed here, not by the command line:
@@ -41,6 +47,9 @@ class PassSpec:
 #   (ReLUs, residual ADDs, concatenations, reductions); moving them lets pairs cancel and frees the
 #   batch norms they separated from their layers for the next round. ONE's narrower passes first,
 #   remove_redundant_transpose (the whole propagation, which subsumes them) last;
+# - the RESHAPE passes after them: a TRANSPOSE of unit axes is made a RESHAPE only once the
+#   propagation could not cancel it in this round, then RESHAPE chains merge and those that
+#   change nothing go;
 # - fuse_activation_function last, to absorb standalone activations the folds leave behind.
 PASSES: tuple[PassSpec, ...] = (
     PassSpec("fuse_batchnorm_with_conv",
@@ -101,16 +110,30 @@ PASSES: tuple[PassSpec, ...] = (
     PassSpec("fuse_transpose_with_mean",
              "absorb a TRANSPOSE before MEAN (and other reductions) into their axes where nothing else needs it",
              True, False, fuse_transpose_with_mean.run),
+    PassSpec("convert_nchw_to_nhwc",
+             "compute an NCHW graph in NHWC inside: unit-axis RESHAPEs count as transposes and move through the "
+             "NCHW ops until they cancel; with nchw_to_nhwc_input_shape / _output_shape the 4-D inputs / outputs "
+             "become NHWC", True, False, convert_nchw_to_nhwc.run,
+             convert_nchw_to_nhwc.PARAMETERS, convert_nchw_to_nhwc.change_interface),
     PassSpec("remove_redundant_transpose",
              "move TRANSPOSEs through elementwise ops, reductions, concat/split/slice/pad, reshapes and "
              "a flatten into FC until they cancel or merge, where that removes more transposes than it adds",
              True, True, remove_redundant_transpose.run),
+    # opt-in: a TRANSPOSE of unit axes may still cancel with another across the ops between them
+    # (remove_redundant_transpose), which a RESHAPE would not
+    PassSpec("substitute_transpose_to_reshape", "replace a TRANSPOSE that moves only unit axes by a RESHAPE",
+             True, False, substitute_transpose_to_reshape.run),
+    PassSpec("remove_redundant_reshape", "make RESHAPE -> RESHAPE one RESHAPE of the first one's input",
+             True, True, remove_redundant_reshape.run),
+    PassSpec("remove_unnecessary_reshape", "remove a RESHAPE whose output shape is its input shape",
+             True, True, remove_unnecessary_reshape.run),
     PassSpec("fuse_activation_function",
              "fuse a standalone RELU/RELU6/RELU_N1_TO_1 into the fused activation of its producer",
              True, True, fuse_activation_function.run),
 )
 
 BY_NAME = {p.name: p for p in PASSES}
+PARAMETERS = {name: p.name for p in PASSES for name in p.parameters}  # parameter -> the pass it qualifies
 assert all(p.exact for p in PASSES if p.default), "a default pass must be exact"
 
 
@@ -119,13 +142,28 @@ def default_passes() -> list[str]:
 
 
 def resolve(names) -> list[PassSpec]:
-    """Specs for `names` (any order, duplicates allowed), in registry order."""
+    """Specs for `names` (any order, duplicates allowed; parameters are left to `parameters_in`),
+    in registry order."""
     wanted = set()
     for name in names:
         name = name.strip()
-        if not name:
+        if not name or name in PARAMETERS:
             continue
         if name not in BY_NAME:
             raise UsageError(f"unknown pass {name!r} (see 'bnfold passes')")
         wanted.add(name)
     return [p for p in PASSES if p.name in wanted]
+
+
+def parameters_in(names) -> set[str]:
+    """The pass parameters among `names`."""
+    return {name.strip() for name in names if name.strip() in PARAMETERS}
+
+
+def with_interface_of(model: Model, interface: dict | None) -> Model:
+    """`model` with the interface change a run recorded (Report.interface) applied and nothing
+    else: what an optimized model whose inputs or outputs were made NHWC is compared with."""
+    if interface is not None:
+        named = interface["parameters"]
+        BY_NAME[PARAMETERS[named[0]]].change_interface(model.graphs[0], set(named))
+    return model

@@ -126,6 +126,9 @@ class Report:
     notes: list[dict] = field(default_factory=list)
     rounds: int = 0
     converged: bool = True
+    # the main subgraph's inputs and outputs whose layout a pass parameter changed, and those it
+    # left with why: {"inputs": [...], "outputs": [...], "kept": [...]}; None when none was named
+    interface: dict | None = None
     said: list[Said] = field(default_factory=list, repr=False)
     into: list[list[Op]] = field(default_factory=list, repr=False)
 
@@ -148,8 +151,10 @@ class Report:
 
     def to_dict(self) -> dict:
         """The report as plain JSON-ready values (numpy arrays and scalars made lists and numbers)."""
+        interface = {} if self.interface is None else {"interface": self.interface}
         return _plain({"passes": self.passes, "rounds": self.rounds, "converged": self.converged,
-                       "folds": self.folds, "skips": self.skips, "transposes": self.transposes, "notes": self.notes})
+                       "folds": self.folds, "skips": self.skips, "transposes": self.transposes, "notes": self.notes,
+                       **interface})
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)

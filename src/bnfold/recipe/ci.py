@@ -1,10 +1,11 @@
 """`bnfold recipe test`: a recipe's value test, run the way a user's CI runs one (`bnfold.test_recipes`).
 
-For each recipe: build the model in the recipe's format; run the unoptimized model on random
-inputs and store them and its outputs as input.h5 / expected.h5 (ONE's layout); optimize with the
-recipe's [expect] passes; check the operator-count rules; run the optimized model on input.h5
-and compare with expected.h5 under the recipe's tolerance. The project's own recipe tests
-(tests/test_recipes.py) call `run_recipe_test` too.
+For each recipe: build the model in the recipe's format; optimize with the recipe's [expect]
+passes; run the unoptimized model on random inputs and store them and its outputs as input.h5 /
+expected.h5 (ONE's layout; when the passes made 4-D inputs or outputs NHWC, through the same
+boundary transposes, so the files fit the optimized model); check the operator-count rules; run
+the optimized model on input.h5 and compare with expected.h5 under the recipe's tolerance. The
+project's own recipe tests (tests/test_recipes.py) call `run_recipe_test` too.
 """
 
 from __future__ import annotations
@@ -85,10 +86,12 @@ def _run(path: Path, workdir: Path, outcome: Outcome, samples: int, seed: int, b
     fmt = recipe_format(recipe)
     model_path = workdir / f"{path.stem}{fmt.extension}"
     save_model(build(recipe, fmt, where=path.stem), str(model_path), fmt)
-    inputs, expected = _store_expected(read_model(str(model_path)), workdir / f"{path.stem}.input.h5",
-                                       workdir / f"{path.stem}.expected.h5", samples, seed, backend)
     model = read_model(str(model_path))
-    run_passes(model, registry.resolve(registry.default_passes() if expect.passes is None else expect.passes))
+    names = registry.default_passes() if expect.passes is None else expect.passes
+    report = run_passes(model, registry.resolve(names), parameters=registry.parameters_in(names))
+    reference = registry.with_interface_of(read_model(str(model_path)), report.interface)
+    inputs, expected = _store_expected(reference, workdir / f"{path.stem}.input.h5",
+                                       workdir / f"{path.stem}.expected.h5", samples, seed, backend)
     outcome.failures += broken_rules(model, expect.rules)
     optimized_path = workdir / f"{path.stem}.opt{fmt.extension}"
     save_model(model, str(optimized_path), fmt)

@@ -1,0 +1,35 @@
+"""remove_redundant_reshape: RESHAPE -> RESHAPE becomes one RESHAPE (ONE's pass of that name).
+
+    before:  x [4,6] -> RESHAPE([2,12]) -> t -> RESHAPE([1,2,3,4]) -> y
+    after:   x [4,6] -> RESHAPE([1,2,3,4]) -> y           (t stays only if something else reads it)
+
+Exact: neither RESHAPE moves an element, so the second one read from x gives the same buffer
+under the same shape. The second RESHAPE's new shape is its own; a -1 in it is inferred from the
+element count, which x and t share.
+
+Guards: t is made by a RESHAPE; x, t and y read their bytes with the same quantization. The first
+RESHAPE is left to whoever else reads t (cleanup drops it when no one does), so nothing another
+reader or the outside sees changes.
+"""
+
+from __future__ import annotations
+
+from ..ir.graph import Graph
+from .report import PassResult
+from .reshapes import same_quantization
+
+
+def run(graph: Graph) -> PassResult:
+    result = PassResult()
+    for op in [op for op in graph.ops if op.kind == "RESHAPE"]:
+        t = op.input(0)
+        first = None if t is None else t.producer
+        if first is None or first.kind != "RESHAPE" or first.input(0) is None:
+            continue
+        x = first.inputs[0]
+        if not (same_quantization(x, t) and same_quantization(t, op.outputs[0])):
+            continue
+        removed = [first] if graph.has_single_use(t, op) else []  # else it stays for t's other readers
+        result.fold(op, removed, output=op.outputs[0].name)
+        graph.set_input(op, 0, x)
+    return result

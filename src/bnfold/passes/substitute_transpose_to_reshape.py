@@ -1,0 +1,43 @@
+"""substitute_transpose_to_reshape: a TRANSPOSE that moves only unit axes is a RESHAPE (ONE's pass
+of that name).
+
+    before:  x [6,1,5,1] -> TRANSPOSE(1,0,3,2) -> y [1,6,1,5]
+    after:   x [6,1,5,1] -> RESHAPE([1,6,1,5]) -> y
+
+Exact: an element's offset in a row-major buffer is a sum over axes of index times stride, and an
+axis of size 1 contributes nothing (its only index is 0). A transpose that keeps the axes longer
+than 1 in their order therefore leaves every element at its offset: the output buffer is the
+input buffer, which is all a RESHAPE gives. A dynamic axis counts as longer than 1 and becomes -1
+in the new shape (so at most one may be dynamic).
+
+Guards: a constant permutation of the input's rank; the output keeps the quantization of the
+input (a RESHAPE copies bytes).
+"""
+
+from __future__ import annotations
+
+from ..ir.graph import Graph
+from .layout import transpose_perm
+from .permute import keeps_data_order
+from .report import PassResult
+from .reshapes import add_reshape, same_quantization, signature
+
+
+def run(graph: Graph) -> PassResult:
+    result = PassResult()
+    for op in [op for op in graph.ops if op.kind == "TRANSPOSE"]:
+        perm = transpose_perm(op)
+        if perm is None or not _is_a_reshape(signature(op.inputs[0]), perm):
+            continue
+        x, y = op.inputs[0], op.outputs[0]
+        if not same_quantization(x, y):
+            continue
+        result.fold(op, [op], permutation=list(perm), new_shape=list(signature(y)))
+        add_reshape(graph, x, y, after=op)
+        graph.remove_op(op)
+    return result
+
+
+def _is_a_reshape(shape, perm) -> bool:
+    """The transpose keeps the data in order, and a RESHAPE can say its shape (one -1 at most)."""
+    return keeps_data_order(shape, perm) and sum(1 for d in shape if d < 0) <= 1
