@@ -672,14 +672,8 @@ def test_odd_h5_values_never_reach_an_internal_error(layout, tmp_path, capsys):
 
 # ---- issue 16: the chef builds in linear time --------------------------------------------------
 
-def test_a_deep_graph_builds_and_folds_in_seconds(tmp_path):
-    """9,000 operators (3,000 CONV->MUL->ADD blocks): 19 s when every operand lookup and every new
-    tensor scanned the whole graph; well under a second per thousand blocks now."""
-    import time
-
-    from bnfold.recipe.chef import build
-
-    blocks, c = 3000, 2
+def _conv_bn_chain(blocks: int, c: int = 2) -> dict:
+    """A recipe of `blocks` CONV->MUL->ADD blocks in a chain."""
     operands = [{"name": "x0", "shape": [1, 2, 2, c]}]
     operations = []
     for i in range(blocks):
@@ -695,22 +689,40 @@ def test_a_deep_graph_builds_and_folds_in_seconds(tmp_path):
             {"type": "MUL", "inputs": [f"c{i}", f"s{i}"], "outputs": [f"m{i}"]},
             {"type": "ADD", "inputs": [f"m{i}", f"t{i}"], "outputs": [f"x{i + 1}"]},
         ]
-    recipe = {"input": ["x0"], "output": [f"x{blocks}"], "operand": operands, "operation": operations}
-    started = time.perf_counter()
-    model = build(recipe)
-    elapsed = time.perf_counter() - started
-    assert len(model.graphs[0].ops) == 3 * blocks and model.op_counts()["CONV_2D"] == blocks
-    assert elapsed < 8, f"{3 * blocks} operators took {elapsed:.1f} s"
-    # the same deep graph through the default passes: every block folds, in seconds (20.6 s for
-    # 36k operators when each fold scanned the graph; scripts/bench.py measures the slope)
-    from bnfold import api
+    return {"input": ["x0"], "output": [f"x{blocks}"], "operand": operands, "operation": operations}
 
-    started = time.perf_counter()
+
+def _build_and_fold_seconds(blocks: int) -> tuple[float, float]:
+    """CPU seconds to build the chain with the chef and to run the default passes over it, each
+    checked for what it must produce."""
+    import time
+
+    from bnfold import api
+    from bnfold.recipe.chef import build
+
+    recipe = _conv_bn_chain(blocks)
+    started = time.process_time()
+    model = build(recipe)
+    built = time.process_time()
+    assert len(model.graphs[0].ops) == 3 * blocks and model.op_counts()["CONV_2D"] == blocks
     report = api.apply_passes(model)
-    elapsed = time.perf_counter() - started
-    assert model.op_counts() == {"CONV_2D": blocks}
-    assert len(report.folds) == blocks
-    assert elapsed < 15, f"default passes on {3 * blocks} operators took {elapsed:.1f} s"
+    folded = time.process_time()
+    assert model.op_counts() == {"CONV_2D": blocks} and len(report.folds) == blocks
+    return built - started, folded - built
+
+
+def test_a_deep_graph_builds_and_folds_in_linear_time():
+    """Building and folding a CONV->MUL->ADD chain costs in proportion to its length: twice the
+    blocks, about twice the CPU time (a lookup or a fold that scanned the whole graph made it 4x:
+    19 s for 9,000 operators once). A ratio of CPU times in one process, not a wall-clock limit,
+    so a loaded machine does not fail it; scripts/bench.py measures the slope itself."""
+    def best_of_two(blocks):
+        runs = [_build_and_fold_seconds(blocks) for _ in range(2)]
+        return min(r[0] for r in runs), min(r[1] for r in runs)
+
+    small, large = best_of_two(1500), best_of_two(3000)
+    assert large[0] < 3 * small[0], f"build: 1500 blocks {small[0]:.2f} s, 3000 blocks {large[0]:.2f} s"
+    assert large[1] < 3 * small[1], f"default passes: 1500 blocks {small[1]:.2f} s, 3000 blocks {large[1]:.2f} s"
 
 
 # ---- issue 16: no numpy warning on stderr in a run that succeeds -------------------------------
