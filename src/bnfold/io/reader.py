@@ -213,22 +213,44 @@ class _Fields:
         return out
 
 
+PLAIN, SCALARS, OTHER = range(3)  # what a table holds beyond the IR's fields (_Plain)
+
+
 class _Plain:
-    """Tells, per vtable, whether a table of one kind holds only fields the IR models."""
+    """Tells, per vtable, what a table of one kind holds: only fields the IR models (PLAIN);
+    more, but only scalars (SCALARS: the converter's has_rank and is_variable on every tensor),
+    which `extras` reads straight from the bytes; or something else (OTHER: sparsity, custom
+    options, ...), which the object API unpacks."""
 
     def __init__(self, fmt: Format, table: str):
         cls = fmt.cls(table)
-        self.modeled = frozenset(_slot_of(cls, field) for field in MODELED_FIELDS[table + "T"])
-        self.by_vtable: dict[int, bool] = {}
+        modeled = MODELED_FIELDS[table + "T"]
+        self.modeled = frozenset(_slot_of(cls, field) for field in modeled)
+        self.extra_names = tuple(f for f in vars(fmt.cls(table + "T")()) if f not in modeled and _is_scalar(cls, f))
+        self.extras = _Fields(fmt, table, self.extra_names)
+        self.scalar = self.modeled | {slot for slot, _, _, _ in self.extras.plan}
+        self.by_vtable: dict[int, int] = {}
 
-    def __call__(self, buf, pos: int) -> bool:
+    def __call__(self, buf, pos: int) -> int:
         vtable = pos - _I32(buf, pos)[0]
-        plain = self.by_vtable.get(vtable)
-        if plain is None:
+        kind = self.by_vtable.get(vtable)
+        if kind is None:
             size = _U16(buf, vtable)[0]
             slots = struct.unpack_from(f"<{(size - 4) // 2}H", buf, vtable + 4)
-            plain = self.by_vtable[vtable] = all(off == 0 or 4 + 2 * i in self.modeled for i, off in enumerate(slots))
-        return plain
+            present = {4 + 2 * i for i, off in enumerate(slots) if off}
+            kind = self.by_vtable[vtable] = (PLAIN if present <= self.modeled else
+                                             SCALARS if present <= self.scalar else OTHER)
+        return kind
+
+    def read_extras(self, buf, pos: int) -> dict:
+        return dict(zip(self.extra_names, self.extras.read(buf, pos)))
+
+
+def _is_scalar(accessor_cls, field: str) -> bool:
+    try:
+        return _probe(accessor_cls, _accessor_name(accessor_cls, field), True).how[0] == "scalar"
+    except (AttributeError, TypeError):  # not named after its field, or a vector of tables: the object API's
+        return False
 
 
 class _Lift:
@@ -349,13 +371,16 @@ class _Lift:
         if quantization is not None:
             quantization = self._unpack("QuantizationParameters", self._accessor("QuantizationParameters", quantization))
         record = None
-        if not self.plain_tensor(self.buf, pos):  # fields beyond the IR's (the converter's has_rank, ...): keep them all
+        kind = self.plain_tensor(self.buf, pos)
+        if kind == OTHER:  # fields beyond the IR's (sparsity, variant tensors, ...): keep them all
             record = self.fmt.cls("TensorT").InitFromObj(_Hide(self._accessor("Tensor", pos), tables=("Quantization",)))
             record.quantization = quantization
-        elif name is None or shape is None:
-            record = self.fmt.cls("TensorT")()  # the writer then knows these were absent, not empty
+        elif kind == SCALARS or name is None or shape is None:  # (absent name or shape: not empty, the writer knows)
+            record = self.fmt.cls("TensorT")()
             record.name, record.type, record.buffer, record.shape = name, code, buffer, shape
-            record.quantization = quantization
+            record.shapeSignature, record.quantization = signature, quantization
+            if kind == SCALARS:
+                vars(record).update(self.plain_tensor.read_extras(self.buf, pos))
         dtype = self.fmt.dtype_names.get(code)
         if dtype is None:
             raise ModelError(f"{where} has unknown type {code}", self.path)
@@ -369,7 +394,7 @@ class _Lift:
         if not 0 <= index < len(model.opcodes):
             raise ModelError(f"{where} has operator code index {index} out of range", self.path)
         record = None
-        if any(v is not None and v.size == 0 for v in (inputs, outputs, inter)) or not self.plain_operator(self.buf, pos):
+        if any(v is not None and v.size == 0 for v in (inputs, outputs, inter)) or self.plain_operator(self.buf, pos) != PLAIN:
             # fields beyond the IR's: keep them all (the options are lifted apart)
             record = self.fmt.cls("OperatorT").InitFromObj(_Hide(self._accessor("Operator", pos), tables=("BuiltinOptions",)))
             if record.largeCustomOptionsSize > 0:
