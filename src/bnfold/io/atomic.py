@@ -78,7 +78,7 @@ def _temporary(path: str, error):
     if kind is not None:  # renaming over a device node or into a directory is never what was meant
         raise error(f"is {kind}; only a regular file can be replaced", path)
     remove_stale_temps(directory)
-    with _signals_interrupt():
+    with signals_interrupt():
         try:
             fd, tmp = _create_temp(directory)
         except OSError as e:
@@ -164,7 +164,7 @@ def _raise_interrupted(signum, frame):
 
 
 @contextmanager
-def _signals_interrupt():
+def signals_interrupt():
     """While a temporary file exists, SIGTERM/SIGHUP raise Interrupted (Ctrl-C already raises
     KeyboardInterrupt), so the cleanup above runs instead of the process just dying."""
     previous = {}

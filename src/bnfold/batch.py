@@ -1,0 +1,397 @@
+"""Many models in one run: `bnfold optimize --out-dir DIR [-j N] [--shard K/N] PATH...` and
+`bnfold.optimize_many(paths, out_dir, jobs=..., shard=...)`.
+
+    PATH... --collect--> jobs (input, output) --shard K/N--> 1/N of them --pool--> ModelResult per job
+
+Each job is exactly one single-model optimize (`optimize_one`, the library's own call), so an
+output has the bytes `bnfold optimize IN OUT` writes for it. The jobs run in `jobs` worker
+processes (forked, so none pays Python's start-up again) that take the next job as they finish
+one; results come back in input order. A model that fails becomes its own one-line error and the
+rest go on; the run's exit code is the worst of the models' (EXIT_PRECEDENCE).
+
+Stopping: Ctrl-C or SIGTERM reaches the parent, which sends SIGTERM to every worker. A worker
+that is writing removes its temporary file (io/atomic.py turns SIGTERM into Interrupted there);
+one that is not dies at once (workers ignore SIGINT and keep SIGTERM's default otherwise). The
+parent then waits for them and removes what a worker killed harder may have left.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import time
+from collections.abc import Callable, Iterable
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from .errors import BnfoldError, Interrupted, UsageError
+
+MODEL_SUFFIXES = (".tflite", ".circle")
+# The run's exit code: the first of these that some model exited with. A bug in bnfold (3) says
+# the most about the run, then a refused path or option (2), then a model that is malformed or
+# whose check differs (1), then a check that could not be carried out (4).
+EXIT_PRECEDENCE = (3, 2, 1, 4)
+
+
+@dataclass(frozen=True)
+class Job:
+    input: str
+    output: str
+
+
+@dataclass
+class ModelResult:
+    """One model of a batch: `status` is "changed", "unchanged" or "failed" (then `error` is its
+    one-line message and `exit_code` what `bnfold optimize` would have exited with)."""
+
+    input: str
+    output: str
+    status: str
+    exit_code: int = 0
+    error: str | None = None
+    report: dict | None = None
+    seconds: float = 0.0
+
+    def entry(self) -> dict:
+        return {"input": self.input, "output": self.output, "status": self.status, "exit_code": self.exit_code,
+                "error": self.error, "seconds": round(self.seconds, 6), "report": self.report}
+
+
+@dataclass
+class BatchResult:
+    """Every model's result in input order, and what the run as a whole comes to."""
+
+    models: list[ModelResult]
+    out_dir: str
+    jobs: int
+    shard: tuple[int, int] | None = None
+    seconds: float = 0.0
+
+    @property
+    def exit_code(self) -> int:
+        codes = {m.exit_code for m in self.models}
+        return next((code for code in EXIT_PRECEDENCE if code in codes), 0)
+
+    def totals(self) -> dict:
+        done = [m for m in self.models if m.report is not None]
+        count = {status: sum(1 for m in self.models if m.status == status) for status in ("changed", "unchanged", "failed")}
+        return {"models": len(self.models), **count,
+                "operators": {"before": sum(sum(m.report["operators"]["before"].values()) for m in done),
+                              "after": sum(sum(m.report["operators"]["after"].values()) for m in done)},
+                "folds": sum(len(m.report["folds"]) for m in done), "seconds": round(self.seconds, 6)}
+
+    def to_dict(self) -> dict:
+        from . import __version__
+
+        shard = None if self.shard is None else f"{self.shard[0]}/{self.shard[1]}"
+        return {"bnfold": __version__, "out_dir": self.out_dir, "jobs": self.jobs, "shard": shard,
+                "exit_code": self.exit_code, "totals": self.totals(), "models": [m.entry() for m in self.models]}
+
+    def to_json(self) -> str:
+        import json
+
+        return json.dumps(self.to_dict(), indent=2)
+
+    def table(self) -> list[str]:
+        t = self.totals()
+        operators = f"{t['operators']['before']} -> {t['operators']['after']}"
+        head = ("models", "changed", "unchanged", "failed", "operators before -> after", "seconds")
+        row = (str(t["models"]), str(t["changed"]), str(t["unchanged"]), str(t["failed"]), operators, f"{t['seconds']:.2f}")
+        widths = [max(len(h), len(v)) for h, v in zip(head, row)]
+        return ["  ".join(h.rjust(w) for h, w in zip(head, widths)), "  ".join(v.rjust(w) for v, w in zip(row, widths))]
+
+
+# ---- which models --------------------------------------------------------------------------
+
+def collect(paths: Iterable[str | os.PathLike], out_dir: str) -> list[Job]:
+    """Every model PATH names: a file as itself, a directory walked (sorted) for *.tflite and
+    *.circle; its output is `out_dir` joined with its path relative to its PATH (a file's: its
+    name). `out_dir` is never walked. Two inputs that would land on one output are refused."""
+    jobs, seen = [], {}
+    skip = os.path.realpath(out_dir)
+    for path in map(os.fspath, paths):
+        if os.path.isdir(path):
+            found = list(_walk(path, skip))
+            if not found:
+                raise UsageError(f"no {' or '.join('*' + s for s in MODEL_SUFFIXES)} files in this directory", path)
+        elif os.path.lexists(path):
+            found = [(path, os.path.basename(path))]
+        else:
+            raise UsageError("no such file or directory", path)
+        for source, relative in found:
+            job = Job(source, os.path.join(out_dir, relative))
+            other = seen.setdefault(os.path.normpath(job.output), job)
+            if other.input == job.input:
+                if other is job:
+                    jobs.append(job)
+                continue
+            raise UsageError(f"{other.input} and {job.input} would both be written to {job.output}")
+    return jobs
+
+
+def _walk(top: str, skip: str):
+    for directory, subdirectories, files in os.walk(top):
+        subdirectories[:] = sorted(d for d in subdirectories if os.path.realpath(os.path.join(directory, d)) != skip)
+        for name in sorted(files):
+            if name.lower().endswith(MODEL_SUFFIXES):
+                path = os.path.join(directory, name)
+                yield path, os.path.relpath(path, top)
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """"K/N" (1 <= K <= N) -> (K, N)."""
+    try:
+        k, n = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise UsageError(f"--shard {text!r}: give K/N, e.g. 2/4 for the second of four shards") from None
+    if not 1 <= k <= n:
+        raise UsageError(f"--shard {text!r}: K must be 1..N")
+    return k, n
+
+
+def take_shard(jobs: list[Job], shard: tuple[int, int] | None) -> list[Job]:
+    """Shard K of N: every N-th job of the sorted collection from the K-th on. The N shards
+    together are the collection, each model in exactly one; their sizes differ by at most one."""
+    if shard is None:
+        return jobs
+    k, n = shard
+    return jobs[k - 1::n]
+
+
+def default_jobs() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+# ---- one model -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Settings:
+    """What every model of the run is optimized with (a single optimize's options)."""
+
+    chosen: object  # selection.Selection
+    external_buffers: bool = False
+    checking: dict = field(default_factory=dict)
+    run_files: tuple[str, ...] = ()
+
+
+def optimize_one(job: Job, settings: Settings, on_step: Callable[[str], None] | None = None) -> ModelResult:
+    """`bnfold optimize job.input job.output` with the run's settings; every error becomes the
+    result's one line and exit code, as the command would print and exit with."""
+    start = time.perf_counter()
+    try:
+        os.makedirs(os.path.dirname(job.output) or ".", exist_ok=True)
+        result = _optimize_file(job, settings, on_step)
+    except BnfoldError as e:
+        return ModelResult(job.input, job.output, "failed", e.exit_code, _one_line(str(e)), seconds=time.perf_counter() - start)
+    except OSError as e:
+        error = f"{job.output}: cannot create its directory: {e.strerror or e}"
+        return ModelResult(job.input, job.output, "failed", 1, error, seconds=time.perf_counter() - start)
+    except Exception as e:  # a bug in bnfold: this model's internal error, the others go on
+        error = f"{job.input}: internal error: {type(e).__name__}: {e}"
+        return ModelResult(job.input, job.output, "failed", 3, _one_line(error), seconds=time.perf_counter() - start)
+    status = "unchanged" if result.report["output"]["unchanged"] else "changed"
+    return ModelResult(job.input, job.output, status, report=result.report, seconds=time.perf_counter() - start)
+
+
+def _optimize_file(job: Job, settings: Settings, on_step):
+    from . import api, pipeline
+    from .io.paths import refuse_run_files
+
+    api.refuse_overwrite(job.input, job.output, False)
+    refuse_run_files(job.output, "OUT", list(settings.run_files))
+    api.check_output_path(job.output)
+    fmt = api.format_from_extension(job.output)
+    if on_step:
+        on_step("optimizing")
+    result = pipeline.run(job.input, settings.chosen, **settings.checking)
+    if on_step:
+        on_step("writing")
+    result.save(job.output, fmt=fmt, external=settings.external_buffers, keep_unchanged=True)
+    return result
+
+
+def _one_line(message: str) -> str:
+    return message.strip().splitlines()[0] if message.strip() else "error"
+
+
+# ---- many models ---------------------------------------------------------------------------
+
+Event = Callable[[str, int, object], None]  # ("start" | "step" | "done", job index, job | step name | result)
+
+
+def optimize_many(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike, passes=None, *, jobs: int | None = None,
+                  shard: str | tuple[int, int] | None = None, external_buffers: bool = False, check: int | None = None,
+                  check_mode: str = "auto", rtol: float | None = None, atol: float | None = None, strict: bool = False,
+                  run_files: Iterable[str] = (), on_event: Event | None = None, **options: bool) -> BatchResult:
+    """Optimize every model under `paths` into `out_dir` (see the module docstring) with the
+    passes and checks a single `bnfold.optimize` takes; `jobs` worker processes (default: the
+    CPUs this process may use), `shard` "K/N" or (K, N). `on_event(kind, index, what)` hears
+    each model start, each of its steps and its result. Returns every model's result."""
+    from .selection import select
+
+    out_dir = os.fspath(out_dir)
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise UsageError("--out-dir is not a directory", out_dir)
+    chosen = select(passes, options, default=not options, strict=strict)
+    settings = Settings(chosen, external_buffers, {"check": check or 0, "check_mode": check_mode, "rtol": rtol, "atol": atol},
+                        tuple(os.fspath(p) for p in run_files))
+    shard = parse_shard(shard) if isinstance(shard, str) else shard
+    todo = take_shard(collect(paths, out_dir), shard)
+    if jobs is not None and jobs < 1:
+        raise UsageError(f"-j {jobs}: give at least 1 worker")
+    workers = max(1, min(jobs or default_jobs(), len(todo)))
+    start = time.perf_counter()
+    on_event = on_event or (lambda kind, index, what: None)
+    if workers == 1:
+        results = [_in_process(i, job, settings, on_event) for i, job in enumerate(todo)]
+    else:
+        results = _Pool(workers, settings).run(todo, on_event)
+    return BatchResult(results, out_dir, workers, shard, time.perf_counter() - start)
+
+
+def _in_process(index: int, job: Job, settings: Settings, on_event: Event) -> ModelResult:
+    on_event("start", index, job)
+    result = optimize_one(job, settings, lambda step: on_event("step", index, step))
+    on_event("done", index, result)
+    return result
+
+
+class _Worker:
+    """One worker process and the pipe the parent talks to it over."""
+
+    def __init__(self, context, settings: Settings, siblings: list):
+        here, there = context.Pipe()
+        self.conn, self.index = here, None
+        self.process = context.Process(target=_serve, args=(there, settings, [here, *siblings]), daemon=True)
+        self.process.start()
+        there.close()
+
+
+def _serve(conn, settings: Settings, inherited: list) -> None:
+    """A worker: optimize each job the parent sends until it sends None. SIGINT is the parent's
+    to act on; SIGTERM kills at once, or (while a file is written) removes it first."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    for other in inherited:  # the parent's ends: the parent's exit must be seen as EOF
+        other.close()
+    try:
+        while (message := conn.recv()) is not None:
+            index, job = message
+            result = optimize_one(job, settings, lambda step: conn.send(("step", index, step)))
+            conn.send(("done", index, result))
+            gc.collect()  # the model's graph is cyclic: free it before the next one (memory: one model a worker)
+    except (EOFError, BrokenPipeError):  # the parent is gone
+        pass
+    except Interrupted as e:
+        os._exit(128 + e.signum)
+
+
+class _Pool:
+    def __init__(self, count: int, settings: Settings):
+        import multiprocessing
+
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+        self.context = multiprocessing.get_context(method)
+        self.settings = settings
+        self.workers: list[_Worker] = []
+        self.count = count
+
+    def run(self, jobs: list[Job], on_event: Event) -> list[ModelResult]:
+        from multiprocessing.connection import wait
+
+        from .io.atomic import signals_interrupt
+
+        pending = list(enumerate(jobs))[::-1]
+        results: list[ModelResult | None] = [None] * len(jobs)
+        self.directories = sorted({os.path.dirname(os.path.abspath(job.output)) for job in jobs})
+        try:
+            with signals_interrupt():  # SIGTERM stops the pool as Ctrl-C's KeyboardInterrupt does
+                for _ in range(self.count):
+                    self._give(self._start(), pending, on_event)
+                while any(w.index is not None for w in self.workers):
+                    busy = [w for w in self.workers if w.index is not None]
+                    ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy])
+                    for worker in busy:
+                        if worker.conn in ready or worker.process.sentinel in ready:
+                            self._hear(worker, jobs, results, pending, on_event)
+        finally:
+            self._stop()
+        return results
+
+    def _start(self) -> _Worker:
+        with _sigint_ignored():  # no Ctrl-C may reach a worker before it ignores it
+            worker = _Worker(self.context, self.settings, [w.conn for w in self.workers])
+        self.workers.append(worker)
+        return worker
+
+    def _give(self, worker: _Worker, pending: list, on_event: Event) -> None:
+        if not pending:
+            worker.index = None
+            worker.conn.send(None)
+            return
+        worker.index, job = pending.pop()
+        on_event("start", worker.index, job)
+        worker.conn.send((worker.index, job))
+
+    def _hear(self, worker: _Worker, jobs, results, pending, on_event: Event) -> None:
+        try:
+            while worker.conn.poll():
+                kind, index, what = worker.conn.recv()
+                if kind == "step":
+                    on_event("step", index, what)
+                    continue
+                results[index] = what
+                on_event("done", index, what)
+                self._give(worker, pending, on_event)
+                return
+        except (EOFError, OSError):
+            pass
+        if worker.process.is_alive() or worker.index is None:
+            return
+        job = jobs[worker.index]  # the worker died under this model (a crash in a runtime, the OOM killer)
+        code = worker.process.exitcode
+        died = f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
+        results[worker.index] = ModelResult(job.input, job.output, "failed", 3,
+                                            f"{job.input}: internal error: the worker process died ({died})")
+        on_event("done", worker.index, results[worker.index])
+        worker.index = None
+        self.workers.remove(worker)
+        if pending:
+            self._give(self._start(), pending, on_event)
+
+    def _stop(self) -> None:
+        """Every worker ends: asked to (None was sent) or, when the run stops early, by SIGTERM;
+        then no temporary file of a worker may stay behind."""
+        from .io.atomic import remove_stale_temps
+
+        for worker in self.workers:
+            if worker.process.is_alive() and worker.index is not None:
+                worker.process.terminate()
+        for worker in self.workers:
+            worker.process.join(5)
+            if worker.process.is_alive():
+                worker.process.kill()
+                worker.process.join()
+            worker.conn.close()
+        for directory in self.directories:
+            remove_stale_temps(directory)
+
+
+
+
+@contextmanager
+def _sigint_ignored():
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread, where signals are not ours to set
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -1,0 +1,192 @@
+"""Many models in one run (batch.py): which files, which shard, the pool, errors that stop only
+their own model, byte-identical outputs, the exit code, the report."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from bnfold import batch
+from bnfold.batch import Job, ModelResult, collect, optimize_many, parse_shard, take_shard
+from bnfold.cli import run
+from bnfold.errors import UsageError
+
+from conftest import DATA
+
+GOOD = ["bn_conv_valid.tflite", "conv_relu_bn.tflite", "resnet_v2_mini.tflite", "torch_resblock_nchw.circle",
+        "zoo/keras_concat_bn_relu.tflite"]
+
+
+@pytest.fixture
+def collection(tmp_path):
+    """Good real models in a tree: top level, a subdirectory, a Circle file."""
+    root = tmp_path / "models"
+    for name in GOOD:
+        target = root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(DATA / name, target)
+    (root / "notes.txt").write_text("not a model, not walked")
+    return root
+
+
+def _single(tmp_path, source, name) -> bytes:
+    out = tmp_path / "single" / name
+    out.parent.mkdir(parents=True, exist_ok=True)
+    assert run(["optimize", str(source), str(out), "-q"]) == 0
+    return out.read_bytes()
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_outputs_are_the_single_commands_bytes(collection, tmp_path, jobs):
+    out = tmp_path / "out"
+    result = optimize_many([collection], out, jobs=jobs)
+    assert [m.input for m in result.models] == [str(collection / n) for n in sorted(GOOD)]
+    assert [m.status for m in result.models] == ["changed", "unchanged", "changed", "changed", "changed"]
+    for name in GOOD:
+        assert (out / name).read_bytes() == _single(tmp_path, collection / name, name.replace("/", "_")), name
+    assert result.exit_code == 0 and result.jobs == jobs
+    assert sorted(p.name for p in out.rglob("*") if p.is_file()) == sorted(os.path.basename(n) for n in GOOD)
+
+
+def test_a_bad_file_stops_only_itself(collection, tmp_path):
+    (collection / "truncated.tflite").write_bytes((DATA / "resnet_v2_mini.tflite").read_bytes()[:5000])
+    (collection / "readme.tflite").write_text("this is text, not a model\n")
+    out = tmp_path / "out"
+    result = optimize_many([collection], out, jobs=2)
+    failed = [m for m in result.models if m.status == "failed"]
+    assert [os.path.basename(m.input) for m in failed] == ["readme.tflite", "truncated.tflite"]
+    for m in failed:
+        assert m.exit_code == 1 and "\n" not in m.error and m.error.startswith(m.input + ": ")
+        assert not os.path.exists(m.output)
+    assert all((out / name).is_file() for name in GOOD)
+    assert result.exit_code == 1
+    assert result.totals()["failed"] == 2 and result.totals()["models"] == len(GOOD) + 2
+
+
+def test_paths_files_and_directories(collection, tmp_path):
+    out = str(tmp_path / "out")
+    jobs = collect([collection / "zoo", DATA / "bn_relu_conv.tflite"], out)
+    assert jobs == [Job(str(collection / "zoo" / "keras_concat_bn_relu.tflite"), os.path.join(out, "keras_concat_bn_relu.tflite")),
+                    Job(str(DATA / "bn_relu_conv.tflite"), os.path.join(out, "bn_relu_conv.tflite"))]
+    with pytest.raises(UsageError, match="would both be written to"):
+        collect([collection / "bn_conv_valid.tflite", DATA / "bn_conv_valid.tflite"], out)
+    with pytest.raises(UsageError, match="no such file or directory"):
+        collect([tmp_path / "missing"], out)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UsageError, match="no \\*.tflite or \\*.circle files"):
+        collect([tmp_path / "empty"], out)
+
+
+def test_the_output_directory_is_never_walked(collection):
+    first = optimize_many([collection], collection / "optimized", jobs=1)
+    again = optimize_many([collection], collection / "optimized", jobs=1)
+    assert len(first.models) == len(again.models) == len(GOOD)
+
+
+def test_shards_partition_the_collection():
+    jobs = [Job(f"m{i}.tflite", f"out/m{i}.tflite") for i in range(11)]
+    shards = [take_shard(jobs, (k, 4)) for k in range(1, 5)]
+    assert sorted((j for s in shards for j in s), key=jobs.index) == jobs
+    assert [len(s) for s in shards] == [3, 3, 3, 2]
+    assert take_shard(jobs, (2, 4)) == take_shard(list(jobs), parse_shard("2/4"))
+    for bad in ("0/4", "5/4", "2", "a/b", "1/0"):
+        with pytest.raises(UsageError):
+            parse_shard(bad)
+
+
+def test_sharded_runs_together_write_every_model_once(collection, tmp_path):
+    outputs = []
+    for k in (1, 2, 3):
+        result = optimize_many([collection], tmp_path / "out", shard=f"{k}/3", jobs=1)
+        assert result.shard == (k, 3)
+        outputs += [m.output for m in result.models]
+    assert sorted(outputs) == sorted(str(tmp_path / "out" / n) for n in GOOD)
+
+
+def test_exit_code_precedence():
+    def run_of(*codes):
+        models = [ModelResult("i", "o", "failed" if c else "changed", c) for c in codes]
+        return batch.BatchResult(models, "out", 1).exit_code
+
+    assert run_of(0, 0) == 0
+    assert run_of(4, 1, 0) == 1
+    assert run_of(4, 0) == 4
+    assert run_of(1, 3, 2) == 3
+    assert run_of(1, 2, 4) == 2
+
+
+def test_a_worker_that_dies_fails_its_model_and_the_rest_go_on(collection, tmp_path, monkeypatch):
+    crash = str(collection / "conv_relu_bn.tflite")
+    optimize_one = batch.optimize_one
+
+    def dying(job, settings, on_step=None):
+        if job.input == crash:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return optimize_one(job, settings, on_step)
+
+    monkeypatch.setattr(batch, "optimize_one", dying)  # the forked workers inherit it
+    result = optimize_many([collection], tmp_path / "out", jobs=2)
+    died = [m for m in result.models if m.status == "failed"]
+    assert [m.input for m in died] == [crash]
+    assert died[0].exit_code == 3 and died[0].error == f"{crash}: internal error: the worker process died (signal 9)"
+    assert sum(m.status != "failed" for m in result.models) == len(GOOD) - 1
+
+
+def test_events_tell_each_model_start_steps_and_result(collection, tmp_path):
+    events = []
+    optimize_many([collection / "bn_conv_valid.tflite"], tmp_path / "out", on_event=lambda *e: events.append(e[:2]))
+    assert events == [("start", 0), ("step", 0), ("step", 0), ("done", 0)]
+
+
+def test_report_has_every_model_and_the_totals(collection, tmp_path):
+    result = optimize_many([collection], tmp_path / "out", jobs=2)
+    data = json.loads(result.to_json())
+    assert data["totals"]["models"] == len(GOOD) and data["totals"]["failed"] == 0
+    assert [m["input"] for m in data["models"]] == [m.input for m in result.models]
+    first = data["models"][0]
+    assert first["report"]["operators"]["after"] == result.models[0].report["operators"]["after"]
+    assert data["totals"]["operators"]["before"] == sum(
+        sum(m["report"]["operators"]["before"].values()) for m in data["models"])
+
+
+SIGTERM_RUN = """
+import sys, time
+from bnfold import batch, pipeline
+run = pipeline.run
+def slow(*args, **kwargs):
+    time.sleep(0.3)
+    return run(*args, **kwargs)
+pipeline.run = slow
+print("started", flush=True)
+batch.optimize_many([sys.argv[1]], sys.argv[2], jobs=2)
+"""
+
+
+def test_sigterm_stops_every_worker_and_leaves_no_temporary_file(collection, tmp_path):
+    for i in range(20):
+        shutil.copyfile(DATA / "resnet_v2_mini.tflite", collection / f"copy{i:02}.tflite")
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-c", SIGTERM_RUN, str(collection), str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "started\n"
+    time.sleep(1.5)
+    children = _children(proc.pid)
+    assert len(children) == 2
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(10)
+    assert proc.returncode != 0
+    assert not any(os.path.exists(f"/proc/{pid}") for pid in children)
+    written = [p.name for p in out.rglob("*")]
+    assert not [n for n in written if n.endswith(".tmp")] and len(written) < len(GOOD) + 20
+
+
+def _children(pid: int) -> list[int]:
+    with open(f"/proc/{pid}/task/{pid}/children") as f:
+        return [int(p) for p in f.read().split()]
