@@ -142,7 +142,7 @@ def test_a_worker_that_dies_fails_its_model_and_the_rest_go_on(collection, tmp_p
 def test_events_tell_each_model_start_steps_and_result(collection, tmp_path):
     events = []
     optimize_many([collection / "bn_conv_valid.tflite"], tmp_path / "out", on_event=lambda *e: events.append(e[:2]))
-    assert events == [("start", 0), ("step", 0), ("step", 0), ("done", 0)]
+    assert events == [("begin", 1), ("start", 0), ("step", 0), ("step", 0), ("done", 0)]
 
 
 def test_report_has_every_model_and_the_totals(collection, tmp_path):

@@ -221,37 +221,65 @@ def _one_line(message: str) -> str:
 
 # ---- many models ---------------------------------------------------------------------------
 
-Event = Callable[[str, int, object], None]  # ("start" | "step" | "done", job index, job | step name | result)
+# ("begin", number of models, None), then per model ("start" | "step" | "done", job index, Job | step name | result)
+Event = Callable[[str, int, object], None]
 
 
 def optimize_many(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike, passes=None, *, jobs: int | None = None,
                   shard: str | tuple[int, int] | None = None, external_buffers: bool = False, check: int | None = None,
                   check_mode: str = "auto", rtol: float | None = None, atol: float | None = None, strict: bool = False,
-                  run_files: Iterable[str] = (), on_event: Event | None = None, **options: bool) -> BatchResult:
+                  report: str | None = None, force: bool = False, run_files: Iterable[str] = (),
+                  on_event: Event | None = None, **options: bool) -> BatchResult:
     """Optimize every model under `paths` into `out_dir` (see the module docstring) with the
     passes and checks a single `bnfold.optimize` takes; `jobs` worker processes (default: the
-    CPUs this process may use), `shard` "K/N" or (K, N). `on_event(kind, index, what)` hears
-    each model start, each of its steps and its result. Returns every model's result."""
-    from .selection import select
+    CPUs this process may use), `shard` "K/N" or (K, N). `report`: a JSON file for every
+    model's report and the totals (never a file of this run; an existing model only with
+    `force`), written after the models. `on_event(kind, index, what)` hears each model start,
+    each of its steps and its result. Returns every model's result; a model's failure is in
+    its result, never raised."""
+    from .selection import Selection, select
 
     out_dir = os.fspath(out_dir)
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise UsageError("--out-dir is not a directory", out_dir)
-    chosen = select(passes, options, default=not options, strict=strict)
+    chosen = passes if isinstance(passes, Selection) else select(passes, options, default=not options, strict=strict)
     settings = Settings(chosen, external_buffers, {"check": check or 0, "check_mode": check_mode, "rtol": rtol, "atol": atol},
                         tuple(os.fspath(p) for p in run_files))
     shard = parse_shard(shard) if isinstance(shard, str) else shard
     todo = take_shard(collect(paths, out_dir), shard)
     if jobs is not None and jobs < 1:
         raise UsageError(f"-j {jobs}: give at least 1 worker")
+    if report:
+        from .io.paths import refuse_side_file_clobber
+
+        files = [p for job in todo for p in (job.input, job.output)]
+        refuse_side_file_clobber(report, "--report", [*files, *settings.run_files], force)
     workers = max(1, min(jobs or default_jobs(), len(todo)))
     start = time.perf_counter()
     on_event = on_event or (lambda kind, index, what: None)
+    on_event("begin", len(todo), None)
     if workers == 1:
         results = [_in_process(i, job, settings, on_event) for i, job in enumerate(todo)]
     else:
+        _import_for_workers(todo)
         results = _Pool(workers, settings).run(todo, on_event)
-    return BatchResult(results, out_dir, workers, shard, time.perf_counter() - start)
+    result = BatchResult(results, out_dir, workers, shard, time.perf_counter() - start)
+    if report:
+        from .io.atomic import write_text
+
+        write_text(report, result.to_json(), UsageError)
+    return result
+
+
+def _import_for_workers(jobs: list[Job]) -> None:
+    """Import once, before the workers fork, what each of them would otherwise import for
+    itself: the library and the bindings of the formats the collection's names say it holds."""
+    from . import pipeline  # noqa: F401
+    from .io.formats import FORMATS
+
+    for fmt in FORMATS:
+        if any(job.input.lower().endswith(fmt.extension) for job in jobs):
+            fmt.op_codes  # the generated bindings' module, and its enums
 
 
 def _in_process(index: int, job: Job, settings: Settings, on_event: Event) -> ModelResult:

@@ -16,6 +16,7 @@ them file to file. The format comes from the file identifier, never from the ext
 
 from __future__ import annotations
 
+import functools
 import mmap
 import os
 import struct
@@ -177,14 +178,7 @@ class _Fields:
     absent vector, string or table)."""
 
     def __init__(self, fmt: Format, table: str, fields: tuple[str, ...]):
-        cls = fmt.cls(table)
-        self.plan = []
-        for field in fields:
-            method = _accessor_name(cls, field)
-            absent, present = _probe(cls, method, False), _probe(cls, method, True)
-            kind, how = present.how
-            default = absent.result if kind == "scalar" else None
-            self.plan.append((absent.slot, kind, how, default))
+        self.plan = _field_plan(fmt, table, fields)
         self.by_vtable: dict[int, list] = {}
 
     def read(self, buf, pos: int) -> list:
@@ -216,6 +210,19 @@ class _Fields:
 PLAIN, SCALARS, OTHER = range(3)  # what a table holds beyond the IR's fields (_Plain)
 
 
+@functools.cache  # per format, table and fields: probed once per process, not once per file read
+def _field_plan(fmt: Format, table: str, fields: tuple[str, ...]) -> tuple:
+    cls = fmt.cls(table)
+    plan = []
+    for field in fields:
+        method = _accessor_name(cls, field)
+        absent, present = _probe(cls, method, False), _probe(cls, method, True)
+        kind, how = present.how
+        default = absent.result if kind == "scalar" else None
+        plan.append((absent.slot, kind, how, default))
+    return tuple(plan)
+
+
 class _Plain:
     """Tells, per vtable, what a table of one kind holds: only fields the IR models (PLAIN);
     more, but only scalars (SCALARS: the converter's has_rank and is_variable on every tensor),
@@ -223,10 +230,7 @@ class _Plain:
     options, ...), which the object API unpacks."""
 
     def __init__(self, fmt: Format, table: str):
-        cls = fmt.cls(table)
-        modeled = MODELED_FIELDS[table + "T"]
-        self.modeled = frozenset(_slot_of(cls, field) for field in modeled)
-        self.extra_names = tuple(f for f in vars(fmt.cls(table + "T")()) if f not in modeled and _is_scalar(cls, f))
+        self.modeled, self.extra_names = _table_layout(fmt, table)
         self.extras = _Fields(fmt, table, self.extra_names)
         self.scalar = self.modeled | {slot for slot, _, _, _ in self.extras.plan}
         self.by_vtable: dict[int, int] = {}
@@ -246,11 +250,32 @@ class _Plain:
         return dict(zip(self.extra_names, self.extras.read(buf, pos)))
 
 
+@functools.cache
+def _table_layout(fmt: Format, table: str) -> tuple[frozenset[int], tuple[str, ...]]:
+    """The vtable slots of the fields the IR models, and the names of the other scalar fields."""
+    cls = fmt.cls(table)
+    modeled = MODELED_FIELDS[table + "T"]
+    extra = tuple(f for f in vars(fmt.cls(table + "T")()) if f not in modeled and _is_scalar(cls, f))
+    return frozenset(_slot_of(cls, field) for field in modeled), extra
+
+
 def _is_scalar(accessor_cls, field: str) -> bool:
     try:
         return _probe(accessor_cls, _accessor_name(accessor_cls, field), True).how[0] == "scalar"
     except (AttributeError, TypeError):  # not named after its field, or a vector of tables: the object API's
         return False
+
+
+@functools.cache
+def _scalar_options_fields(fmt: Format, name: str) -> tuple[str, ...] | None:
+    """The fields of options table `name` when they are all scalars (nearly all are); None when
+    one is not, or its accessor is not named after it (then the object API unpacks the table)."""
+    fields = tuple(vars(fmt.cls(name + "T")()))
+    try:
+        plan = _field_plan(fmt, name, fields)
+    except AttributeError:
+        return None
+    return fields if all(kind == "scalar" for _, kind, _, _ in plan) else None
 
 
 class _Lift:
@@ -419,13 +444,8 @@ class _Lift:
         """(field names, _Fields) for an options table whose fields are all scalars (nearly all
         are), read straight from the bytes; None for the others, which the object API unpacks."""
         if name not in self.options_fields:
-            fields = tuple(vars(self.fmt.cls(name + "T")()))
-            try:
-                reader = _Fields(self.fmt, name, fields)
-            except AttributeError:  # an accessor not named after its field: leave it to the object API
-                reader = None
-            scalar = reader is not None and all(kind == "scalar" for _, kind, _, _ in reader.plan)
-            self.options_fields[name] = (fields, reader) if scalar else None
+            fields = _scalar_options_fields(self.fmt, name)
+            self.options_fields[name] = None if fields is None else (fields, _Fields(self.fmt, name, fields))
         return self.options_fields[name]
 
     # ---- signatures ----------------------------------------------------------------------

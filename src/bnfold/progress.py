@@ -1,0 +1,61 @@
+"""What a terminal shows while `bnfold optimize --out-dir` runs: click's progress bar on stderr,
+driven by the batch's events (batch.optimize_many's `on_event`).
+
+    optimizing  [##########--------------]  14/33  00:00:02  0:05 elapsed, face/blaze.tflite: passes
+
+Models done of the total, the remaining time (click's estimate, once a model has finished),
+the time since the start, and the model being worked on with its step (reading, passes, check,
+writing), so a single long model is not silence. The command shows it only when stderr is a
+terminal and -q is not given.
+"""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+
+class BatchProgress:
+    def __init__(self, file):
+        self.file = file
+        self.start = time.monotonic()
+        self.running: dict[int, list[str]] = {}  # job index -> [input path, step], in start order
+        self.bar = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.__exit__(*exc)
+
+    def __call__(self, kind: str, index: int, what) -> None:
+        """One batch event: the models are known ("begin", their count), one started ("start",
+        its Job), made a step ("step", its name) or finished ("done", its result)."""
+        if kind == "begin":
+            self.bar = click.progressbar(length=index, label="optimizing", file=self.file, show_pos=True, show_eta=True,
+                                         item_show_func=self._describe).__enter__()
+            return
+        done = 0
+        if kind == "start":
+            self.running[index] = [what.input, "reading"]
+        elif kind == "step":
+            self.running[index][1] = what
+        else:
+            self.running.pop(index, None)
+            done = 1
+        self.bar.update(done, index)
+
+    def _describe(self, _item) -> str:
+        seconds = int(time.monotonic() - self.start)
+        text = f"{seconds // 60}:{seconds % 60:02} elapsed"
+        if self.running:
+            path, step = next(reversed(self.running.values()))
+            more = f" (+{len(self.running) - 1} more)" if len(self.running) > 1 else ""
+            text += f", {_short(path)}: {step}{more}"
+        return text
+
+
+def _short(path: str, width: int = 40) -> str:
+    return path if len(path) <= width else "..." + path[-(width - 3):]
