@@ -14,7 +14,8 @@ import time
 import pytest
 
 from bnfold import batch
-from bnfold.batch import Job, ModelResult, collect, optimize_many, parse_shard, take_shard
+from bnfold import optimize_many
+from bnfold.batch import Job, ModelResult, collect, parse_shard, take_shard
 from bnfold.cli import run
 from bnfold.errors import UsageError
 
@@ -141,8 +142,10 @@ def test_a_worker_that_dies_fails_its_model_and_the_rest_go_on(collection, tmp_p
 
 def test_events_tell_each_model_start_steps_and_result(collection, tmp_path):
     events = []
-    optimize_many([collection / "bn_conv_valid.tflite"], tmp_path / "out", on_event=lambda *e: events.append(e[:2]))
-    assert events == [("begin", 1), ("start", 0), ("step", 0), ("step", 0), ("done", 0)]
+    optimize_many([collection / "bn_conv_valid.tflite"], tmp_path / "out",
+                  on_event=lambda kind, index, what: events.append((kind, what if kind == "step" else index)))
+    assert [kind for kind, _ in events] == ["begin", "start", "step", "step", "step", "done"]
+    assert [what for kind, what in events if kind == "step"] == ["reading", "passes", "writing"]
 
 
 def test_report_has_every_model_and_the_totals(collection, tmp_path):
@@ -158,14 +161,14 @@ def test_report_has_every_model_and_the_totals(collection, tmp_path):
 
 SIGTERM_RUN = """
 import sys, time
-from bnfold import batch, pipeline
-run = pipeline.run
+from bnfold import api
+run = api._optimize_path
 def slow(*args, **kwargs):
     time.sleep(0.3)
     return run(*args, **kwargs)
-pipeline.run = slow
+api._optimize_path = slow
 print("started", flush=True)
-batch.optimize_many([sys.argv[1]], sys.argv[2], jobs=2)
+api.optimize_many([sys.argv[1]], sys.argv[2], jobs=2)
 """
 
 

@@ -5,6 +5,7 @@ The library is the command line's own layer (bnfold/api.py); each command is one
     import bnfold
     data, report = bnfold.optimize("model.tflite")        # bytes and a report; nothing written
     bnfold.optimize_file("in.tflite", "out.circle", check=3)   # `bnfold optimize`
+    bnfold.optimize_many(["models/"], "out/", jobs=2)            # `bnfold optimize --out-dir out -j 2 models`
     bnfold.convert(...), bnfold.inspect(...), bnfold.check(...), bnfold.run(...), bnfold.h5diff(...),
     bnfold.build_recipe(...), bnfold.test_recipes(...)
 
@@ -14,8 +15,8 @@ function. Errors are the types of bnfold.errors, with the message the command li
 
 __version__ = "0.1.0"
 
-_API = ("Optimized", "Inspection", "Ran", "optimize", "optimize_file", "convert", "inspect", "check", "run", "h5diff",
-        "build_recipe", "test_recipes", "read_config", "select", "load", "save", "apply_passes", "PASSES")
+_API = ("Optimized", "Inspection", "Ran", "optimize", "optimize_file", "optimize_many", "convert", "inspect", "check",
+        "run", "h5diff", "build_recipe", "test_recipes", "read_config", "select", "load", "save", "apply_passes", "PASSES")
 __all__ = [*_API, "__version__"]
 
 

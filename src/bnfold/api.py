@@ -8,6 +8,7 @@
     result.save("model.opt.circle")
 
     bnfold.optimize_file("in.tflite", "out.circle", check=3)          # what `bnfold optimize` does
+    bnfold.optimize_many(["models/"], "out/", jobs=2)                 # `bnfold optimize --out-dir out -j 2 models`
     bnfold.convert("in.tflite", "out.circle")                         # `bnfold convert`
     bnfold.inspect("model.tflite", leftovers=True)                    # `bnfold inspect`
     bnfold.check("a.tflite", "b.circle", samples=10)                  # `bnfold check`: a CheckResult
@@ -62,8 +63,8 @@ PASSES = registry.PASSES  # every pass, in run order (name, summary, exact, defa
 LOSSY_SAMPLES = 3
 ModelInput = str | os.PathLike | bytes | bytearray | memoryview
 
-__all__ = ["Optimized", "Inspection", "Ran", "optimize", "optimize_file", "convert", "inspect", "check", "run",
-           "h5diff", "build_recipe", "test_recipes", "read_config", "select", "load", "save", "apply_passes", "PASSES"]
+__all__ = ["Optimized", "Inspection", "Ran", "optimize", "optimize_file", "optimize_many", "convert", "inspect", "check",
+           "run", "h5diff", "build_recipe", "test_recipes", "read_config", "select", "load", "save", "apply_passes", "PASSES"]
 
 
 # ---- the IR ----------------------------------------------------------------------------------
@@ -199,7 +200,8 @@ def optimize_file(input_path: str | os.PathLike, output_path: str | os.PathLike 
                   report: str | None = None, force: bool = False, external_buffers: bool = False,
                   check: int | None = None, check_mode: str = "auto", rtol: float | None = None,
                   atol: float | None = None, strict: bool = False, run_files: Iterable[str | None] = (),
-                  node_data: str | None = None, node_data_input: str | None = None, **options: bool) -> Optimized:
+                  node_data: str | None = None, node_data_input: str | None = None,
+                  progress: Callable[[str], None] | None = None, **options: bool) -> Optimized:
     """`bnfold optimize`: optimize `input_path` and write `output_path` (format from its
     extension), as optimize() chooses and checks; `.written` says what happened to the file.
 
@@ -209,6 +211,7 @@ def optimize_file(input_path: str | os.PathLike, output_path: str | os.PathLike 
     without `force`, an existing model; so must `node_data` and `node_data_input` (Model Explorer
     node data of the output and of the input, written last; they need the [explorer] extra). A model
     no pass changed is copied byte for byte (or, in place, left untouched). A failed check writes nothing.
+    `progress(step)` is called as each step begins: "reading", "passes", "check", "writing".
     """
     input_path = os.fspath(input_path)
     output_path = os.fspath(output_path) if output_path is not None else (input_path if in_place else None)
@@ -234,8 +237,10 @@ def optimize_file(input_path: str | os.PathLike, output_path: str | os.PathLike 
         refuse_side_file_clobber(path, option, [input_path, output_path, report, *others, *run_files], force)
         check_output_path(path, model=False)
     fmt = format_from_extension(output_path)
-    result = _optimize_path(input_path, chosen, **checking)
+    progress = progress or (lambda step: None)
+    result = _optimize_path(input_path, chosen, progress=progress, **checking)
     original = load(input_path) if node_data_input else None  # before an in-place write replaces it
+    progress("writing")
     result.save(output_path, fmt=fmt, external=external_buffers, keep_unchanged=True)
     from .io.atomic import write_text
 
@@ -246,6 +251,33 @@ def optimize_file(input_path: str | os.PathLike, output_path: str | os.PathLike 
     if node_data_input:
         write_text(node_data_input, result.input_node_data(original).to_json_string(indent=2), UsageError)
     return result
+
+
+def optimize_many(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike,
+                  passes: str | Iterable[str] | Selection | None = None, *, jobs: int | None = None,
+                  shard: str | tuple[int, int] | None = None, report: str | None = None, force: bool = False,
+                  external_buffers: bool = False, check: int | None = None, check_mode: str = "auto",
+                  rtol: float | None = None, atol: float | None = None, strict: bool = False,
+                  run_files: Iterable[str | None] = (), on_event: Callable | None = None, **options: bool):
+    """`bnfold optimize --out-dir DIR [-j N] [--shard K/N] PATH...`: optimize_file() for every
+    model PATH names (a file, or a directory walked in sorted order for *.tflite and *.circle)
+    into `out_dir`, under its path relative to its PATH, with the same passes and checks.
+
+    jobs: worker processes (default: the CPUs this process may use). shard: "K/N" or (K, N), the
+        K-th of N shares of the collection (together they are the collection, each model once).
+    report: a JSON file for the run (one entry per model, with its report, and the totals).
+    on_event(kind, index, what): ("begin", count, None), then per model ("start", i, Job),
+        ("step", i, step name), ("done", i, ModelResult).
+    A model that fails is its result's one-line error and exit code, never an exception; the
+    others go on. Returns a batch.BatchResult: `.models` in input order, `.totals()`,
+    `.exit_code` (the worst model's: 3 > 2 > 1 > 4 > 0), `.to_json()`, `.table()`.
+    """
+    from . import batch
+
+    chosen = _selection(passes, options, strict)
+    checking = _checking(check, check_mode, rtol, atol)
+    return batch.run(paths, out_dir, chosen, checking, jobs=jobs, shard=shard, report=report, force=force,
+                     external_buffers=external_buffers, run_files=[f for f in run_files if f], on_event=on_event)
 
 
 def _selection(passes, options: dict, strict: bool) -> Selection:
@@ -266,14 +298,17 @@ def _checking(check, check_mode: str, rtol, atol) -> dict:
 
 
 def _optimize_path(path: str, chosen: Selection, *, check: int | None = None, label: str | None = None,
-                   rtol: float | None = None, atol: float | None = None, check_mode: str = "auto") -> Optimized:
+                   rtol: float | None = None, atol: float | None = None, check_mode: str = "auto",
+                   progress: Callable[[str], None] = lambda step: None) -> Optimized:
     """Read `path`, run the chosen passes, measure lossy changes, optionally value-check
-    (values/verify.py); `label` names the input in the report."""
+    (values/verify.py); `label` names the input in the report; `progress(step)` hears each step."""
     times = {}
+    progress("reading")
     start = time.perf_counter()
     model = load(path)
     times["read"] = time.perf_counter() - start
     before = dict(model.op_counts())
+    progress("passes")
     start = time.perf_counter()
     log = apply_passes(model, chosen.names())
     times["passes"] = time.perf_counter() - start
@@ -282,6 +317,7 @@ def _optimize_path(path: str, chosen: Selection, *, check: int | None = None, la
     if check:
         from .values.verify import check_tolerance, verify_optimized
 
+        progress("check")
         start = time.perf_counter()
         tolerance = check_tolerance(log.folds, rtol, atol)
         checked, check_note = verify_optimized(load_reference(path, log), model, check, tolerance=tolerance,

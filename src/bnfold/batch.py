@@ -3,8 +3,8 @@
 
     PATH... --collect--> jobs (input, output) --shard K/N--> 1/N of them --pool--> ModelResult per job
 
-Each job is exactly one single-model optimize (`optimize_one`, the library's own call), so an
-output has the bytes `bnfold optimize IN OUT` writes for it. The jobs run in `jobs` worker
+Each job is exactly one api.optimize_file (`optimize_one`), so an output has the bytes
+`bnfold optimize IN OUT` writes for it. The jobs run in `jobs` worker
 processes (forked, so none pays Python's start-up again) that take the next job as they finish
 one; results come back in input order. A model that fails becomes its own one-line error and the
 rest go on; the run's exit code is the worst of the models' (EXIT_PRECEDENCE).
@@ -93,14 +93,6 @@ class BatchResult:
 
         return json.dumps(self.to_dict(), indent=2)
 
-    def table(self) -> list[str]:
-        t = self.totals()
-        operators = f"{t['operators']['before']} -> {t['operators']['after']}"
-        head = ("models", "changed", "unchanged", "failed", "operators before -> after", "seconds")
-        row = (str(t["models"]), str(t["changed"]), str(t["unchanged"]), str(t["failed"]), operators, f"{t['seconds']:.2f}")
-        widths = [max(len(h), len(v)) for h, v in zip(head, row)]
-        return ["  ".join(h.rjust(w) for h, w in zip(head, widths)), "  ".join(v.rjust(w) for v, w in zip(row, widths))]
-
 
 # ---- which models --------------------------------------------------------------------------
 
@@ -182,10 +174,13 @@ class Settings:
 def optimize_one(job: Job, settings: Settings, on_step: Callable[[str], None] | None = None) -> ModelResult:
     """`bnfold optimize job.input job.output` with the run's settings; every error becomes the
     result's one line and exit code, as the command would print and exit with."""
+    from . import api
+
     start = time.perf_counter()
     try:
         os.makedirs(os.path.dirname(job.output) or ".", exist_ok=True)
-        result = _optimize_file(job, settings, on_step)
+        result = api.optimize_file(job.input, job.output, settings.chosen, external_buffers=settings.external_buffers,
+                                   run_files=settings.run_files, progress=on_step, **settings.checking)
     except BnfoldError as e:
         return ModelResult(job.input, job.output, "failed", e.exit_code, _one_line(str(e)), seconds=time.perf_counter() - start)
     except OSError as e:
@@ -198,23 +193,6 @@ def optimize_one(job: Job, settings: Settings, on_step: Callable[[str], None] | 
     return ModelResult(job.input, job.output, status, report=result.report, seconds=time.perf_counter() - start)
 
 
-def _optimize_file(job: Job, settings: Settings, on_step):
-    from . import api, pipeline
-    from .io.paths import refuse_run_files
-
-    api.refuse_overwrite(job.input, job.output, False)
-    refuse_run_files(job.output, "OUT", list(settings.run_files))
-    api.check_output_path(job.output)
-    fmt = api.format_from_extension(job.output)
-    if on_step:
-        on_step("optimizing")
-    result = pipeline.run(job.input, settings.chosen, **settings.checking)
-    if on_step:
-        on_step("writing")
-    result.save(job.output, fmt=fmt, external=settings.external_buffers, keep_unchanged=True)
-    return result
-
-
 def _one_line(message: str) -> str:
     return message.strip().splitlines()[0] if message.strip() else "error"
 
@@ -225,27 +203,20 @@ def _one_line(message: str) -> str:
 Event = Callable[[str, int, object], None]
 
 
-def optimize_many(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike, passes=None, *, jobs: int | None = None,
-                  shard: str | tuple[int, int] | None = None, external_buffers: bool = False, check: int | None = None,
-                  check_mode: str = "auto", rtol: float | None = None, atol: float | None = None, strict: bool = False,
-                  report: str | None = None, force: bool = False, run_files: Iterable[str] = (),
-                  on_event: Event | None = None, **options: bool) -> BatchResult:
-    """Optimize every model under `paths` into `out_dir` (see the module docstring) with the
-    passes and checks a single `bnfold.optimize` takes; `jobs` worker processes (default: the
-    CPUs this process may use), `shard` "K/N" or (K, N). `report`: a JSON file for every
-    model's report and the totals (never a file of this run; an existing model only with
-    `force`), written after the models. `on_event(kind, index, what)` hears each model start,
-    each of its steps and its result. Returns every model's result; a model's failure is in
-    its result, never raised."""
-    from .selection import Selection, select
+def run(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike, chosen, checking: dict, *, jobs: int | None = None,
+        shard: str | tuple[int, int] | None = None, report: str | None = None, force: bool = False,
+        external_buffers: bool = False, run_files: Iterable[str] = (), on_event: Event | None = None) -> BatchResult:
+    """api.optimize_many: the models under `paths` into `out_dir` with the passes `chosen` and
+    the (validated) `checking` keywords of optimize_file."""
+    from . import api
 
     out_dir = os.fspath(out_dir)
+    if report == "-":
+        raise UsageError("--report - (stdout) is for one model; give the run's report a file name")
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise UsageError("--out-dir is not a directory", out_dir)
-    chosen = passes if isinstance(passes, Selection) else select(passes, options, default=not options, strict=strict)
-    settings = Settings(chosen, external_buffers, {"check": check or 0, "check_mode": check_mode, "rtol": rtol, "atol": atol},
-                        tuple(os.fspath(p) for p in run_files))
-    shard = parse_shard(shard) if isinstance(shard, str) else shard
+    settings = Settings(chosen, external_buffers, checking, tuple(os.fspath(p) for p in run_files))
+    shard = None if shard is None else parse_shard(shard if isinstance(shard, str) else "/".join(map(str, shard)))
     todo = take_shard(collect(paths, out_dir), shard)
     if jobs is not None and jobs < 1:
         raise UsageError(f"-j {jobs}: give at least 1 worker")
@@ -254,6 +225,7 @@ def optimize_many(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike
 
         files = [p for job in todo for p in (job.input, job.output)]
         refuse_side_file_clobber(report, "--report", [*files, *settings.run_files], force)
+        api.check_output_path(report, model=False)
     workers = max(1, min(jobs or default_jobs(), len(todo)))
     start = time.perf_counter()
     on_event = on_event or (lambda kind, index, what: None)
@@ -274,7 +246,7 @@ def optimize_many(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike
 def _import_for_workers(jobs: list[Job]) -> None:
     """Import once, before the workers fork, what each of them would otherwise import for
     itself: the library and the bindings of the formats the collection's names say it holds."""
-    from . import pipeline  # noqa: F401
+    from . import api  # noqa: F401
     from .io.formats import FORMATS
 
     for fmt in FORMATS:

@@ -80,8 +80,7 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
 
 
 @main.command()
-@click.argument("input_path", required=False, metavar="IN")
-@click.argument("output_path", required=False, metavar="OUT")
+@click.argument("paths", nargs=-1, metavar="IN OUT | --out-dir DIR PATH...")
 @click.option("-i", "--input_path", "--input", "input_option", metavar="IN", help="The input model (one-optimize's spelling of IN).")
 @click.option("-o", "--output_path", "--output", "output_option", metavar="OUT", help="The output model (one-optimize's spelling of OUT).")
 @click.option("--passes", default=None, metavar="A,B", help="Comma-separated passes to run ('' runs none). Default: the exact default set.")
@@ -106,9 +105,15 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
 @click.option("--node-data-input", default=None, metavar="ND.json", help="Write Model Explorer node data of IN: what was folded away, into what.")
 @click.option("--check-mode", type=click.Choice(api.CHECK_MODES), default="auto", show_default=True,
               help="--check: the whole model, each rewrite on its own, or auto (whole when a backend runs the model, else local).")
-def optimize(input_path, output_path, input_option, output_option, passes, group, config_path, strict, force, report_path,
-             external_buffers, in_place, quiet, check_samples, rtol, atol, node_data, node_data_input, check_mode, **flags):
-    """Run passes over IN and write the result to OUT (format from OUT's extension)."""
+@click.option("--out-dir", metavar="DIR", help="Optimize each PATH (model, or directory of them) into DIR; exit: worst model's, 3>2>1>4>0.")
+@click.option("-j", "--jobs", type=click.IntRange(1), default=None, metavar="N", help="--out-dir: N worker processes (default: the CPUs).")
+@click.option("--shard", default=None, metavar="K/N", help="--out-dir: only the K-th of N equal shares of the models (K = 1..N).")
+def optimize(paths, input_option, output_option, passes, group, config_path, strict, force, report_path, external_buffers,
+             in_place, quiet, check_samples, rtol, atol, node_data, node_data_input, check_mode, out_dir, jobs, shard, **flags):
+    """Run passes over IN and write the result to OUT (format from OUT's extension), or over every model of PATH... into DIR."""
+    one_model = input_option or output_option or in_place or node_data or node_data_input
+    if (out_dir is None and (len(paths) > 2 or jobs or shard)) or (out_dir and one_model):
+        raise UsageError("several models, -j and --shard go with --out-dir; -i, -o, --in-place, --node-data* without it")
     config = api.read_config(config_path) if config_path else None
     switches = dict(config.switches) if config else {}
     switches.update({name: True for name, on in flags.items() if on})  # the command line wins, as in ONE
@@ -116,10 +121,6 @@ def optimize(input_path, output_path, input_option, output_option, passes, group
         if f"O{group}" not in one.GROUPS:
             raise UsageError(f"-O{group}: bnfold knows the group(s) {', '.join('-' + g for g in one.GROUPS)}")
         switches[f"O{group}"] = True
-    input_path = _one_path("IN", input_path, input_option) or (config and config.input_path)
-    output_path = _one_path("OUT", output_path, output_option) or (config and config.output_path)
-    if not input_path or not (output_path or in_place):
-        raise UsageError("need IN and OUT (as arguments, -i/-o, or input_path/output_path in --config)")
     chosen = api.select(passes, switches, default=config is None, strict=strict)
     to_stdout = report_path == "-"
     echo = functools.partial(click.echo, err=to_stdout)  # stdout carries the JSON then
@@ -128,11 +129,18 @@ def optimize(input_path, output_path, input_option, output_option, passes, group
     if not quiet:
         for line in chosen.notes():
             echo(line)
+    same = {"force": force, "external_buffers": external_buffers, "check": check_samples, "check_mode": check_mode,
+            "rtol": rtol, "atol": atol, "run_files": [config_path]}  # what one model and many take alike
+    if out_dir is not None:  # a progress bar on a terminal, the failures in input order, one table
+        from .progress import optimize_many
+        click.get_current_context().exit(optimize_many(paths, out_dir, chosen, quiet, jobs=jobs, shard=shard, report=report_path, **same))
+    input_path = _one_path("IN", (*paths, None)[0], input_option) or (config and config.input_path)
+    output_path = _one_path("OUT", (*paths, None, None)[1], output_option) or (config and config.output_path)
+    if not input_path or not (output_path or in_place):
+        raise UsageError("need IN and OUT (as arguments, -i/-o, or input_path/output_path in --config)")
     try:
-        result = api.optimize_file(input_path, output_path, chosen, in_place=in_place, force=force,
-                                   report=None if to_stdout else report_path, external_buffers=external_buffers,
-                                   check=check_samples, check_mode=check_mode, rtol=rtol, atol=atol,
-                                   run_files=[config_path], node_data=node_data, node_data_input=node_data_input)
+        result = api.optimize_file(input_path, output_path, chosen, in_place=in_place, node_data=node_data,
+                                   node_data_input=node_data_input, report=None if to_stdout else report_path, **same)
     except CheckFailed as e:
         if getattr(e, "result", None) is not None:
             click.echo(e.result.table(), err=to_stdout)
@@ -148,8 +156,6 @@ def optimize(input_path, output_path, input_option, output_option, passes, group
 def _echo_lines(lines, echo=click.echo) -> None:
     for line in lines:
         echo(line)
-
-
 
 
 @main.command()

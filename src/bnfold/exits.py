@@ -59,8 +59,8 @@ def _run(main: click.Group, argv) -> int:
     Finished.reset()
     try:
         with quiet_float_errors():
-            main.main(args=argv, prog_name="bnfold", standalone_mode=False)
-        return 0
+            code = main.main(args=argv, prog_name="bnfold", standalone_mode=False)
+        return code if isinstance(code, int) else 0  # a command's ctx.exit(N) comes back as N
     except BnfoldError as e:
         _fail(str(e))
         return e.exit_code

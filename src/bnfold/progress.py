@@ -1,5 +1,5 @@
-"""What a terminal shows while `bnfold optimize --out-dir` runs: click's progress bar on stderr,
-driven by the batch's events (batch.optimize_many's `on_event`).
+"""What `bnfold optimize --out-dir` shows: click's progress bar on stderr while it runs, driven
+by the batch's events (api.optimize_many's `on_event`), then the failures and the table.
 
     optimizing  [##########--------------]  14/33  00:00:02  0:05 elapsed, face/blaze.tflite: passes
 
@@ -11,9 +11,27 @@ terminal and -q is not given.
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import time
 
 import click
+
+from . import api, text
+
+
+def optimize_many(paths, out_dir, chosen, quiet: bool, **keywords) -> int:
+    """`optimize --out-dir`: api.optimize_many with the bar on stderr when stderr is a terminal
+    and not `quiet`, then each failure's line (stderr) and, unless `quiet`, the table (stdout).
+    Returns the run's exit status."""
+    show = BatchProgress(sys.stderr) if not quiet and sys.stderr.isatty() else None
+    with show or contextlib.nullcontext():
+        many = api.optimize_many(paths, out_dir, chosen, on_event=show, **keywords)
+    for line in text.batch_problems(many):
+        click.echo(line, err=True)
+    for line in [] if quiet else text.batch_table(many.totals()):
+        click.echo(line)
+    return many.exit_code
 
 
 class BatchProgress:

@@ -135,3 +135,23 @@ def pass_table(passes, o1) -> Iterator[str]:
     name_width, tag_width = max(len(p.name) for p in passes), max(len(t) for t in tags)
     for p, tag in zip(passes, tags):
         yield f"{p.name:<{name_width}}  {tag:<{tag_width}}  {p.summary}"
+
+
+def batch_problems(result) -> Iterator[str]:
+    """`optimize --out-dir` on stderr: each failed model's one-line error and each lossy change's
+    warning, in input order."""
+    for model in result.models:
+        if model.error:
+            yield f"bnfold: error: {model.error}"
+        note = model.report and next((n for n in model.report["notes"] if "lossy_passes" in n), None)
+        if note:
+            yield f"{model.input}: {lossy_warning(note)}"
+
+
+def batch_table(totals: dict) -> list[str]:
+    """`optimize --out-dir`'s closing table (batch.BatchResult.totals())."""
+    head = ("models", "changed", "unchanged", "failed", "operators before -> after", "seconds")
+    operators = f"{totals['operators']['before']} -> {totals['operators']['after']}"
+    row = (*(str(totals[k]) for k in head[:4]), operators, f"{totals['seconds']:.2f}")
+    widths = [max(len(h), len(v)) for h, v in zip(head, row)]
+    return ["  ".join(h.rjust(w) for h, w in zip(head, widths)), "  ".join(v.rjust(w) for v, w in zip(row, widths))]
