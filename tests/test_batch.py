@@ -193,3 +193,61 @@ def test_sigterm_stops_every_worker_and_leaves_no_temporary_file(collection, tmp
 def _children(pid: int) -> list[int]:
     with open(f"/proc/{pid}/task/{pid}/children") as f:
         return [int(p) for p in f.read().split()]
+
+
+def _bnfold(*argv, **kwargs):
+    return subprocess.run([sys.executable, "-m", "bnfold", *map(str, argv)], capture_output=True, text=True, **kwargs)
+
+
+def test_command_two_bad_files_two_lines_exit_1(collection, tmp_path):
+    (collection / "truncated.tflite").write_bytes((DATA / "resnet_v2_mini.tflite").read_bytes()[:5000])
+    (collection / "readme.tflite").write_text("this file is text that someone named .tflite by mistake\n")
+    out = tmp_path / "out"
+    done = _bnfold("optimize", "--out-dir", out, "-j", "2", collection, "--report", tmp_path / "r.json")
+    assert done.returncode == 1, done.stderr
+    errors = done.stderr.splitlines()
+    assert len(errors) == 2
+    assert errors[0] == (f"bnfold: error: {collection / 'readme.tflite'}: not a TFLite or Circle model (file identifier "
+                         "' fil', expected 'TFL3' or 'CIR0')")
+    assert errors[1].startswith(f"bnfold: error: {collection / 'truncated.tflite'}: malformed tflite flatbuffer")
+    head, row = done.stdout.splitlines()
+    assert head.split()[:4] == ["models", "changed", "unchanged", "failed"] and row.split()[:4] == ["7", "4", "1", "2"]
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*.*")) == sorted(GOOD)
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["exit_code"] == 1 and [m["status"] for m in report["models"]].count("failed") == 2
+
+
+def test_command_refuses_batch_options_without_out_dir(tmp_path):
+    for argv in (["-j", "2", "a.tflite", "b.tflite"], ["--shard", "1/2", "a.tflite", "b.tflite"],
+                 ["a.tflite", "b.tflite", "c.tflite"], ["--out-dir", tmp_path, "--in-place", "a.tflite"]):
+        done = _bnfold("optimize", *argv)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    done = _bnfold("optimize", "--out-dir", tmp_path, DATA / "bn_conv_valid.tflite", "--shard", "3/2")
+    assert done.returncode == 2 and "--shard '3/2': K must be 1..N" in done.stderr
+
+
+def test_progress_bar_on_a_terminal_only(collection, tmp_path):
+    """As a user meets it: under a pseudo-terminal (script(1)) the bar is drawn on stderr with
+    the count, the elapsed time and the current model's step; piped, and with -q, nothing."""
+    pytest.importorskip("pty")
+    import pty
+
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "bnfold", "optimize", "--out-dir", str(out), "-j", "1", str(collection)]
+    screen = bytearray()
+
+    def read(fd):
+        data = os.read(fd, 4096)
+        screen.extend(data)
+        return data
+
+    status = pty.spawn(argv, read)
+    assert os.waitstatus_to_exitcode(status) == 0
+    text = screen.decode()
+    assert "optimizing  [" in text and f"{len(GOOD)}/{len(GOOD)}" in text and "elapsed" in text
+    assert "resnet_v2_mini.tflite: " in text and any(f": {step}" in text for step in ("reading", "passes", "writing"))
+    piped = _bnfold("optimize", "--out-dir", out, collection)
+    assert piped.stderr == "" and len(piped.stdout.splitlines()) == 2
+    screen.clear()
+    assert os.waitstatus_to_exitcode(pty.spawn([*argv, "-q"], read)) == 0
+    assert screen == b""

@@ -64,6 +64,8 @@ class BatchProgress:
             self.running.pop(index, None)
             done = 1
         self.bar.update(done, index)
+        if not done:  # click draws on completed steps only; a model's own steps are news too
+            self.bar.render_progress()
 
     def _describe(self, _item) -> str:
         seconds = int(time.monotonic() - self.start)
