@@ -24,6 +24,8 @@ the same run so a slow or busy machine shifts both sides alike):
 The 3 GB model (offset-buffer layout) goes through `bnfold optimize` end to end and both the
 original and the result are run once in LiteRT; outputs are compared.
 
+Batch mode (`--batch DIR`, alone): scripts/bench_batch.py's docstring says what it measures.
+
 Two further series (`--op-heavy`, `--unchanged`; both on by default, `--only-perf` runs just them):
   op-heavy: graphs of N CONV_2D -> MUL -> ADD blocks with tiny weights (3k, 12k, 48k blocks:
       9k..144k operators), where cost is per operator, not per byte: `bnfold optimize` (default
@@ -676,6 +678,8 @@ def parse_args(argv=None):
     p.add_argument("--op-heavy-runs", type=int, default=3, help="process runs per command in the op-heavy series")
     p.add_argument("--no-unchanged", action="store_true", help="skip the unchanged-model row")
     p.add_argument("--only-perf", action="store_true", help="run only the op-heavy series and the unchanged-model row")
+    p.add_argument("--batch", metavar="DIR", default=None,
+                   help="measure only batch mode over the models under DIR against a shell loop (scripts/bench_batch.py)")
     return p.parse_args(argv)
 
 
@@ -705,6 +709,16 @@ def main(argv=None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.time()
     compile_bnfold()
+    if args.batch:
+        import bench_batch
+
+        row = bench_batch.measure(Path(args.batch).resolve(), out_dir, args.runs, run_child, BNFOLD)
+        print("\n".join(bench_batch.report(row)))
+        json_path = Path(args.json) if args.json else out_dir / "bench-batch.json"
+        json_path.write_text(json.dumps({"date": datetime.datetime.now().isoformat(timespec="seconds"),
+                                         "machine": machine_info(), "batch": row}, indent=1))
+        print(f"wrote {json_path}")
+        return 0
     op_heavy = []
     for n in ([] if args.only_ops else args.op_heavy.split(",")):
         if n.strip():

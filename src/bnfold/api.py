@@ -35,16 +35,13 @@ folded, what was refused and why, operator counts before and after, and the time
 from __future__ import annotations
 
 import io
-import json
 import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from . import __version__
-from .values.backend import BACKENDS
-from .values.diff import CRITERION, DEFAULT_ATOL, DEFAULT_RTOL
-from .values.verify import MODES as CHECK_MODES
+from .values import BACKENDS, CHECK_MODES, CRITERION, DEFAULT_ATOL, DEFAULT_RTOL
 from .errors import ModelError, UsageError
 from .io.formats import Format, format_from_extension
 from .io.paths import open_input, refuse_input_overwrite, refuse_numbered_clobber, refuse_run_files, \
@@ -141,6 +138,8 @@ class Optimized:
         return info
 
     def to_json(self) -> str:
+        import json  # only for a report: every run pays for what it imports
+
         return json.dumps(self.report, indent=2)
 
     @property
@@ -270,7 +269,7 @@ def optimize_many(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike
         ("step", i, step name), ("done", i, ModelResult).
     A model that fails is its result's one-line error and exit code, never an exception; the
     others go on. Returns a batch.BatchResult: `.models` in input order, `.totals()`,
-    `.exit_code` (the worst model's: 3 > 2 > 1 > 4 > 0), `.to_json()`, `.table()`.
+    `.exit_code` (the worst model's: 3 > 2 > 1 > 4 > 0), `.to_json()`.
     """
     from . import batch
 
@@ -444,6 +443,8 @@ def inspect(path: str | os.PathLike, *, leftovers: bool = False, report: str | d
 
 def read_report(path: str) -> dict:
     """An optimize report (JSON) read back, refused unless it has a list of skips."""
+    import json
+
     try:
         with open_input(path, "a report") as f:
             report = json.loads(f.read().decode("utf-8"))

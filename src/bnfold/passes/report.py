@@ -11,7 +11,6 @@ costs nothing to compute however large the graph.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -157,6 +156,8 @@ class Report:
                        **interface})
 
     def to_json(self) -> str:
+        import json  # only when asked: every run pays for what it imports
+
         return json.dumps(self.to_dict(), indent=2)
 
 

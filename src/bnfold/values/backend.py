@@ -22,7 +22,7 @@ from . import interpreter as reference
 from . import litert
 from .index_inputs import caveats
 
-BACKENDS = ("auto", "litert", "reference")
+from . import BACKENDS
 RESOLVER_ORDER = ("plain", "default")  # litert.RESOLVERS keys, tried in this order
 CANDIDATES = {"auto": (*RESOLVER_ORDER, "reference"), "litert": RESOLVER_ORDER, "reference": ("reference",)}
 DESCRIPTIONS = {"plain": "litert (builtin kernels, no delegates)", "default": "litert (default resolver, with delegates)"}

@@ -35,13 +35,10 @@ from ..errors import CheckFailed, ModelError, UsageError
 from ..ir.const import NUMPY_DTYPES
 from ..ir.graph import Graph, Tensor
 from ..ir.model import Model
+from . import DEFAULT_ATOL, DEFAULT_RTOL
 from .backend import Backends
 from .deadline import Deadline
 from .index_inputs import index_uses
-
-DEFAULT_RTOL = 1e-5
-DEFAULT_ATOL = 1e-5
-CRITERION = "|a - b| <= atol + rtol * max|a|"
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ from ..ir.model import Model
 from .diff import DEFAULT_ATOL, DEFAULT_RTOL, CheckResult, Tolerance, verify
 from .local import LocalResult, verify_rewrites
 
-MODES = ("auto", "whole", "local")
 # A fold into float16 weights rounds each weight once more to float16 (relative error <= 2^-11),
 # and through a deep network those roundings add up: measured scaled errors 2.7e-4 on the
 # project's float16 recipe, 6e-4 on keras ResNet50V2 and 3.7e-3 on keras NASNetMobile (float16
