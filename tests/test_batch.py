@@ -78,6 +78,8 @@ def test_paths_files_and_directories(collection, tmp_path):
                     Job(str(DATA / "bn_relu_conv.tflite"), os.path.join(out, "bn_relu_conv.tflite"))]
     with pytest.raises(UsageError, match="would both be written to"):
         collect([collection / "bn_conv_valid.tflite", DATA / "bn_conv_valid.tflite"], out)
+    with pytest.raises(UsageError, match="would replace the input itself"):
+        collect([collection], str(collection))
     with pytest.raises(UsageError, match="no such file or directory"):
         collect([tmp_path / "missing"], out)
     (tmp_path / "empty").mkdir()

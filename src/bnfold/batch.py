@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from .errors import BnfoldError, Interrupted, UsageError
+from .io.paths import same_file
 
 MODEL_SUFFIXES = (".tflite", ".circle")
 # The run's exit code: the first of these that some model exited with. A bug in bnfold (3) says
@@ -99,7 +100,8 @@ class BatchResult:
 def collect(paths: Iterable[str | os.PathLike], out_dir: str) -> list[Job]:
     """Every model PATH names: a file as itself, a directory walked (sorted) for *.tflite and
     *.circle; its output is `out_dir` joined with its path relative to its PATH (a file's: its
-    name). `out_dir` is never walked. Two inputs that would land on one output are refused."""
+    name). `out_dir` is never walked. Two inputs that would land on one output, or an output
+    that is its own input, are refused."""
     jobs, seen = [], {}
     skip = os.path.realpath(out_dir)
     for path in map(os.fspath, paths):
@@ -113,6 +115,8 @@ def collect(paths: Iterable[str | os.PathLike], out_dir: str) -> list[Job]:
             raise UsageError("no such file or directory", path)
         for source, relative in found:
             job = Job(source, os.path.join(out_dir, relative))
+            if same_file(job.input, job.output):
+                raise UsageError(f"--out-dir {out_dir} would replace the input itself; give another directory", source)
             other = seen.setdefault(os.path.normpath(job.output), job)
             if other.input == job.input:
                 if other is job:
