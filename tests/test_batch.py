@@ -161,32 +161,38 @@ def test_report_has_every_model_and_the_totals(collection, tmp_path):
         sum(m["report"]["operators"]["before"].values()) for m in data["models"])
 
 
-SIGTERM_RUN = """
+SLOW_RUN = """
 import sys, time
-from bnfold import api
+from bnfold import api, cli
 run = api._optimize_path
 def slow(*args, **kwargs):
     time.sleep(0.3)
     return run(*args, **kwargs)
 api._optimize_path = slow
 print("started", flush=True)
-api.optimize_many([sys.argv[1]], sys.argv[2], jobs=2)
+sys.exit(cli.run(["optimize", "--out-dir", sys.argv[2], "-j", "2", sys.argv[1]]))
 """
 
 
-def test_sigterm_stops_every_worker_and_leaves_no_temporary_file(collection, tmp_path):
+@pytest.mark.parametrize("stop, code", [("SIGTERM", 143), ("SIGINT to the process group", 130)])
+def test_a_stopped_run_stops_every_worker_and_leaves_no_temporary_file(collection, tmp_path, stop, code):
+    """SIGTERM to the command, or Ctrl-C as a terminal sends it (SIGINT to every process of
+    the foreground group): the workers are gone, no temporary file stays, exit 128 + signal."""
     for i in range(20):
         shutil.copyfile(DATA / "resnet_v2_mini.tflite", collection / f"copy{i:02}.tflite")
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-c", SIGTERM_RUN, str(collection), str(out)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_RUN, str(collection), str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     assert proc.stdout.readline() == "started\n"
     time.sleep(1.5)
     children = _children(proc.pid)
     assert len(children) == 2
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(10)
-    assert proc.returncode != 0
+    if stop == "SIGTERM":
+        proc.send_signal(signal.SIGTERM)
+    else:
+        os.killpg(proc.pid, signal.SIGINT)
+    assert proc.wait(10) == code
+    assert proc.stderr.read().splitlines()[-1].startswith("bnfold: error: interrupted")
     assert not any(os.path.exists(f"/proc/{pid}") for pid in children)
     written = [p.name for p in out.rglob("*")]
     assert not [n for n in written if n.endswith(".tmp")] and len(written) < len(GOOD) + 20
