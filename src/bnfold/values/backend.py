@@ -18,11 +18,11 @@ import numpy as np
 
 from ..errors import CannotVerify, ModelError, RunFailed, UsageError
 from ..ir.model import Model
+from . import BACKENDS
 from . import interpreter as reference
 from . import litert
 from .index_inputs import caveats
 
-from . import BACKENDS
 RESOLVER_ORDER = ("plain", "default")  # litert.RESOLVERS keys, tried in this order
 CANDIDATES = {"auto": (*RESOLVER_ORDER, "reference"), "litert": RESOLVER_ORDER, "reference": ("reference",)}
 DESCRIPTIONS = {"plain": "litert (builtin kernels, no delegates)", "default": "litert (default resolver, with delegates)"}
