@@ -4,9 +4,9 @@
     PATH... --collect--> jobs (input, output) --shard K/N--> 1/N of them --pool--> ModelResult per job
 
 Each job is exactly one api.optimize_file (`optimize_one`), so an output has the bytes
-`bnfold optimize IN OUT` writes for it. The jobs run in `jobs` worker
-processes (forked, so none pays Python's start-up again) that take the next job as they finish
-one; results come back in input order. A model that fails becomes its own one-line error and the
+`bnfold optimize IN OUT` writes for it. The jobs run in `jobs` worker processes (forked, so none
+pays Python's start-up again) that take the next job as they finish one; results come back in
+input order. A model that fails becomes its own one-line error and the
 rest go on; the run's exit code is the worst of the models' (EXIT_PRECEDENCE).
 
 Stopping: Ctrl-C or SIGTERM reaches the parent, which sends SIGTERM to every worker. A worker
@@ -180,19 +180,23 @@ def optimize_one(job: Job, settings: Settings, on_step: Callable[[str], None] | 
     result's one line and exit code, as the command would print and exit with."""
     from . import api
 
+    gc.collect()  # the last model's graph is cyclic: free it before this one is read (memory: one model at a time)
     start = time.perf_counter()
+
+    def failed(code: int, error: str) -> ModelResult:
+        return ModelResult(job.input, job.output, "failed", code, _one_line(error), seconds=time.perf_counter() - start)
+
     try:
         os.makedirs(os.path.dirname(job.output) or ".", exist_ok=True)
+    except OSError as e:
+        return failed(1, f"{job.output}: cannot create its directory: {e.strerror or e}")
+    try:
         result = api.optimize_file(job.input, job.output, settings.chosen, external_buffers=settings.external_buffers,
                                    run_files=settings.run_files, progress=on_step, **settings.checking)
     except BnfoldError as e:
-        return ModelResult(job.input, job.output, "failed", e.exit_code, _one_line(str(e)), seconds=time.perf_counter() - start)
-    except OSError as e:
-        error = f"{job.output}: cannot create its directory: {e.strerror or e}"
-        return ModelResult(job.input, job.output, "failed", 1, error, seconds=time.perf_counter() - start)
+        return failed(e.exit_code, str(e))
     except Exception as e:  # a bug in bnfold: this model's internal error, the others go on
-        error = f"{job.input}: internal error: {type(e).__name__}: {e}"
-        return ModelResult(job.input, job.output, "failed", 3, _one_line(error), seconds=time.perf_counter() - start)
+        return failed(3, f"{job.input}: internal error: {type(e).__name__}: {e}")
     status = "unchanged" if result.report["output"]["unchanged"] else "changed"
     return ModelResult(job.input, job.output, status, report=result.report, seconds=time.perf_counter() - start)
 
@@ -288,7 +292,6 @@ def _serve(conn, settings: Settings, inherited: list) -> None:
             index, job = message
             result = optimize_one(job, settings, lambda step: conn.send(("step", index, step)))
             conn.send(("done", index, result))
-            gc.collect()  # the model's graph is cyclic: free it before the next one (memory: one model a worker)
     except (EOFError, BrokenPipeError):  # the parent is gone
         pass
     except Interrupted as e:
