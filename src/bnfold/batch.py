@@ -287,6 +287,7 @@ def _serve(conn, settings: Settings, inherited: list) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     for other in inherited:  # the parent's ends: the parent's exit must be seen as EOF
         other.close()
+    code = 0
     try:
         while (message := conn.recv()) is not None:
             index, job = message
@@ -295,7 +296,11 @@ def _serve(conn, settings: Settings, inherited: list) -> None:
     except (EOFError, BrokenPipeError):  # the parent is gone
         pass
     except Interrupted as e:
-        os._exit(128 + e.signum)
+        code = 128 + e.signum
+    # A fork carries the caller's whole process (a program calling optimize_many): the exit
+    # multiprocessing gives a child would run the caller's registered finalizers here (those of
+    # its own pools among them, which terminate processes); they are not the worker's to run.
+    os._exit(code)
 
 
 class _Pool:
