@@ -35,12 +35,13 @@ folded, what was refused and why, operator counts before and after, and the time
 from __future__ import annotations
 
 import io
+import json
 import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from . import __version__
+from . import __version__, batch
 from .values import BACKENDS, CHECK_MODES, CRITERION, DEFAULT_ATOL, DEFAULT_RTOL
 from .errors import ModelError, UsageError
 from .io.formats import Format, format_from_extension
@@ -138,8 +139,6 @@ class Optimized:
         return info
 
     def to_json(self) -> str:
-        import json  # only for a report: every run pays for what it imports
-
         return json.dumps(self.report, indent=2)
 
     @property
@@ -200,7 +199,7 @@ def optimize_file(input_path: str | os.PathLike, output_path: str | os.PathLike 
                   check: int | None = None, check_mode: str = "auto", rtol: float | None = None,
                   atol: float | None = None, strict: bool = False, run_files: Iterable[str | None] = (),
                   node_data: str | None = None, node_data_input: str | None = None,
-                  progress: Callable[[str], None] | None = None, **options: bool) -> Optimized:
+                  progress: Callable[[str], None] = lambda step: None, **options: bool) -> Optimized:
     """`bnfold optimize`: optimize `input_path` and write `output_path` (format from its
     extension), as optimize() chooses and checks; `.written` says what happened to the file.
 
@@ -236,7 +235,6 @@ def optimize_file(input_path: str | os.PathLike, output_path: str | os.PathLike 
         refuse_side_file_clobber(path, option, [input_path, output_path, report, *others, *run_files], force)
         check_output_path(path, model=False)
     fmt = format_from_extension(output_path)
-    progress = progress or (lambda step: None)
     result = _optimize_path(input_path, chosen, progress=progress, **checking)
     original = load(input_path) if node_data_input else None  # before an in-place write replaces it
     progress("writing")
@@ -252,31 +250,17 @@ def optimize_file(input_path: str | os.PathLike, output_path: str | os.PathLike 
     return result
 
 
-def optimize_many(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike,
-                  passes: str | Iterable[str] | Selection | None = None, *, jobs: int | None = None,
-                  shard: str | tuple[int, int] | None = None, report: str | None = None, force: bool = False,
-                  external_buffers: bool = False, check: int | None = None, check_mode: str = "auto",
-                  rtol: float | None = None, atol: float | None = None, strict: bool = False,
-                  run_files: Iterable[str | None] = (), on_event: Callable | None = None, **options: bool):
-    """`bnfold optimize --out-dir DIR [-j N] [--shard K/N] PATH...`: optimize_file() for every
-    model PATH names (a file, or a directory walked in sorted order for *.tflite and *.circle)
-    into `out_dir`, under its path relative to its PATH, with the same passes and checks.
-
-    jobs: worker processes (default: the CPUs this process may use). shard: "K/N" or (K, N), the
-        K-th of N shares of the collection (together they are the collection, each model once).
-    report: a JSON file for the run (one entry per model, with its report, and the totals).
-    on_event(kind, index, what): ("begin", count, None), then per model ("start", i, Job),
-        ("step", i, step name), ("done", i, ModelResult).
-    A model that fails is its result's one-line error and exit code, never an exception; the
-    others go on. Returns a batch.BatchResult: `.models` in input order, `.totals()`,
-    `.exit_code` (the worst model's: 3 > 2 > 1 > 4 > 0), `.to_json()`.
-    """
-    from . import batch
-
-    chosen = _selection(passes, options, strict)
-    checking = _checking(check, check_mode, rtol, atol)
-    return batch.run(paths, out_dir, chosen, checking, jobs=jobs, shard=shard, report=report, force=force,
-                     external_buffers=external_buffers, run_files=[f for f in run_files if f], on_event=on_event)
+def optimize_many(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike, passes: str | Iterable[str] | Selection | None = None,
+                  *, jobs: int | None = None, shard: str | tuple[int, int] | None = None, report: str | None = None,
+                  force: bool = False, external_buffers: bool = False, check: int | None = None, check_mode: str = "auto",
+                  rtol: float | None = None, atol: float | None = None, strict: bool = False, run_files: Iterable[str | None] = (),
+                  on_event: Callable | None = None, **options: bool):
+    """`bnfold optimize --out-dir DIR [-j N] [--shard K/N] PATH...`: optimize_file() for every model PATH names, into
+    `out_dir` (batch.run: files, shards, workers, the run's report, events); a model's failure is its result's error and
+    exit code, never raised. Returns a batch.BatchResult: `.models` in input order, `.totals()`, `.exit_code`, `.to_json()`."""
+    return batch.run(paths, out_dir, _selection(passes, options, strict), _checking(check, check_mode, rtol, atol),
+                     jobs=jobs, shard=shard, report=report, force=force, external_buffers=external_buffers,
+                     run_files=[f for f in run_files if f], on_event=on_event)
 
 
 def _selection(passes, options: dict, strict: bool) -> Selection:
@@ -297,8 +281,7 @@ def _checking(check, check_mode: str, rtol, atol) -> dict:
 
 
 def _optimize_path(path: str, chosen: Selection, *, check: int | None = None, label: str | None = None,
-                   rtol: float | None = None, atol: float | None = None, check_mode: str = "auto",
-                   progress: Callable[[str], None] = lambda step: None) -> Optimized:
+                   rtol: float | None = None, atol: float | None = None, check_mode: str = "auto", progress=lambda step: None) -> Optimized:
     """Read `path`, run the chosen passes, measure lossy changes, optionally value-check
     (values/verify.py); `label` names the input in the report; `progress(step)` hears each step."""
     times = {}
@@ -443,8 +426,6 @@ def inspect(path: str | os.PathLike, *, leftovers: bool = False, report: str | d
 
 def read_report(path: str) -> dict:
     """An optimize report (JSON) read back, refused unless it has a list of skips."""
-    import json
-
     try:
         with open_input(path, "a report") as f:
             report = json.loads(f.read().decode("utf-8"))

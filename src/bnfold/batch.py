@@ -175,7 +175,7 @@ class Settings:
     run_files: tuple[str, ...] = ()
 
 
-def optimize_one(job: Job, settings: Settings, on_step: Callable[[str], None] | None = None) -> ModelResult:
+def optimize_one(job: Job, settings: Settings, on_step: Callable[[str], None] = lambda step: None) -> ModelResult:
     """`bnfold optimize job.input job.output` with the run's settings; every error becomes the
     result's one line and exit code, as the command would print and exit with."""
     from . import api

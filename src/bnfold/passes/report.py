@@ -11,6 +11,7 @@ costs nothing to compute however large the graph.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -156,8 +157,6 @@ class Report:
                        **interface})
 
     def to_json(self) -> str:
-        import json  # only when asked: every run pays for what it imports
-
         return json.dumps(self.to_dict(), indent=2)
 
 
