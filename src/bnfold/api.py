@@ -41,7 +41,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from . import __version__, batch
+from . import __version__
+from .batch import optimize_many  # the batch form of optimize_file (batch.py)
 from .values import BACKENDS, CHECK_MODES, CRITERION, DEFAULT_ATOL, DEFAULT_RTOL
 from .errors import ModelError, UsageError
 from .io.formats import Format, format_from_extension
@@ -248,19 +249,6 @@ def optimize_file(input_path: str | os.PathLike, output_path: str | os.PathLike 
     if node_data_input:
         write_text(node_data_input, result.input_node_data(original).to_json_string(indent=2), UsageError)
     return result
-
-
-def optimize_many(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike, passes: str | Iterable[str] | Selection | None = None,
-                  *, jobs: int | None = None, shard: str | tuple[int, int] | None = None, report: str | None = None,
-                  force: bool = False, external_buffers: bool = False, check: int | None = None, check_mode: str = "auto",
-                  rtol: float | None = None, atol: float | None = None, strict: bool = False, run_files: Iterable[str | None] = (),
-                  on_event: Callable | None = None, **options: bool):
-    """`bnfold optimize --out-dir DIR [-j N] [--shard K/N] PATH...`: optimize_file() for every model PATH names, into
-    `out_dir` (batch.run: files, shards, workers, the run's report, events); a model's failure is its result's error and
-    exit code, never raised. Returns a batch.BatchResult: `.models` in input order, `.totals()`, `.exit_code`, `.to_json()`."""
-    return batch.run(paths, out_dir, _selection(passes, options, strict), _checking(check, check_mode, rtol, atol),
-                     jobs=jobs, shard=shard, report=report, force=force, external_buffers=external_buffers,
-                     run_files=[f for f in run_files if f], on_event=on_event)
 
 
 def _selection(passes, options: dict, strict: bool) -> Selection:

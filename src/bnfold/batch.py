@@ -1,5 +1,5 @@
 """Many models in one run: `bnfold optimize --out-dir DIR [-j N] [--shard K/N] PATH...` and
-`bnfold.optimize_many(paths, out_dir, jobs=..., shard=...)`.
+`bnfold.optimize_many(paths, out_dir, jobs=..., shard=...)` (api.py takes it from here).
 
     PATH... --collect--> jobs (input, output) --shard K/N--> 1/N of them --pool--> ModelResult per job
 
@@ -211,19 +211,35 @@ def _one_line(message: str) -> str:
 Event = Callable[[str, int, object], None]
 
 
-def run(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike, chosen, checking: dict, *, jobs: int | None = None,
-        shard: str | tuple[int, int] | None = None, report: str | None = None, force: bool = False,
-        external_buffers: bool = False, run_files: Iterable[str] = (), on_event: Event | None = None) -> BatchResult:
-    """api.optimize_many: the models under `paths` into `out_dir` with the passes `chosen` and
-    the (validated) `checking` keywords of optimize_file."""
+def optimize_many(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike, passes=None, *, jobs: int | None = None,
+                  shard: str | tuple[int, int] | None = None, report: str | None = None, force: bool = False,
+                  external_buffers: bool = False, check: int | None = None, check_mode: str = "auto", rtol: float | None = None,
+                  atol: float | None = None, strict: bool = False, run_files: Iterable[str | None] = (),
+                  on_event: Event | None = None, **options: bool) -> BatchResult:
+    """`bnfold optimize --out-dir DIR [-j N] [--shard K/N] PATH...`: api.optimize_file() with these passes and
+    checks for every model PATH names (a file, or a directory walked in sorted order for *.tflite and *.circle),
+    into `out_dir` under its path relative to its PATH.
+
+    jobs: worker processes (default: the CPUs this process may use). shard: "K/N" or (K, N), the K-th of N
+        shares of the collection (together they are the collection, each model once).
+    report: a JSON file for the run (the totals, and one entry per model with its report); never a file of
+        this run, nor without `force` an existing model.
+    on_event(kind, index, what): ("begin", count, None), then per model ("start", i, Job), ("step", i,
+        step name), ("done", i, ModelResult).
+    A model that fails is its result's one-line error and exit code, never an exception; the others go on.
+    Returns a BatchResult: `.models` in input order, `.totals()`, `.exit_code` (the worst model's,
+    EXIT_PRECEDENCE), `.to_json()`.
+    """
     from . import api
 
+    chosen, checking = api._selection(passes, options, strict), api._checking(check, check_mode, rtol, atol)
+    run_files = [os.fspath(f) for f in run_files if f]
     out_dir = os.fspath(out_dir)
     if report == "-":
         raise UsageError("--report - (stdout) is for one model; give the run's report a file name")
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise UsageError("--out-dir is not a directory", out_dir)
-    settings = Settings(chosen, external_buffers, checking, tuple(os.fspath(p) for p in run_files))
+    settings = Settings(chosen, external_buffers, checking, tuple(run_files))
     shard = None if shard is None else parse_shard(shard if isinstance(shard, str) else "/".join(map(str, shard)))
     todo = take_shard(collect(paths, out_dir), shard)
     if jobs is not None and jobs < 1:

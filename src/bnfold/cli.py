@@ -14,7 +14,7 @@ import sys
 
 import click
 
-from . import api, exits, one, text
+from . import api, exits, one, progress, text
 from .errors import CheckFailed, UsageError
 
 
@@ -111,9 +111,6 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
 def optimize(paths, input_option, output_option, passes, group, config_path, strict, force, report_path, external_buffers,
              in_place, quiet, check_samples, rtol, atol, node_data, node_data_input, check_mode, out_dir, jobs, shard, **flags):
     """Run passes over IN and write the result to OUT (format from OUT's extension), or over every model of PATH... into DIR."""
-    one_model = input_option or output_option or in_place or node_data or node_data_input
-    if (out_dir is None and (len(paths) > 2 or jobs or shard)) or (out_dir and one_model):
-        raise UsageError("several models, -j and --shard go with --out-dir; -i, -o, --in-place, --node-data* without it")
     config = api.read_config(config_path) if config_path else None
     switches = dict(config.switches) if config else {}
     switches.update({name: True for name, on in flags.items() if on})  # the command line wins, as in ONE
@@ -124,23 +121,20 @@ def optimize(paths, input_option, output_option, passes, group, config_path, str
     chosen = api.select(passes, switches, default=config is None, strict=strict)
     to_stdout = report_path == "-"
     echo = functools.partial(click.echo, err=to_stdout)  # stdout carries the JSON then
-    for line in chosen.warnings():
-        click.echo(f"bnfold: {line}", err=True)
-    if not quiet:
-        for line in chosen.notes():
-            echo(line)
-    same = {"force": force, "external_buffers": external_buffers, "check": check_samples, "check_mode": check_mode,
-            "rtol": rtol, "atol": atol, "run_files": [config_path]}  # what one model and many take alike
-    if out_dir is not None:  # a progress bar on a terminal, the failures in input order, one table
-        from .progress import optimize_many
-        click.get_current_context().exit(optimize_many(paths, out_dir, chosen, quiet, jobs=jobs, shard=shard, report=report_path, **same))
+    _echo_lines([f"bnfold: {line}" for line in chosen.warnings()], functools.partial(click.echo, err=True))
+    _echo_lines([] if quiet else chosen.notes(), echo)
+    same = dict(force=force, external_buffers=external_buffers, check=check_samples, check_mode=check_mode, rtol=rtol, atol=atol)
+    if out_dir is not None:  # progress.py: a bar on a terminal, the failures in input order, one table
+        one_model = (input_option, output_option, in_place, node_data, node_data_input)
+        click.get_current_context().exit(progress.optimize_many(paths, out_dir, chosen, quiet, one_model, jobs=jobs, shard=shard,
+                                                                report=report_path, run_files=[config_path], **same))
     input_path = _one_path("IN", (*paths, None)[0], input_option) or (config and config.input_path)
     output_path = _one_path("OUT", (*paths, None, None)[1], output_option) or (config and config.output_path)
-    if not input_path or not (output_path or in_place):
-        raise UsageError("need IN and OUT (as arguments, -i/-o, or input_path/output_path in --config)")
+    if not input_path or not (output_path or in_place) or len(paths) > 2 or jobs or shard:
+        raise UsageError("need IN and OUT (as arguments, -i/-o, or input_path/output_path in --config); several models, -j, --shard: --out-dir")
     try:
-        result = api.optimize_file(input_path, output_path, chosen, in_place=in_place, node_data=node_data,
-                                   node_data_input=node_data_input, report=None if to_stdout else report_path, **same)
+        result = api.optimize_file(input_path, output_path, chosen, in_place=in_place, node_data=node_data, node_data_input=node_data_input,
+                                   report=None if to_stdout else report_path, run_files=[config_path], **same)
     except CheckFailed as e:
         if getattr(e, "result", None) is not None:
             click.echo(e.result.table(), err=to_stdout)

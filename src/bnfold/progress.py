@@ -18,12 +18,15 @@ import time
 import click
 
 from . import api, text
+from .errors import UsageError
 
 
-def optimize_many(paths, out_dir, chosen, quiet: bool, **keywords) -> int:
+def optimize_many(paths, out_dir, chosen, quiet: bool, one_model_options: tuple, **keywords) -> int:
     """`optimize --out-dir`: api.optimize_many with the bar on stderr when stderr is a terminal
     and not `quiet`, then each failure's line (stderr) and, unless `quiet`, the table (stdout).
-    Returns the run's exit status."""
+    Returns the run's exit status. `one_model_options` (-i, -o, --in-place, --node-data*) are refused."""
+    if any(one_model_options):
+        raise UsageError("-i, -o, --in-place and --node-data* are for one model; --out-dir takes PATH...")
     show = BatchProgress(sys.stderr) if not quiet and sys.stderr.isatty() else None
     with show or contextlib.nullcontext():
         many = api.optimize_many(paths, out_dir, chosen, on_event=show, **keywords)
