@@ -234,18 +234,18 @@ def positive(layer, steps, cshape=None) -> dict:
     return n.recipe()
 
 
+# An activation inside a chain ends it: layer -> MUL(RELU) -> ADD folds the MUL and its RELU into
+# the layer (any sign of the scale: the activation is applied to the scaled output either way);
+# the ADD after the activation is a chain of its own, which no layer produces: it stays.
+ACTIVATION_ENDS_CHAIN = [("MUL", None, False, "RELU"), ("ADD", None, False, "NONE")]
+
+
 # ---- the candidates every pass must leave alone, with the reason it must give ------------------
 
 def _neg_activation_on_layer(layer):
     n, y = layer(act="RELU")
     chain(n, y, mul_add())
     return n, "fused RELU"
-
-
-def _neg_relu_on_mul(layer):
-    n, y = layer()
-    chain(n, y, [("MUL", None, False, "RELU"), ("ADD", None, False, "NONE")])
-    return n, "activation RELU on MUL"
 
 
 def _neg_layer_output_is_graph_output(layer):
@@ -313,7 +313,6 @@ def _neg_quantized_weights(layer):
 
 NEGATIVE = {
     "activation_on_layer": (_neg_activation_on_layer, {"MUL": 1, "ADD": 1}),
-    "relu_on_mul": (_neg_relu_on_mul, {"MUL": 1, "ADD": 1}),
     "layer_output_is_graph_output": (_neg_layer_output_is_graph_output, {"MUL": 1, "ADD": 1}),
     "layer_output_read_elsewhere": (_neg_layer_output_read_elsewhere, {"MUL": 1, "ADD": 1}),
     "constant_not_constant": (_neg_constant_not_constant, {"MUL": 1, "ADD": 1}),

@@ -10,7 +10,7 @@ from bnfold.ir.ops import LAYERS
 from bnfold.passes.backward import chain_after, fold_backward, fold_output_affine, layer_refusal
 from bnfold.passes.report import Refusal
 
-from bn_models import Net, conv2d, dwconv, fc
+from bn_models import ACTIVATION_ENDS_CHAIN, LAYERS as BUILDERS, Net, conv2d, dwconv, fc, optimize_and_compare, positive
 
 RNG = np.random.default_rng(11)
 
@@ -97,3 +97,13 @@ def test_float16_weights_are_folded_in_float64_and_rounded_once_to_float16():
     assert new_w.dtype == new_b.dtype == np.float16
     assert np.array_equal(new_w, (w.astype(np.float64) * s.reshape(4, 1, 1, 1)).astype(np.float16))
     assert np.array_equal(new_b, (b.astype(np.float64) * s + t).astype(np.float16))
+
+
+@pytest.mark.parametrize("layer", BUILDERS)
+def test_an_activation_ends_the_chain(layer):
+    """layer -> MUL(RELU) -> ADD: the MUL and its RELU fold into the layer, the ADD stays (exact)."""
+    recipe = positive(BUILDERS[layer], ACTIVATION_ENDS_CHAIN)
+    kind = recipe["operation"][0]["type"]
+    model, report = optimize_and_compare(recipe, [LAYERS[kind].backward_pass], {kind: 1, "MUL": 0, "ADD": 1})
+    [fold] = report.folds
+    assert [op["kind"] for op in fold["removed"]] == ["MUL"] and fold["activation"] == "RELU"

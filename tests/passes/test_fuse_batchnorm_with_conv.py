@@ -133,7 +133,7 @@ def test_report_json_from_the_cli(tmp_path):
     assert "fuse_batchnorm_with_conv" in done.stdout + done.stderr
 
 
-NEGATIVE_RECIPES = ["Net_Conv_Add_Mul_003", "Neg_Conv_BN_Activation_000", "Neg_Conv_BN_Spatial_000",
+NEGATIVE_RECIPES = ["Neg_Conv_BN_Activation_000", "Neg_Conv_BN_Spatial_000",
                     "Neg_TConv_BN_Activation_000", "Neg_FC_BN_Reshape_000", "Neg_FC_BN_GraphOutput_000",
                     "Neg_Conv3D_BN_Spatial_000"]
 

@@ -108,8 +108,8 @@ def match_chain(graph: Graph, x: Tensor, axis: int, *, start: Op | None = None,
     single-use guard), unless `start` names it: then the chain starts at that reader of x and x
     may have other readers (the caller decides what they mean). Every further tensor the chain
     consumes must have exactly one reader and not be a graph output. An activation may sit only
-    on the last op: a chain op with a fused activation that is followed by another affine op
-    makes the whole candidate a Refusal.
+    on the last op: a fused activation ends the chain (conv -> ADD(3, RELU6) -> DIV(6), a hard
+    sigmoid, folds the ADD and its RELU6 into the conv and leaves the DIV as a chain of its own).
     """
     channels = x.shape[axis] if 0 <= axis < len(x.shape) else None
     if channels is None or not 0 < channels <= MAX_CHANNELS:
@@ -141,8 +141,7 @@ def match_chain(graph: Graph, x: Tensor, axis: int, *, start: Op | None = None,
         if isinstance(stepped, Refusal):
             return _at(stepped, op) if not ops else _finish(x, axis, ops, s, t, activation, constants)
         if activation != "NONE":
-            return Refusal(f"activation {activation} on {ops[-1].kind} sits between the layer and the rest of the chain",
-                           ops[-1])
+            break  # the previous op's activation ends the chain; what follows is a chain of its own
         s, t = stepped
         ops.append(op)
         constants.append(const)

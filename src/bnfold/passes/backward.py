@@ -17,9 +17,10 @@ exact for any padding, stride or dilation, because s and t act per output channe
 layer's sum; computed in float64 from the float32 originals and rounded once. The chain's fused
 activation moves onto the layer, whose own activation must be NONE. Layout ops between the layer
 and the chain (TICO's NCHW transposes, a flatten to FC, an atrous conv's BATCH_TO_SPACE_ND) stay;
-layout.py follows the channel through them.
+layout.py follows the channel through them. An activation inside the chain ends it there: the
+ops up to it fold, the rest is a chain of its own (affine.match_chain).
 
-Refused with a reason: an activation on the layer or inside the chain; the layer output, a tensor
+Refused with a reason: an activation on the layer; the layer output, a tensor
 on the way or a chain intermediate read elsewhere or being a graph output; non-constant or
 non-float32 weights, bias or constants; constants that vary along a non-channel axis; a channel
 count that differs from the layer's; a non-finite result. A weight or bias tensor shared with

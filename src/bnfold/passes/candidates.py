@@ -119,12 +119,14 @@ def candidates(graph: Graph) -> list[Candidate]:
 def chains(graph: Graph) -> list[list[Op]]:
     """The graph's chains that hold a candidate, each in order. A chain's ops are MUL/ADD/SUB/DIV
     with one constant operand joined through single-reader tensors, candidates or not (a
-    constant varying along two axes ends no chain: a fold refuses the chain because of it)."""
+    constant varying along two axes ends no chain: a fold refuses the chain because of it); a
+    fused activation ends one, as in affine.match_chain."""
     steps = {id(op): d for op in graph.ops if (d := _operands(op)) is not None}
 
-    def follows(op: Op) -> bool:  # op continues the chain its data's producer is in
+    def follows(op: Op) -> bool:  # op continues the chain its data's producer is in (a fused activation ends it)
         data = steps[id(op)][0]
-        return data.producer is not None and id(data.producer) in steps and graph.has_single_use(data, op)
+        return (data.producer is not None and id(data.producer) in steps and data.producer.fused_activation == "NONE"
+                and graph.has_single_use(data, op))
 
     found = []
     for op in graph.ops:

@@ -14,7 +14,7 @@ reshape output's last axis and the RESHAPE stays. That walk is the layout-op fol
 every backward fold (layout.py, via backward.chain_after); a reshape that merges or splits the
 feature axis is not followed.
 
-Guards (skipped with a reason): an activation on the layer or inside the chain, the FC output,
+Guards (skipped with a reason): an activation on the layer, the FC output,
 the reshape output or a chain intermediate read elsewhere or being a graph output, non-constant
 or non-float32 weights, bias or constants, constants that vary along a non-feature axis, a
 non-finite result. Weights shared with another op are copied, never edited.

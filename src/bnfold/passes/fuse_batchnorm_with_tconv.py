@@ -19,7 +19,7 @@ RELU/RELU6 at any version (checked against the unfused op). In Circle the activa
 as a standalone op after the layer, as ONE does: its backends do not run TransposeConv with a
 fused activation (ONE splits one off by default), and the Circle version is left as it was.
 
-Guards (skipped with a reason): an activation on the layer or inside the chain, the layer output
+Guards (skipped with a reason): an activation on the layer, the layer output
 or a chain intermediate read elsewhere or being a graph output, non-constant or non-float32
 weights, bias or constants, constants that vary along a non-channel axis, a non-finite result.
 A filter shared with another op is copied, never edited.

@@ -15,10 +15,10 @@ from ..ir.model import Model
 from . import (convert_nchw_to_nhwc, forward_transpose_op, fuse_activation_function, fuse_add_with_conv,
                fuse_add_with_fully_connected, fuse_add_with_tconv, fuse_batchnorm_forward, fuse_batchnorm_with_concat,
                fuse_batchnorm_with_conv, fuse_batchnorm_with_conv3d, fuse_batchnorm_with_dwconv, fuse_batchnorm_with_fc,
-               fuse_batchnorm_with_tconv, fuse_mul_with_conv, fuse_mul_with_fullyconnected, fuse_preactivation_batchnorm,
-               fuse_transpose_with_mean, make_batchnorm_gamma_positive, remove_redundant_reshape,
-               remove_redundant_transpose, remove_unnecessary_reshape, remove_unnecessary_transpose,
-               replace_cw_mul_add_with_depthwise_conv, substitute_transpose_to_reshape)
+               fuse_batchnorm_with_tconv, fuse_hardswish, fuse_mul_with_conv, fuse_mul_with_fullyconnected,
+               fuse_preactivation_batchnorm, fuse_transpose_with_mean, make_batchnorm_gamma_positive,
+               remove_redundant_reshape, remove_redundant_transpose, remove_unnecessary_reshape,
+               remove_unnecessary_transpose, replace_cw_mul_add_with_depthwise_conv, substitute_transpose_to_reshape)
 from .report import PassResult
 
 
@@ -36,6 +36,8 @@ class PassSpec:
 
 
 # Run order matters and is fixed here, not by the command line:
+# - fuse_hardswish first: the 3 and the 1/6 of a decomposed hard swish are scalar constants the
+#   batch-norm folds would otherwise take (or fold forward), breaking the pattern;
 # - backward folds (BN after a layer, one pass per layer kind) first: they are the most common and free the chain;
 # - make_batchnorm_gamma_positive (opt-in, lossy) right before the pre-activation fold it enables;
 # - fuse_preactivation_batchnorm after them: a batch norm directly after a layer folds backward
@@ -52,6 +54,8 @@ class PassSpec:
 #   change nothing go;
 # - fuse_activation_function last, to absorb standalone activations the folds leave behind.
 PASSES: tuple[PassSpec, ...] = (
+    PassSpec("fuse_hardswish", "replace the decomposed hard swish x·relu6(x+3)/6 by one HARD_SWISH",
+             True, True, fuse_hardswish.run),
     PassSpec("fuse_batchnorm_with_conv",
              "fold a Mul/Add/Sub/Div batch-norm chain after CONV_2D into its filter and bias",
              True, True, fuse_batchnorm_with_conv.run),
