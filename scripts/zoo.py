@@ -29,6 +29,9 @@ CLI of this environment) and measures:
   median over rounds of t_original / t_optimized (above 1: the optimized model is faster). The "A/A" column is the same
   measurement of the original against itself: the noise floor of that row (`--no-control` skips it).
 It prints a markdown table and writes DIR_OUT/zoo.md and DIR_OUT/zoo.json (default: the cache).
+Networks exported by both TICO and litert-torch also get scripts/parity.py's table (issue 24's
+exporter parity: ops, TRANSPOSEs and paired latency of TICO+bnfold next to litert-torch+bnfold,
+with the A/A noise and the targets), appended to zoo.md.
 """
 
 from __future__ import annotations
@@ -316,6 +319,10 @@ def table(cache: Path, out: Path, names: list[str], rounds: int, samples: int, b
             "litert": version("ai-edge-litert"), "rounds": rounds, "inputs": samples}
     (out / "zoo.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     text = markdown(rows, meta)
+    nets = [n for n in TORCH_NETS if f"tico_{n}" in names and f"litert_{n}" in names]
+    if nets:  # the same network from both exporters: TICO+bnfold next to litert-torch+bnfold
+        import parity
+        text += "\n" + parity.run(cache, out, nets, rounds, [bnfold], checks=True)[1]
     (out / "zoo.md").write_text(text)
     print(text)
 

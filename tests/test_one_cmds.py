@@ -196,9 +196,11 @@ def test_closed_stdout_exits_quietly_with_0():
 
 
 def test_one_tables_agree_with_the_registry():
-    # bnfold's own passes (not ONE options) are the batch-norm family's extensions; the rest keep ONE's spelling
-    ours = set(registry.BY_NAME) - one.PASS_OPTIONS
+    # bnfold's own passes (not ONE options) are the batch-norm family's extensions and fuse_hardswish
+    # (ONE has only the inverse, decompose_hardswish); the rest keep ONE's spelling
+    ours = set(registry.BY_NAME) - one.PASS_OPTIONS - {"fuse_hardswish"}
     assert all(name.startswith("fuse_batchnorm_") for name in ours), ours
+    assert "decompose_hardswish" in one.PASS_OPTIONS
     assert {"fuse_mul_with_conv", "fuse_add_with_tconv", "replace_cw_mul_add_with_depthwise_conv"} <= set(registry.BY_NAME)
     assert set(one.O1) <= one.PASS_OPTIONS and len(set(one.O1)) == len(one.O1)
     assert "fuse_preactivation_batchnorm" not in one.O1 and "make_batchnorm_gamma_positive" not in one.O1
