@@ -17,8 +17,9 @@ from . import (convert_nchw_to_nhwc, forward_transpose_op, fuse_activation_funct
                fuse_batchnorm_with_conv, fuse_batchnorm_with_conv3d, fuse_batchnorm_with_dwconv, fuse_batchnorm_with_fc,
                fuse_batchnorm_with_tconv, fuse_hardswish, fuse_mul_with_conv, fuse_mul_with_fullyconnected,
                fuse_preactivation_batchnorm, fuse_transpose_with_mean, make_batchnorm_gamma_positive,
-               remove_redundant_reshape, remove_redundant_transpose, remove_unnecessary_reshape,
-               remove_unnecessary_transpose, replace_cw_mul_add_with_depthwise_conv, substitute_transpose_to_reshape)
+               remove_redundant_reshape, remove_redundant_transpose, remove_unnecessary_concat,
+               remove_unnecessary_reshape, remove_unnecessary_transpose, replace_cw_mul_add_with_depthwise_conv,
+               substitute_transpose_to_reshape)
 from .report import PassResult
 
 
@@ -36,8 +37,9 @@ class PassSpec:
 
 
 # Run order matters and is fixed here, not by the command line:
-# - fuse_hardswish first: the 3 and the 1/6 of a decomposed hard swish are scalar constants the
-#   batch-norm folds would otherwise take (or fold forward), breaking the pattern;
+# - remove_unnecessary_concat and fuse_hardswish first: structure the folds should see as it is
+#   (the 3 and the 1/6 of a decomposed hard swish are scalar constants the batch-norm folds would
+#   otherwise take, or fold forward, breaking the pattern);
 # - backward folds (BN after a layer, one pass per layer kind) first: they are the most common and free the chain;
 # - make_batchnorm_gamma_positive (opt-in, lossy) right before the pre-activation fold it enables;
 # - fuse_preactivation_batchnorm after them: a batch norm directly after a layer folds backward
@@ -54,6 +56,8 @@ class PassSpec:
 #   change nothing go;
 # - fuse_activation_function last, to absorb standalone activations the folds leave behind.
 PASSES: tuple[PassSpec, ...] = (
+    PassSpec("remove_unnecessary_concat", "remove a CONCATENATION of a single tensor (PyTorch's torch.cat([x]))",
+             True, True, remove_unnecessary_concat.run),
     PassSpec("fuse_hardswish", "replace the decomposed hard swish x·relu6(x+3)/6 by one HARD_SWISH",
              True, True, fuse_hardswish.run),
     PassSpec("fuse_batchnorm_with_conv",
