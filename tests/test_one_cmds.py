@@ -218,6 +218,8 @@ def test_selection_rules():
     alone = selection.select(None, {"nchw_to_nhwc_input_shape": True}, default=False)
     assert alone.passes == [] and alone.names() == [] and alone.not_implemented == []
     assert alone.warnings() == ["warning: nchw_to_nhwc_input_shape has no effect without convert_nchw_to_nhwc; ignored"]
+    ignored = selection.select(None, {"nchw_to_nhwc_input_shape": True}, default=True)  # the bare command line
+    assert ignored.passes == registry.default_passes() and ignored.warnings() == alone.warnings()
     both = selection.select("convert_nchw_to_nhwc,nchw_to_nhwc_output_shape", {}, default=True)
     assert both.names() == ["convert_nchw_to_nhwc", "nchw_to_nhwc_output_shape"] and both.warnings() == []
     assert set(registry.PARAMETERS) == {"nchw_to_nhwc_input_shape", "nchw_to_nhwc_output_shape"} <= one.PASS_OPTIONS

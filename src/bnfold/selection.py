@@ -9,7 +9,7 @@ configuration file, or the library's keywords), read the way one-optimize reads 
   listed once, as a note: asking for a group never asks for all of it.
 - A name neither bnfold nor ONE has is a usage error that suggests the closest real names.
 - A pass parameter (nchw_to_nhwc_input_shape) qualifies its pass; without the pass it does
-  nothing, as in ONE, and bnfold says so.
+  nothing, as in ONE, and bnfold says so (alone on the bare command line, the default set runs).
 """
 
 from __future__ import annotations
@@ -101,8 +101,8 @@ def select(passes: str | Iterable[str] | None, switches: Mapping[str, bool], *, 
     if strict and lacking:
         raise UsageError(f"{', '.join(lacking)}: ONE option{'s' if len(lacking) > 1 else ''} bnfold does not "
                          "implement (strict mode)")
-    if passes is None and not on and default:
-        wanted = registry.default_passes()
+    if passes is None and default and not on.keys() - registry.PARAMETERS.keys():
+        wanted = registry.default_passes()  # a parameter alone names no pass: it is ignored, and says so
     return Selection([spec.name for spec in registry.resolve(wanted)], lacking, skipped, parameters)
 
 
