@@ -188,6 +188,7 @@ def test_check_errors_are_one_line_with_exit_codes(tmp_path, capsys):
     assert run(["check", a, a, "--backend", "nope"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and all(line.startswith("bnfold: error: ") for line in err)
+    assert a in err[0] and b in err[0]  # models that cannot take the same inputs: both files named
 
 
 def test_reference_backend_names_the_operator_it_cannot_run(tmp_path, capsys):

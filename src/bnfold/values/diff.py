@@ -237,14 +237,18 @@ def compare_all(names: list[str], expected: list[np.ndarray], actual: list[np.nd
 
 # ---- model against model ---------------------------------------------------------------------
 
-def _check_signatures(a: Graph, b: Graph) -> None:
-    if len(a.inputs) != len(b.inputs):
-        raise UsageError(f"models have {len(a.inputs)} and {len(b.inputs)} inputs")
-    if len(a.outputs) != len(b.outputs):
-        raise UsageError(f"models have {len(a.outputs)} and {len(b.outputs)} outputs")
+def _check_signatures(model_a: Model, model_b: Model) -> None:
+    """Refuse two models that cannot take the same inputs, naming both files (when read from one)."""
+    a, b = model_a.graphs[0], model_b.graphs[0]
+    name_a, name_b = (getattr(m.source, "path", None) or fallback for m, fallback in
+                      ((model_a, "model A"), (model_b, "model B")))
+    if len(a.inputs) != len(b.inputs) or len(a.outputs) != len(b.outputs):
+        raise UsageError(f"{name_a} has {len(a.inputs)} input(s) and {len(a.outputs)} output(s), "
+                         f"{name_b} {len(b.inputs)} and {len(b.outputs)}")
     for x, y in zip(a.inputs, b.inputs):
         if x.dtype != y.dtype or x.shape != y.shape:
-            raise UsageError(f"input {x.name!r} is {x.dtype}{list(x.shape)} in one model and {y.dtype}{list(y.shape)} in the other")
+            raise UsageError(f"input {x.name!r} is {x.dtype}{list(x.shape)} in {name_a} and "
+                             f"{y.dtype}{list(y.shape)} in {name_b}")
 
 
 SampleSink = Callable[[int, list[np.ndarray], list[np.ndarray]], None]
@@ -260,7 +264,7 @@ def check_models(model_a: Model, model_b: Model, *, samples: int = 1, seed: int 
     is generated, run, compared and handed to `on_sample(index, inputs, expected)` before the
     next one exists."""
     graph_a, graph_b = model_a.graphs[0], model_b.graphs[0]
-    _check_signatures(graph_a, graph_b)
+    _check_signatures(model_a, model_b)
     if inputs is None:
         inputs = iter_random_inputs(graph_a, samples, seed)
     run_both = Backends([model_a, model_b], backend, deadline=deadline)
