@@ -51,6 +51,13 @@ def test_passes_columns_line_up(capsys):
     assert len(lines) > 5 and len(summary_at) == 1
 
 
+def test_optimize_help_names_the_config_file_and_every_side_file_force_lets_replace(capsys):
+    assert run(["optimize", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "-C, --config ONE.cfg" in text
+    assert "--force Let --report/--node-data/--node-data-input replace" in text
+
+
 def test_run_names_every_file_it_wrote(tmp_path, capsys):
     out, given = tmp_path / "expected.h5", tmp_path / "in.h5"
     assert run(["run", FIXTURE, "--write-input", str(given), "--output", str(out)]) == 0

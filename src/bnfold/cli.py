@@ -87,10 +87,10 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
 @click.option("-O", "group", default=None, metavar="1",
               help="-O1: run the passes of ONE's O1 group that bnfold implements (the others are listed).")
 @_pass_flags
-@click.option("-C", "--config", "config_path", type=str, default=None,
+@click.option("-C", "--config", "config_path", type=str, default=None, metavar="ONE.cfg",
               help="one-cmds configuration file; reads its [one-optimize] section (and [onecc] include=O1).")
 @click.option("--strict", is_flag=True, help="Refuse (exit 2) ONE options bnfold does not implement, instead of warning.")
-@click.option("--force", is_flag=True, help="Let --report replace an existing model file (never this run's own).")
+@click.option("--force", is_flag=True, help="Let --report/--node-data/--node-data-input replace an existing model file (never this run's own).")
 @click.option("--report", "report_path", default=None, metavar="R.json",
               help="Write the report (passes, folds, refusals, operator counts, times) as JSON; '-' for stdout.")
 @click.option("--external-buffers", is_flag=True, help="Store weights after the flatbuffer (Buffer.offset/size layout).")
