@@ -265,6 +265,8 @@ def _checking(check, check_mode: str, rtol, atol) -> dict:
         check = _count(check, "check")
     if check_mode not in CHECK_MODES:
         raise UsageError(f"check_mode must be one of {', '.join(CHECK_MODES)}, not {check_mode!r}")
+    if check is None and (check_mode != "auto" or rtol is not None or atol is not None):
+        raise UsageError("--check-mode, --rtol and --atol go with --check N (check=N): without it nothing is checked")
     return {"check": check, "check_mode": check_mode, "rtol": _tolerance(rtol, "rtol"), "atol": _tolerance(atol, "atol")}
 
 

@@ -13,7 +13,7 @@ from bnfold import api
 from bnfold.values import diff
 from bnfold.values.h5io import read_h5, write_h5
 from bnfold.cli import run
-from bnfold.errors import CannotVerify
+from bnfold.errors import CannotVerify, UsageError
 from bnfold.io.reader import read_model
 from bnfold.io.writer import save_model
 
@@ -157,6 +157,16 @@ def test_optimize_check_passes_and_writes(tmp_path, capsys):
     out = tmp_path / "out.tflite"
     assert run(["optimize", str(DATA / "resnet_v2_mini.tflite"), str(out), "--check", "2"]) == 0
     assert "check: 2 sample(s)" in capsys.readouterr().out and out.exists()
+
+
+def test_check_options_without_check_are_refused_before_anything_is_written(tmp_path, capsys):
+    out = tmp_path / "out.tflite"
+    for extra in (["--check-mode", "local"], ["--rtol", "1e-3"], ["--atol", "1e-3"]):
+        assert run(["optimize", str(DATA / "resnet_v2_mini.tflite"), str(out), *extra]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "--check N" in err[0] and not out.exists()
+    with pytest.raises(UsageError, match="check=N"):
+        api.optimize(str(DATA / "resnet_v2_mini.tflite"), check_mode="local")
 
 
 def test_optimize_check_failure_writes_nothing(tmp_path, capsys, monkeypatch):
