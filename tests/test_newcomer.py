@@ -56,6 +56,10 @@ def test_optimize_help_names_the_config_file_and_every_side_file_force_lets_repl
     text = " ".join(capsys.readouterr().out.split())
     assert "-C, --config ONE.cfg" in text
     assert "--force Let --report/--node-data/--node-data-input replace" in text
+    for argv in (["check"], ["run"], ["recipe", "test"]):  # README's synopsis names: --samples N --seed S
+        assert run([*argv, "--help"]) == 0
+        text = " ".join(capsys.readouterr().out.split())
+        assert "--samples N " in text and "--seed S " in text and "INTEGER RANGE" not in text
 
 
 def test_run_names_every_file_it_wrote(tmp_path, capsys):

@@ -192,8 +192,8 @@ def _value_options(function):
         click.option("--backend", type=BACKEND, default="auto", show_default=True,
                      help="auto: LiteRT when it loads the model(s), else the reference interpreter."),
         click.option("--timeout", type=Seconds(), default=None, metavar="SECONDS", help="Give up (exit 4) after this long."),
-        click.option("--samples", type=SAMPLES, default=1, show_default=True, help="Random samples when no --input is given."),
-        click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the random inputs."),
+        click.option("--samples", type=SAMPLES, default=1, show_default=True, metavar="N", help="Random samples when no --input is given."),
+        click.option("--seed", type=SEED, default=0, show_default=True, metavar="S", help="Seed of the random inputs."),
     ]):
         function = option(function)
     return function
@@ -275,8 +275,8 @@ def recipe_build(recipe_path, output_path):
 @click.argument("recipes", nargs=-1, required=True, metavar="RECIPE_OR_DIR...")
 @click.option("--junit", "junit_path", default=None, metavar="report.xml", help="Also write the results as JUnit XML.")
 @click.option("--force", is_flag=True, help="Let --junit replace an existing model file.")
-@click.option("--samples", type=SAMPLES, default=2, show_default=True, help="Random samples per recipe.")
-@click.option("--seed", type=SEED, default=1, show_default=True,
+@click.option("--samples", type=SAMPLES, default=2, show_default=True, metavar="N", help="Random samples per recipe.")
+@click.option("--seed", type=SEED, default=1, show_default=True, metavar="S",
               help="Seed of the random inputs (1, the seed the project's recipe tests were measured with).")
 @click.option("--backend", type=BACKEND, default="auto", show_default=True,
               help="auto: LiteRT when it loads the model, else the reference interpreter.")
