@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+import bnfold
 from bnfold import one, selection
 from bnfold.cli import run
 from bnfold.io.reader import read_model
@@ -220,6 +221,8 @@ def test_selection_rules():
     assert alone.warnings() == ["warning: nchw_to_nhwc_input_shape has no effect without convert_nchw_to_nhwc; ignored"]
     ignored = selection.select(None, {"nchw_to_nhwc_input_shape": True}, default=True)  # the bare command line
     assert ignored.passes == registry.default_passes() and ignored.warnings() == alone.warnings()
+    report = bnfold.optimize(str(DATA / "resnet_v2_mini.tflite"), nchw_to_nhwc_input_shape=True).report
+    assert report["passes"] == registry.default_passes()  # the library's keywords read the same way
     both = selection.select("convert_nchw_to_nhwc,nchw_to_nhwc_output_shape", {}, default=True)
     assert both.names() == ["convert_nchw_to_nhwc", "nchw_to_nhwc_output_shape"] and both.warnings() == []
     assert set(registry.PARAMETERS) == {"nchw_to_nhwc_input_shape", "nchw_to_nhwc_output_shape"} <= one.PASS_OPTIONS

@@ -256,7 +256,7 @@ def _selection(passes, options: dict, strict: bool) -> Selection:
         if options:
             raise UsageError("give the passes as a Selection or as names and options, not both")
         return passes
-    return select(passes, options, default=not options, strict=strict)
+    return select(passes, options, default=True, strict=strict)  # select: any pass named replaces the default set
 
 
 def _checking(check, check_mode: str, rtol, atol) -> dict:
