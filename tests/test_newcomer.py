@@ -51,6 +51,22 @@ def test_passes_columns_line_up(capsys):
     assert len(lines) > 5 and len(summary_at) == 1
 
 
+def test_ctrl_c_while_the_program_loads_is_one_line_and_exit_130():
+    """SIGINT before the command line's modules are loaded (here: when click is imported)."""
+    interrupt_on_import = textwrap.dedent("""
+        import runpy, sys
+        class Interrupt:
+            def find_spec(self, name, path=None, target=None):
+                if name == "click":
+                    raise KeyboardInterrupt
+        sys.meta_path.insert(0, Interrupt())
+        sys.argv = ["bnfold", "passes"]
+        runpy.run_module("bnfold", run_name="__main__")
+    """)
+    done = subprocess.run([sys.executable, "-c", interrupt_on_import], capture_output=True, text=True, timeout=300)
+    assert (done.returncode, done.stderr, done.stdout) == (130, "bnfold: error: interrupted\n", "")
+
+
 def test_optimize_help_names_the_config_file_and_every_side_file_force_lets_replace(capsys):
     assert run(["optimize", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
