@@ -3,10 +3,13 @@
     python scripts/fuzz.py [--cases 10000] [--cli-cases 10000] [--recipe-cases 10000] [--seed 1]
                            [--memory-gb 6] [--show 20]
 
-Seeds are every fixture in tests/data plus every recipe in recipes/ (built to a temp directory).
+Seeds are every fixture in tests/data and tests/data/zoo (models real exporters wrote: the TFLite
+converter, TICO, litert-torch, onnx2tf) plus every recipe in recipes/ and tests/data/recipes/ (the
+shipped-looking models: CUSTOM options, sparsity, float16 behind DEQUANTIZE, several subgraphs,
+signatures, metadata; built to a temp directory, the latter in both formats).
 `--cli-cases` more cases mutate the command line instead of the file (hostile paths in every
 slot, odd option values, mutated recipes; tests/fuzzing.py: fuzz_commands), and `--recipe-cases`
-run `recipe build` on mutated copies of every recipe in recipes/ (fuzz_recipes). Prints one summary
+run `recipe build` on mutated copies of every recipe in recipes/ and tests/data/recipes/ (fuzz_recipes). Prints one summary
 line per outcome and per error kind (the message with paths, numbers and
 names stripped), then the failures. Exit status 1 if any case failed (internal error, exception
 escaping the CLI, hang, leftover file, unreadable output). The address-space limit turns a
@@ -33,12 +36,17 @@ def _seeds(tmp: Path):
     from bnfold.errors import BnfoldError
     from conftest import build_recipe
 
-    paths = sorted((ROOT / "tests" / "data").glob("*.tflite")) + sorted((ROOT / "tests" / "data").glob("*.circle"))
+    from conftest import TEST_RECIPES
+
+    data, zoo = ROOT / "tests" / "data", ROOT / "tests" / "data" / "zoo"  # zoo: real exporters' output
+    paths = [p for d in (data, zoo) for p in sorted(d.glob("*.tflite")) + sorted(d.glob("*.circle"))]
     for recipe in sorted((ROOT / "recipes").glob("*.toml")):
         try:
             paths.append(build_recipe(recipe.stem, tmp))
         except BnfoldError:
             pass  # a recipe for the other format, or one the chef refuses: not a seed
+    for recipe in sorted(TEST_RECIPES.glob("*.toml")):  # shipped-looking models, in both formats
+        paths += [build_recipe(recipe.stem, tmp, ext, directory=TEST_RECIPES) for ext in (".tflite", ".circle")]
     return [load_seed(p) for p in paths]
 
 
@@ -86,7 +94,10 @@ def _recipe_cases(args) -> bool:
         return True
     started = time.perf_counter()
     outcomes, failures = collections.Counter(), []
-    for i, name, outcome in fuzz_recipes(sorted((ROOT / "recipes").glob("*.toml")), args.recipe_cases, seed=args.seed):
+    from conftest import TEST_RECIPES
+
+    recipes = sorted((ROOT / "recipes").glob("*.toml")) + sorted(TEST_RECIPES.glob("*.toml"))
+    for i, name, outcome in fuzz_recipes(recipes, args.recipe_cases, seed=args.seed):
         outcomes[outcome.kind] += 1
         if outcome.failed:
             failures.append((i, name, outcome))

@@ -14,6 +14,7 @@ from bnfold.recipe.chef import build, load_recipe, recipe_format
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
 RECIPES = ROOT / "recipes"
+TEST_RECIPES = DATA / "recipes"  # test inputs built by the chef that no backend runs whole, or only LiteRT does
 FIXTURES = sorted(p.name for p in DATA.glob("*.tflite")) + sorted(p.name for p in DATA.glob("*.circle"))
 
 
@@ -73,8 +74,10 @@ def run_litert(path, inputs) -> list[np.ndarray]:
     return litert.run(read_model(str(path)), inputs)
 
 
-def build_recipe(name: str, tmp_path: Path, ext: str | None = None) -> Path:
-    recipe = load_recipe(RECIPES / f"{name}.toml")
+def build_recipe(name: str, tmp_path: Path, ext: str | None = None, directory: Path = RECIPES) -> Path:
+    """Build recipe `name` of `directory` (recipes/, or TEST_RECIPES: models that are test inputs,
+    outside the value suite) into `tmp_path`."""
+    recipe = load_recipe(directory / f"{name}.toml")
     fmt = recipe_format(recipe)
     out = tmp_path / f"{name}{ext or fmt.extension}"
     from bnfold.io.formats import format_from_extension

@@ -5,7 +5,8 @@ A case mutates one seed file, then runs `bnfold optimize` and `bnfold inspect` o
 through `bnfold.cli.run`. The contract it checks is the CLI's: exit 0, 1 or 2 with at most one
 line on stderr (exit 3 is an internal error, i.e. a bnfold bug; anything escaping `run` is worse),
 no case slower than the time bound, nothing left in the output directory when the exit is
-non-zero, and, when optimize succeeds, an output that bnfold itself can read back.
+non-zero, the input file unchanged, and, when optimize succeeds, an output that bnfold itself can
+read back.
 
 Mutations aim where they hurt: besides blind bit flips, truncation and splices, offsets, lengths
 and indices are overwritten at positions inside the structure part of the file (before the first
@@ -250,6 +251,8 @@ def run_case(data: bytes, ext: str, workdir: Path) -> Outcome:
             if code is None:
                 return Outcome("hang", " ".join(argv[:1]), time.perf_counter() - started)
             bad = _violation(argv[0], code, stderr, out, out_dir)
+            if bad is None and src.read_bytes() != data:
+                bad = "input-changed", f"{src.name} differs after exit {code}"
             if bad:
                 return Outcome(bad[0], f"{argv[0]}: {bad[1]}", time.perf_counter() - started)
             results.append((code, stderr))
@@ -313,7 +316,10 @@ def fuzz(seeds: list[Seed], cases: int, seed: int = 0, workdir: Path | None = No
 # directory, FIFO, device, symlinks, the run's own models, a model as a side file, names too long
 # for the file system) and options drawn from valid and invalid values. Beyond the contract above,
 # the models in the work directory must be unchanged unless the command named them as its OUT,
-# or said --in-place or --force, and no temporary file may be left anywhere.
+# or said --in-place or --force, no temporary file may be left anywhere, and a command that fails
+# leaves no new file (no partial output: a model without its report, some h5 files of a run);
+# only a verdict of exit 1 keeps what it was asked to write (`check`'s h5 files, `recipe test`'s
+# JUnit report of the failures).
 
 OPTION_VALUES = {
     "--passes": ["", "fuse_batchnorm_with_conv", ",,", "nope", "fuse_batchnorm_with_conv,fuse_batchnorm_with_conv",
@@ -438,6 +444,7 @@ def command_case(rng: random.Random, ws: Workspace) -> list[str]:
 
 def run_command_case(argv: list[str], ws: Workspace) -> Outcome:
     before = {p: p.read_bytes() for p in ws.models}
+    existing = set(ws.root.rglob("*"))
     started = time.perf_counter()
     try:
         code, _, stderr = run_cli(argv)
@@ -458,6 +465,10 @@ def run_command_case(argv: list[str], ws: Workspace) -> Outcome:
     temps = [str(p) for p in ws.root.rglob(".bnfold-*.tmp")]
     if temps:
         return Outcome("leftover", f"{argv}: {temps}", seconds)
+    new = sorted(p.name for p in set(ws.root.rglob("*")) - existing)
+    verdict = code == 1 and (argv[0] == "check" or argv[:2] == ["recipe", "test"])
+    if code != 0 and new and not verdict:
+        return Outcome("partial", f"{argv}: {new} after exit {code}", seconds)
     asked = "--in-place" in argv or "--force" in argv
     out = argv[2] if argv[0] in ("optimize", "convert") and argv[1] not in ("--config", "-i") and argv[2] != "--in-place" else None
     if argv[:2] == ["recipe", "build"]:

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import DATA, FIXTURES, RECIPES, build_recipe
+from conftest import DATA, FIXTURES, RECIPES, TEST_RECIPES, build_recipe
 from fuzzing import fuzz, load_seed
 
 CASES = 1000
@@ -24,13 +24,15 @@ def seeds(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("fuzz-seeds")
     paths = [DATA / name for name in FIXTURES]
     paths += [build_recipe(name, tmp) for name in SEED_RECIPES if (RECIPES / f"{name}.toml").exists()]
+    # what shipped models carry: CUSTOM options, sparsity, float16 behind DEQUANTIZE, subgraphs, signature, metadata
+    paths += [build_recipe("Shipped_000", tmp, ext, directory=TEST_RECIPES) for ext in (".tflite", ".circle")]
     return [load_seed(p) for p in paths]
 
 
 def test_seeds_cover_fixtures_and_recipes(seeds):
     names = {s.name for s in seeds}
     assert set(FIXTURES) <= names
-    assert {"Foundation_While_000.tflite", "Quant_Conv_BN_Relu_000.tflite"} <= names
+    assert {"Foundation_While_000.tflite", "Quant_Conv_BN_Relu_000.tflite", "Shipped_000.tflite", "Shipped_000.circle"} <= names
     assert all(s.index_positions for s in seeds)
 
 
@@ -93,7 +95,8 @@ def test_mutated_recipes_build_or_fail_in_one_line(tmp_path):
     started = time.perf_counter()
     outcomes = collections.Counter()
     failures = []
-    for i, name, outcome in fuzz_recipes(sorted(RECIPES.glob("*.toml")), RECIPE_CASES, seed=SEED, workdir=tmp_path):
+    recipes = sorted(RECIPES.glob("*.toml")) + sorted(TEST_RECIPES.glob("*.toml"))
+    for i, name, outcome in fuzz_recipes(recipes, RECIPE_CASES, seed=SEED, workdir=tmp_path):
         outcomes[outcome.kind] += 1
         if outcome.failed:
             failures.append(f"case {i} ({name}): {outcome.kind}: {outcome.detail}")

@@ -11,7 +11,7 @@ from bnfold.io.writer import BUFFER_LOCATION, OUTSIDE, save_model
 from bnfold.io.formats import CIRCLE, TFLITE
 from bnfold.errors import ModelError
 
-from conftest import (DATA, FIXTURES, build_recipe, fixture_input, has_offset_buffers, object_tree, run_litert, tree_diff,
+from conftest import (DATA, FIXTURES, TEST_RECIPES, build_recipe, fixture_input, has_offset_buffers, object_tree, run_litert, tree_diff,
                       unpacked)
 
 OFFSET_FIXTURE = "conv_buffer_offset.tflite"
@@ -105,6 +105,51 @@ def test_multi_subgraph_signatures_and_metadata_round_trip(tmp_path):
     x = np.array([[1.0, -2.0, 3.0, 0.5, -0.25]], dtype=np.float32)
     (y,) = run_litert(first, [x])
     np.testing.assert_array_equal(y, x * np.array([1.5, -2.0, 0.5, 3.0, -1.0], dtype=np.float32) ** 3)
+
+
+@pytest.mark.parametrize("ext", [".tflite", ".circle"])
+def test_shipped_looking_model_keeps_custom_options_and_sparsity_through_a_fold(ext, tmp_path):
+    """The chef's custom_options (a flexbuffer map) and sparsity, written and read back, and kept
+    when a pass rewrites the model around them (the fuzzing seed tests/data/recipes/Shipped_000)."""
+    from flatbuffers import flexbuffers
+
+    from bnfold import api
+
+    src = build_recipe("Shipped_000", tmp_path, ext, directory=TEST_RECIPES)
+    model = read_model(str(src))
+    assert api.apply_passes(model).folds and model.changed
+    out = tmp_path / f"out{ext}"
+    save_model(model, str(out), model.format)
+    back = read_model(str(out))
+    assert [g.name for g in back.graphs] == ["main", "cond", "body"] and len(back.metadata) == 2
+    (custom,) = [op for op in back.graphs[0].ops if op.kind == "CUSTOM"]
+    assert flexbuffers.Loads(bytes(custom.record.customOptions)) == {
+        "filter_height": 2, "filter_width": 2, "include_batch_in_index": False, "padding": "SAME",
+        "stride_height": 2, "stride_width": 2}
+    (sparse,) = [t for t in back.graphs[0].tensors if t.name == "sparse_weights"]
+    csr = sparse.record.sparsity.dimMetadata[1]
+    assert sparse.shape == (8, 64) and sparse.buffer.nbytes == 16 * 4
+    assert list(csr.arraySegments.values) == list(range(0, 17, 2)) and len(csr.arrayIndices.values) == 16
+
+
+@pytest.mark.parametrize("old, new, words", [
+    ("dense_size = 8", "dense_size = 1000000000000", "sparsity does not fit its schema"),
+    ("traversal_order = [0, 1]", "traversal_order = [0, 1000000000000]", "sparsity does not fit its schema"),
+    ("array_indices = [0, 29,", "array_indices = [0, 29, " + "0, " * 600, "more than its shape"),  # 616 values for 512 elements
+])
+def test_sparsity_a_schema_cannot_hold_is_one_line(old, new, words, tmp_path, capsys):
+    """Values beyond int32, or more stored values than the dense shape holds, found by
+    scripts/fuzz.py (an internal error before): exit 2, one line."""
+    from bnfold import cli
+
+    text = (TEST_RECIPES / "Shipped_000.toml").read_text()
+    assert old in text
+    recipe = tmp_path / "r.toml"
+    recipe.write_text(text.replace(old, new, 1))
+    code = cli.run(["recipe", "build", str(recipe), str(tmp_path / "o.tflite")])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and words in lines[0], lines
+    assert not (tmp_path / "o.tflite").exists()
 
 
 def test_circle_only_operator_round_trips_as_circle_and_is_refused_as_tflite(tmp_path):

@@ -46,8 +46,9 @@ from .batch import optimize_many  # the batch form of optimize_file (batch.py)
 from .values import BACKENDS, CHECK_MODES, CRITERION, DEFAULT_ATOL, DEFAULT_RTOL
 from .errors import ModelError, UsageError
 from .io.formats import Format, format_from_extension
+from .io.atomic import write_text, written_together
 from .io.paths import open_input, refuse_input_overwrite, refuse_numbered_clobber, refuse_run_files, \
-    refuse_side_file_clobber
+    refuse_side_file_clobber, refuse_unwritable
 from .io.reader import read_model
 from .io.writer import WriteInfo, save_model, serialize
 from .ir.model import Model
@@ -206,10 +207,11 @@ def optimize_file(input_path: str | os.PathLike, output_path: str | os.PathLike 
 
     Every refusal comes before any work: the output may be the input only with `in_place` (then
     `output_path` may be omitted), must not be one of `run_files` (e.g. the cfg) and must be
-    writable; `report` (a JSON path, written after the model) must not be a file of this run nor,
-    without `force`, an existing model; so must `node_data` and `node_data_input` (Model Explorer
-    node data of the output and of the input, written last; they need the [explorer] extra). A model
-    no pass changed is copied byte for byte (or, in place, left untouched). A failed check writes nothing.
+    writable; `report` (a JSON path) must not be a file of this run nor, without `force`, an
+    existing model; so must `node_data` and `node_data_input` (Model Explorer node data of the
+    output and of the input; they need the [explorer] extra). The model and these files appear
+    together or not at all. A model no pass changed is copied byte for byte (or, in place, left
+    untouched). A failed check writes nothing.
     `progress(step)` is called as each step begins: "reading", "passes", "check", "writing".
     """
     input_path = os.fspath(input_path)
@@ -239,15 +241,14 @@ def optimize_file(input_path: str | os.PathLike, output_path: str | os.PathLike 
     result = _optimize_path(input_path, chosen, progress=progress, **checking)
     original = load(input_path) if node_data_input else None  # before an in-place write replaces it
     progress("writing")
-    result.save(output_path, fmt=fmt, external=external_buffers, keep_unchanged=True)
-    from .io.atomic import write_text
-
-    if report:  # after the model, so a failed write leaves neither behind
-        write_text(report, result.to_json(), UsageError)
-    if node_data:
-        write_text(node_data, result.node_data().to_json_string(indent=2), UsageError)
-    if node_data_input:
-        write_text(node_data_input, result.input_node_data(original).to_json_string(indent=2), UsageError)
+    with written_together():
+        result.save(output_path, fmt=fmt, external=external_buffers, keep_unchanged=True)
+        if report:
+            write_text(report, result.to_json(), UsageError)
+        if node_data:
+            write_text(node_data, result.node_data().to_json_string(indent=2), UsageError)
+        if node_data_input:
+            write_text(node_data_input, result.input_node_data(original).to_json_string(indent=2), UsageError)
     return result
 
 
@@ -360,17 +361,9 @@ def measure_lossy(reference: Model | str, optimized: Model, report: Report, *, s
 
 
 def check_output_path(path: str, *, model: bool = True) -> None:
-    """Refuse, before any work, an output path that cannot be written: a directory, a missing
-    directory, or one the user may not write in. (`model`: the path must then be a model file.)"""
-    what = "a model file" if model else "a file"
-    if os.path.isdir(path):
-        raise UsageError(f"is a directory; give the path of {what} to write", path)
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        missing = "does not exist" if not os.path.exists(directory) else "is not a directory"
-        raise UsageError(f"output directory {directory} {missing}", path)
-    if not os.access(directory, os.W_OK | os.X_OK):
-        raise UsageError(f"cannot write in {directory}: permission denied", path)
+    """Refuse, before any work, an output path that cannot be written (io/paths.py:
+    refuse_unwritable). (`model`: the path must then be a model file.)"""
+    refuse_unwritable(path, UsageError, what="a model file" if model else "a file")
 
 
 # ---- convert, inspect ------------------------------------------------------------------------
@@ -381,6 +374,7 @@ def convert(input_path: str | os.PathLike, output_path: str | os.PathLike, *, ex
     or .circle); an unchanged model in its own format and layout is copied byte for byte."""
     input_path, output_path = os.fspath(input_path), os.fspath(output_path)
     refuse_input_overwrite(input_path, output_path, in_place)
+    check_output_path(output_path)
     fmt = format_from_extension(output_path)
     return save(load(input_path), output_path, fmt=fmt, external=external_buffers, keep_unchanged=True)
 
@@ -453,18 +447,20 @@ def check(model: str | os.PathLike, other: str | os.PathLike | None = None, *, i
     samples, seed, backend = _count(samples, "samples"), _seed(seed), _backend(backend)
     tolerance = diff.Tolerance(_tolerance(rtol, "rtol"), _tolerance(atol, "atol"))
     deadline = Deadline(timeout)
+    count = sample_files.count_files(inputs) if inputs else samples
+    if not expected:  # before any work
+        refuse_numbered_clobber({"--write-input": write_input, "--write-expected": write_expected}, count,
+                                [os.fspath(model), os.fspath(other), *inputs], force)
     a = load(model)
     graph = a.graphs[0]
     given = sample_files.input_samples(graph.inputs, inputs, cast=cast) if inputs else None
     if expected:
         return diff.compare_to_expected(a, given, sample_files.expected_samples(expected), tolerance=tolerance,
                                         backend=backend, deadline=deadline)
-    count = sample_files.count_files(inputs) if inputs else samples
-    refuse_numbered_clobber({"--write-input": write_input, "--write-expected": write_expected}, count,
-                           [os.fspath(model), os.fspath(other), *inputs], force)
     sink = sample_files.sample_sink(graph, count, write_input, write_expected)
-    return diff.check_models(a, load(other), samples=samples, seed=seed, inputs=given, tolerance=tolerance,
-                             backend=backend, on_sample=sink, deadline=deadline)
+    with written_together():  # every h5 file of the run, or none
+        return diff.check_models(a, load(other), samples=samples, seed=seed, inputs=given, tolerance=tolerance,
+                                 backend=backend, on_sample=sink, deadline=deadline)
 
 
 @dataclass
@@ -481,7 +477,8 @@ def run(model: str | os.PathLike, output: str, *, inputs: Iterable[str] = (), sa
         cast: bool = False) -> Ran:
     """`bnfold run`: run `model` on the h5 files `inputs` (or `samples` random inputs from
     `seed`, also written to `write_input` if given) and write its outputs to `output` in ONE's
-    h5 layout (out.N.h5 per sample when there are several), each sample as it is computed."""
+    h5 layout (out.N.h5 per sample when there are several), each sample as it is computed (all
+    renamed into place together at the end)."""
     from .values import samples as sample_files
     from .values.backend import Backends
     from .values.deadline import Deadline
@@ -493,20 +490,21 @@ def run(model: str | os.PathLike, output: str, *, inputs: Iterable[str] = (), sa
     if inputs and write_input:
         raise UsageError("--write-input writes random inputs; with --input they are already in files")
     samples, seed, backend = _count(samples, "samples"), _seed(seed), _backend(backend)
+    count = sample_files.count_files(inputs) if inputs else samples
+    refuse_numbered_clobber({"--output": output, "--write-input": write_input}, count, [model, *inputs], force)
     loaded = load(model)
     graph = loaded.graphs[0]
     deadline = Deadline(timeout)
     if inputs:
-        count = sample_files.count_files(inputs)
         given = sample_files.input_samples(graph.inputs, inputs, cast=cast)
     else:
-        count, given = samples, iter_random_inputs(graph, samples, seed)
-    refuse_numbered_clobber({"--output": output, "--write-input": write_input}, count, [model, *inputs], force)
+        given = iter_random_inputs(graph, samples, seed)
     write = sample_files.sample_sink(graph, count, write_input, output)
     runner = Backends([loaded], backend, deadline=deadline)
-    for index, sample in enumerate(given):
-        deadline.check()
-        write(index, sample, runner(sample)[0])
+    with written_together():  # every h5 file of the run, or none
+        for index, sample in enumerate(given):
+            deadline.check()
+            write(index, sample, runner(sample)[0])
     names = [sample_files.sample_path(output, i, count) for i in range(count)]
     written_inputs = [sample_files.sample_path(write_input, i, count) for i in range(count)] if write_input else []
     return Ran(names, written_inputs, runner.description)
@@ -538,6 +536,7 @@ def build_recipe(recipe_path: str | os.PathLike, output_path: str | os.PathLike)
 
     recipe_path, output_path = os.fspath(recipe_path), os.fspath(output_path)
     refuse_run_files(output_path, "OUT", [recipe_path])
+    check_output_path(output_path)
     return build_file(recipe_path, output_path)
 
 
@@ -549,7 +548,6 @@ def test_recipes(recipes: Iterable[str], *, samples: int = 2, seed: int = 1, bac
     import tempfile
     from pathlib import Path
 
-    from .io.atomic import write_text
     from .recipe import ci
 
     samples, seed, backend = _count(samples, "samples"), _seed(seed), _backend(backend)

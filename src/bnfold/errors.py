@@ -50,6 +50,13 @@ class RunFailed(CannotVerify):
     next backend; when none runs the model, it could not verify (exit 4): never a difference."""
 
 
+class WriteFailed(BnfoldError):
+    """An output could not be written: no space left, a file-size limit (EFBIG), a disk error.
+    Nothing was written (io/atomic.py removed the temporary file) and the input is intact."""
+
+    exit_code = 5
+
+
 class Interrupted(BaseException):
     """A termination signal arrived while a file was being written (raised by io.atomic so the
     temporary file is removed). A BaseException, like KeyboardInterrupt: no handler of errors

@@ -30,6 +30,9 @@ def optimize_summary(result, input_path: str) -> Iterator[str]:
         checked, worst = result.check, result.check.worst
         yield (f"check: {checked.samples} sample(s) on {checked.backend}, {checked.scope} within {checked.tolerance} "
                f"(scaled err {worst.scaled:.3e}, max abs err {worst.max_abs:.3e})")
+        weak = weak_check_line(report["check"])
+        if weak:
+            yield weak
     yield written(result.written, input_path)
 
 
@@ -43,6 +46,23 @@ def interface_changes(interface: dict | None) -> Iterator[str]:
             yield f"{by}: {side} {t['name']} is now NHWC {t['shape']} (was {t['was']})"
     for t in interface["kept"]:
         yield f"{by}: {t['side']} {t['name']} {t['shape']} left as it was: {t['reason']}"
+
+
+def weak_check_line(note: dict) -> str | None:
+    """What the summary of `optimize --check` adds about outputs that barely varied (from the
+    report's check entry), or None."""
+    weak = [o for o in note.get("outputs", []) if o.get("strength", {}).get("level", "full") != "full"]
+    if not weak:
+        return None
+    listed = "; ".join(f"{o['name']!r} {o['strength']['level']}: {o['strength']['why']}" for o in weak)
+    entry = note.get("weak_outputs")
+    if entry is None:
+        after = "the rewrites under them were not checked one by one (--check-mode auto does)"
+    elif entry["checked"]:
+        after = f"the {len(entry['rewrites'])} rewrite(s) under them checked one by one, all within tolerance"
+    else:
+        after = f"the rewrites under them could not be checked one by one: {entry['why']}"
+    return f"check: weak for {listed}; {after}"
 
 
 def operator_counts(before: dict, after: dict) -> Iterator[str]:

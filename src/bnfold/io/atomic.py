@@ -1,33 +1,56 @@
-"""Every file bnfold writes (model, report, h5) is written here, the same way.
+"""Every file bnfold writes (model, report, h5, JUnit) is written here, the same way.
 
     .bnfold-PID-N.tmp  --rename-->  target
 
 The bytes go to a new temporary file in the target's directory, which is renamed onto the
 target only once it is complete, so a reader of the target sees the old file or the new one,
 never a partial one. The target is the end of the symlink chain when the path is a symlink (the
-link stays, the file it names is replaced), as a shell's `>` would do.
+link stays, the file it names is replaced), as a shell's `>` would do. Runs writing the same
+target at once each rename a complete file of their own: the last rename wins.
 
-A replaced file keeps its permission bits. The temporary file is removed whatever stops the write: an exception, Ctrl-C, or SIGTERM (turned
-into `Interrupted` while a write is under way, so the process exits 128+15 after cleaning up).
-Only SIGKILL can leave one behind; the next run that writes into the same directory removes
-the temporary files whose process is gone.
+Files written inside `written_together()` (a model and its report, every h5 file of a run) are
+renamed only when the whole block completes, so a failure part way leaves none of them. The first
+temporary file a group makes in a directory is that directory's anchor (it stays open, locked);
+the group's other files there are its members, `.bnfold-PID-N.M.tmp`, closed once written (a run
+of 100,000 samples holds one descriptor per directory, not 100,000).
+
+A replaced file keeps its permission bits; a read-only one is not replaced (io/paths.py). When a
+write fails (no space left, the file-size limit, a disk error) the temporary file is removed and
+`WriteFailed` (exit 5) names the file and the reason. SIGXFSZ, which the file-size limit sends
+and which kills a process that does not ignore it, is ignored while a temporary file exists, so
+the write fails with EFBIG instead. Ctrl-C or SIGTERM/SIGHUP (turned into `Interrupted`) remove
+the temporary file too; the process exits 128+N after cleaning up.
+
+Only SIGKILL (or a crash) can leave a temporary file behind. Its writer holds an exclusive flock
+on it (on its anchor, for a member) for as long as it exists, and the kernel releases that lock
+when the process dies, however it dies: a run that writes into a directory removes the temporary
+files nobody holds. A live run's file is never removed, whatever its PID means here (another PID
+namespace or host sharing the directory, a PID reused since).
 """
 
 from __future__ import annotations
 
-import errno
+import contextvars
 import os
 import re
 import signal
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
-from ..errors import Interrupted, ModelError
-from .paths import special_kind
+from ..errors import Interrupted, ModelError, WriteFailed
+from .paths import refuse_unwritable
 
-TEMP_NAME = re.compile(r"\.bnfold-(\d+)-\d+\.tmp")
+try:
+    import fcntl
+except ImportError:  # no flock here: nothing can tell a live file from a stale one, so none is removed
+    fcntl = None
+
+TEMP_NAME = re.compile(r"(\.bnfold-\d+-\d+)(\.\d+)?\.tmp")  # an anchor or lone file; a member (.M)
 CAUGHT_SIGNALS = tuple(s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s is not None)
+NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+IGNORED_SIGNALS = tuple(s for s in (getattr(signal, "SIGXFSZ", None),) if s is not None)
 
 
 class Finished:
@@ -51,49 +74,133 @@ def target_of(path: str) -> str:
     return os.path.realpath(path) if os.path.islink(path) else path
 
 
+@dataclass
+class _Pending:
+    """A temporary file and its target. `fd` holds the lock (None for a group's member, which its
+    directory's anchor holds for it)."""
+
+    fd: int | None
+    tmp: str
+    target: str
+    path: str
+
+    def commit(self) -> None:
+        try:
+            os.replace(self.tmp, self.target)
+        except OSError as e:
+            self.discard()
+            raise WriteFailed(f"cannot write: {reason(e)}", self.path) from None
+        except BaseException:  # an interrupt at the rename: it may have happened
+            if not os.path.lexists(self.tmp):
+                Finished.note(self.path)
+            self.discard()
+            raise
+        Finished.note(self.path)
+        self._release()
+
+    def discard(self) -> None:
+        _unlink_quietly(self.tmp)  # unlinked while still locked, so no cleaner can mistake it
+        self._release()
+
+    def _release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+
+
+@dataclass
+class _Group:
+    """The files of one written_together block: members before anchors, so an anchor's lock
+    outlives every member it vouches for."""
+
+    members: list[_Pending]
+    anchors: dict[str, _Pending]  # directory -> its anchor
+
+    def in_order(self) -> list[_Pending]:
+        return self.members + list(self.anchors.values())
+
+
+_group: contextvars.ContextVar[_Group | None] = contextvars.ContextVar("bnfold_written_together", default=None)
+
+
 @contextmanager
-def atomic_path(path: str, error=ModelError) -> Iterator[str]:
-    """A new, empty temporary file beside `path`'s target, renamed onto the target when the
-    block completes and removed when it does not (for writers that want a path, like h5py).
-    OSErrors become `error(message, path)`."""
-    with _temporary(path, error) as (fd, tmp):
-        os.close(fd)
-        yield tmp
+def written_together() -> Iterator[None]:
+    """The files written in the block appear together when it completes; if it fails, none
+    does (each temporary file is removed). Nested blocks belong to the outermost."""
+    if _group.get() is not None:
+        yield
+        return
+    group = _Group([], {})
+    token = _group.set(group)
+    try:
+        with signals_interrupt():
+            try:
+                yield
+            except BaseException:
+                for p in group.in_order():
+                    p.discard()
+                raise
+            pending = group.in_order()
+            for i, p in enumerate(pending):
+                try:
+                    p.commit()
+                except WriteFailed:
+                    for rest in pending[i + 1:]:
+                        rest.discard()
+                    raise
+    finally:
+        _group.reset(token)
 
 
 @contextmanager
 def atomic_file(path: str, mode: str = "wb", error=ModelError, **open_args):
-    """`atomic_path`, opened: yields the temporary file's file object."""
-    with _temporary(path, error) as (fd, tmp), os.fdopen(fd, mode, **open_args) as f:
+    """A new temporary file beside `path`'s target, opened (its file object is yielded), renamed
+    onto the target when the block completes and removed when it does not. A target that may not
+    be written raises `error(message, path)` (io/paths.py: refuse_unwritable); a failed write
+    WriteFailed."""
+    with _temporary(path, error) as (fd, tmp), os.fdopen(os.dup(fd), mode, **open_args) as f:
         yield f
 
 
 @contextmanager
 def _temporary(path: str, error):
     target = target_of(path)
+    refuse_unwritable(path, error)
     directory = os.path.dirname(os.path.abspath(target))
-    if not os.path.isdir(directory):
-        raise error("output directory does not exist", path)
-    kind = special_kind(target)
-    if kind is not None:  # renaming over a device node or into a directory is never what was meant
-        raise error(f"is {kind}; only a regular file can be replaced", path)
-    remove_stale_temps(directory)
+    group = _group.get()
+    anchor = group.anchors.get(directory) if group else None
+    if anchor is None:  # a group's later files in a directory: cleaned already
+        remove_stale_temps(directory)
     with signals_interrupt():
         try:
-            fd, tmp = _create_temp(directory)
+            fd, tmp = _create_temp(directory) if anchor is None else _create_member(anchor.tmp, len(group.members))
         except OSError as e:
-            raise error(f"cannot create a file in {directory}: {e.strerror or e}", path) from None
+            raise WriteFailed(f"cannot create a file in {directory}: {reason(e)}", path) from None
+        pending = _Pending(fd, tmp, target, path)
         try:
             _keep_mode(target, fd)
             yield fd, tmp
-            os.replace(tmp, target)
         except BaseException as e:
-            if not _unlink_quietly(tmp) and not os.path.lexists(tmp):  # renamed: an interrupt came just after
-                Finished.note(path)
+            pending.discard()
             if isinstance(e, OSError):
-                raise error(f"cannot write: {e.strerror or e}", path) from None
+                raise WriteFailed(f"cannot write: {reason(e)}", path) from None
             raise
-        Finished.note(path)
+        if group is None:
+            pending.commit()
+        elif anchor is None:
+            group.anchors[directory] = pending
+        else:
+            os.close(fd)
+            pending.fd = None
+            group.members.append(pending)
+
+
+def reason(error: OSError) -> str:
+    """What went wrong, in one line: the system's words for the errno when there is one (h5py's
+    OSErrors carry a multi-line HDF5 trace as their text)."""
+    if error.errno:
+        return os.strerror(error.errno)
+    text = str(error.strerror or error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def write_text(path: str, text: str, error=ModelError) -> None:
@@ -102,45 +209,81 @@ def write_text(path: str, text: str, error=ModelError) -> None:
 
 
 def remove_stale_temps(directory: str) -> list[str]:
-    """Remove the temporary files in `directory` left by bnfold processes that no longer exist
-    (killed with SIGKILL mid-write); returns their names. Another live run's files are kept."""
+    """Remove the temporary files in `directory` that no process holds (left by a run killed
+    mid-write); returns their names. A file another run is still writing is kept."""
     removed = []
     try:
-        names = os.listdir(directory)
+        names = os.listdir(directory) if fcntl else []
     except OSError:
         return removed
     for name in names:
         match = TEMP_NAME.fullmatch(name)
-        if match and not _process_exists(int(match.group(1))):
-            if _unlink_quietly(os.path.join(directory, name)):
-                removed.append(name)
+        if match is None:
+            continue
+        path = os.path.join(directory, name)
+        anchor = os.path.join(directory, match.group(1) + ".tmp") if match.group(2) else None
+        if _remove_if_unheld(path, anchor):
+            removed.append(name)
     return removed
 
 
-def _process_exists(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
+def _remove_if_unheld(path: str, anchor: str | None = None) -> bool:
+    """Unlink `path` if no process holds its lock (a member: its anchor's, and a member whose
+    anchor is gone is stale); the lock is held while unlinking, so the writer's check in
+    _create_temp sees the file gone if it lost the race."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        fd = os.open(anchor or path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return anchor is not None and _unlink_quietly(path)
+    except OSError:
         return False
-    except (PermissionError, OverflowError, ValueError):
-        return True  # someone else's process (or a name we cannot judge): leave its file alone
-    return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return _names(anchor or path, fd) and _unlink_quietly(path)
+    except OSError:  # held: a live run's file
+        return False
+    finally:
+        os.close(fd)
+
+
+def _names(path: str, fd: int) -> bool:
+    """Whether `path` is still the file open as `fd`."""
+    try:
+        a, b = os.stat(path, follow_symlinks=False), os.fstat(fd)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 def _create_temp(directory: str) -> tuple[int, str]:
     """A new file in `directory`, created exclusively with mode 0o666 less the umask (what a plain
-    open() gives the final file). Not tempfile.mkstemp: importing tempfile costs ~5 ms of every
-    run, and mkstemp's 0o600 would need a chmod after."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    open() gives the final file) and locked. Not tempfile.mkstemp: importing tempfile costs ~5 ms
+    of every run, and mkstemp's 0o600 would need a chmod after."""
     for attempt in range(1000):
         tmp = os.path.join(directory, f".bnfold-{os.getpid()}-{attempt}.tmp")
         try:
-            return os.open(tmp, flags, 0o666), tmp
+            fd = os.open(tmp, NEW_FILE, 0o666)
         except FileExistsError:
             continue
-    raise FileExistsError(errno.EEXIST, "no free temporary name", directory)
+        if fcntl is None:
+            return fd, tmp
+        fcntl.flock(fd, fcntl.LOCK_EX)  # waits only while a cleaner examines it
+        if _names(tmp, fd):
+            return fd, tmp
+        os.close(fd)  # a cleaner took it between its creation and the lock: another name
+    raise FileExistsError(17, "no free temporary name", directory)
+
+
+def _create_member(anchor: str, start: int) -> tuple[int, str]:
+    """A new file named after its group's anchor (`anchor` less .tmp, then .M.tmp), not locked:
+    the anchor's lock covers it."""
+    for number in range(start, start + 1000):
+        tmp = f"{anchor[:-len('.tmp')]}.{number}.tmp"
+        try:
+            return os.open(tmp, NEW_FILE, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(17, "no free temporary name", os.path.dirname(anchor))
 
 
 def _keep_mode(target: str, fd: int) -> None:
@@ -166,11 +309,12 @@ def _raise_interrupted(signum, frame):
 @contextmanager
 def signals_interrupt():
     """While a temporary file exists, SIGTERM/SIGHUP raise Interrupted (Ctrl-C already raises
-    KeyboardInterrupt), so the cleanup above runs instead of the process just dying."""
+    KeyboardInterrupt), so the cleanup above runs instead of the process just dying, and SIGXFSZ
+    is ignored, so the file-size limit fails the write (EFBIG) instead of killing the process."""
     previous = {}
     try:
-        for signum in CAUGHT_SIGNALS:
-            previous[signum] = signal.signal(signum, _raise_interrupted)
+        for signum in CAUGHT_SIGNALS + IGNORED_SIGNALS:
+            previous[signum] = signal.signal(signum, signal.SIG_IGN if signum in IGNORED_SIGNALS else _raise_interrupted)
     except ValueError:  # not the main thread: signals cannot be caught here
         pass
     try:

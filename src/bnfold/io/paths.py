@@ -7,8 +7,11 @@ symlinks to them) are read: a FIFO would block the open forever, a device would 
 end, a directory cannot be parsed. What a file holds is its reader's business (a malformed model
 or h5 file is exit 1).
 
-Writing: the model output may replace the input only with --in-place (the user named it twice
-on purpose). A side file (JSON report, h5 inputs/expected outputs) never replaces a file the
+Writing: every output is checked before any work (`refuse_unwritable`): its directory must
+exist and be writable, the target must be a regular file or new, and a read-only file (no write
+permission bit, `chmod a-w`, or none for this user) is never replaced, not even by root: the
+mode is the user's statement that the file is not to change. The model output may replace the
+input only with --in-place (the user named it twice on purpose). A side file (JSON report, h5 inputs/expected outputs) never replaces a file the
 same run reads or writes, and replaces an existing model file only with --force: a report or
 h5 file landing on a model is a typo that would destroy the model.
 """
@@ -60,6 +63,52 @@ def open_input(path: str, what: str) -> BinaryIO:
     return os.fdopen(fd, "rb")
 
 
+def refuse_unwritable(path: str, error=UsageError, *, what: str = "a file") -> None:
+    """Refuse an output path that cannot or must not be written (module docstring), naming why.
+    A symlink is judged by the file it leads to, which is what a write replaces."""
+    target = os.path.realpath(path)
+    if os.path.isdir(target):
+        raise error(f"is a directory; give the path of {what} to write", path)
+    directory = os.path.dirname(target)
+    if not os.path.isdir(directory):
+        missing = "does not exist" if not os.path.exists(directory) else "is not a directory"
+        raise error(f"output directory {directory} {missing}", path)
+    if _read_only_file_system(directory):
+        raise error(f"cannot write in {directory}: read-only file system", path)
+    if not os.access(directory, os.W_OK | os.X_OK, effective_ids=os.access in os.supports_effective_ids):
+        raise error(f"cannot write in {directory}: permission denied", path)
+    if len(os.fsencode(os.path.basename(target))) > _name_max(directory):
+        raise error("file name too long for its file system", path)
+    kind = special_kind(target)
+    if kind is not None:  # renaming over a device node is never what was meant
+        raise error(f"is {kind}; only a regular file can be replaced", path)
+    if is_read_only(target):
+        raise error("is read-only; bnfold does not replace a read-only file (make it writable first)", path)
+
+
+def is_read_only(path: str) -> bool:
+    """An existing file without a write permission bit, or one this user may not write."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return not mode & 0o222 or not os.access(path, os.W_OK, effective_ids=os.access in os.supports_effective_ids)
+
+
+def _name_max(directory: str) -> int:
+    try:
+        return os.pathconf(directory, "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):  # not known here: the write itself will say
+        return 255
+
+
+def _read_only_file_system(directory: str) -> bool:
+    try:
+        return bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # no statvfs here: the write itself will say
+        return False
+
+
 def same_file(a: str, b: str) -> bool:
     """Whether two paths name the same file (through symlinks and hard links; for paths that
     do not exist yet, the same resolved path)."""
@@ -103,6 +152,7 @@ def refuse_side_file_clobber(path: str, option: str, run_files: list[str | None]
         raise UsageError(f"{option} cannot write here: it is {kind}", path)
     if not force and is_model_file(path):
         raise UsageError(f"{option} would overwrite a model file; pass --force to replace it", path)
+    refuse_unwritable(path, UsageError)
 
 
 def numbered(path: str, index: int, count: int) -> str:
@@ -154,7 +204,9 @@ def refuse_numbered_clobber(outputs: dict[str, str | None], count: int, run_file
     for option, path in outputs.items():
         if path:
             directory, name, resolved, names = place(path)
-            claim(option, directory, resolved, names, {name} if count == 1 else _series(name, count))
+            series = {name} if count == 1 else _series(name, count)
+            claim(option, directory, resolved, names, series)
+            refuse_unwritable(os.path.join(directory, max(series, key=len)), UsageError)  # its directory, the longest name
 
 
 def _series(name: str, count: int) -> set[str]:

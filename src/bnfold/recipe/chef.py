@@ -3,7 +3,11 @@
 A recipe names its tensors (`[[operand]]`: name, shape, dtype, optional filler for constants)
 and its operators (`[[operation]]`: type, inputs, outputs, options), then `input`/`output`.
 Extra subgraphs (WHILE/IF bodies) go in `[[subgraph]]` tables of the same shape; signatures in
-`[[signature]]`; metadata in `[[metadata]]`. The test expectation lives in `[expect]` (see
+`[[signature]]`; metadata in `[[metadata]]`. What shipped models carry beyond that: a CUSTOM
+operator's `custom_options` (a table, stored as the flexbuffer map converters write) and a sparse
+constant's `sparsity` (`traversal_order`, optional `block_map`, `dim_metadata` = tables of `format`
+"DENSE" with `dense_size` or "SPARSE_CSR" with `array_segments` and `array_indices`); the filler of
+a sparse constant makes only the values it stores. The test expectation lives in `[expect]` (see
 recipe/rules.py). Options use the schema's snake_case field names and enum names:
 
     [[operation]]
@@ -21,6 +25,7 @@ generator seeded by the recipe's `seed` (default 0), so a recipe always builds t
 from __future__ import annotations
 
 import math
+import struct
 import tomllib
 from pathlib import Path
 
@@ -139,8 +144,8 @@ def _shape(value, what: str, where: str) -> list[int]:
     return dims
 
 
-OPERAND_KEYS = {"name", "shape", "dtype", "filler", "quant"}
-OPERATION_KEYS = {"type", "inputs", "outputs", "options", "options_type", "version", "custom_code"}
+OPERAND_KEYS = {"name", "shape", "dtype", "filler", "quant", "sparsity"}
+OPERATION_KEYS = {"type", "inputs", "outputs", "options", "options_type", "version", "custom_code", "custom_options"}
 
 
 def _check_keys(table: dict, allowed: set, what: str) -> None:
@@ -164,7 +169,12 @@ def _build_graph(model: Model, graph: Graph, spec: dict, rng, where: str) -> dic
             raise UsageError(f"{where}: operand {name!r} is declared twice")
         if "filler" in operand:
             filler = _typed(operand["filler"], dict, f"operand {name!r} filler", where)
-            t = graph.add_const(name, _fill(filler, shape, dtype, rng, f"{where} operand {name!r}"), dtype)
+            sparse = _sparsity(model.format, operand["sparsity"], shape, f"{where} operand {name!r}") if "sparsity" in operand else None
+            stored = shape if sparse is None else [sparse[1]]
+            t = graph.add_const(name, _fill(filler, stored, dtype, rng, f"{where} operand {name!r}"), dtype)
+            if sparse is not None:  # the buffer holds the stored values; the shape is the dense one
+                t.shape, t.record = tuple(shape), model.format.cls("TensorT")()
+                t.record.sparsity = sparse[0]
         else:
             t = graph.add_tensor(name, dtype, shape)
         known[name] = t
@@ -200,11 +210,76 @@ def _build_graph(model: Model, graph: Graph, spec: dict, rng, where: str) -> dic
         if not 1 <= version < 2**31:  # OperatorCode.version is an int32; LiteRT counts from 1
             raise UsageError(f"{where}: {kind} version must be 1 .. 2^31-1, not {version}")
         opcode = model.opcode(kind, version=version, custom_code=custom)
+        record = None
+        if "custom_options" in op:
+            record = model.format.cls("OperatorT")()
+            record.customOptions = list(_flexbuffer_map(op["custom_options"], f"{where} {kind} custom_options"))
         graph.add_op(opcode, tensors(op.get("inputs", []), f"{kind} inputs", optional=True),
-                     tensors(op.get("outputs", []), f"{kind} outputs"), options)
+                     tensors(op.get("outputs", []), f"{kind} outputs"), options, record=record)
     graph.inputs = tensors(spec.get("input", []), "input")
     graph.outputs = tensors(spec.get("output", []), "output")
     return known
+
+
+def _flexbuffer_map(table, where: str) -> bytes:
+    """A CUSTOM operator's options as the TFLite converter stores them: a flexbuffer map."""
+    from flatbuffers import flexbuffers
+
+    _typed(table, dict, "custom_options", where)
+    try:
+        return bytes(flexbuffers.Dumps(table))
+    except (TypeError, ValueError, OverflowError) as e:
+        raise UsageError(f"{where}: cannot be stored as a flexbuffer: {e}"[:300]) from None
+
+
+DIMENSION_FORMATS = ("DENSE", "SPARSE_CSR")
+
+
+def _sparsity(fmt: Format, spec, shape: list[int], where: str):
+    """(SparsityParameters record, how many values the buffer stores) of a sparse constant: each
+    dimension in traversal order multiplies the count (DENSE: by its size) or replaces it by its
+    index count (SPARSE_CSR, whose segments run over the count so far). More values than the
+    dense `shape` holds is refused."""
+    spec = _typed(spec, dict, "sparsity", where)
+    record = fmt.cls("SparsityParametersT")()
+    record.traversalOrder = [_typed(v, int, "traversal_order", where) for v in _typed(spec.get("traversal_order", []), list, "traversal_order", where)]
+    record.blockMap = [_typed(v, int, "block_map", where) for v in _typed(spec.get("block_map", []), list, "block_map", where)] or None
+    record.dimMetadata, count = [], 1
+    for dim in _tables(spec, "dim_metadata", where):
+        kind = dim.get("format")
+        if kind not in DIMENSION_FORMATS:
+            raise UsageError(f"{where}: dim_metadata format must be one of {', '.join(DIMENSION_FORMATS)}, not {kind!r}"[:300])
+        meta = fmt.cls("DimensionMetadataT")()
+        meta.format = DIMENSION_FORMATS.index(kind)
+        if kind == "DENSE":
+            meta.denseSize = _typed(dim.get("dense_size"), int, "dense_size", where)
+            count *= max(meta.denseSize, 0)
+        else:
+            segments, indices = (_int32_vector(fmt, dim.get(key), key, where) for key in ("array_segments", "array_indices"))
+            meta.arraySegmentsType = meta.arrayIndicesType = 1  # SparseIndexVector.Int32Vector
+            meta.arraySegments, meta.arrayIndices = segments, indices
+            count = len(indices.values)
+        record.dimMetadata.append(meta)
+    _fits_schema(record, "sparsity", where)
+    if count > math.prod(shape):
+        raise UsageError(f"{where}: sparsity stores {count} values, more than its shape {shape} holds")
+    return record, count
+
+
+def _fits_schema(record, what: str, where: str) -> None:
+    """The record packs as the writer will pack it: every integer fits its field's width."""
+    import flatbuffers
+
+    try:
+        record.Pack(flatbuffers.Builder(64))
+    except (TypeError, ValueError, OverflowError, struct.error) as e:
+        raise UsageError(f"{where}: {what} does not fit its schema: {str(e).splitlines()[0]}"[:300]) from None
+
+
+def _int32_vector(fmt: Format, values, what: str, where: str):
+    vector = fmt.cls("Int32VectorT")()
+    vector.values = [_typed(v, int, what, where) for v in _typed(values, list, what, where)]
+    return vector
 
 
 def _options(kind: str, op: dict, where: str) -> Options | None:
@@ -272,15 +347,10 @@ def _check_option(type_name: str, name: str, value, defaults: dict, where: str) 
 def _check_packs(fmt: Format, options: Options, where: str) -> None:
     """The table packs as the writer will pack it: every integer fits its field's width (a stride
     of 10^12 does not fit int32, an enum of 300 not a byte)."""
-    import flatbuffers
-
     record = fmt.cls(options.type + "T")()
     for name, value in options.fields().items():
         setattr(record, name, value)
-    try:
-        record.Pack(flatbuffers.Builder(64))
-    except (TypeError, ValueError, OverflowError) as e:
-        raise UsageError(f"{where}: {options.type} does not fit its schema: {str(e).splitlines()[0]}") from None
+    _fits_schema(record, options.type, where)
 
 
 def _snake(name: str) -> str:

@@ -27,7 +27,7 @@ at a time, so memory does not grow with their number.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -39,6 +39,7 @@ from . import DEFAULT_ATOL, DEFAULT_RTOL
 from .backend import Backends
 from .deadline import Deadline
 from .index_inputs import index_uses
+from .strength import Spread, Strength, caveat
 
 
 @dataclass(frozen=True)
@@ -76,10 +77,16 @@ class CheckResult:
     backend: str = ""
     samples: int = 0
     tolerance: Tolerance = Tolerance()
+    spreads: list[Spread] = field(default_factory=list)  # the reference's values, per output (values/strength.py)
 
     @property
     def passed(self) -> bool:
         return all(o.passed for o in self.outputs)
+
+    @property
+    def strengths(self) -> list[Strength]:
+        """How much the comparison of each output proved (values/strength.py)."""
+        return [s.strength(self.tolerance.rtol, self.tolerance.atol) for s in self.spreads]
 
     @property
     def failing(self) -> list[OutputDiff]:
@@ -107,7 +114,8 @@ class CheckResult:
             else:
                 lines.append(f"{o.name:<{width}}  {o.max_abs:>11.3e}  {o.max_rel:>11.3e}  {o.scaled:>11.3e}  "
                              f"{'ok' if o.passed else 'FAIL'}")
-        return "\n".join(lines)
+        note = caveat(self.strengths)
+        return "\n".join(lines + ([note] if note else []))
 
     def failure_message(self) -> str:
         bad = self.failing
@@ -269,16 +277,14 @@ def check_models(model_a: Model, model_b: Model, *, samples: int = 1, seed: int 
         inputs = iter_random_inputs(graph_a, samples, seed)
     run_both = Backends([model_a, model_b], backend, deadline=deadline)
     names = [t.name for t in graph_a.outputs]
-    result = CheckResult([OutputDiff(n) for n in names], run_both.description, 0, tolerance)
+    result = CheckResult([OutputDiff(n) for n in names], run_both.description, 0, tolerance, [Spread(n) for n in names])
     for index, sample in enumerate(inputs):
         if deadline:
             deadline.check()
         want, got = run_both(sample)
         if on_sample:
             on_sample(index, sample, want)
-        for total, diff in zip(result.outputs, compare_all(names, want, got, tolerance)):
-            total.merge(diff)
-        result.samples += 1
+        _tally(result, names, want, got)
     result.backend = run_both.description
     return result
 
@@ -291,17 +297,24 @@ def compare_to_expected(model: Model, inputs: Iterable[list[np.ndarray]], expect
     graph = model.graphs[0]
     run = Backends([model], backend, deadline=deadline)
     names = [t.name for t in graph.outputs]
-    result = CheckResult([OutputDiff(n) for n in names], run.description, 0, tolerance)
+    result = CheckResult([OutputDiff(n) for n in names], run.description, 0, tolerance, [Spread(n) for n in names])
     for sample, stored in _zip_samples(inputs, expected):
         if deadline:
             deadline.check()
         want = [v for _, v in match_names(names, stored, what="expected file")]
         (got,) = run(sample)
-        for total, diff in zip(result.outputs, compare_all(names, want, got, tolerance)):
-            total.merge(diff)
-        result.samples += 1
+        _tally(result, names, want, got)
     result.backend = run.description
     return result
+
+
+def _tally(result: CheckResult, names: list[str], want: list[np.ndarray], got: list[np.ndarray]) -> None:
+    """One more sample into `result`: its differences, and the reference's values for their spread."""
+    for total, diff in zip(result.outputs, compare_all(names, want, got, result.tolerance)):
+        total.merge(diff)
+    for spread, value in zip(result.spreads, want):
+        spread.add(value)
+    result.samples += 1
 
 
 def _zip_samples(first, second, what: str = "the input and expected files"):

@@ -20,12 +20,13 @@ position, as ONE's drivers do.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 
 import numpy as np
 
 from ..errors import ModelError, UsageError
-from ..io.atomic import atomic_path
+from ..io.atomic import atomic_file
 from ..io.paths import open_input
 
 Named = list[tuple[str, np.ndarray]]
@@ -37,14 +38,21 @@ def ones_name(name: str) -> str:
 
 
 def write_h5(path: str, named: Named) -> None:
-    """Write (name, array) pairs in ONE's layout, atomically (io/atomic.py)."""
+    """Write (name, array) pairs in ONE's layout, atomically (io/atomic.py). The HDF5 file is
+    made in memory and written as bytes: a write that fails (full disk, file-size limit) then
+    fails in Python, where atomic.py cleans up, and not inside HDF5, which crashes when it
+    closes a file whose write failed (h5py 3.16, HDF5 2.0: a segmentation fault)."""
     import h5py
 
-    with atomic_path(path, UsageError) as tmp, h5py.File(tmp, "w") as f:
+    with h5py.File(os.path.basename(path) or "out.h5", "w", driver="core", backing_store=False) as f:
         names, values = f.create_group("name"), f.create_group("value")
         for i, (name, array) in enumerate(named):
             _write_name(names, str(i), ones_name(name))
             _write_value(values, str(i), np.asarray(array))
+        f.flush()
+        image = f.id.get_file_image()
+    with atomic_file(path, "wb", UsageError) as out:
+        out.write(image)
 
 
 def _write_name(group, key: str, name: str) -> None:

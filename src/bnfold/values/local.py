@@ -33,6 +33,7 @@ from ..ir.graph import Graph, Op
 from ..ir.model import Model
 from .diff import OutputDiff, Tolerance, compare, random_input
 from .interpreter import Interpreter
+from .strength import Spread, Strength
 
 
 @dataclass
@@ -57,6 +58,7 @@ class RegionResult:
     region: Region
     outputs: list[OutputDiff]
     folds: list[str] = field(default_factory=list)  # "pass at layer-output" of the report's folds
+    strengths: list[Strength] = field(default_factory=list)  # how much each output's comparison proved
 
     @property
     def passed(self) -> bool:
@@ -73,7 +75,8 @@ class RegionResult:
     def as_note(self) -> dict:
         return {"subgraph": self.region.subgraph, "rewrite": self.region.describe(), "folds": self.folds,
                 "inputs": self.region.inputs, "outputs": self.region.outputs, "passed": self.passed,
-                "scaled_err": self.scaled, "max_abs_err": self.max_abs}
+                "scaled_err": self.scaled, "max_abs_err": self.max_abs,
+                "strength": {s.name: s.as_note() for s in self.strengths}}
 
 
 @dataclass
@@ -252,8 +255,11 @@ def _folds_of(region: Region, folds: list[dict]) -> list[str]:
 
 
 def check_rewrites(original: Model, optimized: Model, *, samples: int = 1, seed: int = 0,
-                   tolerance: Tolerance = Tolerance(), folds: list[dict] | None = None) -> LocalResult:
-    """Check every rewritten region of every subgraph on its own (module docstring).
+                   tolerance: Tolerance = Tolerance(), folds: list[dict] | None = None,
+                   under: set[str] | None = None) -> LocalResult:
+    """Check every rewritten region of every subgraph on its own (module docstring); with
+    `under`, only the regions of subgraph 0 that feed one of those graph outputs (and every
+    region of the other subgraphs, which reach the outputs only through control flow).
 
     A rewrite may change the values of a tensor whose name it keeps (a scale pushed backward into a
     layer, undone further on): a boundary output that differs, and is not a graph output, grows
@@ -264,11 +270,26 @@ def check_rewrites(original: Model, optimized: Model, *, samples: int = 1, seed:
     rng = np.random.default_rng(seed)
     results = []
     for index, (ga, gb) in enumerate(zip(original.graphs, optimized.graphs)):
-        results += _check_graph(original, optimized, ga, gb, index, rng, samples, tolerance, folds or [])
+        wanted = None if under is None or index else (_feeding(ga, under), _feeding(gb, under))
+        results += _check_graph(original, optimized, ga, gb, index, rng, samples, tolerance, folds or [], wanted)
     return LocalResult(results, samples, tolerance)
 
 
-def _check_graph(original, optimized, ga, gb, index, rng, samples, tolerance, folds) -> list[RegionResult]:
+def _feeding(graph: Graph, outputs: set[str]) -> set[int]:
+    """The ops (by id) whose results reach one of the named graph outputs."""
+    made = _producers(graph)
+    seen: set[int] = set()
+    stack = [made[n] for n in outputs if n in made]
+    while stack:
+        op = stack.pop()
+        if id(op) in seen:
+            continue
+        seen.add(id(op))
+        stack += [made[t.name] for t in op.inputs if t is not None and t.name in made]
+    return seen
+
+
+def _check_graph(original, optimized, ga, gb, index, rng, samples, tolerance, folds, wanted=None) -> list[RegionResult]:
     """Run each region; grow one whose non-graph outputs differ; a verdict is final only for the
     regions still standing at the end (a region absorbed by another is judged within it: a
     difference at a graph output may come from a boundary input that an earlier rewrite changed)."""
@@ -276,6 +297,9 @@ def _check_graph(original, optimized, ga, gb, index, rng, samples, tolerance, fo
     graph_outputs = {t.name for t in ga.outputs} | {t.name for t in gb.outputs}
     regions = find_regions(ga, gb, index)
     owner = {id(op): region for region in regions for op in region.before + region.after}
+    if wanted is not None:  # only the rewrites under some outputs (`under`)
+        regions = [r for r in regions if any(id(op) in wanted[0] for op in r.before)
+                   or any(id(op) in wanted[1] for op in r.after)]
     positions = tuple({id(op): i for i, op in enumerate(g.ops)} for g in (ga, gb))
 
     def alive(region: Region) -> bool:
@@ -287,10 +311,11 @@ def _check_graph(original, optimized, ga, gb, index, rng, samples, tolerance, fo
         region = pending.pop(0)
         if not alive(region):
             continue
-        diffs = _run_region(original, optimized, ga, gb, region, *tensors, rng, samples, tolerance)
+        diffs, spreads = _run_region(original, optimized, ga, gb, region, *tensors, rng, samples, tolerance)
         grow = [d.name for d in diffs if not d.passed and d.name not in graph_outputs]
         if not grow:
-            verdicts[id(region)] = RegionResult(region, diffs, _folds_of(region, folds))
+            strengths = [s.strength(tolerance.rtol, tolerance.atol) for s in spreads]
+            verdicts[id(region)] = RegionResult(region, diffs, _folds_of(region, folds), strengths)
             continue
         for absorbed in _grow(region, grow, (ga, gb), tensors, owner, positions):
             verdicts.pop(id(absorbed), None)
@@ -323,24 +348,26 @@ def _grow(region: Region, names: list[str], graphs, tensors, owner, positions) -
     return absorbed
 
 
-def _run_region(original, optimized, ga, gb, region, tensors_a, tensors_b, rng, samples, tolerance) -> list[OutputDiff]:
+def _run_region(original, optimized, ga, gb, region, tensors_a, tensors_b, rng, samples,
+                tolerance) -> tuple[list[OutputDiff], list[Spread]]:
     for name in region.inputs:
         if name not in tensors_a or name not in tensors_b:
             raise CannotVerify(f"the rewrite {region.describe()} reads {name!r}, which only one model has")
-    diffs = [OutputDiff(n) for n in region.outputs]
+    diffs, spreads = [OutputDiff(n) for n in region.outputs], [Spread(n) for n in region.outputs]
     for _ in range(samples):
         values = {n: random_input(tensors_a[n], rng) for n in region.inputs}
         want = _run_side(original, ga, region.before, values, region.outputs)
         got = _run_side(optimized, gb, region.after, values, region.outputs)
-        for total, n, a, b in zip(diffs, region.outputs, want, got):
+        for total, spread, n, a, b in zip(diffs, spreads, region.outputs, want, got):
             total.merge(compare(n, a, b, tolerance))
-    return diffs
+            spread.add(a)
+    return diffs, spreads
 
 
 def verify_rewrites(original: Model, optimized: Model, samples: int, *, tolerance: Tolerance = Tolerance(),
-                    folds: list[dict] | None = None) -> LocalResult:
+                    folds: list[dict] | None = None, under: set[str] | None = None) -> LocalResult:
     """check_rewrites, raising CheckFailed (naming the failing rewrites) when one does not pass."""
-    result = check_rewrites(original, optimized, samples=samples, tolerance=tolerance, folds=folds)
+    result = check_rewrites(original, optimized, samples=samples, tolerance=tolerance, folds=folds, under=under)
     if not result.passed:
         error = CheckFailed(result.failure_message())
         error.result = result

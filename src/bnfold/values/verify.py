@@ -2,8 +2,11 @@
 
 Modes: "whole" runs both models (LiteRT, else the reference interpreter); "local" checks each
 rewrite on its own (values/local.py); "auto" is whole when a backend runs the models and local
-otherwise, and says why. A failed check raises CheckFailed (with `.result` for its table); a check
-that cannot be carried out raises CannotVerify (exit 4). Either way nothing is written.
+otherwise, and says why. A whole check measures how much it proved per output (values/strength.py);
+in "auto", the rewrites under an output that barely varied are then checked one by one as well,
+since the whole comparison proved little about them. A failed check raises CheckFailed (with
+`.result` for its table); a check that cannot be carried out raises CannotVerify (exit 4). Either
+way nothing is written.
 """
 
 from __future__ import annotations
@@ -42,13 +45,34 @@ def verify_optimized(original: Model, optimized: Model, samples: int, *, toleran
                 raise
             why_local = str(e)
         else:
-            return result, {"mode": "whole", "backend": result.backend, "samples": result.samples,
-                            "scaled_err": result.worst.scaled, "max_abs_err": result.worst.max_abs,
-                            "outputs": [{"name": o.name, "max_abs": o.max_abs, "max_rel": o.max_rel, "scaled_err": o.scaled}
-                                        for o in result.outputs]}
+            note = {"mode": "whole", "backend": result.backend, "samples": result.samples,
+                    "scaled_err": result.worst.scaled, "max_abs_err": result.worst.max_abs,
+                    "outputs": [{"name": o.name, "max_abs": o.max_abs, "max_rel": o.max_rel, "scaled_err": o.scaled,
+                                 "strength": s.as_note()} for o, s in zip(result.outputs, result.strengths)]}
+            if mode == "auto":
+                note.update(_under_weak_outputs(original, optimized, result, samples, tolerance, folds))
+            return result, note
     result = verify_rewrites(original, optimized, samples, tolerance=tolerance, folds=folds)
     if why_local:
         result.backend += f" (no whole-model run: {why_local})"
     return result, {"mode": "local", "backend": result.backend, "why": why_local, "samples": samples,
                     "scaled_err": result.worst.scaled, "max_abs_err": result.worst.max_abs,
                     "rewrites": [r.as_note() for r in result.regions]}
+
+
+def _under_weak_outputs(original: Model, optimized: Model, result: CheckResult, samples: int, tolerance: Tolerance,
+                        folds: list[dict] | None) -> dict:
+    """The per-rewrite check of the rewrites under the outputs the whole check proved little
+    about, for the report ({} when every output varied); raises CheckFailed if one differs."""
+    weak = {s.name for s in result.strengths if s.weak}
+    if not weak:
+        return {}
+    entry = {"outputs": sorted(weak)}
+    try:
+        local = verify_rewrites(original, optimized, samples, tolerance=tolerance, folds=folds, under=weak)
+    except CannotVerify as e:
+        entry["checked"], entry["why"] = False, str(e)
+    else:
+        entry["checked"], entry["rewrites"] = True, [r.as_note() for r in local.regions]
+    return {"weak_outputs": entry}
+
