@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import ModelError
 from .const import NUMPY_DTYPES
-from .ops import FUSED_ACTIVATIONS, info
+from .ops import FUSED_ACTIVATIONS, OUTPUT_AXIS_KINDS, info
 
 # Byte sizes of fixed-size element types numpy has no dtype for (sizes of the others come from
 # NUMPY_DTYPES); packed and variable-size types (INT4, UINT4, INT2, STRING, RESOURCE, VARIANT)
@@ -134,6 +134,11 @@ def _check_options(op, where: str, n_graphs: int, n_activations: int, path: str)
             value = getattr(options, name, None)
             if isinstance(value, int) and value < 1:
                 raise ModelError(f"{where} has {name} = {value}; it must be at least 1", path)
+    axis = getattr(options, "axis", None)
+    if op.kind in OUTPUT_AXIS_KINDS and isinstance(axis, int) and op.outputs:
+        rank = len(op.outputs[0].shape)
+        if not -rank <= axis < rank:
+            raise ModelError(f"{where} has axis = {axis}, outside its output's {rank} axes", path)
     act = getattr(options, "fusedActivationFunction", None)
     if isinstance(act, int) and not 0 <= act < n_activations:
         raise ModelError(f"{where} has unknown fused activation {act}", path)

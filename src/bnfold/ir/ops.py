@@ -68,6 +68,8 @@ SIDE_EFFECT_KINDS = frozenset({"ASSIGN_VARIABLE", "CALL_ONCE", "VAR_HANDLE", "HA
 # Types of the index operands (MEAN axes, PAD paddings, TRANSPOSE permutation) LiteRT takes; the
 # bytes of any other type mean nothing as indices.
 INDEX_DTYPES = frozenset({"INT32", "INT64"})
+# operators whose `axis` option counts the axes of their output (negative from the end)
+OUTPUT_AXIS_KINDS = frozenset({"CONCATENATION", "PACK"})
 # The per-channel elementwise ops a batch norm is lowered to (affine.py folds them).
 AFFINE_KINDS = frozenset({"MUL", "ADD", "SUB", "DIV"})
 
