@@ -142,6 +142,20 @@ def test_a_run_of_many_samples_holds_one_descriptor_per_directory(tmp_path):
     assert len(entries(tmp_path)) == 600 and temporaries(tmp_path) == []
 
 
+def test_a_batch_run_onto_a_full_disk_says_so(tmp_path, full_disk):
+    """optimize --out-dir: each model's write fails in one line, nothing is left, and the run's
+    exit code is 5 (it was 0: the batch's precedence did not know the code)."""
+    models = tmp_path / "models"
+    models.mkdir()
+    for name in ("a.tflite", "b.tflite"):
+        shutil.copy(FOLDED, models / name)
+    code, lines = bnfold("optimize", "--out-dir", full_disk / "out", models, "-j", "1")
+    assert code == 5, (code, lines)
+    assert sum("No space left on device" in line for line in lines) == 2, lines
+    assert [p.name for p in full_disk.rglob("*") if p.is_file()] == ["filler"]
+    assert (models / "a.tflite").read_bytes() == FOLDED.read_bytes()
+
+
 def test_full_disk_junit(full_disk):
     junit = full_disk / "r.xml"
     _no_space(*bnfold("recipe", "test", RECIPE, "--junit", junit), junit)

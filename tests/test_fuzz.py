@@ -69,17 +69,20 @@ def test_odd_paths_and_options_never_crash_hang_clobber_or_leave_files(tmp_path)
     started = time.perf_counter()
     outcomes = collections.Counter()
     commands = collections.Counter()
+    batches = 0
     failures = []
     for i, argv, outcome in fuzz_commands(model, circle, RECIPES / "Net_Conv_Add_Mul_000.toml", h5, CLI_CASES,
                                           seed=SEED, workdir=tmp_path):
         outcomes[outcome.kind] += 1
         commands[argv[0]] += 1
+        batches += argv[1] == "--out-dir"
         if outcome.failed:
             failures.append(f"case {i}: {outcome.kind}: {outcome.detail}")
     elapsed = time.perf_counter() - started
     assert failures == [], "\n".join(failures[:20])
     assert outcomes["ok"] > CLI_CASES // 10 and outcomes["rejected"] > CLI_CASES // 3, outcomes
     assert set(commands) == {"optimize", "convert", "inspect", "check", "h5diff", "recipe", "run"}, commands
+    assert batches > 0
     assert elapsed < 60, f"{CLI_CASES} cases took {elapsed:.0f} s"
 
 

@@ -30,9 +30,10 @@ from .io.paths import same_file
 
 MODEL_SUFFIXES = (".tflite", ".circle")
 # The run's exit code: the first of these that some model exited with. A bug in bnfold (3) says
-# the most about the run, then a refused path or option (2), then a model that is malformed or
-# whose check differs (1), then a check that could not be carried out (4).
-EXIT_PRECEDENCE = (3, 2, 1, 4)
+# the most about the run, then an output that could not be written (5: a full disk, the file-size
+# limit; the models after it likely fail the same way), then a refused path or option (2), then a
+# model that is malformed or whose check differs (1), then a check that could not be carried out (4).
+EXIT_PRECEDENCE = (3, 5, 2, 1, 4)
 
 
 @dataclass(frozen=True)
