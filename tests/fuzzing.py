@@ -404,7 +404,7 @@ class Workspace:
             "RECIPE": [str(root / "recipe.toml"), str(root / "fifo.tflite"), str(root / "dir.tflite"), str(root / "model.tflite"),
                        long + ".toml", str(root / "missing.toml")],
             "OUTDIR": [str(root / "outdir"), str(root / "dir.tflite"), str(root / "model.tflite"), str(root),
-                       str(root / "nodir" / "deeper"), "/dev/null", ""],
+                       str(root / "nodir" / "deeper"), "/dev/null"],  # not "": the current directory
             "CFG": [str(root / "one.cfg"), str(root / "interp.cfg"), str(root / "fifo.cfg"), str(root / "fifo.tflite"),
                     str(root / "dir.tflite"), str(root / "model.tflite"), long + ".cfg"],
         }
@@ -485,8 +485,8 @@ def run_command_case(argv: list[str], ws: Workspace) -> Outcome:
         if not asked and p.read_bytes() != data and not (out and os.path.realpath(out) == str(p)):
             return Outcome("clobbered", f"{argv}: {p.name} changed", seconds)
     written = [out] if out else []
-    if argv[1] == "--out-dir" and os.path.isdir(argv[2]):
-        written = [str(p) for p in Path(argv[2]).rglob("*") if p.is_file()]
+    if argv[1] == "--out-dir" and os.path.isdir(argv[2]):  # the models the batch wrote
+        written = [str(p) for p in Path(argv[2]).rglob("*") if p.is_file() and p not in existing]
     for path in written if code == 0 or batch else []:  # whatever bnfold writes, bnfold reads back
         try:
             if os.path.exists(path):

@@ -372,7 +372,8 @@ def _flatten_readers(graph: Graph, u: Op, t: Tensor, p: Perm) -> list[Op] | None
     (batch first and kept), when they alone read it and their weights can take permuted columns."""
     out = u.outputs[0] if len(u.outputs) == 1 else None
     if (u.kind != "RESHAPE" or u.input(0) is not t or p[0] != 0 or out is None or len(out.shape) != 2
-            or out.shape[0] != t.shape[0] or graph.is_observed(out) or len(t.shape) < 3):
+            or out.shape[0] != t.shape[0] or graph.is_observed(out) or len(t.shape) < 3
+            or int(np.prod(t.shape[1:])) != out.shape[1]):  # shapes that disagree (a corrupt file): no flatten
         return None
     readers = graph.consumers(out)
     for fc in readers:
