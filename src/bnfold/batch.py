@@ -23,7 +23,7 @@ import signal
 import time
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .errors import BnfoldError, Interrupted, UsageError
 from .io.paths import same_file
@@ -36,14 +36,12 @@ MODEL_SUFFIXES = (".tflite", ".circle")
 EXIT_PRECEDENCE = (3, 5, 2, 1, 4)
 
 
-@dataclass(frozen=True)
-class Job:
+class Job(NamedTuple):
     input: str
     output: str
 
 
-@dataclass
-class ModelResult:
+class ModelResult(NamedTuple):
     """One model of a batch: `status` is "changed", "unchanged" or "failed" (then `error` is its
     one-line message and `exit_code` what `bnfold optimize` would have exited with)."""
 
@@ -60,8 +58,7 @@ class ModelResult:
                 "error": self.error, "seconds": round(self.seconds, 6), "report": self.report}
 
 
-@dataclass
-class BatchResult:
+class BatchResult(NamedTuple):
     """Every model's result in input order, and what the run as a whole comes to."""
 
     models: list[ModelResult]
@@ -166,14 +163,13 @@ def default_jobs() -> int:
 
 # ---- one model -----------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(NamedTuple):
     """What every model of the run is optimized with (a single optimize's options)."""
 
     chosen: object  # selection.Selection
-    external_buffers: bool = False
-    checking: dict = field(default_factory=dict)
-    run_files: tuple[str, ...] = ()
+    external_buffers: bool
+    checking: dict
+    run_files: tuple[str, ...]
 
 
 def optimize_one(job: Job, settings: Settings, on_step: Callable[[str], None] = lambda step: None) -> ModelResult:

@@ -48,7 +48,7 @@ the input channel (forward folds scale it):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 # Enums the IR carries by name, in the schema's order (the same in TFLite and Circle).
 FUSED_ACTIVATIONS = ("NONE", "RELU", "RELU_N1_TO_1", "RELU6", "TANH", "SIGN_BIT")
@@ -74,8 +74,7 @@ OUTPUT_AXIS_KINDS = frozenset({"CONCATENATION", "PACK"})
 AFFINE_KINDS = frozenset({"MUL", "ADD", "SUB", "DIV"})
 
 
-@dataclass(frozen=True)
-class Layer:
+class Layer(NamedTuple):
     backward_pass: str  # the fuse_batchnorm_with_* pass that folds a batch norm after it
     weights: int  # input index of the weights
     bias: int  # input index of the bias (may be absent: folds create it)
@@ -97,8 +96,7 @@ class Layer:
         return dict(self.versions).get(feature, 1)
 
 
-@dataclass(frozen=True)
-class Indexing:
+class Indexing(NamedTuple):
     """An op that reads `params` at the integer values of `indices`; LiteRT fails the run when one
     is outside [0, dim) of the params axis it addresses. `axes` says which axis that is: "option"
     (the `axis` option, default 0; GATHER), "first" (axis 0; EMBEDDING_LOOKUP), "leading" (the
@@ -109,8 +107,7 @@ class Indexing:
     axes: str
 
 
-@dataclass(frozen=True)
-class OpInfo:
+class OpInfo(NamedTuple):
     kind: str
     options: str | None = None
     arity: tuple[int, int] | None = None

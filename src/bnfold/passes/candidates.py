@@ -20,7 +20,7 @@ its first op, or at the op that stops it), see leftovers.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..ir.graph import Graph, Op, Tensor, float_source
 from ..ir.ops import AFFINE_KINDS, LAYOUT_KINDS
@@ -28,8 +28,7 @@ from ..ir.ops import AFFINE_KINDS, LAYOUT_KINDS
 FLOAT_TYPES = frozenset({"FLOAT32", "FLOAT16", "FLOAT64", "BFLOAT16"})
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(NamedTuple):
     op: Op
     data: Tensor  # the non-constant operand
     constant: Tensor  # the constant operand as the op reads it

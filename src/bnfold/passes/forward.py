@@ -23,7 +23,7 @@ and keep the channel last (pools with NONE/RELU, MEAN over other axes, zero PAD)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -65,8 +65,7 @@ def constant_input_response(weights: np.ndarray, spec: Layer, constant: np.ndarr
 
 # ---- the IR: which layers read a tensor -------------------------------------------------------
 
-@dataclass
-class Sink:
+class Sink(NamedTuple):
     """A layer that takes a scale into its input channels. `root` is the op reading the batch
     norm's result on the way to it (the layer itself, or the first layout/pool/pad op), `via` a
     flattening RESHAPE right before an FC, `inner` how many consecutive FC inputs share a channel.
@@ -122,8 +121,7 @@ PADDED_ON_THE_WAY = Refusal("a zero PAD on the way turns the constant into 0 at 
 ZERO_PADS = ("PAD", "PADV2")
 
 
-@dataclass(frozen=True)
-class Crossing:
+class Crossing(NamedTuple):
     """What the value travelling forward may cross on its way to the layers: ops whose fused
     activation is one of `activations` (NONE for an affine value s·x + t; NONE or RELU for a
     scale alone, s ≥ 0), and MAX_POOL_2D only when every scale is ≥ 0 (max(s·v) = s·max(v))."""

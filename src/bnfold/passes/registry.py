@@ -6,8 +6,9 @@ Each pass lives in `bnfold/passes/<name>.py` and exposes `run(graph) -> PassResu
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import NamedTuple
 
 from ..errors import UsageError
 from ..ir.graph import Graph
@@ -23,8 +24,7 @@ from . import (convert_nchw_to_nhwc, forward_transpose_op, fuse_activation_funct
 from .report import PassResult
 
 
-@dataclass(frozen=True)
-class PassSpec:
+class PassSpec(NamedTuple):
     name: str
     summary: str
     exact: bool  # changes are exact up to float rounding
@@ -32,7 +32,7 @@ class PassSpec:
     run: Callable[[Graph], PassResult]
     # option names that only qualify this pass (ONE's "arguments" of a pass) -> what each does;
     # they change the main subgraph's interface once, before the rounds, returning what changed
-    parameters: dict[str, str] = field(default_factory=dict)
+    parameters: Mapping[str, str] = MappingProxyType({})
     change_interface: Callable[[Graph, set[str]], dict] | None = None
 
 
