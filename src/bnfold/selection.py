@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from . import one
 from .errors import UsageError
@@ -27,12 +27,11 @@ CONFIG_SECTION = "one-optimize"
 ONECC_SECTIONS = ("onecc", "one-build")  # one-build: the older name ONE still reads
 
 
-@dataclass
-class Selection:
+class Selection(NamedTuple):
     passes: list[str]  # registry names, in run order
-    not_implemented: list[str] = field(default_factory=list)  # ONE options switched on that bnfold lacks
-    group_skipped: dict[str, list[str]] = field(default_factory=dict)  # group -> members bnfold lacks
-    parameters: list[str] = field(default_factory=list)  # pass parameters switched on (registry.PARAMETERS)
+    not_implemented: list[str]  # ONE options switched on that bnfold lacks
+    group_skipped: dict[str, list[str]]  # group -> members bnfold lacks
+    parameters: list[str]  # pass parameters switched on (registry.PARAMETERS)
 
     def warnings(self) -> list[str]:
         idle = [f"warning: {name} has no effect without {registry.PARAMETERS[name]}; ignored"
@@ -106,8 +105,7 @@ def select(passes: str | Iterable[str] | None, switches: Mapping[str, bool], *, 
     return Selection([spec.name for spec in registry.resolve(wanted)], lacking, skipped, parameters)
 
 
-@dataclass
-class Config:
+class Config(NamedTuple):
     """A one-cmds configuration file's [one-optimize] section, read as one-optimize reads it."""
 
     path: str

@@ -18,7 +18,6 @@ Where they differ (schemas/README.md has the full list):
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
 from functools import cached_property
 from os.path import splitext
 
@@ -40,15 +39,18 @@ MODELED_FIELDS = {
 }
 
 
-@dataclass(frozen=True, eq=False)
 class Format:
-    name: str
-    identifier: bytes
-    extension: str
-    schema_version: int  # Model.version this format's tools write (LiteRT accepts only 3)
-    binding: str = field(repr=False)  # the distribution that ships the generated bindings
-    _module: str = field(repr=False)
-    _per_class_modules: bool = field(repr=False)
+    """One of the two formats (TFLITE, CIRCLE below): `schema_version` is the Model.version its
+    tools write (LiteRT accepts only 3), `binding` the distribution that ships its generated
+    bindings, `module` the bindings' module."""
+
+    def __init__(self, name: str, identifier: bytes, extension: str, schema_version: int, binding: str, module: str,
+                 per_class_modules: bool):
+        self.name, self.identifier, self.extension, self.schema_version = name, identifier, extension, schema_version
+        self.binding, self._module, self._per_class_modules = binding, module, per_class_modules
+
+    def __repr__(self) -> str:
+        return f"Format({self.name!r})"
 
     @cached_property
     def _schema(self):

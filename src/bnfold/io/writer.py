@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 import os
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import flatbuffers
 import numpy as np
@@ -94,8 +94,7 @@ def _share_key(record):
     return tuple(key)
 
 
-@dataclass
-class WriteInfo:
+class WriteInfo(NamedTuple):
     path: str
     format: str
     external: bool
@@ -125,8 +124,7 @@ def save_model(model: Model, path: str, fmt: Format, *, external: bool = False, 
         if e.path is None:
             e.path = path
         raise
-    info.path = path
-    return info
+    return info._replace(path=path)
 
 
 def is_unchanged(model: Model, fmt: Format, external: bool) -> bool:

@@ -8,60 +8,62 @@ never removed or reordered, so subgraph indices inside options (IF, WHILE, CALL_
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 
 from .const import Buffer
 from .graph import Graph, Tensor
 
 
-@dataclass(eq=False)
 class OpCode:
-    """An operator code entry. Ops share these; `record` is the entry as read."""
+    """An operator code entry. Ops share these; `record` is the entry as read. `kind` is the
+    BuiltinOperator name, e.g. "CONV_2D"; "CUSTOM" for custom operators."""
 
-    kind: str  # BuiltinOperator name, e.g. "CONV_2D"; "CUSTOM" for custom operators
-    version: int = 1
-    custom_code: bytes | None = None
-    record: object = None
+    __slots__ = ("kind", "version", "custom_code", "record")
+
+    def __init__(self, kind: str, version: int = 1, custom_code: bytes | None = None, record: object = None):
+        self.kind, self.version, self.custom_code, self.record = kind, version, custom_code, record
 
     def __repr__(self) -> str:
         custom = f" {self.custom_code!r}" if self.custom_code else ""
         return f"OpCode({self.kind}{custom} v{self.version})"
 
 
-@dataclass(eq=False)
 class Signature:
-    key: bytes | None
-    graph: Graph
-    inputs: list[tuple[bytes | None, Tensor]]
-    outputs: list[tuple[bytes | None, Tensor]]
-    record: object = None
+    __slots__ = ("key", "graph", "inputs", "outputs", "record")
+
+    def __init__(self, key: bytes | None, graph: Graph, inputs: list[tuple[bytes | None, Tensor]],
+                 outputs: list[tuple[bytes | None, Tensor]], record: object = None):
+        self.key, self.graph, self.inputs, self.outputs, self.record = key, graph, inputs, outputs, record
 
 
-@dataclass(eq=False)
 class Metadata:
-    name: bytes | None
-    buffer: Buffer
-    record: object = None
+    __slots__ = ("name", "buffer", "record")
+
+    def __init__(self, name: bytes | None, buffer: Buffer, record: object = None):
+        self.name, self.buffer, self.record = name, buffer, record
 
 
-@dataclass(eq=False)
 class Model:
-    format: object  # io.formats.Format the model was read from (or built for)
-    graphs: list[Graph] = field(default_factory=list)
-    buffers: list[Buffer] = field(default_factory=list)
-    opcodes: list[OpCode] = field(default_factory=list)
-    signatures: list[Signature] = field(default_factory=list)
-    metadata: list[Metadata] = field(default_factory=list)
-    metadata_buffer: list[Buffer] | None = None  # the deprecated Model.metadata_buffer list
-    description: bytes | None = None
-    version: int = 3
-    record: object = None  # the ModelT as read, for fields the IR does not model
-    source: object = None  # io.reader.Source: the input file, for zero-copy writes
-    changed: bool = False  # set by the pass manager; the writer drops unused entries only then
+    """`format`: the io.formats.Format the model was read from (or built for); `record`: the
+    ModelT as read, for fields the IR does not model; `source`: the io.reader.Source it was read
+    from, for zero-copy writes; `changed`: set by the pass manager (the writer drops unused
+    entries only then)."""
 
-    def __post_init__(self):
+    __slots__ = ("format", "graphs", "buffers", "opcodes", "signatures", "metadata", "metadata_buffer", "description",
+                 "version", "record", "source", "changed")
+
+    def __init__(self, format: object, *, buffers: list[Buffer] | None = None, description: bytes | None = None,
+                 version: int = 3, record: object = None, source: object = None):
+        self.format = format
+        self.graphs: list[Graph] = []
+        self.buffers: list[Buffer] = [] if buffers is None else buffers
         if not self.buffers:
             self.buffers.append(Buffer())  # buffer 0: the empty sentinel every model starts with
+        self.opcodes: list[OpCode] = []
+        self.signatures: list[Signature] = []
+        self.metadata: list[Metadata] = []
+        self.metadata_buffer: list[Buffer] | None = None  # the deprecated Model.metadata_buffer list
+        self.description, self.version, self.record, self.source = description, version, record, source
+        self.changed = False
 
     @property
     def empty_buffer(self) -> Buffer:

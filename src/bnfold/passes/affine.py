@@ -17,8 +17,6 @@ so the whole chain is y = act(s·x + t) with the last op's fused activation `act
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from ..ir.graph import Graph, Op, Tensor, float_source
@@ -29,17 +27,16 @@ from .report import Refusal
 MAX_CHANNELS = 1 << 22
 
 
-@dataclass
 class AffineChain:
-    """y = act(scale·x + shift) along `axis` of x; `ops` in order, `output` the last op's output."""
+    """y = act(scale·x + shift) along `axis` of x; `ops` in order, `output` the last op's output;
+    `scale` and `shift` float64 [C]."""
 
-    input: Tensor
-    axis: int
-    ops: list[Op]
-    scale: np.ndarray  # float64 [C]
-    shift: np.ndarray  # float64 [C]
-    activation: str = "NONE"
-    constants: list[Tensor] = field(default_factory=list)
+    __slots__ = ("input", "axis", "ops", "scale", "shift", "activation", "constants")
+
+    def __init__(self, input: Tensor, axis: int, ops: list[Op], scale: np.ndarray, shift: np.ndarray,
+                 activation: str, constants: list[Tensor]):
+        self.input, self.axis, self.ops, self.scale, self.shift = input, axis, ops, scale, shift
+        self.activation, self.constants = activation, constants
 
     @property
     def output(self) -> Tensor:

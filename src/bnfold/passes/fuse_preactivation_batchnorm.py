@@ -42,7 +42,7 @@ the folded values are computed in float64 and must be finite in float32.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -58,8 +58,7 @@ from .report import PassResult, Refusal, float16_note
 SCALE_CROSSING = Crossing(HOMOGENEOUS_ACTIVATIONS, nonnegative=True)
 
 
-@dataclass
-class BiasEdit:
+class BiasEdit(NamedTuple):
     layer: Op
     spec: Layer
     delta: np.ndarray  # float64, per output channel

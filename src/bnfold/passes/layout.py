@@ -34,7 +34,7 @@ allowed; the mapping is then proved on the remaining axes).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -43,13 +43,12 @@ from ..ir.ops import INDEX_DTYPES, LAYOUT_KINDS
 from .report import Refusal
 
 
-@dataclass
-class LayoutPath:
+class LayoutPath(NamedTuple):
     """`tensor` is what the layer's output becomes after `ops`; the channel is on its `axis`."""
 
     tensor: Tensor
     axis: int
-    ops: list[Op] = field(default_factory=list)
+    ops: list[Op]
 
     def describe(self) -> str:
         return " -> ".join(op.kind for op in self.ops)
@@ -59,7 +58,7 @@ def follow(graph: Graph, start: Tensor, axis: int | None) -> LayoutPath | Refusa
     """Walk from `start` (channel on `axis`) through single-reader layout ops as far as they go;
     a Refusal at the layout op the channel cannot be followed through. With `axis` None no
     channel is followed (a value that is the same for every channel crosses any layout op)."""
-    path = LayoutPath(start, axis)
+    path = LayoutPath(start, axis, [])
     while True:
         users = graph.consumers(path.tensor)
         if len(users) != 1 or users[0].kind not in LAYOUT_KINDS or graph.is_observed(path.tensor):

@@ -23,8 +23,6 @@ Every function returns a `Crossing` or the reason the op cannot take the other l
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from ..ir.const import NUMPY_DTYPES
@@ -35,16 +33,17 @@ from .layout import concatenation_axis
 Perm = tuple[int, ...]
 
 
-@dataclass
 class Crossing:
     """`op` run on the permuted data: which inputs are data (each must carry `perm`), the new
     values of its constant inputs, the option fields that change, what each output carries."""
 
-    perm: Perm
-    data: list[int]
-    outputs: list[Perm | None]
-    consts: dict[int, np.ndarray] = field(default_factory=dict)
-    options: dict = field(default_factory=dict)
+    __slots__ = ("perm", "data", "outputs", "consts", "options")
+
+    def __init__(self, perm: Perm, data: list[int], outputs: list[Perm | None], *,
+                 consts: dict[int, np.ndarray] | None = None, options: dict | None = None):
+        self.perm, self.data, self.outputs = perm, data, outputs
+        self.consts = {} if consts is None else consts
+        self.options = {} if options is None else options
 
 
 def inverse(p: Perm) -> Perm:

@@ -44,7 +44,6 @@ from __future__ import annotations
 import copy
 import itertools
 from collections import deque
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -57,16 +56,18 @@ from .report import PassResult, describe
 TRANSPOSE = "TRANSPOSE"
 
 
-@dataclass
 class Region:
-    carried: dict[Tensor, Perm] = field(default_factory=dict)
-    seeds: dict[Op, None] = field(default_factory=dict)
-    crossed: dict[Op, Crossing] = field(default_factory=dict)
-    merges: dict[Op, Perm] = field(default_factory=dict)  # TRANSPOSE readers -> their composed permutation
-    flattens: dict[Op, list[Op]] = field(default_factory=dict)  # RESHAPE -> the FULLY_CONNECTED layers after it
-    stops: dict[Tensor, list[str]] = field(default_factory=dict)  # carried tensors kept for these reasons
-    sides: dict[Tensor, Perm] = field(default_factory=dict)  # operands transposed into the layout
-    conflict: str | None = None
+    __slots__ = ("carried", "seeds", "crossed", "merges", "flattens", "stops", "sides", "conflict")
+
+    def __init__(self):
+        self.carried: dict[Tensor, Perm] = {}
+        self.seeds: dict[Op, None] = {}
+        self.crossed: dict[Op, Crossing] = {}
+        self.merges: dict[Op, Perm] = {}  # TRANSPOSE readers -> their composed permutation
+        self.flattens: dict[Op, list[Op]] = {}  # RESHAPE -> the FULLY_CONNECTED layers after it
+        self.stops: dict[Tensor, list[str]] = {}  # carried tensors kept for these reasons
+        self.sides: dict[Tensor, Perm] = {}  # operands transposed into the layout
+        self.conflict: str | None = None
 
     def removed(self, graph: Graph) -> int:
         return (sum(op.outputs[0] not in self.stops for op in self.seeds)

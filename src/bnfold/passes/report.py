@@ -13,19 +13,20 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
 from ..ir.graph import Graph, Op
 
 
-@dataclass
 class Refusal:
     """Why a candidate cannot be folded; `at` is the op the reason is about, if one is."""
 
-    reason: str
-    at: Op | None = None
+    __slots__ = ("reason", "at")
+
+    def __init__(self, reason: str, at: Op | None = None):
+        self.reason, self.at = reason, at
 
     def __str__(self) -> str:
         return self.reason
@@ -66,15 +67,17 @@ def _plain(value):
     return value
 
 
-@dataclass
 class PassResult:
     """What one run of one pass over one graph did. `skipped[i]` is the op `skips[i]` is about,
     `into[i]` the ops that took in `folds[i]` (the report's `into`, viewers' node data)."""
 
-    folds: list[dict] = field(default_factory=list)
-    skips: list[dict] = field(default_factory=list)
-    skipped: list[Op] = field(default_factory=list, repr=False)
-    into: list[list[Op]] = field(default_factory=list, repr=False)
+    __slots__ = ("folds", "skips", "skipped", "into")
+
+    def __init__(self):
+        self.folds: list[dict] = []
+        self.skips: list[dict] = []
+        self.skipped: list[Op] = []
+        self.into: list[list[Op]] = []
 
     @property
     def changed(self) -> bool:
@@ -102,8 +105,7 @@ class PassResult:
         self.skip(refusal.at or fallback, refusal.reason, **details)
 
 
-@dataclass
-class Said:
+class Said(NamedTuple):
     """One refusal a pass recorded in the current round: the op it is about and its record."""
 
     pass_name: str
@@ -111,7 +113,6 @@ class Said:
     record: dict
 
 
-@dataclass
 class Report:
     """Everything a run of the pass manager did, as the JSON report shows it.
 
@@ -119,18 +120,21 @@ class Report:
     turns them into `skips`, one entry per batch-norm candidate left (leftovers.explain), and each
     fold's ops in `into` into its `into` entry (settle_into)."""
 
-    passes: list[str]
-    folds: list[dict] = field(default_factory=list)
-    skips: list[dict] = field(default_factory=list)
-    transposes: list[dict] = field(default_factory=list)  # one entry per TRANSPOSE left (leftovers.py)
-    notes: list[dict] = field(default_factory=list)
-    rounds: int = 0
-    converged: bool = True
-    # the main subgraph's inputs and outputs whose layout a pass parameter changed, and those it
-    # left with why: {"inputs": [...], "outputs": [...], "kept": [...]}; None when none was named
-    interface: dict | None = None
-    said: list[Said] = field(default_factory=list, repr=False)
-    into: list[list[Op]] = field(default_factory=list, repr=False)
+    __slots__ = ("passes", "folds", "skips", "transposes", "notes", "rounds", "converged", "interface", "said", "into")
+
+    def __init__(self, passes: list[str]):
+        self.passes = passes
+        self.folds: list[dict] = []
+        self.skips: list[dict] = []
+        self.transposes: list[dict] = []  # one entry per TRANSPOSE left (leftovers.py)
+        self.notes: list[dict] = []
+        self.rounds = 0
+        self.converged = True
+        # the main subgraph's inputs and outputs whose layout a pass parameter changed, and those it
+        # left with why: {"inputs": [...], "outputs": [...], "kept": [...]}; None when none was named
+        self.interface: dict | None = None
+        self.said: list[Said] = []
+        self.into: list[list[Op]] = []
 
     def add(self, pass_name: str, graph_index: int, result: PassResult) -> None:
         where = {"pass": pass_name, "subgraph": graph_index}
