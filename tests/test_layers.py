@@ -109,3 +109,33 @@ def test_open_input_does_not_block_on_a_fifo(tmp_path):
     with pytest.raises(bnfold.errors.UsageError, match="FIFO"):
         open_input(str(fifo), "an h5 file")
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+
+# A one-model optimize pays for every class its modules define, at each start: a dataclass costs
+# ~0.5 to 1 ms of CPU (Python compiles its generated methods), a NamedTuple or a written-out class
+# far less.
+STARTUP_PROBE = """
+import dataclasses, json, sys
+from bnfold.cli import run
+code = run(["optimize", sys.argv[1], sys.argv[2], "--quiet"])
+defined = sorted({name for name, module in list(sys.modules.items()) if name.startswith("bnfold")
+                  for value in vars(module).values()
+                  if dataclasses.is_dataclass(value) and isinstance(value, type) and value.__module__ == name})
+print(json.dumps({"code": code, "dataclasses_in": defined, "modules": sorted(sys.modules)}))
+"""
+
+
+def test_optimize_start_up_defines_no_dataclass_and_loads_no_runtime(tmp_path):
+    """Only the library's result types (api.py) are dataclasses on optimize's path, and without
+    --check it loads neither LiteRT's interpreter, h5py nor bnfold's value-checking modules."""
+    import json
+    import subprocess
+    import sys
+
+    probe = [sys.executable, "-c", STARTUP_PROBE, str(DATA / "bn_relu_conv.tflite"), str(tmp_path / "out.tflite")]
+    seen = json.loads(subprocess.run(probe, capture_output=True, text=True, check=True).stdout)
+    assert seen["code"] == 0
+    assert set(seen["dataclasses_in"]) <= {"bnfold.api"}, seen["dataclasses_in"]
+    runtime = {"h5py", "ai_edge_litert.interpreter", "bnfold.values.litert", "bnfold.values.verify"}
+    assert not runtime & set(seen["modules"])
