@@ -37,7 +37,6 @@ import signal
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 from ..errors import Interrupted, ModelError, WriteFailed
 from .paths import refuse_unwritable
@@ -74,15 +73,14 @@ def target_of(path: str) -> str:
     return os.path.realpath(path) if os.path.islink(path) else path
 
 
-@dataclass
 class _Pending:
     """A temporary file and its target. `fd` holds the lock (None for a group's member, which its
-    directory's anchor holds for it)."""
+    directory's anchor holds for it). (A plain class: a dataclass costs start-up time.)"""
 
-    fd: int | None
-    tmp: str
-    target: str
-    path: str
+    __slots__ = ("fd", "tmp", "target", "path")
+
+    def __init__(self, fd: int | None, tmp: str, target: str, path: str):
+        self.fd, self.tmp, self.target, self.path = fd, tmp, target, path
 
     def commit(self) -> None:
         try:
@@ -107,13 +105,15 @@ class _Pending:
             os.close(self.fd)
 
 
-@dataclass
 class _Group:
     """The files of one written_together block: members before anchors, so an anchor's lock
     outlives every member it vouches for."""
 
-    members: list[_Pending]
-    anchors: dict[str, _Pending]  # directory -> its anchor
+    __slots__ = ("members", "anchors")
+
+    def __init__(self, members: list[_Pending], anchors: dict[str, _Pending]):
+        self.members = members
+        self.anchors = anchors  # directory -> its anchor
 
     def in_order(self) -> list[_Pending]:
         return self.members + list(self.anchors.values())
