@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from . import __version__
 from .batch import optimize_many  # the batch form of optimize_file (batch.py)
 from .values import BACKENDS, CHECK_MODES, CRITERION, DEFAULT_ATOL, DEFAULT_RTOL
+from .values.lossy import measure_lossy
 from .errors import ModelError, UsageError
 from .io.formats import Format, format_from_extension
 from .io.atomic import write_text, written_together
@@ -60,7 +61,6 @@ from .selection import Selection, read_config, select
 MAX_SAMPLES = 100_000  # check/run samples and optimize --check: bounds the work, not the memory (samples stream)
 MAX_SEED = 2**32 - 1
 PASSES = registry.PASSES  # every pass, in run order (name, summary, exact, default)
-LOSSY_SAMPLES = 3
 ModelInput = str | os.PathLike | bytes | bytearray | memoryview
 
 __all__ = ["Optimized", "Inspection", "Ran", "optimize", "optimize_file", "optimize_many", "convert", "inspect", "check",
@@ -285,7 +285,7 @@ def _optimize_path(path: str, chosen: Selection, *, check: int | None = None, la
     start = time.perf_counter()
     log = apply_passes(model, chosen.names())
     times["passes"] = time.perf_counter() - start
-    measure_lossy(path, model, log)
+    measure_lossy(lambda: load_reference(path, log), model, log)  # lossy passes: their error, measured
     checked = None
     if check:
         from .values.verify import check_tolerance, verify_optimized
@@ -328,36 +328,6 @@ def _from_bytes(data: bytes, chosen: Selection, checking: dict) -> Optimized:
         raise
     finally:
         os.unlink(f.name)
-
-
-def measure_lossy(reference: Model | str, optimized: Model, report: Report, *, samples: int = LOSSY_SAMPLES) -> dict | None:
-    """When a lossy pass changed the model: its output error against `reference` (a model, or a
-    path read only then, so the common case never reads the input twice) on `samples`
-    random inputs (normal(0, 2), seed 0; LiteRT, else the reference interpreter), added to the
-    report as a note and returned. None when no lossy pass changed anything."""
-    exact = {p.name: p.exact for p in registry.PASSES}
-    names = sorted({f["pass"] for f in report.folds if not exact.get(f["pass"], True)})
-    if not names:
-        return None
-    from .values.diff import check_models
-    from .errors import BnfoldError
-
-    if isinstance(reference, str):
-        reference = load_reference(reference, report)
-
-    note = {"lossy_passes": names, "samples": samples, "inputs": "normal(0, 2), seed 0"}
-    try:
-        result = check_models(reference, optimized, samples=samples, seed=0)
-    except BnfoldError as e:
-        note.update(measured=False, reason=str(e))
-    else:
-        note.update(measured=True, backend=result.backend,
-                    max_abs=max((o.max_abs for o in result.outputs), default=0.0),
-                    max_rel=max((o.max_rel for o in result.outputs), default=0.0), scaled_err=result.worst.scaled,
-                    outputs=[{"name": o.name, "max_abs": o.max_abs, "max_rel": o.max_rel, "scaled_err": o.scaled}
-                             for o in result.outputs])
-    report.notes.append({"pass": ",".join(names), "note": "lossy passes changed the model; measured output error", **note})
-    return note
 
 
 def check_output_path(path: str, *, model: bool = True) -> None:

@@ -7,7 +7,7 @@
 A changed channel goes from relu(γ_c·x + β_c) to relu(1e-10·x + β_c) ≈ relu(β_c): it collapses to a
 constant. The error is of the order |γ_c·x| wherever the channel was active, unbounded in general.
 Never in the default set; whenever it changes a model, bnfold measures the output error on random
-inputs (api.measure_lossy) and prints and reports it.
+inputs (values/lossy.py) and prints and reports it.
 
 Only the pattern ONE touches: a MUL with a float32 per-channel constant whose only reader is an ADD
 with a per-channel constant and a fused RELU. Unlike ONE, a γ constant shared with another op is

@@ -1,0 +1,47 @@
+"""The measured error of lossy passes: what a run that changed the model inexactly reports.
+
+A lossy pass (registry: exact=False, always opt-in) changes the function the model computes. Its
+error is not proved small; it is measured, on a few random inputs, against the model as read, and
+recorded in the report's notes (and printed), so nobody ships it unaware.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..errors import BnfoldError
+from ..ir.model import Model
+from ..passes import registry
+from ..passes.report import Report
+
+SAMPLES = 3  # random inputs: normal(0, 2), seed 0
+
+
+def lossy_passes_that_changed(report: Report) -> list[str]:
+    exact = {p.name: p.exact for p in registry.PASSES}
+    return sorted({f["pass"] for f in report.folds if not exact.get(f["pass"], True)})
+
+
+def measure_lossy(reference: Callable[[], Model], optimized: Model, report: Report, *, samples: int = SAMPLES) -> dict | None:
+    """When a lossy pass changed the model: its output error against `reference()` (called only
+    then, so the common case never reads the input twice) on `samples` random inputs (LiteRT,
+    else the reference interpreter), added to the report as a note and returned. None when no
+    lossy pass changed anything."""
+    names = lossy_passes_that_changed(report)
+    if not names:
+        return None
+    from .diff import check_models
+
+    note = {"lossy_passes": names, "samples": samples, "inputs": "normal(0, 2), seed 0"}
+    try:
+        result = check_models(reference(), optimized, samples=samples, seed=0)
+    except BnfoldError as e:
+        note.update(measured=False, reason=str(e))
+    else:
+        note.update(measured=True, backend=result.backend,
+                    max_abs=max((o.max_abs for o in result.outputs), default=0.0),
+                    max_rel=max((o.max_rel for o in result.outputs), default=0.0), scaled_err=result.worst.scaled,
+                    outputs=[{"name": o.name, "max_abs": o.max_abs, "max_rel": o.max_rel, "scaled_err": o.scaled}
+                             for o in result.outputs])
+    report.notes.append({"pass": ",".join(names), "note": "lossy passes changed the model; measured output error", **note})
+    return note
