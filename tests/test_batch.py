@@ -259,3 +259,10 @@ def test_progress_bar_on_a_terminal_only(collection, tmp_path):
     screen.clear()
     assert os.waitstatus_to_exitcode(pty.spawn([*argv, "-q"], read)) == 0
     assert screen == b""
+
+
+def test_an_empty_out_dir_is_refused_not_taken_as_the_current_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    done = _bnfold("optimize", "--out-dir", "", DATA / "bn_conv_valid.tflite")
+    assert done.returncode == 2 and "--out-dir is empty" in done.stderr and len(done.stderr.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []

@@ -234,6 +234,8 @@ def optimize_many(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike
     out_dir = os.fspath(out_dir)
     if report == "-":
         raise UsageError("--report - (stdout) is for one model; give the run's report a file name")
+    if not out_dir:  # an empty name would silently mean the current directory
+        raise UsageError("--out-dir is empty; give the directory to write into (. for the current one)")
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise UsageError("--out-dir is not a directory", out_dir)
     settings = Settings(chosen, external_buffers, checking, tuple(run_files))
