@@ -3,6 +3,7 @@ name (the producer writes it), and a RESHAPE that changes the shape stays."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from bn_models import Net, optimize_and_compare
@@ -40,3 +41,37 @@ def test_reshape_from_graph_input_to_graph_output_stays():
 @pytest.mark.parametrize("new_shape", [[3, 35], [7, 3, 5], [1, 3, 7, 5]])
 def test_reshape_that_changes_the_shape_stays(new_shape):
     optimize_and_compare(reshape_net(new_shape).recipe(), [PASS], {"RESHAPE": 1})
+
+
+def flatten_net(x_shape, *, units=4, keep_num_dims=False, other_reader=False, flat_is_output=False) -> Net:
+    """x -> ADD(c) -> h -> RESHAPE([N, K]) -> flat -> FULLY_CONNECTED(W [units, K]) -> y
+    [and flat -> RELU -> r, or flat a graph output too]."""
+    n = Net()
+    n.input("x", x_shape)
+    h = n.op("ADD", ["x", n.const("c", [x_shape[-1]])], "h", x_shape)
+    k = int(np.prod(x_shape[1:]))
+    flat = n.op("RESHAPE", [h, n.ints("new_shape", [x_shape[0], k])], "flat", [x_shape[0], k],
+                new_shape=[x_shape[0], k])
+    fc_shape = [x_shape[0], units]
+    n.outputs = [n.op("FULLY_CONNECTED", [flat, n.const("w", [units, k]), n.const("b", [units])], "y", fc_shape,
+                      keep_num_dims=keep_num_dims)]
+    if other_reader:
+        n.outputs.append(n.op("RELU", [flat], "r", [x_shape[0], k]))
+    if flat_is_output:
+        n.outputs.append(flat)
+    return n
+
+
+@pytest.mark.parametrize("x_shape", [[2, 1, 1, 6], [2, 3, 1, 2], [3, 5, 2]])
+def test_flatten_only_fully_connected_reads_goes(x_shape):
+    # FC (keep_num_dims false) reads any rank as the [-1, K] matrix: the RESHAPE to [N, K] says it twice
+    model, report = optimize_and_compare(flatten_net(x_shape).recipe(), [PASS], {"RESHAPE": 0, "FULLY_CONNECTED": 1})
+    fc = next(op for op in model.graphs[0].ops if op.kind == "FULLY_CONNECTED")
+    assert fc.inputs[0].name == "h" and fc.outputs[0].shape == (x_shape[0], 4)
+    assert [f["flattened_by"] for f in report.folds] == [["y"]]
+
+
+@pytest.mark.parametrize("case", [dict(keep_num_dims=True), dict(other_reader=True), dict(flat_is_output=True)])
+def test_flatten_that_something_else_sees_stays(case):
+    # keep_num_dims keeps x's leading axes in the output; a RELU reads [N, K]; the outside sees flat
+    optimize_and_compare(flatten_net([2, 3, 1, 2], **case).recipe(), [PASS], {"RESHAPE": 1})

@@ -1,21 +1,31 @@
 """remove_unnecessary_reshape: a RESHAPE whose output shape is its input shape goes (ONE's pass of
-that name).
+that name), and so does a flatten that only FULLY_CONNECTED layers read, which flatten by themselves.
 
     before:  x [3,7,5] -> RESHAPE([3,7,5]) -> y -> readers
     after:   x [3,7,5] -> readers            (y's readers read x)
 
-Exact: a RESHAPE never moves an element, so with the same shape it is the identity. When y is a
+    before:  x [1,1,1,C] -> RESHAPE([1,C]) -> y -> FULLY_CONNECTED(W [U,C], keep_num_dims=false)
+    after:   x [1,1,1,C] -> FULLY_CONNECTED(W)          (the classifier after a MEAN with keep_dims)
+
+Exact: a RESHAPE never moves an element, so with the same shape it is the identity. A
+FULLY_CONNECTED without keep_num_dims reads its input of any rank as the row-major [-1, K] matrix,
+K its weights' columns (LiteRT's float, int8 and XNNPACK kernels alike): for y = [N, K] that is y
+itself, so reading x gives the same rows. When y is a
 graph output (or a signature names it), its name must stay: then x's producer writes y directly,
 which needs x to have no other reader and to be seen by no one; otherwise the RESHAPE stays.
 
-Guards: both shapes known the same, dynamic dimensions in the same places (a RESHAPE to a static
+Guards for the flatten: y is [N, K] with K the weights' columns of every reader, none with
+keep_num_dims; a static N only from a static x (a dynamic x's size is checked by the RESHAPE);
+the same quantization on both sides; y no graph output.
+
+Guards for the identity: both shapes known the same, dynamic dimensions in the same places (a RESHAPE to a static
 shape from a dynamic one checks the size at run time, which is not nothing); the new shape, when
 given as an operand, is a constant; the same quantization on both sides.
 """
 
 from __future__ import annotations
 
-from ..ir.graph import Graph, Op
+from ..ir.graph import Graph, Op, Tensor
 from .report import PassResult
 from .reshapes import same_quantization, signature
 
@@ -24,10 +34,17 @@ def run(graph: Graph) -> PassResult:
     result = PassResult()
     for op in [op for op in graph.ops if op.kind == "RESHAPE"]:
         x, y = op.input(0), op.outputs[0]
-        if x is None or signature(x) != signature(y) or not same_quantization(x, y):
+        if x is None:
             continue
         shape = op.input(1)
         if shape is not None and not shape.is_const:
+            continue
+        if _only_flattening_layers_read(graph, x, y) and same_quantization(x, y):
+            result.fold(op, [op], flattened_by=[fc.outputs[0].name for fc in graph.consumers(y)])
+            graph.remove_op(op)
+            graph.replace_uses(y, x)
+            continue
+        if signature(x) != signature(y) or not same_quantization(x, y):
             continue
         if graph.is_observed(y):
             if not _producer_takes_output(graph, op):
@@ -35,6 +52,23 @@ def run(graph: Graph) -> PassResult:
         result.fold(op, [op], shape=list(signature(y)))
         _bypass(graph, op)
     return result
+
+
+def _only_flattening_layers_read(graph: Graph, x: Tensor, y: Tensor) -> bool:
+    """y is [N, K] (N dynamic only if x is: a static N is checked at run time), not seen from
+    outside, and only read, as data, by FULLY_CONNECTED layers with K weight columns that flatten
+    their input to [-1, K] themselves."""
+    sig = signature(y)
+    readers = graph.consumers(y)
+    if (len(sig) != 2 or sig[1] < 0 or (sig[0] >= 0 and -1 in signature(x)) or graph.is_observed(y)
+            or not readers):
+        return False
+    for fc in readers:
+        w = fc.input(1)
+        if (fc.kind != "FULLY_CONNECTED" or fc.input(0) is not y or y in fc.inputs[1:] or w is None
+                or len(w.shape) != 2 or w.shape[1] != sig[1] or getattr(fc.options, "keepNumDims", False)):
+            return False
+    return True
 
 
 def _producer_takes_output(graph: Graph, op: Op) -> bool:
