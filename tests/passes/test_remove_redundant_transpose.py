@@ -138,6 +138,17 @@ def net_fc_flatten(n):
     n.outputs.append(fc)
 
 
+def net_fc_reads_nchw(n):
+    """An FC reading the 4-D NCHW tensor flattens it itself: its weight columns are permuted instead."""
+    n.outputs.append(n.op("FULLY_CONNECTED", [head(n), n.const("fc_w", [6, 140]), n.const("fc_b", [6])], "fc", [2, 6]))
+
+
+def net_fc_keep_num_dims(n):
+    """With keep_num_dims the FC maps the NCHW tensor's last axis (W): no flatten, the layout matters."""
+    n.outputs.append(n.op("FULLY_CONNECTED", [head(n), n.const("fc_w", [6, 7]), n.const("fc_b", [6])], "fc",
+                          [2, 4, 5, 6], keep_num_dims=True))
+
+
 def net_integer(n):
     """INT32 data: moved exactly like any other."""
     t = head(n)
@@ -162,6 +173,7 @@ POSITIVE = {  # net -> operator counts after the default passes
     net_softmax_last_axis_kept: {"TRANSPOSE": 0, "SOFTMAX": 1},
     net_unit_reshape: {"TRANSPOSE": 0, "EXP": 1},
     net_fc_flatten: {"TRANSPOSE": 0, "FULLY_CONNECTED": 1},
+    net_fc_reads_nchw: {"TRANSPOSE": 0, "FULLY_CONNECTED": 1},
     net_integer: {"TRANSPOSE": 0, "CAST": 1, "MAXIMUM": 1},
     net_arg_max: {"TRANSPOSE": 0, "ARG_MAX": 1},
     net_tile: {"TRANSPOSE": 0, "TILE": 1},
@@ -207,6 +219,7 @@ NEGATIVE = {  # net -> (counts, a part of the reason of the transpose that stays
     # the transpose after the reshape is pulled back before it and merges with the first: one stays
     net_reshape_mixes: ({"TRANSPOSE": 1, "RESHAPE": 1}, "merges or splits axes the permutation"),
     net_costly: ({"TRANSPOSE": 1}, "would add 2 transpose(s) to remove 1"),
+    net_fc_keep_num_dims: ({"TRANSPOSE": 1, "FULLY_CONNECTED": 1}, "reader FULLY_CONNECTED"),
 }
 
 

@@ -18,7 +18,8 @@ A reader that can take the other layout joins the region (its other data operand
 same permutation: a TRANSPOSE by it joins as another seed, anything else gets a new transpose into
 the layout); a reader that cannot, and a graph output, *stops* it: the tensor is transposed back
 for them (or its seed stays). A RESHAPE flattening a carried tensor into FULLY_CONNECTED layers
-absorbs it: their weight columns are permuted instead of the data (W'[:, g] = W, g the flattened
+absorbs it, and so does a FULLY_CONNECTED reading it directly (without keep_num_dims it flattens
+its input itself): their weight columns are permuted instead of the data (W'[:, g] = W, g the flattened
 index map). The region is rewritten only when that removes more transposes than it adds:
 
     removed = seeds with no stop + TRANSPOSE readers that cancel
@@ -64,7 +65,7 @@ class Region:
         self.seeds: dict[Op, None] = {}
         self.crossed: dict[Op, Crossing] = {}
         self.merges: dict[Op, Perm] = {}  # TRANSPOSE readers -> their composed permutation
-        self.flattens: dict[Op, list[Op]] = {}  # RESHAPE -> the FULLY_CONNECTED layers after it
+        self.flattens: dict[Op, list[Op]] = {}  # RESHAPE -> the FCs after it; FC -> [FC]
         self.stops: dict[Tensor, list[str]] = {}  # carried tensors kept for these reasons
         self.sides: dict[Tensor, Perm] = {}  # operands transposed into the layout
         self.conflict: str | None = None
@@ -369,21 +370,31 @@ def _collect_sides(region: Region) -> None:
 
 
 def _flatten_readers(graph: Graph, u: Op, t: Tensor, p: Perm) -> list[Op] | None:
-    """The FULLY_CONNECTED layers reading `u`, a RESHAPE flattening carried `t` to [N, features]
-    (batch first and kept), when they alone read it and their weights can take permuted columns."""
+    """The FULLY_CONNECTED layers flattening carried `t` (batch first and kept) to [N, features]:
+    `u` itself when it reads t without keep_num_dims, or those reading `u`, a RESHAPE to [N,
+    features], when they alone read it; and their weights can take permuted columns."""
+    if p[0] != 0 or len(t.shape) < 3:
+        return None
+    if u.kind == "FULLY_CONNECTED":
+        flat = u.input(0) is t and not getattr(u.options, "keepNumDims", False)
+        return [u] if flat and _takes_columns(u, t, int(np.prod(t.shape[1:], dtype=np.int64))) else None
     out = u.outputs[0] if len(u.outputs) == 1 else None
-    if (u.kind != "RESHAPE" or u.input(0) is not t or p[0] != 0 or out is None or len(out.shape) != 2
-            or out.shape[0] != t.shape[0] or graph.is_observed(out) or len(t.shape) < 3
+    if (u.kind != "RESHAPE" or u.input(0) is not t or out is None or len(out.shape) != 2
+            or out.shape[0] != t.shape[0] or graph.is_observed(out)
             or int(np.prod(t.shape[1:])) != out.shape[1]):  # shapes that disagree (a corrupt file): no flatten
         return None
     readers = graph.consumers(out)
-    for fc in readers:
-        w = fc.input(1)
-        if (fc.kind != "FULLY_CONNECTED" or fc.input(0) is not out or w is None or not w.is_const
-                or len(w.shape) != 2 or w.shape[1] != out.shape[1] or out in fc.inputs[1:]
-                or getattr(w.quantization, "quantizedDimension", 0) not in (0, None)):
-            return None
+    if not all(fc.kind == "FULLY_CONNECTED" and fc.input(0) is out and _takes_columns(fc, out, out.shape[1])
+               for fc in readers):
+        return None
     return readers or None
+
+
+def _takes_columns(fc: Op, x: Tensor, features: int) -> bool:
+    """fc reads x as data only and has constant [units, features] weights, not quantized per column."""
+    w = fc.input(1)
+    return (w is not None and w.is_const and len(w.shape) == 2 and w.shape[1] == features and x not in fc.inputs[1:]
+            and getattr(w.quantization, "quantizedDimension", 0) in (0, None))
 
 
 def _feature_order(shape, p: Perm) -> np.ndarray:
@@ -422,10 +433,10 @@ def _rewrite(graph: Graph, region: Region) -> None:
                     _transpose(graph, opcode, new[out], region.carried[out], out, None, after=u)
         if info(u.kind).layout == "reshape":
             _drop_if_identity(graph, u)
-    for reshape, fcs in region.flattens.items():
-        t = reshape.inputs[0]
+    for flatten, fcs in region.flattens.items():  # a RESHAPE before the FCs, or an FC itself
+        t = flatten.inputs[0]
         order = _feature_order(t.shape, region.carried[t])
-        graph.set_input(reshape, 0, new[t])
+        graph.set_input(flatten, 0, new[t])
         for fc in fcs:
             w = fc.inputs[1]
             moved = np.empty_like(np.asarray(w.data))

@@ -4,18 +4,19 @@ that name), and so does a flatten that only FULLY_CONNECTED layers read, which f
     before:  x [3,7,5] -> RESHAPE([3,7,5]) -> y -> readers
     after:   x [3,7,5] -> readers            (y's readers read x)
 
-    before:  x [1,1,1,C] -> RESHAPE([1,C]) -> y -> FULLY_CONNECTED(W [U,C], keep_num_dims=false)
-    after:   x [1,1,1,C] -> FULLY_CONNECTED(W)          (the classifier after a MEAN with keep_dims)
+    before:  x [1,1,1,C] -> RESHAPE([1,C]) -> y -> FULLY_CONNECTED(W [U,C]) -> [1,U]
+    after:   x [1,1,1,C] -> FULLY_CONNECTED(W, keep_num_dims=false) -> [1,U]
+             (the classifier after a MEAN with keep_dims, as TICO exports it)
 
 Exact: a RESHAPE never moves an element, so with the same shape it is the identity. A
 FULLY_CONNECTED without keep_num_dims reads its input of any rank as the row-major [-1, K] matrix,
 K its weights' columns (LiteRT's float, int8 and XNNPACK kernels alike): for y = [N, K] that is y
-itself, so reading x gives the same rows. When y is a
+itself, so reading x gives the same rows. On y's rank-2 input keep_num_dims changes nothing
+(the output is [N, U] either way), so a reader that had it set gets it cleared (TICO sets it). When y is a
 graph output (or a signature names it), its name must stay: then x's producer writes y directly,
 which needs x to have no other reader and to be seen by no one; otherwise the RESHAPE stays.
 
-Guards for the flatten: y is [N, K] with K the weights' columns of every reader, none with
-keep_num_dims; a static N only from a static x (a dynamic x's size is checked by the RESHAPE);
+Guards for the flatten: y is [N, K] with K the weights' columns of every reader; a static N only from a static x (a dynamic x's size is checked by the RESHAPE);
 the same quantization on both sides; y no graph output.
 
 Guards for the identity: both shapes known the same, dynamic dimensions in the same places (a RESHAPE to a static
@@ -41,6 +42,8 @@ def run(graph: Graph) -> PassResult:
             continue
         if _only_flattening_layers_read(graph, x, y) and same_quantization(x, y):
             result.fold(op, [op], flattened_by=[fc.outputs[0].name for fc in graph.consumers(y)])
+            for fc in graph.consumers(y):
+                fc.options = fc.options.copy(keepNumDims=False)
             graph.remove_op(op)
             graph.replace_uses(y, x)
             continue
@@ -56,8 +59,8 @@ def run(graph: Graph) -> PassResult:
 
 def _only_flattening_layers_read(graph: Graph, x: Tensor, y: Tensor) -> bool:
     """y is [N, K] (N dynamic only if x is: a static N is checked at run time), not seen from
-    outside, and only read, as data, by FULLY_CONNECTED layers with K weight columns that flatten
-    their input to [-1, K] themselves."""
+    outside, and only read, as data, by FULLY_CONNECTED layers with K weight columns (which flatten
+    any input to [-1, K] once keep_num_dims is off)."""
     sig = signature(y)
     readers = graph.consumers(y)
     if (len(sig) != 2 or sig[1] < 0 or (sig[0] >= 0 and -1 in signature(x)) or graph.is_observed(y)
@@ -66,7 +69,7 @@ def _only_flattening_layers_read(graph: Graph, x: Tensor, y: Tensor) -> bool:
     for fc in readers:
         w = fc.input(1)
         if (fc.kind != "FULLY_CONNECTED" or fc.input(0) is not y or y in fc.inputs[1:] or w is None
-                or len(w.shape) != 2 or w.shape[1] != sig[1] or getattr(fc.options, "keepNumDims", False)):
+                or len(w.shape) != 2 or w.shape[1] != sig[1]):
             return False
     return True
 
