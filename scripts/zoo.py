@@ -55,7 +55,13 @@ from zoo_fixtures import input_norm_net, keras_convert, keras_randomize_bn, torc
 MODELS: dict[str, tuple[tuple[str, ...], object]] = {}  # name -> (modules it needs, builder(size) -> (bytes, suffix))
 
 KERAS_APPS = ["MobileNetV2", "MobileNetV3Small", "ResNet50V2", "DenseNet121", "NASNetMobile", "EfficientNetB0"]
-TORCH_NETS = ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "densenet121", "resnetv2_50", "input_norm_net"]
+TORCHVISION_NETS = ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "densenet121",
+                    # issue 24's networks beyond the first five (parity2): concats, channel shuffles, SE gates,
+                    # LayerNorm over channels behind permutes
+                    "shufflenet_v2_x0_5", "squeezenet1_0", "efficientnet_b0", "regnet_x_400mf", "mnasnet0_5",
+                    "googlenet", "convnext_tiny"]
+TIMM_NETS = ["resnetv2_50", "lcnet_050", "ghostnet_050", "mobilenetv4_conv_small"]
+TORCH_NETS = TORCHVISION_NETS + TIMM_NETS + ["input_norm_net"]
 ONNX_NETS = ["efficientnet_b0", "resnet18"]  # torch.onnx.export, then onnx2tf (its own environment)
 EXPORTERS = {"tico": ("tico", ".circle"), "litert": ("litert_torch", ".tflite")}
 
@@ -73,9 +79,9 @@ def torch_net(name: str):
     """A PyTorch network in eval mode with non-trivial batch-norm statistics."""
     import torch
     torch.manual_seed(0)
-    if name == "resnetv2_50":
+    if name in TIMM_NETS:
         import timm
-        module = timm.create_model("resnetv2_50", pretrained=False)
+        module = timm.create_model(name, pretrained=False)
     elif name == "input_norm_net":
         module = input_norm_net(0, channels=(16, 32))
     else:
@@ -125,7 +131,7 @@ for _app in KERAS_APPS:
     MODELS[f"keras_{_app}"] = (("tensorflow",), keras_app(_app, False))
     MODELS[f"keras_{_app}_fp16"] = (("tensorflow",), keras_app(_app, True))
 for _net in TORCH_NETS:
-    _zoo = ("timm",) if _net == "resnetv2_50" else () if _net == "input_norm_net" else ("torchvision",)
+    _zoo = ("timm",) if _net in TIMM_NETS else () if _net == "input_norm_net" else ("torchvision",)
     for _exporter, (_module, _) in EXPORTERS.items():
         MODELS[f"{_exporter}_{_net}"] = (("torch", _module) + _zoo, torch_model(_net, _exporter))
 for _net in ONNX_NETS:

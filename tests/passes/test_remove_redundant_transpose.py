@@ -149,6 +149,22 @@ def net_fc_keep_num_dims(n):
                           [2, 4, 5, 6], keep_num_dims=True))
 
 
+def net_shuffle_block(n):
+    """ShuffleNet's unit in NCHW: the shuffle, a SPLIT, one half through a conv (NHWC, so TICO wraps
+    it in transposes), the other straight into the CONCATENATION: that operand is reached backward
+    (SPLIT, RESHAPE) up to the shuffle's TRANSPOSE, which then makes the NHWC tensor itself."""
+    t = head(n, channels=6)
+    r = n.op("RESHAPE", [t, n.ints("groups", [2, 2, 3, 5, 7])], "grouped", [2, 2, 3, 5, 7])
+    s = n.op("TRANSPOSE", [r, n.ints("swap", [0, 2, 1, 3, 4])], "shuffled", [2, 3, 2, 5, 7])
+    m = n.op("RESHAPE", [s, n.ints("flat", [2, 6, 5, 7])], "merged", [2, 6, 5, 7])
+    n.tensor("a", [2, 3, 5, 7]), n.tensor("b", [2, 3, 5, 7])
+    n.operations.append({"type": "SPLIT", "inputs": [n.ints("axis", [1]), m], "outputs": ["a", "b"],
+                         "options": {"num_splits": 2}})
+    b = n.op("TRANSPOSE", ["b", n.ints("b_p", NHWC)], "b_nhwc", [2, 5, 7, 3])
+    c = head(n, "d", b, channels=3)
+    back(n, n.op("CONCATENATION", ["a", c], "cat", [2, 6, 5, 7], axis=1), [2, 6, 5, 7])
+
+
 def net_integer(n):
     """INT32 data: moved exactly like any other."""
     t = head(n)
@@ -181,6 +197,8 @@ POSITIVE = {  # net -> operator counts after the default passes
     # the NCHW transpose crosses the splitting reshape and merges into the shuffle; the one after the
     # merging reshape is pulled back before it and merges too: one transpose, the shuffle itself
     net_channel_shuffle: {"TRANSPOSE": 1, "RESHAPE": 2},
+    # only the shuffle is left, in NHWC ([2,5,7,2,3] -> [2,5,7,3,2]), as litert-torch exports it
+    net_shuffle_block: {"TRANSPOSE": 1, "RESHAPE": 2, "SPLIT": 1, "CONCATENATION": 1},
 }
 
 

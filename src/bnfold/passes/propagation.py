@@ -25,13 +25,24 @@ index map). The region is rewritten only when that removes more transposes than 
     removed = seeds with no stop + TRANSPOSE readers that cancel
     added   = stopped tensors other than seeds' outputs + other operands transposed into the layout
 
+An operand that would need a transpose into the layout may instead be reached backward (_absorb):
+the ops making it cross too, back to TRANSPOSEs that then go (the same permutation) or make the
+moved tensor directly with a composed permutation; what those ops also make is carried on like any
+carried tensor. ShuffleNet's unit: the CONCATENATION's pass-through half comes from a SPLIT of the
+shuffle, so the whole unit turns NHWC and only the shuffle's own TRANSPOSE stays:
+
+    before:  cat -> RESHAPE -> TRANSPOSE(0,2,1,3,4) -> RESHAPE -> SPLIT -> a ------------------> CONCAT
+                                                                     `-> b -> T -> conv -> T -^
+    after:   cat' -> RESHAPE' -> TRANSPOSE(0,3,4,2,1) -> RESHAPE' -> SPLIT' -> a' -> CONCAT'
+                                                                          `-> b' -> conv -^
+
 A TRANSPOSE that cannot move forward is pulled back before the op making its input when the
 transposes that puts on the op's operands merge or cancel with the ones making them (_pull: a
 channel shuffle's transpose after the reshape merging the channels back).
 
-Each rewrite lowers the number of transposes, so repeated rounds end. Two regions are measured per
-seed — through operators whose other operands need a new transpose, and stopping there — and the
-better one is taken. Cost is linear: a seed's region is visited once per run, and seeds a
+Each rewrite lowers the number of transposes, so repeated rounds end. Three regions are measured per
+seed — through operators whose other operands need a new transpose, stopping there, and reaching
+those operands backward first — and the best one is taken. Cost is linear: a seed's region is visited once per run, and seeds a
 rejected region reached are not tried again in that run.
 
 Exact for every type: data is only moved. Constants are copied, never edited (another reader keeps
@@ -58,7 +69,7 @@ TRANSPOSE = "TRANSPOSE"
 
 
 class Region:
-    __slots__ = ("carried", "seeds", "crossed", "merges", "flattens", "stops", "sides", "conflict")
+    __slots__ = ("carried", "seeds", "crossed", "merges", "flattens", "stops", "sides", "retargets", "conflict")
 
     def __init__(self):
         self.carried: dict[Tensor, Perm] = {}
@@ -68,6 +79,7 @@ class Region:
         self.flattens: dict[Op, list[Op]] = {}  # RESHAPE -> the FCs after it; FC -> [FC]
         self.stops: dict[Tensor, list[str]] = {}  # carried tensors kept for these reasons
         self.sides: dict[Tensor, Perm] = {}  # operands transposed into the layout
+        self.retargets: dict[Op, Perm] = {}  # TRANSPOSEs making a carried tensor -> new perm
         self.conflict: str | None = None
 
     def removed(self, graph: Graph) -> int:
@@ -142,8 +154,9 @@ def _move(graph: Graph, seed: Op, scope, result: PassResult, reasons: dict[Op, s
         return
     if scope is None and _into_reshape(graph, seed, p, result):
         return
-    narrow, wide = (_grow(graph, seed, scope, sides) for sides in (False, True))
-    best = max(narrow, wide, key=lambda r: r.gain(graph))
+    narrow, wide, back = (_grow(graph, seed, scope, sides, absorb)
+                          for sides, absorb in ((False, False), (True, False), (True, scope is None)))
+    best = max(narrow, wide, back, key=lambda r: r.gain(graph))
     if best.gain(graph) > 0:
         result.fold(seed, [*best.seeds, *(u for u in best.merges if best.cancels(graph, u))],
                     into=[*best.crossed, *(u for u in best.merges if not best.cancels(graph, u)),
@@ -193,12 +206,12 @@ def _pull(graph: Graph, seed: Op, q: Perm, result: PassResult) -> bool:
     return True
 
 
-def _crossing_giving(u: Op, wanted: Perm) -> tuple[Perm, Crossing] | None:
-    """(s, crossing) for a data input of `u` carrying s that leaves u's output carrying `wanted`."""
+def _crossing_giving(u: Op, wanted: Perm, output: int = 0) -> tuple[Perm, Crossing] | None:
+    """(s, crossing) for a data input of `u` carrying s that leaves u's `output` carrying `wanted`."""
     for t in (x for x in u.inputs if x is not None and not x.is_const and len(x.shape) <= 6):
         for s in itertools.permutations(range(len(t.shape))):
             crossing = cross(u, t, s)
-            if isinstance(crossing, Crossing) and crossing.outputs[0] == wanted:
+            if isinstance(crossing, Crossing) and crossing.outputs[output] == wanted:
                 return s, crossing
     return None
 
@@ -274,7 +287,7 @@ def _drop_if_identity(graph: Graph, op: Op) -> None:
         graph.remove_op(op)
 
 
-def _grow(graph: Graph, seed: Op, scope, sides_allowed: bool) -> Region:
+def _grow(graph: Graph, seed: Op, scope, sides_allowed: bool, absorb: bool = False) -> Region:
     region = Region()
     work: deque[Tensor] = deque()
 
@@ -297,7 +310,7 @@ def _grow(graph: Graph, seed: Op, scope, sides_allowed: bool) -> Region:
                 region.conflict = f"TRANSPOSE -> {u.outputs[0].name!r} would be moved twice"
             if u in region.crossed or u in region.merges or u in region.flattens or u in region.seeds:
                 continue
-            why = _visit(graph, region, u, t, p, scope, sides_allowed, add_seed, carry)
+            why = _visit(graph, region, u, t, p, scope, sides_allowed, add_seed, carry, absorb)
             if why:
                 region.stops.setdefault(t, []).append(why)
     if region.conflict is None:
@@ -305,7 +318,8 @@ def _grow(graph: Graph, seed: Op, scope, sides_allowed: bool) -> Region:
     return region
 
 
-def _visit(graph, region: Region, u: Op, t: Tensor, p: Perm, scope, sides_allowed, add_seed, carry) -> str | None:
+def _visit(graph, region: Region, u: Op, t: Tensor, p: Perm, scope, sides_allowed, add_seed, carry,
+           absorb: bool) -> str | None:
     """Take reader `u` of carried `t` into the region; the reason it cannot take the layout."""
     where = f"reader {u.kind}{'' if u.index is None else f' #{u.index}'}"
     if u.kind == TRANSPOSE:
@@ -333,6 +347,8 @@ def _visit(graph, region: Region, u: Op, t: Tensor, p: Perm, scope, sides_allowe
             continue
         if _seedable(region, s, p):
             add_seed(s.producer)
+        elif absorb and _absorb(graph, region, s, p, add_seed, carry):
+            continue
         elif not sides_allowed:
             return f"{where} also reads {s.name!r}, which is not in the same layout"
     region.crossed[u] = crossing
@@ -340,6 +356,69 @@ def _visit(graph, region: Region, u: Op, t: Tensor, p: Perm, scope, sides_allowe
         if q is not None:
             carry(out, q)
     return None
+
+
+def _absorb(graph: Graph, region: Region, s: Tensor, p: Perm, add_seed, carry) -> bool:
+    """Take the ops making operand `s` into the region backward, so that s carries p without a new
+    transpose: each crosses with its data operands carrying some permutation, back to TRANSPOSEs
+    (seeds when their permutation is that one, else they make the carried tensor directly with a
+    composed permutation: a channel shuffle). All or nothing; their other outputs are carried on."""
+    plan = _plan_back(graph, region, s, p)
+    if plan is None:
+        return False
+    crossed, seeds, retargets = plan
+    region.crossed.update(crossed)
+    for op in seeds:
+        add_seed(op)
+    for op, (q, carried) in retargets.items():
+        region.retargets[op] = q
+        carry(op.outputs[0], carried)
+    for op, crossing in crossed.items():
+        for out, q in zip(op.outputs, crossing.outputs):
+            if q is not None and out not in region.carried:
+                carry(out, q)
+    return True
+
+
+def _plan_back(graph: Graph, region: Region, s: Tensor, p: Perm):
+    """(ops crossed, seeds, TRANSPOSEs retargeted -> (new perm, perm carried)) making s carry p, or None."""
+    crossed: dict[Op, Crossing] = {}
+    seeds: dict[Op, None] = {}
+    retargets: dict[Op, tuple[Perm, Perm]] = {}
+    wanted: dict[Tensor, Perm] = {}
+    todo = [(s, p)]
+    while todo:
+        t, p = todo.pop()
+        op = t.producer
+        if wanted.setdefault(t, p) != p or t in region.sides:
+            return None
+        if op is None or any(op in part for part in (region.merges, region.flattens, region.seeds, region.crossed)):
+            return None
+        if op in crossed or op in seeds or op in retargets:
+            if op in crossed and crossed[op].outputs[op.outputs.index(t)] != p:
+                return None
+            continue
+        if op.kind == TRANSPOSE:
+            r = transpose_perm(op)
+            if r is None or op.inputs[0] in region.carried or (r != p and graph.is_observed(t)):
+                return None
+            if r == p:
+                seeds[op] = None
+            else:
+                retargets[op] = (compose(r, inverse(p)), p)
+            continue
+        found = None if info(op.kind).layout in (None, "transpose") else _crossing_giving(op, p, op.outputs.index(t))
+        if found is None or _quantization_problem(op, found[1]):
+            return None
+        crossed[op] = crossing = found[1]
+        for i in crossing.data:
+            d = op.inputs[i]
+            if d in region.carried:
+                if region.carried[d] != crossing.perm:
+                    return None
+            else:
+                todo.append((d, crossing.perm))
+    return crossed, seeds, retargets
 
 
 def _seedable(region: Region, s: Tensor, p: Perm) -> bool:
@@ -416,9 +495,14 @@ def _rewrite(graph: Graph, region: Region) -> None:
                 new[out] = direct[out].outputs[0]
                 graph.remove_op(direct[out])
             elif q is not None:
-                new[out] = graph.add_tensor(f"{out.name}/permuted", out.dtype, moved_shape(out.shape, q),
-                                            shape_signature=_moved_signature(out, q),
-                                            quantization=_moved_quantization(out.quantization, q))
+                new[out] = _moved_tensor(graph, out, q)
+    for op, q in region.retargets.items():  # a TRANSPOSE making a carried tensor: it makes t' instead
+        out = op.outputs[0]
+        new[out] = _moved_tensor(graph, out, region.carried[out])
+        graph.set_input(op, 1, graph.add_const(f"{out.name}/perm", np.array(q, dtype=np.int32), "INT32"))
+        graph.set_output(op, 0, new[out])
+        if out in region.stops:
+            _transpose(graph, opcode, new[out], region.carried[out], out, None, after=op)
     for s, p in region.sides.items():
         new[s] = _transpose(graph, opcode, s, inverse(p), f"{s.name}/permuted", moved_shape(s.shape, p),
                             after=s.producer, before=None if s.producer is not None else graph.ops[0])
@@ -479,6 +563,12 @@ def _transpose(graph: Graph, opcode, x: Tensor, perm: Perm, out: Tensor | str, s
     perm_t = graph.add_const(f"{out.name}/perm", np.array(perm, dtype=np.int32), "INT32")
     graph.add_op(opcode, [x, perm_t], [out], Options("TransposeOptions"), after=after, before=before)
     return out
+
+
+def _moved_tensor(graph: Graph, t: Tensor, q: Perm) -> Tensor:
+    """A new tensor t' for t carrying q."""
+    return graph.add_tensor(f"{t.name}/permuted", t.dtype, moved_shape(t.shape, q), shape_signature=_moved_signature(t, q),
+                            quantization=_moved_quantization(t.quantization, q))
 
 
 def _moved_signature(t: Tensor, q: Perm) -> tuple[int, ...] | None:
