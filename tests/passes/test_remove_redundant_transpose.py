@@ -322,3 +322,32 @@ def test_rewrite_count_is_linear_in_a_long_chain():
     model = build(n.recipe())
     result = propagate(model.graphs[0])
     assert len(result.folds) == 1 and model.op_counts().get("TRANSPOSE", 0) == 0
+
+
+def squeeze_excite_net(out_reshape: bool = True) -> Net:
+    """TICO's squeeze-excite gate: a 1x1 conv's [2,1,1,4] output RESHAPEd to NCHW [2,4,1,1] (a
+    transpose of unit axes), LOGISTIC, RESHAPEd back into the next conv (or a graph output)."""
+    n = Net()
+    n.input("x", [2, 1, 1, 3])
+    c = n.op("CONV_2D", ["x", n.const("w", [4, 1, 1, 3]), n.const("b", [4])], "c", [2, 1, 1, 4], padding="VALID",
+             stride_w=1, stride_h=1)
+    r = n.op("RESHAPE", [c, n.ints("to_nchw", [2, 4, 1, 1])], "r", [2, 4, 1, 1])
+    g = n.op("LOGISTIC", [r], "g", [2, 4, 1, 1])
+    if not out_reshape:
+        n.outputs = [g]
+        return n
+    back_ = n.op("RESHAPE", [g, n.ints("to_nhwc", [2, 1, 1, 4])], "gb", [2, 1, 1, 4])
+    n.outputs = [n.op("CONV_2D", [back_, n.const("w2", [5, 1, 1, 4]), n.const("b2", [5])], "y", [2, 1, 1, 5],
+                      padding="VALID", stride_w=1, stride_h=1)]
+    return n
+
+
+def test_unit_axis_reshapes_move_like_transposes():
+    # the pair cancels across the LOGISTIC: the gate runs on the conv's own layout
+    optimize_and_compare(squeeze_excite_net().recipe(), ["remove_redundant_transpose"], {"RESHAPE": 0, "TRANSPOSE": 0})
+
+
+def test_unit_axis_reshape_with_nothing_to_meet_stays_a_reshape():
+    # moving it would only trade the RESHAPE for a TRANSPOSE at the graph output: it is left as it was
+    model, _ = optimize_and_compare(squeeze_excite_net(out_reshape=False).recipe(), ["remove_redundant_transpose"],
+                                    {"RESHAPE": 1, "TRANSPOSE": 0})

@@ -44,6 +44,10 @@ TO_NCHW = (0, 3, 1, 2)
 
 
 def run(graph: Graph) -> PassResult:
+    return propagate_with_unit_reshapes(graph)
+
+
+def propagate_with_unit_reshapes(graph: Graph) -> PassResult:
     """Offer every RESHAPE that is a transpose of unit axes to the propagation as that TRANSPOSE;
     those it did not move become their RESHAPE again. When nothing moved at all, what the offers
     added (permutation constants, a TRANSPOSE operator code) goes too: the graph is as it was."""

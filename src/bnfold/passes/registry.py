@@ -124,8 +124,9 @@ PASSES: tuple[PassSpec, ...] = (
              "become NHWC", True, False, convert_nchw_to_nhwc.run,
              convert_nchw_to_nhwc.PARAMETERS, convert_nchw_to_nhwc.change_interface),
     PassSpec("remove_redundant_transpose",
-             "move TRANSPOSEs through elementwise ops, reductions, concat/split/slice/pad, reshapes and "
-             "a flatten into FC until they cancel or merge, where that removes more transposes than it adds",
+             "move TRANSPOSEs (and RESHAPEs moving only unit axes) through elementwise ops, reductions, "
+             "concat/split/slice/pad, reshapes and a flatten into FC until they cancel or merge, where that "
+             "removes more transposes than it adds",
              True, True, remove_redundant_transpose.run),
     # opt-in: a TRANSPOSE of unit axes may still cancel with another across the ops between them
     # (remove_redundant_transpose), which a RESHAPE would not
@@ -133,7 +134,8 @@ PASSES: tuple[PassSpec, ...] = (
              True, False, substitute_transpose_to_reshape.run),
     PassSpec("remove_redundant_reshape", "make RESHAPE -> RESHAPE one RESHAPE of the first one's input",
              True, True, remove_redundant_reshape.run),
-    PassSpec("remove_unnecessary_reshape", "remove a RESHAPE whose output shape is its input shape",
+    PassSpec("remove_unnecessary_reshape",
+             "remove a RESHAPE whose output shape is its input shape, or a flatten only FULLY_CONNECTED layers read",
              True, True, remove_unnecessary_reshape.run),
     PassSpec("fuse_activation_function",
              "fuse a standalone RELU/RELU6/RELU_N1_TO_1 into the fused activation of its producer",
