@@ -17,6 +17,7 @@ from . import (convert_nchw_to_nhwc, forward_transpose_op, fuse_activation_funct
                fuse_add_with_fully_connected, fuse_add_with_tconv, fuse_batchnorm_forward, fuse_batchnorm_with_concat,
                fuse_batchnorm_with_conv, fuse_batchnorm_with_conv3d, fuse_batchnorm_with_dwconv, fuse_batchnorm_with_fc,
                fuse_batchnorm_with_tconv, fuse_hardswish, fuse_mul_with_conv, fuse_mul_with_fullyconnected,
+               fuse_pad_with_conv,
                fuse_preactivation_batchnorm, fuse_transpose_with_mean, make_batchnorm_gamma_positive,
                remove_redundant_reshape, remove_redundant_transpose, remove_unnecessary_concat,
                remove_unnecessary_reshape, remove_unnecessary_transpose, replace_cw_mul_add_with_depthwise_conv,
@@ -54,6 +55,7 @@ class PassSpec(NamedTuple):
 # - the RESHAPE passes after them: a TRANSPOSE of unit axes is made a RESHAPE only once the
 #   propagation could not cancel it in this round, then RESHAPE chains merge and those that
 #   change nothing go;
+# - fuse_pad_with_conv after them: the folds and the propagation see the PAD as exported;
 # - fuse_activation_function last, to absorb standalone activations the folds leave behind.
 PASSES: tuple[PassSpec, ...] = (
     PassSpec("remove_unnecessary_concat", "remove a CONCATENATION of a single tensor (PyTorch's torch.cat([x]))",
@@ -137,6 +139,9 @@ PASSES: tuple[PassSpec, ...] = (
     PassSpec("remove_unnecessary_reshape",
              "remove a RESHAPE whose output shape is its input shape, or a flatten only FULLY_CONNECTED layers read",
              True, True, remove_unnecessary_reshape.run),
+    PassSpec("fuse_pad_with_conv",
+             "remove a zero PAD before a VALID CONV_2D/DEPTHWISE_CONV_2D that pads what SAME would (SAME instead)",
+             True, True, fuse_pad_with_conv.run),
     PassSpec("fuse_activation_function",
              "fuse a standalone RELU/RELU6/RELU_N1_TO_1 into the fused activation of its producer",
              True, True, fuse_activation_function.run),
