@@ -351,3 +351,27 @@ def test_unit_axis_reshape_with_nothing_to_meet_stays_a_reshape():
     # moving it would only trade the RESHAPE for a TRANSPOSE at the graph output: it is left as it was
     model, _ = optimize_and_compare(squeeze_excite_net(out_reshape=False).recipe(), ["remove_redundant_transpose"],
                                     {"RESHAPE": 1, "TRANSPOSE": 0})
+
+
+def twin_transposes_net(twin_is_output: bool = False) -> Net:
+    """One conv output transposed to NCHW twice (TICO writes one TRANSPOSE per reader), each read by
+    a unary op whose NCHW result is a graph output."""
+    n = Net()
+    n.input("x", [2, 5, 7, 3])
+    c = n.op("CONV_2D", ["x", n.const("w", [4, 1, 1, 3]), n.const("b", [4])], "c", [2, 5, 7, 4], padding="VALID",
+             stride_w=1, stride_h=1)
+    a = n.op("TRANSPOSE", [c, n.ints("pa", NCHW)], "ta", T)
+    b = n.op("TRANSPOSE", [c, n.ints("pb", NCHW)], "tb", T)
+    n.outputs = [n.op("RELU", [a], "ra", T), n.op("ABS", [b], "rb", T)] + ([b] if twin_is_output else [])
+    return n
+
+
+def test_transposes_of_one_tensor_by_one_permutation_are_one():
+    model, report = optimize_and_compare(twin_transposes_net().recipe(), ["remove_redundant_transpose"],
+                                         {"TRANSPOSE": 1, "RELU": 1, "ABS": 1})
+    assert [f["duplicate_of"]["output"] for f in report.folds if "duplicate_of" in f] == ["ta"]
+
+
+def test_a_twin_that_is_a_graph_output_stays():
+    optimize_and_compare(twin_transposes_net(twin_is_output=True).recipe(), ["remove_redundant_transpose"],
+                         {"TRANSPOSE": 2})

@@ -41,8 +41,9 @@ def run(graph: Graph) -> PassResult:
         if shape is not None and not shape.is_const:
             continue
         if _only_flattening_layers_read(graph, x, y) and same_quantization(x, y):
-            result.fold(op, [op], flattened_by=[fc.outputs[0].name for fc in graph.consumers(y)])
-            for fc in graph.consumers(y):
+            fcs = graph.consumers(y)
+            result.fold(op, [op], into=fcs, flattened_by=[fc.outputs[0].name for fc in fcs])
+            for fc in fcs:
                 fc.options = fc.options.copy(keepNumDims=False)
             graph.remove_op(op)
             graph.replace_uses(y, x)
