@@ -71,6 +71,21 @@ def test_a_bad_file_stops_only_itself(collection, tmp_path):
     assert result.totals()["failed"] == 2 and result.totals()["models"] == len(GOOD) + 2
 
 
+def test_an_output_directory_that_cannot_be_made_is_refused_as_a_single_run_would(collection, tmp_path):
+    """A file where a model's output directory must go: that model gets the single command's
+    refusal (exit 2, not 1, which says a model is malformed or differs); the others are written."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "zoo").write_text("a file where the directory zoo/ must go\n")
+    result = optimize_many([collection], out, jobs=1)
+    [failed] = [m for m in result.models if m.status == "failed"]
+    assert failed.input.endswith("keras_concat_bn_relu.tflite") and failed.exit_code == 2
+    assert "is not a directory" in failed.error and "\n" not in failed.error
+    assert (out / "zoo").read_text().startswith("a file where")
+    assert all((out / name).is_file() for name in GOOD if not name.startswith("zoo/"))
+    assert result.exit_code == 2
+
+
 def test_paths_files_and_directories(collection, tmp_path):
     out = str(tmp_path / "out")
     jobs = collect([collection / "zoo", DATA / "bn_relu_conv.tflite"], out)

@@ -25,8 +25,9 @@ from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from typing import NamedTuple
 
-from .errors import BnfoldError, Interrupted, UsageError
-from .io.paths import same_file
+from .errors import BnfoldError, Interrupted, UsageError, WriteFailed
+from .io.atomic import reason
+from .io.paths import refuse_unwritable, same_file
 
 MODEL_SUFFIXES = (".tflite", ".circle")
 # The run's exit code: the first of these that some model exited with. A bug in bnfold (3) says
@@ -185,8 +186,12 @@ def optimize_one(job: Job, settings: Settings, on_step: Callable[[str], None] = 
 
     try:
         os.makedirs(os.path.dirname(job.output) or ".", exist_ok=True)
-    except OSError as e:
-        return failed(1, f"{job.output}: cannot create its directory: {e.strerror or e}")
+    except OSError as e:  # as a single optimize would answer: a refusal (exit 2), else a failed write (5)
+        try:
+            refuse_unwritable(job.output, what="a model file")
+        except UsageError as refusal:
+            return failed(refusal.exit_code, str(refusal))
+        return failed(WriteFailed.exit_code, f"{job.output}: cannot create its directory: {reason(e)}")
     try:
         result = api.optimize_file(job.input, job.output, settings.chosen, external_buffers=settings.external_buffers,
                                    run_files=settings.run_files, progress=on_step, **settings.checking)
