@@ -60,6 +60,12 @@ class Tensor:
         self._uses: list[Op] = []  # one entry per input slot that reads this tensor
 
     @property
+    def signature(self) -> tuple[int, ...]:
+        """The shape with -1 where a dimension is dynamic (the file's shape_signature, when it has a
+        non-empty one)."""
+        return self.shape_signature or self.shape
+
+    @property
     def is_const(self) -> bool:
         return self.buffer is not None and self.buffer.data is not None and self.buffer.data.size > 0
 

@@ -74,7 +74,7 @@ def unit_axes_permutation(op: Op) -> tuple[int, ...] | None:
     x, y = op.input(0), op.outputs[0]
     if x is None or len(x.shape) != len(y.shape) or x.shape == y.shape or len(op.outputs) != 1:
         return None
-    if any(d < 0 for d in (x.shape_signature or x.shape) + (y.shape_signature or y.shape)):
+    if any(d < 0 for d in x.signature + y.signature):
         return None
     long_in = [a for a, d in enumerate(x.shape) if d != 1]
     long_out = [j for j, d in enumerate(y.shape) if d != 1]

@@ -102,7 +102,7 @@ def padding_refusal(layer: Op, x: Tensor) -> Refusal | None:
         return None
     w = layer.input(1)
     out = layer.outputs[0]
-    sig_in, sig_out = x.shape_signature or x.shape, out.shape_signature or out.shape
+    sig_in, sig_out = x.signature, out.signature
     if len(x.shape) != 4 or len(out.shape) != 4 or len(sig_in) != 4 or len(sig_out) != 4 or len(w.shape) != 4:
         return Refusal(f"{layer.kind} is not a 4-D NHWC layer with a 4-D filter")
     if min(sig_in[1:3]) < 0 or min(sig_out[1:3]) < 0:

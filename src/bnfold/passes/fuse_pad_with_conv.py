@@ -49,7 +49,7 @@ def _same_pad(graph: Graph, layer: Op) -> Op | None:
     x, w, out = pad.inputs[0], layer.input(1), layer.outputs[0]
     if x.dtype != "FLOAT32" or x.is_quantized or w is None or len(w.shape) != 4:
         return None
-    if any(len(t.shape) != 4 or -1 in (t.shape_signature or t.shape) for t in (x, y, out)):
+    if any(len(t.shape) != 4 or -1 in t.signature for t in (x, y, out)):
         return None
     paddings = _paddings(pad)
     if paddings is None or np.any(paddings[[0, 3]] != 0):

@@ -150,8 +150,8 @@ def _reshape_axis(kind: str, x: Tensor, y: Tensor, axis: int) -> int | Refusal:
 
 def _static_shapes(x: Tensor, y: Tensor) -> tuple[tuple, tuple, int] | Refusal:
     """(input shape, output shape, leading axes left out) with every dimension static."""
-    sx = x.shape_signature or x.shape
-    sy = y.shape_signature or y.shape
+    sx = x.signature
+    sy = y.signature
     if all(d >= 0 for d in sx) and all(d >= 0 for d in sy):
         return x.shape, y.shape, 0
     if (sx and sy and sx[0] < 0 and sy[0] < 0 and all(d >= 0 for d in sx[1:]) and all(d >= 0 for d in sy[1:])

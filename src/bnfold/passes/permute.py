@@ -115,7 +115,7 @@ def _elementwise(op: Op, t: Tensor, p: Perm) -> Crossing | str:
             return f"its constant {x.name!r} is {x.dtype}, which bnfold does not move"
         if x.is_const and len(x.shape) <= rank:
             crossing.consts[index] = moved_constant(np.asarray(x.data), p)
-        elif x is not t and len(x.shape) <= rank and all(d == 1 for d in x.shape_signature or x.shape):
+        elif x is not t and len(x.shape) <= rank and all(d == 1 for d in x.signature):
             continue  # one value (a computed scale, say): the same in every layout
         elif len(x.shape) == rank and not x.is_const:
             crossing.data.append(index)
@@ -224,7 +224,7 @@ def _reshape(op: Op, t: Tensor, p: Perm) -> Crossing | str:
     if op.input(0) is not t or len(op.outputs) != 1:
         return f"{op.kind} reads it in another slot"
     out = op.outputs[0]
-    if any(d < 0 for d in (t.shape_signature or t.shape) + (out.shape_signature or out.shape)):
+    if any(d < 0 for d in t.signature + out.signature):
         return f"{op.kind} with dynamic dimensions"
     mixes = f"{op.kind} from {list(t.shape)} to {list(out.shape)} merges or splits axes the permutation {list(p)} separates"
     order = moved_groups(t.shape, p, out.shape)

@@ -249,11 +249,11 @@ def _into_reshape(graph: Graph, seed: Op, p: Perm, result: PassResult) -> bool:
     """A TRANSPOSE moving only unit axes is a reshape: next to a RESHAPE (making its input alone,
     or the only kind of op reading it) the two are one RESHAPE."""
     x, y = seed.inputs[0], seed.outputs[0]
-    if not keeps_data_order(x.shape, p) or any(d < 0 for d in (x.shape_signature or ()) + (y.shape_signature or ())):
+    if not keeps_data_order(x.shape, p) or any(d < 0 for d in x.signature + y.signature):
         return False
     producer, readers = x.producer, graph.consumers(y)
     if (producer is not None and producer.kind == "RESHAPE" and graph.has_single_use(x, seed)
-            and all(d >= 0 for d in producer.inputs[0].shape_signature or ())):
+            and all(d >= 0 for d in producer.inputs[0].signature)):
         result.fold(seed, [seed], into=[producer], merged_into=describe(producer))
         graph.remove_op(seed)
         graph.set_output(producer, 0, y)
@@ -282,7 +282,7 @@ def _drop_if_identity(graph: Graph, op: Op) -> None:
     """A RESHAPE / SQUEEZE / EXPAND_DIMS to its input's own shape copies: it goes (its output keeps
     its name when it is a graph output: then it stays)."""
     x, y = op.inputs[0], op.outputs[0]
-    if x.shape == y.shape and (x.shape_signature or x.shape) == (y.shape_signature or y.shape) and not graph.is_observed(y):
+    if x.shape == y.shape and x.signature == y.signature and not graph.is_observed(y):
         graph.replace_uses(y, x)
         graph.remove_op(op)
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from ..ir.graph import Graph, Op, Tensor
 from .report import PassResult
-from .reshapes import same_quantization, signature
+from .reshapes import same_quantization
 
 
 def run(graph: Graph) -> PassResult:
@@ -48,12 +48,12 @@ def run(graph: Graph) -> PassResult:
             graph.remove_op(op)
             graph.replace_uses(y, x)
             continue
-        if signature(x) != signature(y) or not same_quantization(x, y):
+        if x.signature != y.signature or not same_quantization(x, y):
             continue
         if graph.is_observed(y):
             if not _producer_takes_output(graph, op):
                 continue
-        result.fold(op, [op], shape=list(signature(y)))
+        result.fold(op, [op], shape=list(y.signature))
         _bypass(graph, op)
     return result
 
@@ -62,9 +62,9 @@ def _only_flattening_layers_read(graph: Graph, x: Tensor, y: Tensor) -> bool:
     """y is [N, K] (N dynamic only if x is: a static N is checked at run time), not seen from
     outside, and only read, as data, by FULLY_CONNECTED layers with K weight columns (which flatten
     any input to [-1, K] once keep_num_dims is off)."""
-    sig = signature(y)
+    sig = y.signature
     readers = graph.consumers(y)
-    if (len(sig) != 2 or sig[1] < 0 or (sig[0] >= 0 and -1 in signature(x)) or graph.is_observed(y)
+    if (len(sig) != 2 or sig[1] < 0 or (sig[0] >= 0 and -1 in x.signature) or graph.is_observed(y)
             or not readers):
         return False
     for fc in readers:

@@ -14,11 +14,6 @@ import numpy as np
 from ..ir.graph import Graph, Op, Options, Tensor
 
 
-def signature(t: Tensor) -> tuple[int, ...]:
-    """The tensor's shape with -1 where a dimension is dynamic."""
-    return tuple(t.shape_signature) if t.shape_signature is not None else t.shape
-
-
 def same_quantization(a: Tensor, b: Tensor) -> bool:
     """A RESHAPE copies bytes: its input and output must read them with the same scale and zero point."""
     if not a.is_quantized and not b.is_quantized:
@@ -32,6 +27,6 @@ def same_quantization(a: Tensor, b: Tensor) -> bool:
 
 def add_reshape(graph: Graph, x: Tensor, y: Tensor, *, after: Op) -> Op:
     """RESHAPE x -> y (y's shape, -1 for its one dynamic dimension if any) placed after `after`."""
-    new_shape = [int(d) for d in signature(y)]
+    new_shape = [int(d) for d in y.signature]
     shape = graph.add_const(f"{y.name}/shape", np.array(new_shape, dtype=np.int32), "INT32")
     return graph.add_op("RESHAPE", [x, shape], [y], Options("ReshapeOptions", newShape=new_shape), after=after)

@@ -20,19 +20,19 @@ from ..ir.graph import Graph
 from .layout import transpose_perm
 from .permute import keeps_data_order
 from .report import PassResult
-from .reshapes import add_reshape, same_quantization, signature
+from .reshapes import add_reshape, same_quantization
 
 
 def run(graph: Graph) -> PassResult:
     result = PassResult()
     for op in [op for op in graph.ops if op.kind == "TRANSPOSE"]:
         perm = transpose_perm(op)
-        if perm is None or not _is_a_reshape(signature(op.inputs[0]), perm):
+        if perm is None or not _is_a_reshape(op.inputs[0].signature, perm):
             continue
         x, y = op.inputs[0], op.outputs[0]
         if not same_quantization(x, y):
             continue
-        result.fold(op, [op], permutation=list(perm), new_shape=list(signature(y)))
+        result.fold(op, [op], permutation=list(perm), new_shape=list(y.signature))
         add_reshape(graph, x, y, after=op)
         graph.remove_op(op)
     return result
