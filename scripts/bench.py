@@ -4,6 +4,8 @@ Usage:
   python scripts/bench.py [--out DIR] [--runs N] [--skip-large] [--json PATH]
                           [--resnet50v2 PATH] [--infer-iters N] [--rebuild] [--profile]
                           [--ops-runs N] [--only-ops]
+  python scripts/bench.py --batch DIR [--runs N]
+  python scripts/bench.py --overhead MODEL [--runs N]
 
 What it measures (whole processes, median of --runs, every figure a ratio to a baseline timed in
 the same run so a slow or busy machine shifts both sides alike):
@@ -25,6 +27,7 @@ The 3 GB model (offset-buffer layout) goes through `bnfold optimize` end to end 
 original and the result are run once in LiteRT; outputs are compared.
 
 Batch mode (`--batch DIR`, alone): scripts/bench_batch.py's docstring says what it measures.
+Single-model overhead (`--overhead MODEL`, alone): scripts/bench_overhead.py's docstring says.
 
 Two further series (`--op-heavy`, `--unchanged`; both on by default, `--only-perf` runs just them):
   op-heavy: graphs of N CONV_2D -> MUL -> ADD blocks with tiny weights (3k, 12k, 48k blocks:
@@ -680,6 +683,9 @@ def parse_args(argv=None):
     p.add_argument("--only-perf", action="store_true", help="run only the op-heavy series and the unchanged-model row")
     p.add_argument("--batch", metavar="DIR", default=None,
                    help="measure only batch mode over the models under DIR against a shell loop (scripts/bench_batch.py)")
+    p.add_argument("--overhead", metavar="MODEL", default=None,
+                   help="measure only one optimize of MODEL, and of its optimized (unchanged) form, against the floor "
+                        "process (scripts/bench_overhead.py)")
     return p.parse_args(argv)
 
 
@@ -709,6 +715,16 @@ def main(argv=None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.time()
     compile_bnfold()
+    if args.overhead:
+        import bench_overhead
+
+        row = bench_overhead.measure(Path(args.overhead).resolve(), out_dir, args.runs, run_child, BNFOLD, PY)
+        print("\n".join(bench_overhead.report(row)))
+        json_path = Path(args.json) if args.json else out_dir / "bench-overhead.json"
+        json_path.write_text(json.dumps({"date": datetime.datetime.now().isoformat(timespec="seconds"),
+                                         "machine": machine_info(), "overhead": row}, indent=1))
+        print(f"wrote {json_path}")
+        return 0
     if args.batch:
         import bench_batch
 
