@@ -18,6 +18,7 @@ edits); membership is a set; new tensor names come from a set and a counter per 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -322,7 +323,7 @@ class Graph:
         float16 values.
         """
         old = op.input(index)
-        if old is not None and values.size == int(np.prod(old.shape)):
+        if old is not None and values.size == math.prod(old.shape):
             values = values.reshape(old.shape)
         source = float_source(old)
         if source is not None and source is not old:

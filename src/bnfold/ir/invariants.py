@@ -10,6 +10,9 @@ failure is one ModelError naming the file and the place.
 
 from __future__ import annotations
 
+import functools
+import math
+
 import numpy as np
 
 from ..errors import ModelError
@@ -116,7 +119,7 @@ def _check_options(op, where: str, n_graphs: int, n_activations: int, path: str)
         weights, bias, dim = op.inputs[layer.weights], op.input(layer.bias), layer.out_axis
         if len(weights.shape) != layer.rank:
             raise ModelError(f"{where} has weights of rank {len(weights.shape)}, expected {layer.rank}", path)
-        if bias is not None and int(np.prod(bias.shape)) != weights.shape[dim]:
+        if bias is not None and math.prod(bias.shape) != weights.shape[dim]:
             raise ModelError(f"{where} has a bias of shape {list(bias.shape)} for {weights.shape[dim]} output channels", path)
     options = op.options
     if options is None:
@@ -149,12 +152,18 @@ def _subgraph_refs(op):
     body, IF's branches, CALL_ONCE's init, ...)."""
     if op.options is None:
         return
-    for name, value in op.options.fields().items():
-        if "subgraph" in name.lower():
+    for name, value in vars(op.options).items():
+        if _names_subgraph(name):
             values = value if isinstance(value, (list, np.ndarray)) else [value]
             for v in values:
                 if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
                     yield name, int(v)
+
+
+@functools.cache
+def _names_subgraph(field: str) -> bool:
+    """Whether an options field holds subgraph indices (asked once per field name, not per op)."""
+    return "subgraph" in field.lower()
 
 
 def _check_subgraph_calls(model, path: str) -> None:

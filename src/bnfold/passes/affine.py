@@ -16,7 +16,9 @@ so the whole chain is y = act(s·x + t) with the last op's fused activation `act
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
+
 import numpy as np
 
 from ..ir.graph import Graph, Op, Tensor, float_source
@@ -217,7 +219,9 @@ def freed_constants(graph: Graph, chain: AffineChain) -> list[str]:
 
 
 def finite(*arrays: np.ndarray) -> bool:
-    return all(np.all(np.isfinite(a)) for a in arrays)
+    """Whether every value of every array is finite. min and max propagate NaN, so both finite
+    means all are: two passes that allocate nothing, where isfinite would write a bool copy."""
+    return all(a.size == 0 or bool(np.isfinite(a.min()) and np.isfinite(a.max())) for a in arrays)
 
 
 def scale_along(weights: np.ndarray, vector: np.ndarray, axis: int) -> np.ndarray:
@@ -239,7 +243,7 @@ def kept_constant(values: np.ndarray, chain: AffineChain) -> np.ndarray:
     value for every channel stays a scalar, so no scalar-broadcast op becomes a per-channel one."""
     if values.size and np.all(values == values.reshape(-1)[0]):
         return values.reshape(-1)[:1].reshape(())
-    shape = next((c.shape for c in chain.constants if int(np.prod(c.shape)) == len(values)), None)
+    shape = next((c.shape for c in chain.constants if math.prod(c.shape) == len(values)), None)
     if shape is None:
         rank = len(chain.input.shape)
         shape = (1,) * chain.axis + (len(values),) + (1,) * (rank - 1 - chain.axis)

@@ -29,6 +29,7 @@ another op is copied (Graph.set_const_input), never edited.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -190,7 +191,7 @@ def _report_unmatched(graph: Graph, result: PassResult, out: Tensor, chain_kinds
         return
     # a per-channel-sized operand computed at runtime (not a full feature map, like a residual)
     others = [t for t in affine.inputs if t is not None and t is not way[-1]]
-    if len(others) == 1 and not others[0].is_const and np.prod(others[0].shape) < np.prod(way[-1].shape):
+    if len(others) == 1 and not others[0].is_const and math.prod(others[0].shape) < math.prod(way[-1].shape):
         result.skip(affine, f"operand {others[0].name!r} is not a constant", layer=out.name)
 
 
