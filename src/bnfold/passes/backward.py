@@ -173,7 +173,9 @@ def _report_unmatched(graph: Graph, result: PassResult, out: Tensor, chain_kinds
     way = [out]
     while not any(op.kind in chain_kinds for op in graph.consumers(way[-1])):
         layout = [op for op in graph.consumers(way[-1]) if op.kind in LAYOUT_KINDS and op.input(0) is way[-1]]
-        if len(layout) != 1 or len(way) > len(graph.ops):
+        # a path of distinct tensors is never longer than the tensor list (graph.ops would re-sort
+        # the whole graph after every fold)
+        if len(layout) != 1 or len(way) > len(graph.tensors):
             return
         way.append(layout[0].outputs[0])
     # the reader the skip is about: a batch-norm candidate if there is one (a conv's output read by
