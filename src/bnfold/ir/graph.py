@@ -52,8 +52,8 @@ class Tensor:
                  shape_signature: Sequence[int] | None = None, quantization=None, record=None):
         self.name = name
         self.dtype = dtype
-        self.shape = tuple(int(d) for d in shape)
-        self.shape_signature = None if shape_signature is None else tuple(int(d) for d in shape_signature)
+        self.shape = tuple(map(int, shape))
+        self.shape_signature = None if shape_signature is None else tuple(map(int, shape_signature))
         self.buffer = buffer
         self.quantization = quantization
         self.record = record

@@ -117,7 +117,7 @@ def transpose_perm(op: Op) -> tuple[int, ...] | None:
     if op.kind != "TRANSPOSE" or perm is None or not perm.is_const or perm.dtype not in INDEX_DTYPES or x is None:
         return None
     rank = len(x.shape)
-    values = [int(v) + rank if int(v) < 0 else int(v) for v in np.asarray(perm.data).reshape(-1)]
+    values = [v + rank if v < 0 else v for v in np.asarray(perm.data).reshape(-1).tolist()]
     return tuple(values) if sorted(values) == list(range(rank)) and len(op.outputs) == 1 else None
 
 
