@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from bnfold.passes.permute import compose, inverse
 from bnfold.passes.propagation import _moved_quantization, propagate
 from bnfold.recipe.chef import build
 
@@ -375,3 +376,11 @@ def test_transposes_of_one_tensor_by_one_permutation_are_one():
 def test_a_twin_that_is_a_graph_output_stays():
     optimize_and_compare(twin_transposes_net(twin_is_output=True).recipe(), ["remove_redundant_transpose"],
                          {"TRANSPOSE": 2})
+
+
+def test_inverse_undoes_every_permutation_up_to_six_axes():
+    import itertools
+
+    for rank in range(7):
+        for p in itertools.permutations(range(rank)):
+            assert compose(p, inverse(p)) == compose(inverse(p), p) == tuple(range(rank)), p
