@@ -42,7 +42,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from . import __version__
-from .batch import optimize_many  # the batch form of optimize_file (batch.py)
 from .values import BACKENDS, CHECK_MODES, CRITERION, DEFAULT_ATOL, DEFAULT_RTOL
 from .values.lossy import measure_lossy
 from .errors import ModelError, UsageError
@@ -65,6 +64,16 @@ ModelInput = str | os.PathLike | bytes | bytearray | memoryview
 
 __all__ = ["Optimized", "Inspection", "Ran", "optimize", "optimize_file", "optimize_many", "convert", "inspect", "check",
            "run", "h5diff", "build_recipe", "test_recipes", "read_config", "select", "load", "save", "apply_passes", "PASSES"]
+
+
+def __getattr__(name: str):
+    """optimize_many, the batch form of optimize_file, from batch.py on first use: only a batch
+    run pays for loading it (~2 ms)."""
+    if name == "optimize_many":
+        from .batch import optimize_many
+
+        return optimize_many
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ---- the IR ----------------------------------------------------------------------------------

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import functools
 import math
-import sys
 
 import click
 
-from . import api, exits, one, progress, text
+from . import api, exits, one, text
 from .errors import CheckFailed, UsageError
 
 
@@ -125,6 +124,7 @@ def optimize(paths, input_option, output_option, passes, group, config_path, str
     _echo_lines([] if quiet else chosen.notes(), echo)
     same = dict(force=force, external_buffers=external_buffers, check=check_samples, check_mode=check_mode, rtol=rtol, atol=atol)
     if out_dir is not None:  # progress.py: a bar on a terminal, the failures in input order, one table
+        from . import progress  # only for --out-dir: it loads the batch machinery (~2 ms)
         one_model = (input_option, output_option, in_place, node_data, node_data_input)
         click.get_current_context().exit(progress.optimize_many(paths, out_dir, chosen, quiet, one_model, jobs=jobs, shard=shard,
                                                                 report=report_path, run_files=[config_path], **same))
@@ -296,5 +296,5 @@ def run(argv=None) -> int:
 
 
 def entry() -> None:
-    """The `bnfold` program: the process ends with the command's exit code."""
-    sys.exit(exits.run(main, process=True))
+    """The `bnfold` program: the process ends with the command's exit code (exits.leave)."""
+    exits.leave(exits.run(main, process=True))

@@ -10,10 +10,12 @@ command prints its help (exit 0). A reader that closes stdout early is not an er
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import signal
 import sys
+from typing import NoReturn
 
 import click
 
@@ -53,6 +55,23 @@ def run(main: click.Group, argv=None, *, process: bool = False) -> int:
             for signum in (signal.SIGINT, *CAUGHT_SIGNALS):
                 signal.signal(signum, signal.SIG_IGN)
     return code
+
+
+def leave(code: int) -> NoReturn:
+    """End the program's process with `code`, skipping the interpreter's teardown (freeing the
+    model's arrays and every module one by one: ~50 ms after a 100 MB model). What the exit would
+    have done still happens: the atexit handlers run (multiprocessing's after --out-dir, h5py's,
+    logging's), then stdout and stderr are flushed. Every file bnfold writes is closed by then
+    (io/atomic.py) and the only threads it starts are daemons. A flush that fails (the reader closed
+    the pipe) is left to the interpreter's own exit, which reports it as it always has."""
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None and not stream.closed:
+            try:
+                stream.flush()
+            except OSError:
+                sys.exit(code)
+    os._exit(code)
 
 
 def _run(main: click.Group, argv) -> int:
