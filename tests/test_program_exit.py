@@ -1,0 +1,103 @@
+"""How the `bnfold` program ends (exits.leave): without the interpreter's teardown, and with
+nothing its caller can see changed: what it printed, its exit code, the atexit handlers' effects,
+the files in the directory. Each test runs a real process, its stdout buffered as a user's is."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import DATA
+
+FIXTURE = str(DATA / "bn_conv_valid.tflite")
+
+
+def _program(setup: str, argv: list[str], tmp_path, **kwargs) -> subprocess.CompletedProcess:
+    """`setup`, then the program (cli.entry) on `argv`, as a process of its own in `tmp_path`."""
+    script = textwrap.dedent(setup) + f"\nimport sys\nsys.argv = ['bnfold', *{argv!r}]\nfrom bnfold import cli\ncli.entry()\n"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    return subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, stderr=subprocess.PIPE, timeout=120,
+                          **kwargs)
+
+
+LATE_WORDS = """
+import atexit, sys
+sys.stdout.write("written first, still in the buffer\\n")
+atexit.register(print, "an atexit handler ran")
+"""
+
+
+@pytest.mark.parametrize("into", ["file", "pipe"])
+def test_stdout_holds_everything_printed_and_atexit_handlers_run(into, tmp_path):
+    argv = ["optimize", FIXTURE, "o.tflite"]
+    if into == "file":
+        with open(tmp_path / "stdout.txt", "wb") as f:
+            done = _program(LATE_WORDS, argv, tmp_path, stdout=f)
+        out = (tmp_path / "stdout.txt").read_text()
+        (tmp_path / "stdout.txt").unlink()
+    else:
+        done = _program(LATE_WORDS, argv, tmp_path, stdout=subprocess.PIPE)
+        out = done.stdout.decode()
+    lines = out.splitlines()
+    assert done.returncode == 0 and done.stderr == b"", done.stderr
+    assert lines[0] == "written first, still in the buffer" and lines[-1] == "an atexit handler ran"
+    assert "wrote o.tflite" in lines[-2]
+    assert [p.name for p in tmp_path.iterdir()] == ["o.tflite"]  # no temporary file left
+
+
+TEARDOWN_PROBE = """
+import os
+class Probe:
+    def __del__(self):
+        os.write(2, b"torn down\\n")
+probe = Probe()
+"""
+
+
+def test_the_program_skips_the_teardown_a_library_caller_keeps(tmp_path):
+    """The gain itself: the program's process ends before the interpreter frees its objects one
+    by one; a Python program that runs the command line (cli.run) still exits as Python does."""
+    assert _program(TEARDOWN_PROBE, ["passes"], tmp_path, stdout=subprocess.DEVNULL).stderr == b""
+    library = TEARDOWN_PROBE + "\nimport sys\nfrom bnfold import cli\nsys.exit(cli.run(['passes']))\n"
+    done = subprocess.run([sys.executable, "-c", library], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
+    assert (done.returncode, done.stderr) == (0, b"torn down\n")
+
+
+RAISE_IN_OPTIMIZE = """
+import signal
+from bnfold import api, errors
+def optimize_file(*args, **kwargs):
+    raise {error}
+api.optimize_file = optimize_file
+"""
+
+
+@pytest.mark.parametrize("error, code", [
+    ("errors.ModelError('not a model', 'm.tflite')", 1), ("errors.UsageError('no such file', 'm.tflite')", 2),
+    ("RuntimeError('a bug')", 3), ("errors.CannotVerify('nothing runs it')", 4),
+    ("errors.WriteFailed('disk full', 'o.tflite')", 5), ("errors.Interrupted(signal.SIGTERM)", 143),
+    ("KeyboardInterrupt()", 130)])
+def test_exit_code_is_the_commands(error, code, tmp_path):
+    done = _program(RAISE_IN_OPTIMIZE.format(error=error), ["optimize", FIXTURE, "o.tflite"], tmp_path,
+                    stdout=subprocess.PIPE)
+    assert done.returncode == code and done.stdout == b""
+    lines = done.stderr.decode().strip().splitlines()  # (click puts a new line first after a Ctrl-C)
+    assert len(lines) == 1 and lines[0].startswith("bnfold: error: ")
+
+
+def test_output_a_closed_pipe_cannot_take_is_reported_by_python_as_before(tmp_path):
+    """A flush that fails at the end leaves through the interpreter's exit, which says so (exit
+    120), as it did before the program skipped the teardown."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = _program('import sys\nsys.stdout.write("unflushed")', ["optimize", FIXTURE, "o.tflite", "--quiet"],
+                        tmp_path, stdout=write)
+    finally:
+        os.close(write)
+    assert done.returncode == 120 and b"BrokenPipeError" in done.stderr
+    assert (tmp_path / "o.tflite").exists()
