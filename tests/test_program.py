@@ -1,6 +1,7 @@
-"""How the `bnfold` program ends (exits.leave): without the interpreter's teardown, and with
-nothing its caller can see changed: what it printed, its exit code, the atexit handlers' effects,
-the files in the directory. Each test runs a real process, its stdout buffered as a user's is."""
+"""The `bnfold` program's own start and end (bnfold/__main__.py, exits.leave): its modules load
+without garbage collections, and it ends without the interpreter's teardown, with nothing its
+caller can see changed: what it printed, its exit code, the atexit handlers' effects, the files in
+the directory. Each test runs a real process, its stdout buffered as a user's is."""
 
 from __future__ import annotations
 
@@ -101,3 +102,22 @@ def test_output_a_closed_pipe_cannot_take_is_reported_by_python_as_before(tmp_pa
         os.close(write)
     assert done.returncode == 120 and b"BrokenPipeError" in done.stderr
     assert (tmp_path / "o.tflite").exists()
+
+
+def test_the_modules_load_without_collections_and_are_frozen(tmp_path):
+    """A start's imports leave only objects that live as long as the process: no collection walks
+    them while they load (~55 would), nor after (frozen); the command runs with the collector on."""
+    watch = """
+    import atexit, gc, sys
+    collections = []
+    gc.callbacks.append(lambda phase, info: phase == "start" and collections.append(info["generation"]))
+    atexit.register(lambda: print(len(collections), gc.get_freeze_count(), gc.isenabled()))
+    sys.argv = ["bnfold", "passes"]
+    from bnfold.__main__ import main
+    main()
+    """
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(watch)], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120)
+    collections, frozen, enabled = done.stdout.splitlines()[-1].split()
+    assert done.returncode == 0 and int(collections) < 10 and int(frozen) > 10_000 and enabled == "True"
