@@ -121,3 +121,13 @@ def test_the_modules_load_without_collections_and_are_frozen(tmp_path):
                           text=True, timeout=120)
     collections, frozen, enabled = done.stdout.splitlines()[-1].split()
     assert done.returncode == 0 and int(collections) < 10 and int(frozen) > 10_000 and enabled == "True"
+
+
+@pytest.mark.parametrize("signum", ["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_signal_while_the_program_leaves_changes_nothing(signum, tmp_path):
+    """Ctrl-C or SIGTERM once the command has finished (here: from an atexit handler, as the
+    process leaves) neither kills it nor changes its exit code or output."""
+    late = f"import atexit, os, signal\natexit.register(os.kill, os.getpid(), signal.{signum})"
+    done = _program(late, ["convert", FIXTURE, "o.circle"], tmp_path, stdout=subprocess.PIPE)
+    assert (done.returncode, done.stderr) == (0, b"") and done.stdout.startswith(b"wrote o.circle")
+    assert [p.name for p in tmp_path.iterdir()] == ["o.circle"]
