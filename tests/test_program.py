@@ -131,3 +131,13 @@ def test_a_signal_while_the_program_leaves_changes_nothing(signum, tmp_path):
     done = _program(late, ["convert", FIXTURE, "o.circle"], tmp_path, stdout=subprocess.PIPE)
     assert (done.returncode, done.stderr) == (0, b"") and done.stdout.startswith(b"wrote o.circle")
     assert [p.name for p in tmp_path.iterdir()] == ["o.circle"]
+
+
+@pytest.mark.parametrize("python, after", [(["-m", "cProfile"], "function calls"), (["-i"], ">>>")])
+def test_a_profiler_or_python_i_still_has_the_last_word(python, after, tmp_path):
+    """`python -m cProfile -m bnfold ...` prints its figures, `python -i` opens its prompt, after
+    the program returns to them, instead of the process ending under them."""
+    done = subprocess.run([sys.executable, *python, "-m", "bnfold", "passes"], cwd=tmp_path, capture_output=True,
+                          stdin=subprocess.DEVNULL, text=True, timeout=300)
+    assert done.returncode == 0 and "fuse_batchnorm_with_conv" in done.stdout
+    assert after in done.stdout + done.stderr

@@ -62,8 +62,12 @@ def leave(code: int) -> NoReturn:
     model's arrays and every module one by one: ~50 ms after a 100 MB model). What the exit would
     have done still happens: the atexit handlers run (multiprocessing's after --out-dir, h5py's,
     logging's), then stdout and stderr are flushed. Every file bnfold writes is closed by then
-    (io/atomic.py) and the only threads it starts are daemons. A flush that fails (the reader closed
-    the pipe) is left to the interpreter's own exit, which reports it as it always has."""
+    (io/atomic.py) and the only threads it starts are daemons. Left to the interpreter's own exit:
+    a flush that fails (the reader closed the pipe), which it reports as it always has, and a
+    process something still has to finish after the program returns: a profiler, tracer or
+    debugger (`python -m cProfile -m bnfold`, coverage, pdb), or `python -i`'s prompt."""
+    if sys.gettrace() is not None or sys.getprofile() is not None or sys.flags.inspect:
+        sys.exit(code)
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         if stream is not None and not stream.closed:
