@@ -17,7 +17,8 @@ from bnfold.cli import run
 from conftest import DATA, build_recipe
 
 SRC = Path(bnfold.__file__).parent
-COMMANDS = ("optimize", "optimize_file", "convert", "inspect", "check", "run", "h5diff", "build_recipe", "test_recipes")
+COMMANDS = ("optimize", "optimize_file", "optimize_many", "convert", "inspect", "check", "run", "h5diff", "build_recipe",
+            "test_recipes")
 
 
 def test_dir_and_help_show_the_library():
@@ -27,6 +28,7 @@ def test_dir_and_help_show_the_library():
         assert function is getattr(api, name)
         assert function.__doc__ and len(function.__doc__.split()) > 12, name  # its own words, not a pointer
     assert "optimize_file" in pydoc.render_doc(bnfold) and "check=3" in pydoc.render_doc(bnfold.api)
+    assert "optimize_many(paths" in pydoc.render_doc(bnfold.api, renderer=pydoc.plaintext)  # listed, loaded on first use
 
 
 def test_cli_is_a_shell_over_the_library():

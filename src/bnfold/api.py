@@ -76,6 +76,10 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | {"optimize_many"})
+
+
 # ---- the IR ----------------------------------------------------------------------------------
 
 def load(path: str | os.PathLike) -> Model:

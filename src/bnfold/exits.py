@@ -6,6 +6,7 @@ a bad option or value, a missing, unreadable or special (directory, FIFO, device
 not be carried out (CannotVerify); 128 + N a termination signal N while a file was written, 130
 Ctrl-C. The README's "Exit codes" table says the same. `bnfold` or `bnfold recipe` without a
 command prints its help (exit 0). A reader that closes stdout early is not an error (exit 0).
+The program's process then ends with that code through `leave`.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def leave(code: int) -> NoReturn:
     debugger (`python -m cProfile -m bnfold`, coverage, pdb), or `python -i`'s prompt."""
     if sys.gettrace() is not None or sys.getprofile() is not None or sys.flags.inspect:
         sys.exit(code)
-    atexit._run_exitfuncs()
+    atexit._run_exitfuncs()  # what the interpreter's exit runs first (atexit has no public name for it)
     for stream in (sys.stdout, sys.stderr):
         if stream is not None and not stream.closed:
             try:
