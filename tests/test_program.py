@@ -17,12 +17,16 @@ from conftest import DATA
 FIXTURE = str(DATA / "bn_conv_valid.tflite")
 
 
+def _buffered_env() -> dict:
+    """The environment, with stdout buffered as a user's is (not PYTHONUNBUFFERED)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+
+
 def _program(setup: str, argv: list[str], tmp_path, **kwargs) -> subprocess.CompletedProcess:
     """`setup`, then the program (cli.entry) on `argv`, as a process of its own in `tmp_path`."""
     script = textwrap.dedent(setup) + f"\nimport sys\nsys.argv = ['bnfold', *{argv!r}]\nfrom bnfold import cli\ncli.entry()\n"
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
-    return subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, stderr=subprocess.PIPE, timeout=120,
-                          **kwargs)
+    return subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=_buffered_env(), stderr=subprocess.PIPE,
+                          timeout=120, **kwargs)
 
 
 LATE_WORDS = """
@@ -116,9 +120,8 @@ def test_the_modules_load_without_collections_and_are_frozen(tmp_path):
     from bnfold.__main__ import main
     main()
     """
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(watch)], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(watch)], cwd=tmp_path, env=_buffered_env(),
+                          capture_output=True, text=True, timeout=120)
     collections, frozen, enabled = done.stdout.splitlines()[-1].split()
     assert done.returncode == 0 and int(collections) < 10 and int(frozen) > 10_000 and enabled == "True"
 
