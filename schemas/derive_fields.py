@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 STORED = Path(__file__).resolve().parent.parent / "src" / "bnfold" / "io" / "schema_fields.json"
+LAYOUTS = STORED.with_name("schema_layouts.json")  # the reader's and writer's layouts (pack_order.py)
 FORMATS = {"tflite": "ai_edge_litert.schema_py_generated", "circle": "circle_schema.v0_10.circle"}
 SCALAR_SIZES = {"Bool": 1, "Int8": 1, "Uint8": 1, "Int16": 2, "Uint16": 2, "Int32": 4, "Uint32": 4, "Float32": 4,
                 "Int64": 8, "Uint64": 8, "Float64": 8}
@@ -31,6 +32,7 @@ METHOD_RE = re.compile(r"^    def (\w+)\(self(, j)?\):\n(.*?)(?=^    (?:def |@)|
 ACCESSOR_SUFFIXES = ("Length", "AsNumpy", "IsNone")
 ROOT = "Model"
 UNIONS = ("BuiltinOptions", "BuiltinOptions2", "QuantizationDetails", "SparseIndexVector")
+ENUMS = ("BuiltinOperator", "TensorType") + UNIONS  # the enums bnfold reads and writes by name
 UNION_OF_ACCESSOR = {"Details": "QuantizationDetails", "ArraySegments": "SparseIndexVector",
                      "ArrayIndices": "SparseIndexVector"}  # otherwise the accessor is named after its enum
 
@@ -43,8 +45,9 @@ def _sources(fmt: str) -> str:
     return Path(spec.origin).read_text()
 
 
-def _field(body: str, vector_arg: bool) -> tuple[int, str] | None:
-    """(slot, kind) for one accessor body, or None when it is not a field accessor."""
+def _field(body: str, vector_arg: bool) -> tuple[int, str, str | None] | None:
+    """(slot, kind, scalar type) for one accessor body, or None when it is not a field accessor;
+    the type ("Int8", "Float32", ...) is that of a scalar or of a scalar vector's elements."""
     m = re.search(r"self\._tab\.Offset\((\d+)\)", body)
     if not m:
         return None
@@ -52,65 +55,73 @@ def _field(body: str, vector_arg: bool) -> tuple[int, str] | None:
     obj = re.search(r"obj = (\w+)\(\)", body)
     scalar = re.search(r"number_types\.(\w+)Flags, (?:o|a) ", body)
     if "self._tab.Union(" in body:
-        return slot, "U"  # the enum is named after the accessor
+        return slot, "U", None  # the enum is named after the accessor
     if vector_arg:
         if "Indirect" in body and obj:
-            return slot, "V:" + obj.group(1)
+            return slot, "V:" + obj.group(1), None
         if "self._tab.String(a" in body:
-            return slot, "S"
+            return slot, "S", None
         stride = re.search(r"\* (\d+)\)", body)
         if obj and stride:
-            return slot, f"v{stride.group(1)}"  # vector of structs: only the bytes matter
+            return slot, f"v{stride.group(1)}", None  # vector of structs: only the bytes matter
         if scalar and stride:
-            return slot, f"v{SCALAR_SIZES[scalar.group(1)]}"
+            return slot, f"v{SCALAR_SIZES[scalar.group(1)]}", scalar.group(1)
         return None
     if "self._tab.String(o" in body:
-        return slot, "s"
+        return slot, "s", None
     if "Indirect(o + self._tab.Pos)" in body and obj:
-        return slot, "T:" + obj.group(1)
+        return slot, "T:" + obj.group(1), None
     if scalar:
-        return slot, str(SCALAR_SIZES[scalar.group(1)])
+        return slot, str(SCALAR_SIZES[scalar.group(1)]), scalar.group(1)
     return None
 
 
-def derive(fmt: str) -> dict[str, dict[int, tuple[str, str]]]:
-    """{table: {slot: (kind, accessor name)}} for every table of one binding."""
-    tables: dict[str, dict[int, tuple[str, str]]] = {}
+def derive(fmt: str) -> dict[str, dict[int, tuple[str, str, str | None]]]:
+    """{table: {slot: (kind, accessor name, scalar type)}} for every table of one binding."""
+    tables: dict[str, dict[int, tuple[str, str, str | None]]] = {}
     for cm in CLASS_RE.finditer(_sources(fmt)):
         name, body = cm.group(1), cm.group(2)
         if name.endswith("T") or "flatbuffers.table.Table" not in body:
             continue
-        fields: dict[int, tuple[str, str]] = {}
+        fields: dict[int, tuple[str, str, str | None]] = {}
         methods = {mm.group(1): mm for mm in METHOD_RE.finditer(body)}
         for method, mm in methods.items():
             if method == "Init" or any(method.endswith(s) and method[:-len(s)] in methods for s in ACCESSOR_SUFFIXES):
                 continue  # helpers of another field's accessor (a field named "Length" is real)
             got = _field(mm.group(3), bool(mm.group(2)))
             if got:
-                slot, kind = got
+                slot, kind, scalar = got
                 if kind == "U":
                     kind = "U:" + UNION_OF_ACCESSOR.get(method, method)
-                fields.setdefault(slot, (kind, method))
+                fields.setdefault(slot, (kind, method, scalar))
         tables[name] = fields
     return tables
 
 
-def encode(fields: dict[int, tuple[str, str]]) -> str:
+def encode(fields: dict[int, tuple]) -> str:
     """Slots as one space-separated string, '-' for slots no accessor reads (deprecated fields)."""
     return " ".join(fields[i][0] if i in fields else "-" for i in range(max(fields, default=-1) + 1))
 
 
+def generated(fmt: str, name: str):
+    """The generated class or enum `name` of one binding ("TensorT", "TensorType"), or None."""
+    module = FORMATS[fmt]
+    if fmt == "circle":  # one module per type, named after the table for its object-API class
+        owner = name[:-1] if name.endswith("T") and importlib.util.find_spec(f"{module}.{name[:-1]}") else name
+        if not importlib.util.find_spec(f"{module}.{owner}"):
+            return None
+        return getattr(importlib.import_module(f"{module}.{owner}"), name, None)
+    return getattr(importlib.import_module(module), name, None)
+
+
+def enum_values(fmt: str, name: str) -> dict[str, int]:
+    enum = generated(fmt, name)
+    return {k: v for k, v in vars(enum).items() if not k.startswith("_") and isinstance(v, int)} if enum else {}
+
+
 def union_members(fmt: str) -> dict[str, list[str]]:
     """{union enum: its member tables} for the unions bnfold's reader follows."""
-    schema = importlib.import_module(FORMATS[fmt])
-    members = {}
-    for union in UNIONS:
-        enum = getattr(schema, union, None)
-        if fmt == "circle" and importlib.util.find_spec(f"{FORMATS[fmt]}.{union}"):
-            enum = getattr(importlib.import_module(f"{FORMATS[fmt]}.{union}"), union)
-        if enum is not None:
-            members[union] = [k for k, v in vars(enum).items() if not k.startswith("_") and isinstance(v, int) and v]
-    return members
+    return {union: [k for k, v in members.items() if v] for union in UNIONS if (members := enum_values(fmt, union))}
 
 
 def reachable(tables: dict, unions: dict[str, list[str]]) -> list[str]:
@@ -121,7 +132,7 @@ def reachable(tables: dict, unions: dict[str, list[str]]) -> list[str]:
         if name in seen or name not in tables:
             continue
         seen.add(name)
-        for kind, _ in tables[name].values():
+        for kind, *_ in tables[name].values():
             if kind[:2] in ("T:", "V:"):
                 todo.append(kind[2:])
             elif kind.startswith("U:"):
@@ -146,7 +157,7 @@ def drift(fmt: str, stored: dict[str, str]) -> list[str]:
             now = new[slot] if slot < len(new) else "(none)"
             was = old[slot] if slot < len(old) else "(none)"
             if now != was:
-                accessor = tables.get(name, {}).get(slot, ("", "deprecated or removed"))[1]
+                accessor = tables.get(name, {}).get(slot, ("", "deprecated or removed", None))[1]
                 lines.append(f"{fmt} {name}.{accessor} (slot {slot}): the binding says {now}, "
                              f"schema_fields.json says {was}")
     return lines
@@ -156,18 +167,54 @@ def derive_all() -> dict:
     return {fmt: field_tables(fmt) for fmt in FORMATS}
 
 
+def derive_layouts() -> dict:
+    return {fmt: layouts(fmt) for fmt in FORMATS}
+
+
 def main(argv: list[str]) -> int:
     if argv == ["--check"]:
         stored = json.loads(STORED.read_text())
         lines = [line for fmt in FORMATS for line in drift(fmt, stored[fmt])]
+        if json.loads(LAYOUTS.read_text()) != derive_layouts():
+            lines.append(f"{LAYOUTS.name} differs from what the bindings say (rerun this script)")
         print("\n".join(lines) or "schema_fields.json matches the installed bindings")
         return 1 if lines else 0
     if argv:
         print(__doc__)
         return 2
     STORED.write_text(json.dumps(derive_all(), indent=1, sort_keys=True) + "\n")
-    print(f"wrote {STORED}")
+    LAYOUTS.write_text(json.dumps(derive_layouts(), separators=(",", ":"), sort_keys=True) + "\n")
+    print(f"wrote {STORED} and {LAYOUTS}")
     return 0
+
+
+def layouts(fmt: str) -> dict:
+    """What the reader and writer need to read and build each reachable table without the
+    bindings, and the enums they name things by:
+    {"enums": {enum: {name: value}}, "tables": {table: {"slots": n, "children": [field, ...],
+    "fields": [[field, slot, kind, type, extra], ...]}}}. `fields` are in the order the generated
+    Pack adds them and `children` in the order it builds strings, vectors and sub-tables before
+    that (learned by recording Pack, pack_order.py); `kind` is the slot's kind as in
+    schema_fields.json, `type` the scalar or vector element type ("Int8", "Float32", ...), `extra`
+    a scalar's default (as the object-API class starts it) or a vector's [element size, alignment]."""
+    from pack_order import record_pack
+
+    tables = derive(fmt)
+    out = {}
+    for name in reachable(tables, union_members(fmt)):
+        cls = generated(fmt, name + "T")
+        if cls is None:
+            continue
+        recorded, initial = record_pack(cls), vars(cls())
+        fields = []
+        for field, slot, how, default in recorded.fields:
+            kind, _, scalar = tables[name][slot]
+            if how not in ("offset", scalar) or (how != "offset" and initial[field] != default):
+                raise ValueError(f"{fmt} {name}.{field}: Pack writes {how} (default {default}), the accessor reads "
+                                 f"{scalar} (the class starts at {initial[field]})")
+            fields.append([field, slot, kind, scalar, initial[field] if how != "offset" else recorded.vectors.get(field)])
+        out[name] = {"slots": recorded.slots, "children": recorded.children, "fields": fields}
+    return {"enums": {enum: enum_values(fmt, enum) for enum in ENUMS}, "tables": out}
 
 
 if __name__ == "__main__":

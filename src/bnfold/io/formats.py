@@ -68,20 +68,21 @@ class Format:
             raise AttributeError(f"{self.name} schema has no {name}")
         return found
 
-    def has_cls(self, name: str) -> bool:
-        try:
-            self.cls(name)
-        except AttributeError:
-            return False
-        return True
+    @cached_property
+    def layout(self):
+        """Every table's layout and the enums, as derived from the bindings (io/tables.py):
+        reading and writing what the IR models needs nothing more."""
+        from .tables import layout
 
-    def _enum(self, enum_name: str) -> dict[str, int]:
-        enum = self.cls(enum_name)
-        return {k: v for k, v in vars(enum).items() if not k.startswith("_") and isinstance(v, int)}
+        return layout(self.name)
+
+    def record(self, table: str):
+        """A new, default record of `table` ("Tensor"): io/tables.py's, which packs without the bindings."""
+        return self.layout.table(table).record()
 
     @cached_property
     def op_codes(self) -> dict[str, int]:
-        return self._enum("BuiltinOperator")
+        return self.layout.enums["BuiltinOperator"]
 
     @cached_property
     def op_names(self) -> dict[int, str]:
@@ -89,7 +90,7 @@ class Format:
 
     @cached_property
     def dtype_codes(self) -> dict[str, int]:
-        return self._enum("TensorType")
+        return self.layout.enums["TensorType"]
 
     @cached_property
     def dtype_names(self) -> dict[int, str]:
@@ -97,14 +98,14 @@ class Format:
 
     @cached_property
     def options_codes(self) -> dict[str, int]:
-        return self._enum("BuiltinOptions")
+        return self.layout.enums["BuiltinOptions"]
 
     @cached_property
     def options_names(self) -> dict[int, str]:
         return {v: k for k, v in self.options_codes.items()}
 
     def decode_opcode(self, record) -> int:
-        """The builtin operator code of an OperatorCodeT, by this format's rule."""
+        """The builtin operator code of an OperatorCode record, by this format's rule."""
         deprecated = int(record.deprecatedBuiltinCode)
         builtin = int(record.builtinCode)
         if self is CIRCLE:
@@ -114,8 +115,8 @@ class Format:
         return max(deprecated, builtin)
 
     def encode_opcode(self, code: int, custom_code: bytes | None, version: int):
-        """A new OperatorCodeT for `code`, written the way each format's own tools write it."""
-        record = self.cls("OperatorCodeT")()
+        """A new OperatorCode record for `code`, written the way each format's own tools write it."""
+        record = self.record("OperatorCode")
         record.builtinCode = code if code >= 0 else 0
         record.deprecatedBuiltinCode = code if code < PLACEHOLDER_FOR_GREATER_OP_CODES else PLACEHOLDER_FOR_GREATER_OP_CODES
         if self is CIRCLE and code < 0:

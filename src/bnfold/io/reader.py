@@ -1,13 +1,13 @@
 """Flatbuffer file -> IR.
 
-The file is memory-mapped read-only and read through the generated bindings' table accessors,
-fetching only what the IR models: per tensor its name, type, shape, buffer and quantization, per
-operator its code, tensor indices and options. The object API unpacks a table in full only where
-it holds something more (a field the IR does not model, such as sparsity or custom options), and
-that object becomes the IR object's `record`, which the writer writes back; most tables have
-nothing more, so reading costs a few accessor calls per tensor and operator rather than an
-object-API unpack of every table. Which vtable slots hold modeled fields is asked of the
-generated accessors themselves (`_modeled_slots`), never written down here.
+The file is memory-mapped read-only and read straight from its bytes, fetching only what the IR
+models: per tensor its name, type, shape, buffer and quantization, per operator its code, tensor
+indices and options. Where each field sits and how it is stored comes from the layouts derived
+from the generated bindings (io/tables.py), never written down here, so the plain path does not
+import the bindings. A tensor or operator holding something more (a field the IR does not model,
+such as sparsity or custom options) is unpacked in full by the bindings' object API, and that
+object becomes the IR object's `record`, which the writer writes back; most tables have nothing
+more, so reading costs a few struct reads per tensor and operator.
 
 Every Buffer's bytes stay a read-only numpy view of the mapping (inline vectors and offset
 buffers alike), and each Buffer remembers where its bytes sit in the file so the writer can copy
@@ -31,6 +31,7 @@ from ..ir.invariants import validate_model
 from .formats import MODELED_FIELDS, Format, format_from_identifier
 from .gcpause import paused_gc
 from .paths import open_input
+from .tables import SCALAR, STRING, TABLE, UNION, VECTOR, unpack
 from .validate import validate
 
 # What a corrupt flatbuffer makes the generated unpacking code raise.
@@ -92,13 +93,12 @@ def _text(raw) -> str | None:
 
 
 class _Hide:
-    """A table accessor whose named vectors and sub-tables read as absent, so the object API's
-    unpack of it skips them: the Model's and SubGraph's big vectors, which the reader lifts
-    itself, and the sub-tables of a Tensor or Operator that it lifts its own, cheaper way."""
+    """A table accessor whose named sub-tables read as absent, so the object API's unpack of it
+    skips them: those of a Tensor or Operator that the reader lifts its own, cheaper way."""
 
-    def __init__(self, accessor, vectors: tuple[str, ...] = (), tables: tuple[str, ...] = ()):
+    def __init__(self, accessor, tables: tuple[str, ...]):
         self._accessor = accessor
-        self._absent = {name + "IsNone": True for name in vectors} | {name: None for name in tables}
+        self._absent = {name: None for name in tables}
 
     def __getattr__(self, name):
         if name in self._absent:
@@ -107,73 +107,10 @@ class _Hide:
         return getattr(self._accessor, name)
 
 
-class _Probe:
-    """Stands in for a flatbuffers Table under a generated accessor and records what the
-    accessor does: which vtable entry it reads, and how it reads the field there (a scalar of
-    some type, a vector of some element type, a string, a sub-table or union). This is how the
-    reader learns a table's layout from the bindings, without restating the schema."""
-
-    Pos = 0
-    Bytes = b""
-
-    def __init__(self, present: bool):
-        self.present = present
-        self.slot = None
-        self.how = None
-
-    def Offset(self, vtable_offset: int) -> int:
-        self.slot = vtable_offset
-        return 4 if self.present else 0
-
-    def Get(self, flags, off):
-        self.how = ("scalar", flags.packer_type)
-        return 0
-
-    def GetVectorAsNumpy(self, flags, off):
-        self.how = ("vector", np.dtype(flags.name).newbyteorder("<"))
-        return np.zeros(0)
-
-    def String(self, off):
-        self.how = ("string", None)
-        return b""
-
-    def Indirect(self, off):
-        self.how = ("table", None)
-        return 0
-
-    def Union(self, t2, off):
-        self.how = ("table", None)
-
-    def VectorLen(self, off):
-        return 0
-
-
-def _probe(accessor_cls, method: str, present: bool) -> _Probe:
-    probe = _Probe(present)
-    table = accessor_cls.__new__(accessor_cls)
-    table._tab = probe
-    probe.result = getattr(accessor_cls, method)(table)
-    return probe
-
-
-def _accessor_name(accessor_cls, field: str) -> str:
-    """The generated accessor that reads object-API field `field` whole ("shapeSignature" ->
-    "ShapeSignatureAsNumpy", "type" -> "Type")."""
-    method = field[0].upper() + field[1:]
-    return method + "AsNumpy" if hasattr(accessor_cls, method + "AsNumpy") else method
-
-
-def _slot_of(accessor_cls, field: str) -> int:
-    """The vtable offset of object-API field `field` of a table."""
-    is_none = field[0].upper() + field[1:] + "IsNone"  # vectors have one (vectors of tables: only it)
-    method = is_none if hasattr(accessor_cls, is_none) else _accessor_name(accessor_cls, field)
-    return _probe(accessor_cls, method, False).slot
-
-
 class _Fields:
     """Reads chosen fields of one kind of table straight from the file's bytes: scalars with
     struct, vectors as numpy views, strings as bytes, sub-tables and unions as the position of
-    their table. Layout (slot, kind, type, default) comes from probing the generated accessors;
+    their table. Layout (slot, kind, type, default) comes from the derived layouts (io/tables.py);
     each vtable is decoded once. What it returns equals what the accessors return (None for an
     absent vector, string or table)."""
 
@@ -208,19 +145,15 @@ class _Fields:
 
 
 PLAIN, SCALARS, OTHER = range(3)  # what a table holds beyond the IR's fields (_Plain)
+_HOW = {SCALAR: "scalar", STRING: "string", VECTOR: "vector", TABLE: "table", UNION: "table"}
 
 
-@functools.cache  # per format, table and fields: probed once per process, not once per file read
+@functools.cache  # per format, table and fields: once per process, not once per file read
 def _field_plan(fmt: Format, table: str, fields: tuple[str, ...]) -> tuple:
-    cls = fmt.cls(table)
-    plan = []
-    for field in fields:
-        method = _accessor_name(cls, field)
-        absent, present = _probe(cls, method, False), _probe(cls, method, True)
-        kind, how = present.how
-        default = absent.result if kind == "scalar" else None
-        plan.append((absent.slot, kind, how, default))
-    return tuple(plan)
+    """(vtable offset, how it is read, struct or dtype, default) of each field, from the layout."""
+    by_name = fmt.layout.table(table).by_name
+    return tuple((f.voffset, _HOW[f.kind], f.struct if f.kind == SCALAR else f.dtype, f.default)
+                 for f in (by_name[name] for name in fields))
 
 
 class _Plain:
@@ -252,30 +185,18 @@ class _Plain:
 
 @functools.cache
 def _table_layout(fmt: Format, table: str) -> tuple[frozenset[int], tuple[str, ...]]:
-    """The vtable slots of the fields the IR models, and the names of the other scalar fields."""
-    cls = fmt.cls(table)
+    """The vtable offsets of the fields the IR models, and the names of the other scalar fields."""
+    fields = fmt.layout.table(table).fields
     modeled = MODELED_FIELDS[table + "T"]
-    extra = tuple(f for f in vars(fmt.cls(table + "T")()) if f not in modeled and _is_scalar(cls, f))
-    return frozenset(_slot_of(cls, field) for field in modeled), extra
-
-
-def _is_scalar(accessor_cls, field: str) -> bool:
-    try:
-        return _probe(accessor_cls, _accessor_name(accessor_cls, field), True).how[0] == "scalar"
-    except (AttributeError, TypeError):  # not named after its field, or a vector of tables: the object API's
-        return False
+    extra = tuple(f.name for f in fields if f.name not in modeled and f.kind == SCALAR)
+    return frozenset(f.voffset for f in fields if f.name in modeled), extra
 
 
 @functools.cache
 def _scalar_options_fields(fmt: Format, name: str) -> tuple[str, ...] | None:
-    """The fields of options table `name` when they are all scalars (nearly all are); None when
-    one is not, or its accessor is not named after it (then the object API unpacks the table)."""
-    fields = tuple(vars(fmt.cls(name + "T")()))
-    try:
-        plan = _field_plan(fmt, name, fields)
-    except AttributeError:
-        return None
-    return fields if all(kind == "scalar" for _, kind, _, _ in plan) else None
+    """The fields of options table `name` when they are all scalars (nearly all are), else None."""
+    fields = fmt.layout.table(name).fields
+    return tuple(f.name for f in fields) if all(f.kind == SCALAR for f in fields) else None
 
 
 class _Lift:
@@ -286,7 +207,7 @@ class _Lift:
         self.source = source
         self.path = source.path
         self.buf = source.mapping
-        self.root = fmt.cls("Model").GetRootAs(source.mapping, 0)
+        self.root = _U32(source.mapping, 0)[0]
         self.plain_tensor = _Plain(fmt, "Tensor")
         self.tensor_fields = _Fields(fmt, "Tensor", ("name", "type", "buffer", "shape", "shapeSignature", "quantization"))
         self.operator_fields = _Fields(fmt, "Operator", ("opcodeIndex", "inputs", "outputs", "intermediates",
@@ -298,8 +219,8 @@ class _Lift:
 
     def model(self) -> Model:
         fmt, root, path = self.fmt, self.root, self.path
-        record = fmt.cls("ModelT").InitFromObj(_Hide(root, vectors=("Subgraphs", "Buffers")))
-        buffers = [self._buffer(pos, i) for i, pos in enumerate(self._positions(root, "buffers"))]
+        record = unpack(fmt.layout.table("Model"), self.buf, root, skip=frozenset({"subgraphs", "buffers"}))
+        buffers = [self._buffer(pos, i) for i, pos in enumerate(self._positions(root, "Model", "buffers") or ())]
         model = Model(fmt, buffers=buffers, description=record.description, version=record.version, record=record,
                       source=self.source)
         self.model_ = model
@@ -308,8 +229,8 @@ class _Lift:
             if code not in fmt.op_names:
                 raise ModelError(f"unknown {fmt.name} operator code {code}", path)
             model.opcodes.append(OpCode(fmt.op_names[code], oc.version, oc.customCode, record=oc))
-        for g_index in range(root.SubgraphsLength()):
-            self._graph(root.Subgraphs(g_index), g_index)
+        for g_index, pos in enumerate(self._positions(root, "Model", "subgraphs") or ()):
+            self._graph(pos, g_index)
         for s_index, sd in enumerate(record.signatureDefs or []):
             model.signatures.append(self._signature(sd, s_index))
         for m in record.metadata or []:
@@ -324,17 +245,22 @@ class _Lift:
             raise ModelError(f"{what} refers to buffer {index}, but the model has {len(buffers)}", self.path)
         return buffers[index]
 
-    def _positions(self, accessor, field: str) -> list[int]:
-        """Where each table of the vector of tables `field` of `accessor`'s table starts."""
-        tab = accessor._tab
-        o = tab.Offset(_slot_of(type(accessor), field))
+    def _positions(self, pos: int, table: str, field: str) -> list[int] | None:
+        """Where each table of the vector of tables `field` of a `table` at `pos` starts; None
+        when the vector is absent."""
+        buf = self.buf
+        vtable = pos - _I32(buf, pos)[0]
+        voffset = self.fmt.layout.table(table).by_name[field].voffset
+        o = _U16(buf, vtable + voffset)[0] if voffset < _U16(buf, vtable)[0] else 0
         if not o:
-            return []
-        start, count = tab.Vector(o), tab.VectorLen(o)
-        relative = np.frombuffer(self.buf, "<u4", count, start).astype(np.int64)
+            return None
+        start = pos + o + _U32(buf, pos + o)[0] + 4
+        count = _U32(buf, start - 4)[0]
+        relative = np.frombuffer(buf, "<u4", count, start).astype(np.int64)
         return (relative + np.arange(start, start + 4 * count, 4, dtype=np.int64)).tolist()
 
     def _accessor(self, table: str, pos: int):
+        """The generated accessor of a table (imports the bindings: only for what the IR does not model)."""
         accessor = self.fmt.cls(table)()
         accessor.Init(self.buf, pos)
         return accessor
@@ -352,30 +278,30 @@ class _Lift:
             return Buffer()
         return Buffer(data, source=source.offset_of(data) if data.size else None)
 
-    def _unpack(self, table: str, accessor):
-        """The object-API record of one table; no unpacking for a table with no fields at all
+    def _unpack(self, table: str, pos: int):
+        """The record of one table; made without reading for a table with no fields at all
         (empty options and quantization tables are common)."""
-        tab = accessor._tab
-        pos = tab.Pos
         vtable = pos - _I32(self.buf, pos)[0]
         empty = self.empty_tables.get(vtable)
         if empty is None:
             size = _U16(self.buf, vtable)[0]
             empty = self.empty_tables[vtable] = not any(struct.unpack_from(f"<{(size - 4) // 2}H", self.buf, vtable + 4))
-        cls = self.fmt.cls(table + "T")
-        return cls() if empty else cls.InitFromObj(accessor)
+        layout = self.fmt.layout.table(table)
+        return layout.record() if empty else unpack(layout, self.buf, pos)
 
     # ---- subgraphs -----------------------------------------------------------------------
-    def _graph(self, sg, g_index: int) -> None:
+    def _graph(self, pos: int, g_index: int) -> None:
         fmt, path = self.fmt, self.path
-        record = fmt.cls("SubGraphT").InitFromObj(_Hide(sg, vectors=("Tensors", "Operators")))
+        record = unpack(fmt.layout.table("SubGraph"), self.buf, pos, skip=frozenset({"tensors", "operators"}))
+        tensor_positions = self._positions(pos, "SubGraph", "tensors")
+        operator_positions = self._positions(pos, "SubGraph", "operators")
         # the IR holds the tensors and operators; the record only says whether the vectors were there
-        record.tensors = None if sg.TensorsIsNone() else []
-        record.operators = None if sg.OperatorsIsNone() else []
+        record.tensors = None if tensor_positions is None else []
+        record.operators = None if operator_positions is None else []
         graph = self.model_.add_graph(Graph(_text(record.name), record=record))
         where = f"subgraph {g_index}"
-        for t_index, pos in enumerate(self._positions(sg, "tensors")):
-            graph.tensors.append(self._tensor(pos, f"{where} tensor {t_index}"))
+        for t_index, t_pos in enumerate(tensor_positions or ()):
+            graph.tensors.append(self._tensor(t_pos, f"{where} tensor {t_index}"))
         tensors = graph.tensors
 
         def tensor_at(index, what, optional=False):
@@ -386,22 +312,22 @@ class _Lift:
                 raise ModelError(f"{where} {what} refers to tensor {index}, but the subgraph has {len(tensors)}", path)
             return tensors[index]
 
-        for o_index, pos in enumerate(self._positions(sg, "operators")):
-            self._operator(graph, pos, f"{where} operator {o_index}", tensor_at)
+        for o_index, o_pos in enumerate(operator_positions or ()):
+            self._operator(graph, o_pos, f"{where} operator {o_index}", tensor_at)
         graph.inputs = [tensor_at(i, "input") for i in (record.inputs if record.inputs is not None else [])]
         graph.outputs = [tensor_at(i, "output") for i in (record.outputs if record.outputs is not None else [])]
 
     def _tensor(self, pos: int, where: str) -> Tensor:
         name, code, buffer, shape, signature, quantization = self.tensor_fields.read(self.buf, pos)
         if quantization is not None:
-            quantization = self._unpack("QuantizationParameters", self._accessor("QuantizationParameters", quantization))
+            quantization = self._unpack("QuantizationParameters", quantization)
         record = None
         kind = self.plain_tensor(self.buf, pos)
         if kind == OTHER:  # fields beyond the IR's (sparsity, variant tensors, ...): keep them all
             record = self.fmt.cls("TensorT").InitFromObj(_Hide(self._accessor("Tensor", pos), tables=("Quantization",)))
             record.quantization = quantization
         elif kind == SCALARS or name is None or shape is None:  # (absent name or shape: not empty, the writer knows)
-            record = self.fmt.cls("TensorT")()
+            record = self.fmt.record("Tensor")
             record.name, record.type, record.buffer, record.shape = name, code, buffer, shape
             record.shapeSignature, record.quantization = signature, quantization
             if kind == SCALARS:
@@ -436,13 +362,13 @@ class _Lift:
             return None
         reader = self._options_reader(name)
         if reader is None:
-            return Options(name, **vars(self._unpack(name, self._accessor(name, pos))))
+            return Options(name, **vars(self._unpack(name, pos)))
         fields, values = reader
         return Options(name, **dict(zip(fields, values.read(self.buf, pos))))
 
     def _options_reader(self, name: str):
         """(field names, _Fields) for an options table whose fields are all scalars (nearly all
-        are), read straight from the bytes; None for the others, which the object API unpacks."""
+        are), read straight from the bytes; None for the others, which are unpacked whole."""
         if name not in self.options_fields:
             fields = _scalar_options_fields(self.fmt, name)
             self.options_fields[name] = None if fields is None else (fields, _Fields(self.fmt, name, fields))

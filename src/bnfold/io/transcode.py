@@ -1,7 +1,9 @@
-"""Copying object-API trees between the TFLite and Circle bindings.
+"""Copying record trees between the TFLite and Circle formats.
 
-Both bindings are generated from near-identical schemas, so an object of class `XT` in one has a
-same-named class in the other with the same field names. Two things need care:
+Both bindings are generated from near-identical schemas, so a record of table X (the object API's
+`XT` or io/tables.py's record of the same name) in one format has a same-named table in the other
+with the same field names; the copy is made of the target's io/tables.py records. Two things need
+care:
 - union fields (`details`/`detailsType`, ...): the type number is looked up by the value's class
   name in the target's union enum, since the two schemas number some members differently;
 - fields only one format has: dropped when they hold their default value, refused otherwise
@@ -11,6 +13,8 @@ same-named class in the other with the same field names. Two things need care:
 from __future__ import annotations
 
 import numpy as np
+
+from .tables import Record
 
 # union value field -> the union enum that numbers its type field ("<field>Type")
 UNION_ENUMS = {
@@ -29,8 +33,8 @@ class NotRepresentable(Exception):
     """A value the target format has no place for."""
 
 
-def _is_object_api(value) -> bool:
-    return hasattr(value, "Pack") and hasattr(type(value), "InitFromObj")
+def _is_record(value) -> bool:
+    return isinstance(value, Record) or (hasattr(value, "Pack") and hasattr(type(value), "InitFromObj"))
 
 
 def transcode(value, target, shallow=frozenset()):
@@ -42,13 +46,12 @@ def transcode(value, target, shallow=frozenset()):
         return [transcode(v, target) for v in value]
     if value is None or isinstance(value, (int, float, str, bytes, bool, np.ndarray, np.generic)):
         return value
-    if not _is_object_api(value):
+    if not _is_record(value):
         raise NotRepresentable(f"unexpected value of type {type(value).__name__}")
     name = type(value).__name__
-    try:
-        out = target.cls(name)()
-    except AttributeError:
-        raise NotRepresentable(f"{name[:-1]} does not exist in {target.name}") from None
+    if not target.layout.has_table(name[:-1]):
+        raise NotRepresentable(f"{name[:-1]} does not exist in {target.name}")
+    out = target.record(name[:-1])
     defaults = type(value)()
     for field, item in vars(value).items():
         if field in shallow:
@@ -60,7 +63,7 @@ def transcode(value, target, shallow=frozenset()):
             raise NotRepresentable(f"{name[:-1]}.{field} has no counterpart in {target.name}")
         if field in UNION_ENUMS and item is not None:
             member = type(item).__name__[:-1]
-            enum = vars(target.cls(UNION_ENUMS[field]))
+            enum = target.layout.enums[UNION_ENUMS[field]]
             if member not in enum:
                 raise NotRepresentable(f"{member} does not exist in {target.name}")
             setattr(out, field + "Type", enum[member])

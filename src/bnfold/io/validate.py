@@ -87,11 +87,7 @@ def _schema(fmt) -> tuple[dict, dict]:
     """Per table (number of slots the binding knows, compiled fields), and union members
     ({enum: {type code: table}}) for one format."""
     tables = {name: (len(spec.split()), _compile(spec)) for name, spec in field_tables()[fmt.name].items()}
-    unions = {}
-    for enum in ("BuiltinOptions", "BuiltinOptions2", "QuantizationDetails", "SparseIndexVector"):
-        members = fmt._enum(enum) if fmt.has_cls(enum) else {}
-        unions[enum] = {code: name for name, code in members.items() if code != 0}
-    return tables, unions
+    return tables, fmt.layout.members
 
 
 def validate(data, fmt, path: str) -> None:

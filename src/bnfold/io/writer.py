@@ -1,7 +1,8 @@
 """IR -> flatbuffer file, in one pass over the output.
 
-The tables (operator codes, subgraphs, tensors, operators, signatures, metadata) are packed with
-the bindings' object API into a small builder. Buffer *bytes* never go through the builder: each
+The tables (operator codes, subgraphs, tensors, operators, signatures, metadata) are packed into a
+small builder, byte for byte as the bindings' object API packs them: io/tables.py's records for
+what the IR models, the object API's own for the tables read with fields it does not model. Buffer *bytes* never go through the builder: each
 Buffer table gets a placeholder field, and after the tables are finished the data region is
 streamed behind them and the placeholders are patched:
 
@@ -86,7 +87,7 @@ class _Shared:
 
 def _share_key(record):
     """A key equal for tables with equal fields, or None when a field is not a plain scalar."""
-    key = [type(record)]
+    key = [type(record).__name__]  # the table: a record of io/tables.py and the object API's alike
     for name, v in vars(record).items():
         if v is not None and type(v) not in (int, float, bool):
             return None
@@ -344,7 +345,7 @@ class _Plan:
         """A fresh target-format record carrying every field of `record` (or defaults); the
         fields the IR models are the caller's to set, so they are not translated here."""
         if record is None:
-            return self.fmt.cls(cls_name)()
+            return self.fmt.record(cls_name[:-1])
         if self.same:
             return copy.copy(record)
         try:
@@ -441,11 +442,11 @@ class _Plan:
             code = self.fmt.options_codes.get(op.options.type)
             if code is None:
                 self._refuse(f"{op.options.type} does not exist in {self.fmt.name}")
-            options = self.fmt.cls(op.options.type + "T")()
+            options = self.fmt.record(op.options.type)
             defaults = None
             for name, value in op.options.fields().items():
                 if not hasattr(options, name):
-                    defaults = defaults or self.model.format.cls(op.options.type + "T")()
+                    defaults = defaults or self.model.format.record(op.options.type)
                     if same_value(value, getattr(defaults, name, None)):
                         continue  # a field the target lacks, at its default: nothing is lost
                     self._refuse(f"{op.options.type}.{name} does not exist in {self.fmt.name}")

@@ -1,0 +1,200 @@
+"""Tables read and built without the generated bindings.
+
+schemas/derive_fields.py learns from the bindings, once, where each field of each table sits and
+how the generated object-API `Pack` writes it (the order it builds strings, vectors and sub-tables
+in, the order and builder call it adds each field with, each scalar's default, each vector's
+element size and alignment), and enums' names; the result is package data (schema_layouts.json)
+that tests re-derive, so a binding upgrade cannot go unnoticed. With it this module reads a table
+into a `Record` and packs a Record with flatbuffers.Builder into exactly the bytes the object
+API's Pack writes. A Record looks like the object API's object for the same table (class name
+"TensorT", the same fields, values and defaults), so the writer packs either kind, one inside the
+other, and io/transcode.py converts either kind. The bindings themselves (17-23 ms to import) are
+left to the tables that hold something the IR does not model (io/reader.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from functools import cached_property, lru_cache
+
+import numpy as np
+from flatbuffers import Builder, number_types
+
+LAYOUTS = "schema_layouts.json"  # package data written by schemas/derive_fields.py
+
+SCALAR, STRING, VECTOR, STRINGS, TABLE, TABLES, UNION = range(7)
+_I32 = struct.Struct("<i").unpack_from
+_U16 = struct.Struct("<H").unpack_from
+_U32 = struct.Struct("<I").unpack_from
+
+
+class Field:
+    """One field of a table: `name` (the object API's), `voffset` (its entry in the vtable, in
+    bytes), `kind`, and how it is stored: a scalar's struct, default and builder call, a vector's
+    numpy dtype, element size, alignment and builder call, a table's or union's name."""
+
+    __slots__ = ("name", "slot", "voffset", "kind", "arg", "default", "struct", "dtype", "size", "align", "prepend")
+
+    def __init__(self, name: str, slot: int, kind: str, type_: str | None, extra):
+        self.name, self.slot, self.voffset = name, slot, 4 + 2 * slot
+        self.arg = self.default = self.struct = self.dtype = self.prepend = None
+        self.size = self.align = 0
+        if kind.isdigit():
+            self.kind, self.default = SCALAR, extra
+            self.struct = getattr(number_types, type_ + "Flags").packer_type
+            self.prepend = getattr(Builder, f"Prepend{type_}Slot")
+            return
+        self.kind = {"s": STRING, "S": STRINGS, "T": TABLE, "V": TABLES, "U": UNION}.get(kind[0], VECTOR)
+        if self.kind in (TABLE, TABLES, UNION):
+            self.arg = kind[2:]
+        if self.kind in (VECTOR, STRINGS, TABLES):
+            self.size, self.align = extra
+        if self.kind == VECTOR:
+            if type_ is None:  # a vector of structs: no table bnfold reads has one
+                raise ValueError(f"field {name}: vectors of structs are not supported")
+            self.dtype = np.dtype(getattr(number_types, type_ + "Flags").name).newbyteorder("<")
+            self.prepend = getattr(Builder, f"Prepend{type_}")
+
+
+class Record:
+    """A table's fields under the object API's names, read or built without the bindings; its
+    subclasses (one per table, named like the object API's: "TensorT") know their `table`."""
+
+    table: Table
+
+    def __init__(self):
+        self.__dict__.update(self.table.defaults)
+
+    def Pack(self, builder: Builder) -> int:
+        return pack(self, builder)
+
+
+class Table:
+    """One table's layout, and its Record class."""
+
+    def __init__(self, layout: Layout, name: str, spec: dict):
+        self.layout, self.name, self.slots = layout, name, spec["slots"]
+        self.fields = [Field(*f) for f in spec["fields"]]  # in the order Pack adds them
+        self.by_name = {f.name: f for f in self.fields}
+        self.by_slot = {f.slot: f for f in self.fields}
+        self.children = [self.by_name[n] for n in spec["children"]]  # in the order Pack builds them
+        self.defaults = {f.name: f.default for f in self.fields}
+        self.record = type(name + "T", (Record,), {"table": self})
+
+
+class Layout:
+    """Every table's layout and the enums of one format (Format.layout)."""
+
+    def __init__(self, spec: dict):
+        self.enums: dict[str, dict[str, int]] = spec["enums"]
+        self._specs = spec["tables"]
+        self._tables: dict[str, Table] = {}
+
+    def table(self, name: str) -> Table:
+        found = self._tables.get(name)
+        if found is None:
+            found = self._tables[name] = Table(self, name, self._specs[name])
+        return found
+
+    def has_table(self, name: str) -> bool:
+        return name in self._specs
+
+    @cached_property
+    def members(self) -> dict[str, dict[int, str]]:
+        """{union enum: {type code: member table}}, without NONE."""
+        return {enum: {code: name for name, code in self.enums[enum].items() if code}
+                for enum in ("BuiltinOptions", "BuiltinOptions2", "QuantizationDetails", "SparseIndexVector")
+                if enum in self.enums}
+
+
+@lru_cache(maxsize=None)
+def layout(format_name: str) -> Layout:
+    # beside this module (not importlib.resources, whose import costs ~30 ms of every run)
+    with open(os.path.join(os.path.dirname(__file__), LAYOUTS), encoding="utf-8") as f:
+        return Layout(json.load(f)[format_name])
+
+
+def unpack(table: Table, buf, pos: int, skip: frozenset[str] = frozenset()) -> Record:
+    """The Record of the table at `pos`: what the object API's InitFromObj makes of it (numpy
+    views for scalar vectors, bytes for strings, None for what is absent). Fields in `skip` are
+    left at their default (the caller reads them its own way)."""
+    record = table.record.__new__(table.record)
+    values = record.__dict__
+    values.update(table.defaults)
+    vtable = pos - _I32(buf, pos)[0]
+    size = _U16(buf, vtable)[0]
+    for f in table.fields:
+        if f.voffset >= size:
+            continue
+        off = _U16(buf, vtable + f.voffset)[0]
+        if not off or f.name in skip:
+            continue
+        at = pos + off
+        if f.kind == SCALAR:
+            values[f.name] = f.struct.unpack_from(buf, at)[0]
+            continue
+        target = at + _U32(buf, at)[0]
+        if f.kind == STRING:
+            values[f.name] = _string(buf, target)
+        elif f.kind == VECTOR:
+            values[f.name] = np.frombuffer(buf, f.dtype, _U32(buf, target)[0], target + 4)
+        elif f.kind == TABLE:
+            values[f.name] = unpack(table.layout.table(f.arg), buf, target)
+        elif f.kind == UNION:
+            member = table.layout.members[f.arg].get(values[table.by_slot[f.slot - 1].name])
+            values[f.name] = None if member is None else unpack(table.layout.table(member), buf, target)
+        else:
+            items = [target + 4 + 4 * i for i in range(_U32(buf, target)[0])]
+            items = [at + _U32(buf, at)[0] for at in items]
+            if f.kind == STRINGS:
+                values[f.name] = [_string(buf, at) for at in items]
+            else:
+                member = table.layout.table(f.arg)
+                values[f.name] = [unpack(member, buf, at) for at in items]
+    return record
+
+
+def _string(buf, at: int) -> bytes:
+    return bytes(buf[at + 4:at + 4 + _U32(buf, at)[0]])
+
+
+def pack(record: Record, builder: Builder) -> int:
+    """Write `record` as the object API's Pack would write the same values, byte for byte."""
+    table, values = record.table, record.__dict__
+    offsets = {}
+    for f in table.children:
+        value = values[f.name]
+        if value is not None:
+            offsets[f.name] = _child(f, value, builder)
+    builder.StartObject(table.slots)
+    for f in table.fields:
+        if f.kind == SCALAR:
+            f.prepend(builder, f.slot, values[f.name], f.default)
+        elif f.name in offsets:
+            builder.PrependUOffsetTRelativeSlot(f.slot, offsets[f.name], 0)
+    return builder.EndObject()
+
+
+def _child(f: Field, value, builder: Builder) -> int:
+    """A string, vector or sub-table, built before its table as the generated Pack builds it."""
+    if f.kind == STRING:
+        return builder.CreateString(value)
+    if f.kind == TABLE or f.kind == UNION:
+        return value.Pack(builder)
+    if f.kind == VECTOR:
+        if type(value) is np.ndarray:
+            return builder.CreateNumpyVector(value)
+        builder.StartVector(f.size, len(value), f.align)
+        for i in reversed(range(len(value))):
+            f.prepend(builder, value[i])
+        return builder.EndVector()
+    if f.kind == STRINGS:
+        items = [builder.CreateString(value[i]) for i in range(len(value))]
+    else:
+        items = [value[i].Pack(builder) for i in range(len(value))]
+    builder.StartVector(f.size, len(items), f.align)
+    for item in reversed(items):
+        builder.PrependUOffsetTRelative(item)
+    return builder.EndVector()

@@ -1,0 +1,65 @@
+"""A model whose tables hold nothing beyond what the IR models is read and written without the
+generated bindings (io/tables.py: 17-23 ms of every run to import them); a table holding more is
+unpacked and packed by the bindings' object API, imported then, and still round-trips exactly."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import DATA, ROOT, TEST_RECIPES, build_recipe
+
+sys.path.insert(0, str(ROOT / "schemas"))
+from derive_fields import LAYOUTS, derive_layouts  # noqa: E402  (a maintainer script, not part of the package)
+
+BINDINGS = ("ai_edge_litert.schema_py_generated", "circle_schema")
+
+_IMPORTED = f"[m for m in sys.modules if m.startswith({BINDINGS!r})]"
+
+
+def _python(code: str) -> list:
+    """Run `code` in a fresh interpreter; what it prints last, as JSON."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_layouts_match_the_installed_bindings():
+    """A binding upgrade that moves a field, or changes how Pack writes one, fails here."""
+    assert json.loads(LAYOUTS.read_text()) == derive_layouts(), "rerun python schemas/derive_fields.py"
+
+
+@pytest.mark.parametrize("name", ["resnet_v2_mini.tflite", "torch_conv_bn_nchw.circle"])
+def test_optimize_of_a_plain_model_imports_no_bindings(name, tmp_path):
+    src, out = DATA / name, tmp_path / name
+    imported = _python(f"""
+import json, sys
+from bnfold import cli, exits
+code = exits.run(cli.main, ["optimize", {str(src)!r}, {str(out)!r}, "--quiet"])
+print(json.dumps([code, {_IMPORTED}]))
+""")
+    assert imported == [0, []]
+    assert out.read_bytes() != src.read_bytes()  # folded: the writer ran, not a copy
+
+
+@pytest.mark.parametrize("ext", [".tflite", ".circle"])
+def test_a_model_with_records_round_trips_exactly_through_the_bindings(ext, tmp_path):
+    """Custom options and sparsity (Shipped_000) are fields the IR does not model: their tables
+    are read and written by the object API, inside tables written without it."""
+    src = build_recipe("Shipped_000", tmp_path, ext, directory=TEST_RECIPES)
+    out = tmp_path / f"out{ext}"
+    steps = _python(f"""
+import json, sys
+from bnfold.io.reader import read_model
+from bnfold.io.writer import save_model
+before = {_IMPORTED}
+model = read_model({str(src)!r})
+records = sum(t.record is not None and hasattr(type(t.record), "InitFromObj") for g in model.graphs for t in g.tensors)
+save_model(model, {str(out)!r}, model.format)
+print(json.dumps([before, bool({_IMPORTED}), records]))
+""")
+    assert steps == [[], True, 1]  # the sparse tensor
+    assert out.read_bytes() == src.read_bytes()
