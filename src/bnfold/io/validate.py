@@ -3,7 +3,7 @@
 Python's flatbuffers package has no verifier: the generated accessors add whatever offset the file
 holds and read there, so a corrupt file makes them read garbage (strings are silently truncated),
 raise deep inside the bindings, or allocate out of all proportion to the file. `validate(data,
-fmt, path)` runs before the object-API unpack and does the flatbuffers Verifier's job; what is
+fmt, path)` runs before anything reads the tables and does the flatbuffers Verifier's job; what is
 well-formed as a flatbuffer but not as a model is checked after lifting, by ir/invariants.py.
 
 Every table the reader can reach from the root (Model, OperatorCode, SubGraph, Tensor,

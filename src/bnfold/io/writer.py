@@ -2,8 +2,8 @@
 
 The tables (operator codes, subgraphs, tensors, operators, signatures, metadata) are packed into a
 small builder, byte for byte as the bindings' object API packs them: io/tables.py's records for
-what the IR models, the object API's own for the tables read with fields it does not model. Buffer *bytes* never go through the builder: each
-Buffer table gets a placeholder field, and after the tables are finished the data region is
+what the IR models, the object API's own for the tables read with fields it does not model.
+Buffer *bytes* never go through the builder: each Buffer table gets a placeholder field, and after the tables are finished the data region is
 streamed behind them and the placeholders are patched:
 
     [ root | tables ... | pad | len | data0 | pad | len | data1 | ... ]     standard layout
@@ -70,7 +70,7 @@ class _BufferSlot:
 
 
 class _Shared:
-    """Stands in for an object-API table during Pack: a table equal to one already written (an
+    """Stands in for a record during Pack: a table equal to one already written (an
     empty quantization table, the options of every identical ADD) is written once and referenced
     from each place that holds it. Flatbuffers allow a table to be referenced many times; the
     builder's per-table cost is most of the writing time on op-heavy graphs."""
