@@ -3,8 +3,8 @@
 The tables (operator codes, subgraphs, tensors, operators, signatures, metadata) are packed into a
 small builder, byte for byte as the bindings' object API packs them: io/tables.py's records for
 what the IR models, the object API's own for the tables read with fields it does not model.
-Buffer *bytes* never go through the builder: each Buffer table gets a placeholder field, and after the tables are finished the data region is
-streamed behind them and the placeholders are patched:
+Buffer *bytes* never go through the builder: each Buffer table gets a placeholder field, and after
+the tables are finished the data region is streamed behind them and the placeholders are patched:
 
     [ root | tables ... | pad | len | data0 | pad | len | data1 | ... ]     standard layout
     [ root | tables ... | pad | data0 | pad | data1 | ... ]                  offset-buffer layout
