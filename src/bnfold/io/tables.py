@@ -22,6 +22,8 @@ from functools import cached_property, lru_cache
 import numpy as np
 from flatbuffers import Builder, number_types
 
+from .builder import place_scalar
+
 LAYOUTS = "schema_layouts.json"  # package data written by schemas/derive_fields.py
 
 SCALAR, STRING, VECTOR, STRINGS, TABLE, TABLES, UNION = range(7)
@@ -35,16 +37,17 @@ class Field:
     bytes), `kind`, and how it is stored: a scalar's struct, default and builder call, a vector's
     numpy dtype, element size, alignment and builder call, a table's or union's name."""
 
-    __slots__ = ("name", "slot", "voffset", "kind", "arg", "default", "struct", "dtype", "size", "align", "prepend")
+    __slots__ = ("name", "slot", "voffset", "kind", "arg", "default", "struct", "bounds", "dtype", "size", "align",
+                 "prepend")
 
     def __init__(self, name: str, slot: int, kind: str, type_: str | None, extra):
         self.name, self.slot, self.voffset = name, slot, 4 + 2 * slot
         self.arg = self.default = self.struct = self.dtype = self.prepend = None
         self.size = self.align = 0
         if kind.isdigit():
-            self.kind, self.default = SCALAR, extra
-            self.struct = getattr(number_types, type_ + "Flags").packer_type
-            self.prepend = getattr(Builder, f"Prepend{type_}Slot")
+            flags = getattr(number_types, type_ + "Flags")
+            self.kind, self.default, self.struct, self.size = SCALAR, extra, flags.packer_type, flags.bytewidth
+            self.bounds = None if flags.min_val is None else (flags.min_val, flags.max_val)
             return
         self.kind = {"s": STRING, "S": STRINGS, "T": TABLE, "V": TABLES, "U": UNION}.get(kind[0], VECTOR)
         if self.kind in (TABLE, TABLES, UNION):
@@ -171,7 +174,11 @@ def pack(record: Record, builder: Builder) -> int:
     builder.StartObject(table.slots)
     for f in table.fields:
         if f.kind == SCALAR:
-            f.prepend(builder, f.slot, values[f.name], f.default)
+            value = values[f.name]
+            if value != f.default or builder.forceDefaults:
+                if f.bounds is not None and not f.bounds[0] <= value <= f.bounds[1]:
+                    raise TypeError(f"bad number {value} for type {f.struct.format}")  # as Builder.PrependSlot
+                place_scalar(builder, f.slot, f.struct, f.size, value)
         elif f.name in offsets:
             builder.PrependUOffsetTRelativeSlot(f.slot, offsets[f.name], 0)
     return builder.EndObject()
@@ -194,7 +201,4 @@ def _child(f: Field, value, builder: Builder) -> int:
         items = [builder.CreateString(value[i]) for i in range(len(value))]
     else:
         items = [value[i].Pack(builder) for i in range(len(value))]
-    builder.StartVector(f.size, len(items), f.align)
-    for item in reversed(items):
-        builder.PrependUOffsetTRelative(item)
-    return builder.EndVector()
+    return builder.offset_vector(items)  # as StartVector(4, n, 4), PrependUOffsetTRelative each, EndVector

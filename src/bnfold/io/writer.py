@@ -31,6 +31,7 @@ from ..errors import ModelError
 from ..ir.const import Buffer
 from ..ir.model import Model
 from .atomic import atomic_file
+from .builder import Builder
 from .formats import MODELED_FIELDS, Format
 from .gcpause import paused_gc
 from .transcode import NotRepresentable, same_value, transcode
@@ -157,7 +158,7 @@ def _serialize(model: Model, out, fmt: Format, external: bool) -> WriteInfo:
     if not external and data_bytes + plan.tables_estimate >= TWO_GB:
         external = True  # a standard flatbuffer cannot address this much
     plan.set_layout(external)
-    builder = flatbuffers.Builder(plan.tables_guess)
+    builder = Builder(plan.tables_guess)
     slots = [_BufferSlot(b, external and not plan.is_metadata(b)) for b in plan.buffers]
     root = plan.model_record(slots).Pack(builder)
     builder.Finish(root, file_identifier=fmt.identifier)
