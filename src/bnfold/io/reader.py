@@ -144,7 +144,7 @@ class _Fields:
         return out
 
 
-PLAIN, SCALARS, OTHER = range(3)  # what a table holds beyond the IR's fields (_Plain)
+PLAIN, SCALARS, FLAT, OTHER = range(4)  # what a table holds beyond the IR's fields (_Plain)
 _HOW = {SCALAR: "scalar", STRING: "string", VECTOR: "vector", TABLE: "table", UNION: "table"}
 
 
@@ -159,13 +159,16 @@ def _field_plan(fmt: Format, table: str, fields: tuple[str, ...]) -> tuple:
 class _Plain:
     """Tells, per vtable, what a table of one kind holds: only fields the IR models (PLAIN);
     more, but only scalars (SCALARS: the converter's has_rank and is_variable on every tensor),
-    which `extras` reads straight from the bytes; or something else (OTHER: sparsity, custom
-    options, ...), which the object API unpacks."""
+    which `extras` reads straight from the bytes; more, but only scalars, strings and vectors of
+    scalars (FLAT: custom options, the empty mutating_variable_inputs ONE's exporters write),
+    read into a record of io/tables.py; or sub-tables the IR does not model (OTHER: sparsity,
+    variant tensors, ...), which the bindings' object API unpacks."""
 
     def __init__(self, fmt: Format, table: str):
-        self.modeled, self.extra_names = _table_layout(fmt, table)
+        self.modeled, self.extra_names, flat = _table_layout(fmt, table)
         self.extras = _Fields(fmt, table, self.extra_names)
         self.scalar = self.modeled | {slot for slot, _, _, _ in self.extras.plan}
+        self.flat = self.scalar | flat
         self.by_vtable: dict[int, int] = {}
 
     def __call__(self, buf, pos: int) -> int:
@@ -175,8 +178,8 @@ class _Plain:
             size = _U16(buf, vtable)[0]
             slots = struct.unpack_from(f"<{(size - 4) // 2}H", buf, vtable + 4)
             present = {4 + 2 * i for i, off in enumerate(slots) if off}
-            kind = self.by_vtable[vtable] = (PLAIN if present <= self.modeled else
-                                             SCALARS if present <= self.scalar else OTHER)
+            kind = self.by_vtable[vtable] = (PLAIN if present <= self.modeled else SCALARS if present <= self.scalar
+                                             else FLAT if present <= self.flat else OTHER)
         return kind
 
     def read_extras(self, buf, pos: int) -> dict:
@@ -184,12 +187,14 @@ class _Plain:
 
 
 @functools.cache
-def _table_layout(fmt: Format, table: str) -> tuple[frozenset[int], tuple[str, ...]]:
-    """The vtable offsets of the fields the IR models, and the names of the other scalar fields."""
+def _table_layout(fmt: Format, table: str) -> tuple[frozenset[int], tuple[str, ...], frozenset[int]]:
+    """The vtable offsets of the fields the IR models, the names of the other scalar fields, and
+    the vtable offsets of the other strings and vectors of scalars."""
     fields = fmt.layout.table(table).fields
     modeled = MODELED_FIELDS[table + "T"]
     extra = tuple(f.name for f in fields if f.name not in modeled and f.kind == SCALAR)
-    return frozenset(f.voffset for f in fields if f.name in modeled), extra
+    flat = frozenset(f.voffset for f in fields if f.name not in modeled and f.kind in (STRING, VECTOR))
+    return frozenset(f.voffset for f in fields if f.name in modeled), extra, flat
 
 
 @functools.cache
@@ -326,6 +331,9 @@ class _Lift:
         if kind == OTHER:  # fields beyond the IR's (sparsity, variant tensors, ...): keep them all
             record = self.fmt.cls("TensorT").InitFromObj(_Hide(self._accessor("Tensor", pos), tables=("Quantization",)))
             record.quantization = quantization
+        elif kind == FLAT:
+            record = unpack(self.fmt.layout.table("Tensor"), self.buf, pos, skip=frozenset({"quantization"}))
+            record.quantization = quantization
         elif kind == SCALARS or name is None or shape is None:  # (absent name or shape: not empty, the writer knows)
             record = self.fmt.record("Tensor")
             record.name, record.type, record.buffer, record.shape = name, code, buffer, shape
@@ -345,11 +353,13 @@ class _Lift:
         if not 0 <= index < len(model.opcodes):
             raise ModelError(f"{where} has operator code index {index} out of range", self.path)
         record = None
-        if any(v is not None and v.size == 0 for v in (inputs, outputs, inter)) or self.plain_operator(self.buf, pos) != PLAIN:
-            # fields beyond the IR's: keep them all (the options are lifted apart)
+        kind = self.plain_operator(self.buf, pos)
+        if kind == OTHER:  # sub-tables beyond the IR's (builtin_options_2): keep them all (the options are lifted apart)
             record = self.fmt.cls("OperatorT").InitFromObj(_Hide(self._accessor("Operator", pos), tables=("BuiltinOptions",)))
-            if record.largeCustomOptionsSize > 0:
-                raise ModelError(f"{where} stores custom options outside the flatbuffer, which bnfold does not support", self.path)
+        elif kind != PLAIN or any(v is not None and v.size == 0 for v in (inputs, outputs, inter)):
+            record = unpack(self.fmt.layout.table("Operator"), self.buf, pos, skip=frozenset({"builtinOptions"}))
+        if record is not None and record.largeCustomOptionsSize > 0:
+            raise ModelError(f"{where} stores custom options outside the flatbuffer, which bnfold does not support", self.path)
         ins = [tensor_at(i, where, optional=True) for i in (inputs.tolist() if inputs is not None else ())]
         outs = [tensor_at(i, where) for i in (outputs.tolist() if outputs is not None else ())]
         ir_op = graph.add_op(model.opcodes[index], ins, outs, self._options(options_type, options), record=record)
