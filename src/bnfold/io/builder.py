@@ -37,6 +37,22 @@ class Builder(fb.Builder):
             head -= align
         self.head = head
 
+    def StartObject(self, numfields: int) -> None:
+        if self.nested:
+            raise fb.IsNestedError()
+        self.current_vtable = [0] * numfields
+        self.objectEnd = len(self.Bytes) - self.head
+        self.nested = True
+
+    def StartVector(self, elemSize: int, numElems: int, alignment: int) -> int:
+        if self.nested:
+            raise fb.IsNestedError()
+        self.nested = True
+        self.vectorNumElems = numElems
+        self.Prep(4, elemSize * numElems)
+        self.Prep(alignment, elemSize * numElems)
+        return len(self.Bytes) - self.head
+
     def PrependUOffsetTRelative(self, off: int) -> None:
         self.Prep(4, 0)
         offset = len(self.Bytes) - self.head

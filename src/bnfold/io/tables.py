@@ -73,6 +73,11 @@ class Record:
     def Pack(self, builder: Builder) -> int:
         return pack(self, builder)
 
+    def __copy__(self) -> Record:
+        copied = self.__class__.__new__(self.__class__)
+        copied.__dict__.update(self.__dict__)
+        return copied
+
 
 class Table:
     """One table's layout, and its Record class."""

@@ -86,14 +86,20 @@ class _Shared:
         return self.offset
 
 
+_SHAREABLE = frozenset({int, float, bool, type(None)})
+
+
 def _share_key(record):
     """A key equal for tables with equal fields, or None when a field is not a plain scalar."""
-    key = [type(record).__name__]  # the table: a record of io/tables.py and the object API's alike
-    for name, v in vars(record).items():
-        if v is not None and type(v) not in (int, float, bool):
-            return None
-        key.append((name, type(v), struct.pack("<d", v) if type(v) is float else v))  # -0.0 is not 0.0 here
-    return tuple(key)
+    fields = vars(record)
+    values = tuple(fields.values())
+    types = tuple(map(type, values))
+    if not _SHAREABLE.issuperset(types):
+        return None
+    if float in types:  # compared by their bytes: -0.0 is not 0.0 here
+        values = tuple(struct.pack("<d", v) if type(v) is float else v for v in values)
+    # the table by its name: a record of io/tables.py and the object API's alike
+    return type(record).__name__, tuple(fields), types, values
 
 
 class WriteInfo(NamedTuple):
@@ -525,4 +531,4 @@ def _indices(values: list[int], original):
 def _as_tuple(value, empty=()):
     if value is None:
         return empty
-    return tuple(int(v) for v in value)
+    return tuple(value.tolist() if isinstance(value, np.ndarray) else (int(v) for v in value))
