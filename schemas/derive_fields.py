@@ -1,4 +1,5 @@
-"""Derive the verifier's field tables from the generated bindings, and check them for drift.
+"""Derive the verifier's field tables and the tables' layouts from the generated bindings, and
+check both for drift.
 
 The Python flatbuffers package has no verifier and the bindings carry no reflection data, but the
 accessors flatc generates are regular: each field's accessor reads vtable slot `Offset(4 + 2*slot)`
@@ -9,7 +10,12 @@ gives, per table, what each slot holds. The result is checked in as package data
 cost more than the verification itself; tests/test_schemas.py re-derives it, so a binding upgrade
 that moves, retypes or adds a field fails a test naming that field.
 
-    python schemas/derive_fields.py          # rewrite src/bnfold/io/schema_fields.json
+The layouts (src/bnfold/io/schema_layouts.json, `layouts`) add what reading and packing the tables
+without the bindings needs (io/tables.py): each field's object-API name, scalar type and default,
+and how the generated Pack writes it, learned by recording Pack (pack_order.py); and the enums.
+tests/test_plain_path.py re-derives them.
+
+    python schemas/derive_fields.py          # rewrite schema_fields.json and schema_layouts.json
     python schemas/derive_fields.py --check  # list the drift between the file and the bindings
 """
 
