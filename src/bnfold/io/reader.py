@@ -4,10 +4,11 @@ The file is memory-mapped read-only and read straight from its bytes, fetching o
 models: per tensor its name, type, shape, buffer and quantization, per operator its code, tensor
 indices and options. Where each field sits and how it is stored comes from the layouts derived
 from the generated bindings (io/tables.py), never written down here, so the plain path does not
-import the bindings. A tensor or operator holding something more (a field the IR does not model,
-such as sparsity or custom options) is unpacked in full by the bindings' object API, and that
-object becomes the IR object's `record`, which the writer writes back; most tables have nothing
-more, so reading costs a few struct reads per tensor and operator.
+import the bindings. A tensor or operator holding something more (a field the IR does not model)
+keeps all of its fields in its `record`, which the writer writes back: an io/tables.py record
+where those fields are scalars, strings or vectors of scalars (has_rank, custom options), the
+bindings' object-API unpack where they are sub-tables (sparsity, variant tensors). Most tables
+have nothing more, so reading costs a few struct reads per tensor and operator.
 
 Every Buffer's bytes stay a read-only numpy view of the mapping (inline vectors and offset
 buffers alike), and each Buffer remembers where its bytes sit in the file so the writer can copy
