@@ -144,3 +144,24 @@ def test_a_profiler_or_python_i_still_has_the_last_word(python, after, tmp_path)
                           stdin=subprocess.DEVNULL, text=True, timeout=300)
     assert done.returncode == 0 and "fuse_batchnorm_with_conv" in done.stdout
     assert after in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("users", [None, "12"])
+def test_blas_threads_sleep_when_idle_unless_the_user_says_otherwise(users, tmp_path):
+    """The program sets OpenBLAS's idle timeout before numpy loads (OpenBLAS reads it then), and
+    leaves a value the user set alone."""
+    watch = """
+    import atexit, os, sys
+    atexit.register(lambda: print(os.environ.get("OPENBLAS_THREAD_TIMEOUT"), "numpy" in sys.modules))
+    sys.argv = ["bnfold", "passes"]
+    import bnfold.__main__ as program
+    assert "numpy" not in sys.modules
+    program.main()
+    """
+    env = {k: v for k, v in _buffered_env().items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    if users:
+        env["OPENBLAS_THREAD_TIMEOUT"] = users
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(watch)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1].split() == [users or "4", "True"]
