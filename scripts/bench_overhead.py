@@ -53,6 +53,8 @@ def measure(model: Path, out: Path, runs: int, run_child, bnfold: str, python: s
             row[f"{name}_floor_{key}"] = statistics.median(r[key] for r in floor)
             row[f"{name}_bnfold_{key}"] = statistics.median(r[key] for r in ours)
             row[f"{name}_ratio_{key}"] = statistics.median(b[key] / f[key] for f, b in zip(floor, ours))
+            row[f"{name}_floor_{key}_samples"] = [round(r[key], 4) for r in floor]
+            row[f"{name}_bnfold_{key}_samples"] = [round(r[key], 4) for r in ours]
         row[f"{name}_bnfold_peak_rss"] = max(r["rss"] for r in ours)
     row["loadavg_1min_after"] = os.getloadavg()[0]
     return row
