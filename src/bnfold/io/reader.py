@@ -52,11 +52,7 @@ class Source:
         self.mapping = mapping
         self.size = len(mapping)
         self.array = np.frombuffer(mapping, dtype=np.uint8)
-        self._base = self.array.ctypes.data
         self.offset_layout = False  # True when some buffer's bytes sit after the flatbuffer
-
-    def offset_of(self, view: np.ndarray) -> int:
-        return view.ctypes.data - self._base
 
     def fileno(self) -> int:
         return self.file.fileno()
@@ -115,34 +111,41 @@ class _Fields:
     each vtable is decoded once. What it returns equals what the accessors return (None for an
     absent vector, string or table)."""
 
-    def __init__(self, fmt: Format, table: str, fields: tuple[str, ...]):
-        self.plan = _field_plan(fmt, table, fields)
-        self.by_vtable: dict[int, list] = {}
+    def __init__(self, fmt: Format, table: str, fields: tuple[str, ...], positions: frozenset[str] = frozenset()):
+        self.plan = _field_plan(fmt, table, fields, positions)
+        self.defaults = [default for _, _, _, default in self.plan]
+        self.by_vtable: dict[int, tuple] = {}
 
     def read(self, buf, pos: int) -> list:
         vtable = pos - _I32(buf, pos)[0]
-        offsets = self.by_vtable.get(vtable)
-        if offsets is None:
-            size = _U16(buf, vtable)[0]
-            offsets = self.by_vtable[vtable] = [_U16(buf, vtable + slot)[0] if slot < size else 0
-                                                for slot, _, _, _ in self.plan]
-        out = []
-        for off, (_, kind, how, default) in zip(offsets, self.plan):
-            if not off:
-                out.append(default)
-                continue
+        present = self.by_vtable.get(vtable)
+        if present is None:
+            present = self.by_vtable[vtable] = self._present(buf, vtable)
+        out = self.defaults.copy()
+        for i, off, kind, how in present:
             at = pos + off
             if kind == "scalar":
-                out.append(how.unpack_from(buf, at)[0])
+                out[i] = how(buf, at)[0]
                 continue
             target = at + _U32(buf, at)[0]
             if kind == "table":
-                out.append(target)
+                out[i] = target
             elif kind == "string":
-                out.append(bytes(buf[target + 4:target + 4 + _U32(buf, target)[0]]))
+                out[i] = bytes(buf[target + 4:target + 4 + _U32(buf, target)[0]])
             else:
-                out.append(np.frombuffer(buf, how, _U32(buf, target)[0], target + 4))
+                out[i] = np.frombuffer(buf, how, _U32(buf, target)[0], target + 4)
         return out
+
+    def _present(self, buf, vtable: int) -> tuple:
+        """(index, offset in the table, how it is read, unpacker or dtype) of each chosen field a
+        vtable holds: what every table sharing it reads."""
+        size = _U16(buf, vtable)[0]
+        present = []
+        for i, (slot, kind, how, _) in enumerate(self.plan):
+            off = _U16(buf, vtable + slot)[0] if slot < size else 0
+            if off:
+                present.append((i, off, kind, how.unpack_from if kind == "scalar" else how))
+        return tuple(present)
 
 
 PLAIN, SCALARS, FLAT, OTHER = range(4)  # what a table holds beyond the IR's fields (_Plain)
@@ -150,11 +153,12 @@ _HOW = {SCALAR: "scalar", STRING: "string", VECTOR: "vector", TABLE: "table", UN
 
 
 @functools.cache  # per format, table and fields: once per process, not once per file read
-def _field_plan(fmt: Format, table: str, fields: tuple[str, ...]) -> tuple:
-    """(vtable offset, how it is read, struct or dtype, default) of each field, from the layout."""
+def _field_plan(fmt: Format, table: str, fields: tuple[str, ...], positions: frozenset[str]) -> tuple:
+    """(vtable offset, how it is read, struct or dtype, default) of each field, from the layout;
+    the fields in `positions` are read as where their vector, string or table starts."""
     by_name = fmt.layout.table(table).by_name
-    return tuple((f.voffset, _HOW[f.kind], f.struct if f.kind == SCALAR else f.dtype, f.default)
-                 for f in (by_name[name] for name in fields))
+    return tuple((f.voffset, "table" if f.name in positions else _HOW[f.kind], f.struct if f.kind == SCALAR else f.dtype,
+                  f.default) for f in (by_name[name] for name in fields))
 
 
 class _Plain:
@@ -218,7 +222,7 @@ class _Lift:
         self.tensor_fields = _Fields(fmt, "Tensor", ("name", "type", "buffer", "shape", "shapeSignature", "quantization"))
         self.operator_fields = _Fields(fmt, "Operator", ("opcodeIndex", "inputs", "outputs", "intermediates",
                                                          "builtinOptionsType", "builtinOptions"))
-        self.buffer_fields = _Fields(fmt, "Buffer", ("offset", "size", "data"))
+        self.buffer_fields = _Fields(fmt, "Buffer", ("offset", "size", "data"), positions=frozenset({"data"}))
         self.options_fields: dict[str, tuple | None] = {}
         self.plain_operator = _Plain(fmt, "Operator")
         self.empty_tables: dict[int, bool] = {}
@@ -273,16 +277,18 @@ class _Lift:
 
     def _buffer(self, pos: int, index: int) -> Buffer:
         source = self.source
-        offset, size, data = self.buffer_fields.read(self.buf, pos)
+        offset, size, data_at = self.buffer_fields.read(self.buf, pos)
         if offset > 1:  # weights stored after the flatbuffer (the >2 GB layout)
             if offset + size > source.size:
                 raise ModelError(f"buffer {index} points outside the file (offset {offset}, size {size}, file {source.size} bytes)",
                                  source.path)
             source.offset_layout = True
             return Buffer(source.array[offset:offset + size], source=offset)
-        if data is None:
+        if data_at is None:
             return Buffer()
-        return Buffer(data, source=source.offset_of(data) if data.size else None)
+        start = data_at + 4
+        end = start + _U32(self.buf, data_at)[0]
+        return Buffer(source.array[start:end], source=start if end > start else None)
 
     def _unpack(self, table: str, pos: int):
         """The record of one table; made without reading for a table with no fields at all

@@ -40,6 +40,7 @@ FIELD_TABLES = "schema_fields.json"  # package data written by schemas/derive_fi
 SLACK = 1024  # bytes of structure allowed beyond the file size before a file counts as absurd
 
 _SCALAR, _STRING, _VECTOR, _STRINGS, _TABLE, _TABLES, _UNION = range(7)
+_EXTRA, _OUTSIDE = 7, 8  # what a vtable alone shows wrong (_shape)
 _U8 = struct.Struct("<B").unpack_from
 _U32 = struct.Struct("<I").unpack_from
 _I32 = struct.Struct("<i").unpack_from
@@ -112,29 +113,27 @@ def validate(data, fmt, path: str) -> None:
 def _walk(buf, size: int, root: int, tables: dict, unions: dict) -> None:
     """Visit every table reachable from the root, iteratively, within a work budget of the file size."""
     budget = size + SLACK
-    vtables: dict[int, tuple[int, tuple]] = {}
+    shapes: dict[tuple[int, str], tuple[int, tuple]] = {}
     stack = [(root, "Model")]
     while stack:
         pos, name = stack.pop()
         budget -= 4
         if budget < 0:
             raise _Malformed("absurd structure: it describes more data than the file holds (shared or overlapping offsets)")
-        inline, slots = _table(buf, size, pos, name, vtables)
-        nslots = len(slots)
-        known, fields = tables.get(name, (0, ()))
-        if nslots > known and any(slots[known:]):
-            extra = next(s for s in range(known, nslots) if slots[s])
-            raise _Unknown(f"{name} at byte {pos} has field {extra}")
-        for slot, kind, width, arg in fields:
-            if slot >= nslots:
-                break
-            off = slots[slot]
-            if off == 0:
-                continue
-            if off + width > inline:
+        if pos + 4 > size:
+            raise _Malformed(f"{name} at byte {pos} is outside the file")
+        vt = pos - _I32(buf, pos)[0]
+        shape = shapes.get((vt, name))
+        if shape is None:
+            shape = shapes[vt, name] = _shape(buf, size, pos, vt, name, tables.get(name, (0, ())))
+        inline, checks = shape
+        if inline < 4 or pos + inline > size:
+            raise _Malformed(f"{name} at byte {pos} has an inline size ({inline}) outside the file")
+        for slot, off, kind, arg in checks:
+            if kind == _EXTRA:
+                raise _Unknown(f"{name} at byte {pos} has field {slot}")
+            if kind == _OUTSIDE:
                 raise _Malformed(f"{name} at byte {pos}: field {slot} lies outside the table")
-            if kind == _SCALAR:
-                continue
             at = pos + off
             target = at + _U32(buf, at)[0]
             if target + 4 > size:
@@ -142,13 +141,13 @@ def _walk(buf, size: int, root: int, tables: dict, unions: dict) -> None:
             if kind == _TABLE:
                 stack.append((target, arg))
             elif kind == _UNION:
-                type_off = slots[slot - 1] if slot >= 1 else 0
+                enum, type_off = arg
                 code = _U8(buf, pos + type_off)[0] if type_off else 0
-                member = unions[arg].get(code)
+                member = unions[enum].get(code)
                 if member is not None:
                     stack.append((target, member))
                 elif code:
-                    raise _Unknown(f"{name} at byte {pos} has a {arg} of type {code}")
+                    raise _Unknown(f"{name} at byte {pos} has a {enum} of type {code}")
             else:
                 count = _U32(buf, target)[0]
                 item = arg if kind == _VECTOR else 1 if kind == _STRING else 4
@@ -161,24 +160,37 @@ def _walk(buf, size: int, root: int, tables: dict, unions: dict) -> None:
     return None
 
 
-def _table(buf, size: int, pos: int, name: str, vtables: dict) -> tuple[int, tuple]:
-    """A table's inline size and vtable slots, after checking both lie inside the file.
-    Vtables are shared between tables of one shape, so each is parsed once."""
-    if pos + 4 > size:
-        raise _Malformed(f"{name} at byte {pos} is outside the file")
-    vt = pos - _I32(buf, pos)[0]
-    entry = vtables.get(vt)
-    if entry is None:
-        if vt < 0 or vt + 4 > size or vt & 1:
-            raise _Malformed(f"{name} at byte {pos} has its vtable outside the file ({vt})")
-        vt_size, inline = _VT_HEAD(buf, vt)
-        if vt_size < 4 or vt_size & 1 or vt + vt_size > size:
-            raise _Malformed(f"{name} at byte {pos} has a corrupt vtable (size {vt_size})")
-        entry = vtables[vt] = (inline, struct.unpack_from(f"<{(vt_size - 4) // 2}H", buf, vt + 4))
-    inline = entry[0]
-    if inline < 4 or pos + inline > size:
-        raise _Malformed(f"{name} at byte {pos} has an inline size ({inline}) outside the file")
-    return entry
+def _shape(buf, size: int, pos: int, vt: int, name: str, known: tuple[int, tuple]) -> tuple[int, tuple]:
+    """What every table of kind `name` with the vtable at `vt` needs checked, worked out once per
+    vtable (tables of one shape share it): its inline size, and in slot order (slot, offset in the
+    table, kind, argument) of each present field that points elsewhere. What the vtable alone shows
+    wrong (a field the binding does not know, a field outside the inline size) is a check of kind
+    _EXTRA or _OUTSIDE, raised in its turn like the others."""
+    if vt < 0 or vt + 4 > size or vt & 1:
+        raise _Malformed(f"{name} at byte {pos} has its vtable outside the file ({vt})")
+    vt_size, inline = _VT_HEAD(buf, vt)
+    if vt_size < 4 or vt_size & 1 or vt + vt_size > size:
+        raise _Malformed(f"{name} at byte {pos} has a corrupt vtable (size {vt_size})")
+    slots = struct.unpack_from(f"<{(vt_size - 4) // 2}H", buf, vt + 4)
+    nslots = len(slots)
+    n_known, fields = known
+    checks = []
+    extra = next((s for s in range(n_known, nslots) if slots[s]), None)
+    if extra is not None:
+        checks.append((extra, 0, _EXTRA, None))
+    for slot, kind, width, arg in fields:
+        if slot >= nslots:
+            break
+        off = slots[slot]
+        if off == 0:
+            continue
+        if off + width > inline:
+            checks.append((slot, off, _OUTSIDE, None))
+        elif kind == _UNION:
+            checks.append((slot, off, kind, (arg, slots[slot - 1] if slot >= 1 else 0)))
+        elif kind != _SCALAR:
+            checks.append((slot, off, kind, arg))
+    return inline, tuple(checks)
 
 
 def _elements(buf, size: int, start: int, count: int, kind: int, arg, stack: list) -> None:
