@@ -134,10 +134,13 @@ def test_optimize_start_up_defines_no_dataclass_and_loads_no_runtime(tmp_path):
     """Only the library's result types (api.py) are dataclasses on optimize's path, and without
     --check it loads neither LiteRT's interpreter, h5py nor bnfold's value-checking modules; nor
     what only other options need: the batch machinery (--out-dir), the cfg reader (-C), the
-    near-name suggestions (a misspelt option)."""
+    near-name suggestions (a misspelt option), the passes not selected (the registry imports a
+    pass's module when it runs)."""
     import json
     import subprocess
     import sys
+
+    from bnfold.passes import registry
 
     probe = [sys.executable, "-c", STARTUP_PROBE, str(DATA / "bn_relu_conv.tflite"), str(tmp_path / "out.tflite")]
     seen = json.loads(subprocess.run(probe, capture_output=True, text=True, check=True).stdout)
@@ -145,4 +148,7 @@ def test_optimize_start_up_defines_no_dataclass_and_loads_no_runtime(tmp_path):
     assert set(seen["dataclasses_in"]) <= {"bnfold.api"}, seen["dataclasses_in"]
     runtime = {"h5py", "ai_edge_litert.interpreter", "bnfold.values.litert", "bnfold.values.verify"}
     other_options = {"bnfold.batch", "bnfold.progress", "multiprocessing", "configparser", "difflib"}
-    assert not (runtime | other_options) & set(seen["modules"])
+    # (remove_redundant_transpose, a default pass, builds on convert_nchw_to_nhwc's propagation)
+    unselected = {f"bnfold.passes.{p.name}" for p in registry.PASSES if not p.default} - {"bnfold.passes.convert_nchw_to_nhwc"}
+    assert len(unselected) == 11 and f"bnfold.passes.{registry.PASSES[0].name}" in seen["modules"]
+    assert not (runtime | other_options | unselected) & set(seen["modules"])

@@ -32,13 +32,12 @@ import numpy as np
 
 from ..ir.graph import Graph, Op, Options, Tensor
 from .layout import transpose_perm
+from . import registry
 from .propagation import propagate
 from .report import PassResult
 
-INPUT_PARAMETER = "nchw_to_nhwc_input_shape"
-OUTPUT_PARAMETER = "nchw_to_nhwc_output_shape"
-PARAMETERS = {INPUT_PARAMETER: "make the model's 4-D inputs NHWC (its interface changes)",
-              OUTPUT_PARAMETER: "make the model's 4-D outputs NHWC (its interface changes)"}
+# the parameters' names and what each does are in the registry's table (asked for before any pass runs)
+INPUT_PARAMETER, OUTPUT_PARAMETER = registry.BY_NAME["convert_nchw_to_nhwc"].parameters
 TO_NHWC = (0, 2, 3, 1)
 TO_NCHW = (0, 3, 1, 2)
 

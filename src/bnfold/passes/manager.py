@@ -21,12 +21,12 @@ MAX_ROUNDS = 50
 def run_passes(model: Model, specs: list[PassSpec], *, parameters: set[str] = frozenset(),
                max_rounds: int = MAX_ROUNDS) -> Report:
     """Run `specs` to a fixpoint; a pass named with its `parameters` first changes the model's
-    interface, once (PassSpec.change_interface)."""
+    interface, once (its module's change_interface)."""
     report = Report([s.name for s in specs])
     for spec in specs:
         named = set(parameters) & set(spec.parameters)
-        if spec.change_interface is not None and named and model.graphs:
-            report.interface = {"parameters": sorted(named), **spec.change_interface(model.graphs[0], named)}
+        if named and model.graphs:
+            report.interface = {"parameters": sorted(named), **spec.module.change_interface(model.graphs[0], named)}
             model.changed |= bool(report.interface["inputs"] or report.interface["outputs"])
     for round_no in range(1, max_rounds + 1):
         report.rounds = round_no

@@ -1,27 +1,23 @@
 """The one list of passes: names (ONE's flag spellings), what each does, whether it is exact,
-whether it runs by default, and the order they run in. CLI flags are generated from it.
+whether it runs by default, its parameters, and the order they run in. CLI flags are generated
+from it.
 
-Each pass lives in `bnfold/passes/<name>.py` and exposes `run(graph) -> PassResult` (report.py).
+Each pass lives in `bnfold/passes/<name>.py` and exposes `run(graph) -> PassResult` (report.py),
+and `change_interface` if it has parameters. The table holds every fact about a pass that is asked
+for before it runs, so a pass's module is imported only when the pass runs (a run imports only
+the passes it selected).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import importlib
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import NamedTuple
 
 from ..errors import UsageError
 from ..ir.graph import Graph
 from ..ir.model import Model
-from . import (convert_nchw_to_nhwc, forward_transpose_op, fuse_activation_function, fuse_add_with_conv,
-               fuse_add_with_fully_connected, fuse_add_with_tconv, fuse_batchnorm_forward, fuse_batchnorm_with_concat,
-               fuse_batchnorm_with_conv, fuse_batchnorm_with_conv3d, fuse_batchnorm_with_dwconv, fuse_batchnorm_with_fc,
-               fuse_batchnorm_with_tconv, fuse_hardswish, fuse_mul_with_conv, fuse_mul_with_fullyconnected,
-               fuse_pad_with_conv,
-               fuse_preactivation_batchnorm, fuse_transpose_with_mean, make_batchnorm_gamma_positive,
-               remove_redundant_reshape, remove_redundant_transpose, remove_unnecessary_concat,
-               remove_unnecessary_reshape, remove_unnecessary_transpose, replace_cw_mul_add_with_depthwise_conv,
-               substitute_transpose_to_reshape)
 from .report import PassResult
 
 
@@ -30,11 +26,18 @@ class PassSpec(NamedTuple):
     summary: str
     exact: bool  # changes are exact up to float rounding
     default: bool  # part of the default set (only exact passes may be)
-    run: Callable[[Graph], PassResult]
     # option names that only qualify this pass (ONE's "arguments" of a pass) -> what each does;
-    # they change the main subgraph's interface once, before the rounds, returning what changed
+    # they change the main subgraph's interface once, before the rounds (the module's
+    # change_interface(graph, named) -> what changed)
     parameters: Mapping[str, str] = MappingProxyType({})
-    change_interface: Callable[[Graph, set[str]], dict] | None = None
+
+    @property
+    def module(self):
+        """The pass's module, imported the first time it is asked for."""
+        return importlib.import_module(f"{__package__}.{self.name}")
+
+    def run(self, graph: Graph) -> PassResult:
+        return self.module.run(graph)
 
 
 # Run order matters and is fixed here, not by the command line:
@@ -59,92 +62,93 @@ class PassSpec(NamedTuple):
 # - fuse_activation_function last, to absorb standalone activations the folds leave behind.
 PASSES: tuple[PassSpec, ...] = (
     PassSpec("remove_unnecessary_concat", "remove a CONCATENATION of a single tensor (PyTorch's torch.cat([x]))",
-             True, True, remove_unnecessary_concat.run),
+             True, True),
     PassSpec("fuse_hardswish", "replace the decomposed hard swish x·relu6(x+3)/6 by one HARD_SWISH",
-             True, True, fuse_hardswish.run),
+             True, True),
     PassSpec("fuse_batchnorm_with_conv",
              "fold a Mul/Add/Sub/Div batch-norm chain after CONV_2D into its filter and bias",
-             True, True, fuse_batchnorm_with_conv.run),
+             True, True),
     # the other layer kinds, same algebra (backward.py); independent of each other, so any order
     PassSpec("fuse_batchnorm_with_dwconv",
              "fold a batch-norm chain after DEPTHWISE_CONV_2D (any depth multiplier) into its filter and bias",
-             True, True, fuse_batchnorm_with_dwconv.run),
+             True, True),
     PassSpec("fuse_batchnorm_with_tconv",
              "fold a batch-norm chain after TRANSPOSE_CONV into its filter and (created if missing) bias",
-             True, True, fuse_batchnorm_with_tconv.run),
+             True, True),
     PassSpec("fuse_batchnorm_with_fc",
              "fold a batch-norm chain after FULLY_CONNECTED (also through a RESHAPE keeping the last axis)",
-             True, True, fuse_batchnorm_with_fc.run),
+             True, True),
     PassSpec("fuse_batchnorm_with_conv3d",
              "fold a batch-norm chain after CONV_3D or CONV_3D_TRANSPOSE into its filter and bias",
-             True, True, fuse_batchnorm_with_conv3d.run),
+             True, True),
     # a batch norm after a concatenation: each channel slice into the layer that made that part
     PassSpec("fuse_batchnorm_with_concat",
              "fold a batch-norm chain after a CONCATENATION of conv-like layers into each layer's slice of channels "
-             "(and its activation into every layer)", True, True, fuse_batchnorm_with_concat.run),
+             "(and its activation into every layer)", True, True),
     # ONE's single-op folds: the backward fold restricted to a MUL or an ADD (opt-in, for ONE's
     # flags and O1; the fuse_batchnorm_with_* passes above already fold these and more)
     PassSpec("fuse_mul_with_conv", "fold a MUL by a per-channel or scalar constant after CONV_2D into its filter and bias",
-             True, False, fuse_mul_with_conv.run),
+             True, False),
     PassSpec("fuse_add_with_conv", "fold an ADD of a per-channel constant after CONV_2D into its bias",
-             True, False, fuse_add_with_conv.run),
+             True, False),
     PassSpec("fuse_add_with_tconv", "fold an ADD of a per-channel constant after TRANSPOSE_CONV into its bias",
-             True, False, fuse_add_with_tconv.run),
+             True, False),
     PassSpec("fuse_mul_with_fullyconnected",
              "fold a MUL by a per-feature or scalar constant after FULLY_CONNECTED into its weights and bias",
-             True, False, fuse_mul_with_fullyconnected.run),
+             True, False),
     PassSpec("fuse_add_with_fully_connected", "fold an ADD of a per-feature constant after FULLY_CONNECTED into its bias",
-             True, False, fuse_add_with_fully_connected.run),
+             True, False),
     PassSpec("make_batchnorm_gamma_positive",
              "replace negative scales of a Mul -> Add(RELU) batch norm by 1e-10 (as ONE does) so the "
              "pre-activation fold can proceed; the output error is measured and reported",
-             False, False, make_batchnorm_gamma_positive.run),
+             False, False),
     PassSpec("fuse_preactivation_batchnorm",
              "fold a batch norm + ReLU before conv/FC layers (ResNetV2): scale forward into the layers' "
              "input channels, shift back into the preceding bias",
-             True, True, fuse_preactivation_batchnorm.run),
+             True, True),
     PassSpec("fuse_batchnorm_forward",
              "fold a batch-norm chain before CONV_2D/DEPTHWISE_CONV_2D/FULLY_CONNECTED (also through a flatten "
              "to FC) into their input channels; the shift into the bias where padding cannot see it, else "
              "kept as one ADD",
-             True, True, fuse_batchnorm_forward.run),
+             True, True),
     # after every fold that removes a batch norm outright: only what none of them took is replaced
     PassSpec("replace_cw_mul_add_with_depthwise_conv",
              "replace a channel-wise MUL/ADD chain no layer absorbs by one 1x1 DEPTHWISE_CONV_2D",
-             True, False, replace_cw_mul_add_with_depthwise_conv.run),
+             True, False),
     PassSpec("remove_unnecessary_transpose", "remove TRANSPOSEs with the identity permutation",
-             True, False, remove_unnecessary_transpose.run),
+             True, False),
     PassSpec("forward_transpose_op",
              "move TRANSPOSEs forward through elementwise ops (constants permuted) where they then cancel or merge",
-             True, False, forward_transpose_op.run),
+             True, False),
     PassSpec("fuse_transpose_with_mean",
              "absorb a TRANSPOSE before MEAN (and other reductions) into their axes where nothing else needs it",
-             True, False, fuse_transpose_with_mean.run),
+             True, False),
     PassSpec("convert_nchw_to_nhwc",
              "compute an NCHW graph in NHWC inside: unit-axis RESHAPEs count as transposes and move through the "
              "NCHW ops until they cancel; with nchw_to_nhwc_input_shape / _output_shape the 4-D inputs / outputs "
-             "become NHWC", True, False, convert_nchw_to_nhwc.run,
-             convert_nchw_to_nhwc.PARAMETERS, convert_nchw_to_nhwc.change_interface),
+             "become NHWC", True, False,
+             MappingProxyType({"nchw_to_nhwc_input_shape": "make the model's 4-D inputs NHWC (its interface changes)",
+                               "nchw_to_nhwc_output_shape": "make the model's 4-D outputs NHWC (its interface changes)"})),
     PassSpec("remove_redundant_transpose",
              "move TRANSPOSEs (and RESHAPEs moving only unit axes) through elementwise ops, reductions, "
              "concat/split/slice/pad, reshapes and a flatten into FC until they cancel or merge, where that "
              "removes more transposes than it adds",
-             True, True, remove_redundant_transpose.run),
+             True, True),
     # opt-in: a TRANSPOSE of unit axes may still cancel with another across the ops between them
     # (remove_redundant_transpose), which a RESHAPE would not
     PassSpec("substitute_transpose_to_reshape", "replace a TRANSPOSE that moves only unit axes by a RESHAPE",
-             True, False, substitute_transpose_to_reshape.run),
+             True, False),
     PassSpec("remove_redundant_reshape", "make RESHAPE -> RESHAPE one RESHAPE of the first one's input",
-             True, True, remove_redundant_reshape.run),
+             True, True),
     PassSpec("remove_unnecessary_reshape",
              "remove a RESHAPE whose output shape is its input shape, or a flatten only FULLY_CONNECTED layers read",
-             True, True, remove_unnecessary_reshape.run),
+             True, True),
     PassSpec("fuse_pad_with_conv",
              "remove a zero PAD before a VALID CONV_2D/DEPTHWISE_CONV_2D that pads what SAME would (SAME instead)",
-             True, True, fuse_pad_with_conv.run),
+             True, True),
     PassSpec("fuse_activation_function",
              "fuse a standalone RELU/RELU6/RELU_N1_TO_1 into the fused activation of its producer",
-             True, True, fuse_activation_function.run),
+             True, True),
 )
 
 BY_NAME = {p.name: p for p in PASSES}
@@ -180,5 +184,5 @@ def with_interface_of(model: Model, interface: dict | None) -> Model:
     else: what an optimized model whose inputs or outputs were made NHWC is compared with."""
     if interface is not None:
         named = interface["parameters"]
-        BY_NAME[PARAMETERS[named[0]]].change_interface(model.graphs[0], set(named))
+        BY_NAME[PARAMETERS[named[0]]].module.change_interface(model.graphs[0], set(named))
     return model
