@@ -34,12 +34,13 @@ MAX_ELEMENTS = 2**31
 def validate_model(model, path: str):
     """Semantic checks on a lifted model; returns it, or raises ModelError naming the problem."""
     n_graphs = len(model.graphs)
+    calls = []
     for g_index, graph in enumerate(model.graphs):
         where = f"subgraph {g_index}"
         for t_index, t in enumerate(graph.tensors):
             _check_tensor(t, f"{where} tensor {t_index} ({t.name!r})", path)
-        _check_ops(graph, where, n_graphs, path)
-    _check_subgraph_calls(model, path)
+        calls.append(_check_ops(graph, where, n_graphs, path))
+    _check_subgraph_calls(calls, path)
     return model
 
 
@@ -51,16 +52,15 @@ def _item_size(dtype: str) -> int | None:
 def _check_tensor(t, where: str, path: str) -> None:
     """Shape sane; a constant's bytes match its shape and type (sparse tensors excepted: their
     buffer holds the compressed values)."""
-    if any(d < 0 for d in t.shape):
+    shape = t.shape
+    if shape and min(shape) < 0:
         # LiteRT refuses these too; a dynamic dimension is -1 in shape_signature, never in shape
-        raise ModelError(f"{where} has a negative dimension in shape {list(t.shape)}", path)
+        raise ModelError(f"{where} has a negative dimension in shape {list(shape)}", path)
     signature = t.shape_signature
-    if signature is not None and len(signature) != len(t.shape) and len(signature) > 0:
-        raise ModelError(f"{where} has shape signature {list(signature)} of another rank than its shape {list(t.shape)}", path)
-    count = bound = 1
-    for d in t.shape:
-        count *= d
-        bound *= max(d, 1)  # a zero dimension does not make the others sane
+    if signature is not None and len(signature) != len(shape) and len(signature) > 0:
+        raise ModelError(f"{where} has shape signature {list(signature)} of another rank than its shape {list(shape)}", path)
+    count = math.prod(shape)
+    bound = count or math.prod(d or 1 for d in shape)  # a zero dimension does not make the others sane
     if bound > MAX_ELEMENTS:
         raise ModelError(f"{where} has an absurd shape {list(t.shape)} ({bound} elements)", path)
     if not t.is_const or getattr(t.record, "sparsity", None) is not None:
@@ -73,16 +73,20 @@ def _check_tensor(t, where: str, path: str) -> None:
         raise ModelError(f"{where}: its buffer holds {actual} bytes but shape {list(t.shape)} of {t.dtype} needs {expected}", path)
 
 
-def _check_ops(graph, where: str, n_graphs: int, path: str) -> None:
+def _check_ops(graph, where: str, n_graphs: int, path: str) -> list[tuple[int, str]]:
     """Each tensor written once; everything read is produced, an input, a constant or a variable;
-    subgraph indices in options in range; fused activations known; no cycles."""
+    subgraph indices in options in range; fused activations known; no cycles. Returns the
+    subgraphs its operators call, each with where the call is."""
     producers: dict[int, int] = {}
+    calls = []
     for o_index, op in enumerate(graph.ops):
         for t in op.outputs:
             if id(t) in producers:
                 raise ModelError(f"{where}: tensor {t.name!r} is written by operators {producers[id(t)]} and {o_index}", path)
             producers[id(t)] = o_index
-        _check_options(op, f"{where} operator {o_index} ({op.kind})", n_graphs, len(FUSED_ACTIVATIONS), path)
+        at = f"{where} operator {o_index} ({op.kind})"
+        calls += [(index, f"{at}: {name} = {index}")
+                  for name, index in _check_options(op, at, n_graphs, len(FUSED_ACTIVATIONS), path)]
     sources = {id(t) for t in graph.inputs}
     for o_index, op in enumerate(graph.ops):
         for t in op.inputs:
@@ -91,6 +95,7 @@ def _check_ops(graph, where: str, n_graphs: int, path: str) -> None:
             raise ModelError(f"{where} operator {o_index} ({op.kind}) reads tensor {t.name!r}, which no operator "
                              "produces and which is neither an input, a constant nor a variable", path)
     _check_acyclic(graph, producers, where, path)
+    return calls
 
 
 def _is_variable(t) -> bool:
@@ -103,7 +108,8 @@ def _is_empty(t) -> bool:
     return any(d == 0 for d in t.shape)
 
 
-def _check_options(op, where: str, n_graphs: int, n_activations: int, path: str) -> None:
+def _check_options(op, where: str, n_graphs: int, n_activations: int, path: str) -> list[tuple[str, int]]:
+    """What ir/ops.py says of the operator's kind; returns the subgraphs its options name."""
     facts = info(op.kind)
     required, n_outputs = facts.arity or (0, None)
     if len(op.inputs) < required or any(t is None for t in op.inputs[:required]):
@@ -125,11 +131,12 @@ def _check_options(op, where: str, n_graphs: int, n_activations: int, path: str)
     if options is None:
         if facts.needs_options:
             raise ModelError(f"{where} has no options table (strides and padding)", path)
-        return
+        return []
     expected = facts.options
     if expected is not None and options.type != expected:
         raise ModelError(f"{where} carries {options.type}, expected {expected}", path)
-    for name, index in _subgraph_refs(op):
+    refs = list(_subgraph_refs(op))
+    for name, index in refs:
         if not 0 <= index < n_graphs:
             raise ModelError(f"{where}: {name} refers to subgraph {index}, but the model has {n_graphs}", path)
     if facts.needs_options:
@@ -145,6 +152,7 @@ def _check_options(op, where: str, n_graphs: int, n_activations: int, path: str)
     act = getattr(options, "fusedActivationFunction", None)
     if isinstance(act, int) and not 0 <= act < n_activations:
         raise ModelError(f"{where} has unknown fused activation {act}", path)
+    return refs
 
 
 def _subgraph_refs(op):
@@ -166,13 +174,10 @@ def _names_subgraph(field: str) -> bool:
     return "subgraph" in field.lower()
 
 
-def _check_subgraph_calls(model, path: str) -> None:
+def _check_subgraph_calls(calls: list[list[tuple[int, str]]], path: str) -> None:
     """No subgraph calls itself, directly or through others (a WHILE whose body is its own
-    subgraph, or subgraph 0): a runtime would recurse without end."""
-    calls: list[list[tuple[int, str]]] = []
-    for g_index, graph in enumerate(model.graphs):
-        calls.append([(index, f"subgraph {g_index} operator {o_index} ({op.kind}): {name} = {index}")
-                      for o_index, op in enumerate(graph.ops) for name, index in _subgraph_refs(op)])
+    subgraph, or subgraph 0): a runtime would recurse without end. `calls`: per subgraph, the
+    subgraphs it calls, each with where."""
     state = [0] * len(calls)  # 0 unvisited, 1 on the current path, 2 done
     for start in range(len(calls)):
         if state[start]:
