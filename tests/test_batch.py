@@ -281,3 +281,18 @@ def test_an_empty_out_dir_is_refused_not_taken_as_the_current_directory(tmp_path
     done = _bnfold("optimize", "--out-dir", "", DATA / "bn_conv_valid.tflite")
     assert done.returncode == 2 and "--out-dir is empty" in done.stderr and len(done.stderr.splitlines()) == 1
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_selected_passes_are_imported_before_the_workers_fork(tmp_path):
+    """The registry imports a pass's module when the pass first runs: for a batch that is before
+    the fork, once, not in each worker."""
+    probe = """
+import sys
+from bnfold import batch, selection
+from bnfold.passes import registry
+chosen = selection.select(["fuse_mul_with_conv"], {}, default=False)
+batch._import_for_workers([], batch.Settings(chosen, False, {}, ()))
+print(" ".join(p.name for p in registry.PASSES if f"bnfold.passes.{p.name}" in sys.modules))
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["fuse_mul_with_conv"]

@@ -261,7 +261,7 @@ def optimize_many(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike
     if workers == 1:
         results = [_in_process(i, job, settings, on_event) for i, job in enumerate(todo)]
     else:
-        _import_for_workers(todo)
+        _import_for_workers(todo, settings)
         results = _Pool(workers, settings).run(todo, on_event)
     result = BatchResult(results, out_dir, workers, shard, time.perf_counter() - start)
     if report:
@@ -271,11 +271,16 @@ def optimize_many(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike
     return result
 
 
-def _import_for_workers(jobs: list[Job]) -> None:
+def _import_for_workers(jobs: list[Job], settings: Settings) -> None:
     """Import once, before the workers fork, what each of them would otherwise import for
-    itself: the library and the bindings of the formats the collection's names say it holds."""
+    itself: the library, the selected passes' modules and the bindings of the formats the
+    collection's names say it holds."""
     from . import api  # noqa: F401
     from .io.formats import FORMATS
+    from .passes import registry
+
+    for spec in registry.resolve(settings.chosen.passes):
+        spec.module
 
     for fmt in FORMATS:
         if any(job.input.lower().endswith(fmt.extension) for job in jobs):
