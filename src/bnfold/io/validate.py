@@ -84,11 +84,11 @@ def field_tables() -> dict[str, dict[str, str]]:
 
 
 @lru_cache(maxsize=None)
-def _schema(fmt) -> tuple[dict, dict]:
-    """Per table (number of slots the binding knows, compiled fields), and union members
-    ({enum: {type code: table}}) for one format."""
-    tables = {name: (len(spec.split()), _compile(spec)) for name, spec in field_tables()[fmt.name].items()}
-    return tables, fmt.layout.members
+def _known(fmt_name: str, table: str) -> tuple[int, tuple]:
+    """The number of slots the binding knows in `table` and its compiled fields (compiled when a
+    file first holds such a table: a model uses a few of the schema's ~100 tables)."""
+    spec = field_tables()[fmt_name].get(table)
+    return (0, ()) if spec is None else (len(spec.split()), _compile(spec))
 
 
 def validate(data, fmt, path: str) -> None:
@@ -97,9 +97,8 @@ def validate(data, fmt, path: str) -> None:
     (root,) = _U32(data, 0)
     if root < 8 or root + 4 > size:
         raise ModelError(f"root table offset {root} is outside the file ({size} bytes); the file is truncated or not a flatbuffer", path)
-    tables, unions = _schema(fmt)
     try:
-        _walk(data, size, root, tables, unions)
+        _walk(data, size, root, fmt.name, fmt.layout.members)
     except _Unknown as e:
         from importlib import metadata  # only for this message: ~30 ms to import
 
@@ -110,7 +109,7 @@ def validate(data, fmt, path: str) -> None:
         raise ModelError(f"malformed {fmt.name} flatbuffer: {e}", path) from None
 
 
-def _walk(buf, size: int, root: int, tables: dict, unions: dict) -> None:
+def _walk(buf, size: int, root: int, fmt_name: str, unions: dict) -> None:
     """Visit every table reachable from the root, iteratively, within a work budget of the file size."""
     budget = size + SLACK
     shapes: dict[tuple[int, str], tuple[int, tuple]] = {}
@@ -125,7 +124,7 @@ def _walk(buf, size: int, root: int, tables: dict, unions: dict) -> None:
         vt = pos - _I32(buf, pos)[0]
         shape = shapes.get((vt, name))
         if shape is None:
-            shape = shapes[vt, name] = _shape(buf, size, pos, vt, name, tables.get(name, (0, ())))
+            shape = shapes[vt, name] = _shape(buf, size, pos, vt, name, _known(fmt_name, name))
         inline, checks = shape
         if inline < 4 or pos + inline > size:
             raise _Malformed(f"{name} at byte {pos} has an inline size ({inline}) outside the file")
