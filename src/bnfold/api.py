@@ -39,8 +39,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import NamedTuple
+from dataclasses import dataclass, field
 
 from . import __version__
 from .values import BACKENDS, CHECK_MODES, CRITERION, DEFAULT_ATOL, DEFAULT_RTOL
@@ -363,16 +362,16 @@ def convert(input_path: str | os.PathLike, output_path: str | os.PathLike, *, ex
     return save(load(input_path), output_path, fmt=fmt, external=external_buffers, keep_unchanged=True)
 
 
-class Inspection(NamedTuple):
+@dataclass
+class Inspection:
     """What `bnfold inspect` prints: the model, and with leftovers=True its batch-norm candidates
     (one dict each; `reason` from the report when one was given), the report's entries that
-    name no candidate of this model, and its TRANSPOSEs (likewise). (A NamedTuple, not a
-    dataclass: every optimize defines it, and a dataclass costs ~1 ms to define.)"""
+    name no candidate of this model, and its TRANSPOSEs (likewise)."""
 
     model: Model
-    candidates: list[dict]
-    unmatched: list[tuple]
-    transposes: list[dict]  # every TRANSPOSE, where it sits (and why it stayed)
+    candidates: list[dict] = field(default_factory=list)
+    unmatched: list[tuple] = field(default_factory=list)
+    transposes: list[dict] = field(default_factory=list)  # every TRANSPOSE, where it sits (and why it stayed)
 
 
 def inspect(path: str | os.PathLike, *, leftovers: bool = False, report: str | dict | None = None) -> Inspection:
@@ -385,7 +384,7 @@ def inspect(path: str | os.PathLike, *, leftovers: bool = False, report: str | d
         report = read_report(report)
     model = load(path)
     if not leftovers:
-        return Inspection(model, [], [], [])
+        return Inspection(model)
     from .passes.leftovers import listing, transpose_listing
 
     rows, unmatched = listing(model, report)
@@ -447,7 +446,8 @@ def check(model: str | os.PathLike, other: str | os.PathLike | None = None, *, i
                                  backend=backend, on_sample=sink, deadline=deadline)
 
 
-class Ran(NamedTuple):
+@dataclass
+class Ran:
     """What `run` wrote: the output files, the input files (write_input), and the backend."""
 
     outputs: list[str]
