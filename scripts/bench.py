@@ -706,6 +706,16 @@ def build_models(out_dir: Path, args) -> dict:
     return models
 
 
+def _one_series(name: str, row: dict, report: list[str], args, out_dir: Path) -> int:
+    """Print a series measured alone (--batch, --overhead) and write its JSON (bench-NAME.json)."""
+    print("\n".join(report))
+    json_path = Path(args.json) if args.json else out_dir / f"bench-{name}.json"
+    json_path.write_text(json.dumps({"date": datetime.datetime.now().isoformat(timespec="seconds"),
+                                     "machine": machine_info(), name: row}, indent=1))
+    print(f"wrote {json_path}")
+    return 0
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.markdown:
@@ -719,22 +729,12 @@ def main(argv=None) -> int:
         import bench_overhead
 
         row = bench_overhead.measure(Path(args.overhead).resolve(), out_dir, args.runs, run_child, BNFOLD, PY)
-        print("\n".join(bench_overhead.report(row)))
-        json_path = Path(args.json) if args.json else out_dir / "bench-overhead.json"
-        json_path.write_text(json.dumps({"date": datetime.datetime.now().isoformat(timespec="seconds"),
-                                         "machine": machine_info(), "overhead": row}, indent=1))
-        print(f"wrote {json_path}")
-        return 0
+        return _one_series("overhead", row, bench_overhead.report(row), args, out_dir)
     if args.batch:
         import bench_batch
 
         row = bench_batch.measure(Path(args.batch).resolve(), out_dir, args.runs, run_child, BNFOLD)
-        print("\n".join(bench_batch.report(row)))
-        json_path = Path(args.json) if args.json else out_dir / "bench-batch.json"
-        json_path.write_text(json.dumps({"date": datetime.datetime.now().isoformat(timespec="seconds"),
-                                         "machine": machine_info(), "batch": row}, indent=1))
-        print(f"wrote {json_path}")
-        return 0
+        return _one_series("batch", row, bench_batch.report(row), args, out_dir)
     op_heavy = []
     for n in ([] if args.only_ops else args.op_heavy.split(",")):
         if n.strip():
