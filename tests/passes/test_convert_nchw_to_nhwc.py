@@ -156,6 +156,24 @@ def test_unit_axis_reshape_that_cannot_cancel_stays_a_reshape():
     assert_transposed_outputs(original, model, set(), set())
 
 
+def test_unit_axis_reshape_that_changes_scale_is_not_a_transpose():
+    """An int8 RESHAPE [2,1,1,4] -> [2,4,1,1] whose output has another scale also changes the
+    values the ADD sees: it is not offered as a transpose, so it cannot cancel with the RESHAPE back
+    after the ADD (as the two would at one scale) and both stay."""
+    n = Net()
+    for name, shape, scale in (("x", [2, 1, 1, 4], 0.1), ("r", [2, 4, 1, 1], 0.2), ("a", [2, 4, 1, 1], 0.4),
+                               ("y", [2, 1, 1, 4], 0.4)):
+        n.tensor(name, shape, "INT8")
+        n.operands[-1]["quant"] = {"scale": [scale], "zero_point": [0]}
+    n.inputs.append("x")
+    r = n.op("RESHAPE", ["x", n.ints("shape", [2, 4, 1, 1])], "r", [2, 4, 1, 1], new_shape=[2, 4, 1, 1])
+    a = n.op("ADD", [r, r], "a", [2, 4, 1, 1])
+    n.outputs = [n.op("RESHAPE", [a, n.ints("back", [2, 1, 1, 4])], "y", [2, 1, 1, 4], new_shape=[2, 1, 1, 4])]
+    model = build(n.recipe())
+    result = convert_nchw_to_nhwc.run(model.graphs[0])
+    assert not result.changed and model.op_counts() == {"RESHAPE": 2, "ADD": 1}
+
+
 @pytest.mark.parametrize("mode", ["whole", "local"])
 def test_library_report_names_the_interface_and_the_check_compares_like_with_like(mode, tmp_path):
     import bnfold

@@ -384,3 +384,32 @@ def test_inverse_undoes_every_permutation_up_to_six_axes():
     for rank in range(7):
         for p in itertools.permutations(range(rank)):
             assert compose(p, inverse(p)) == compose(inverse(p), p) == tuple(range(rank)), p
+
+
+def requantizing_transpose_net(out_scale: float) -> Net:
+    """int8 x[2,5,7,4] (scale 0.1) -> TRANSPOSE to NCHW with output scale `out_scale` -> ADD(t, t)
+    -> TRANSPOSE back: at another scale the first TRANSPOSE also changes the values the ADD sees."""
+    n = Net()
+
+    def int8(name: str, shape, scale: float) -> str:
+        n.tensor(name, shape, "INT8")
+        n.operands[-1]["quant"] = {"scale": [scale], "zero_point": [0]}
+        return name
+
+    n.inputs.append(int8("x", [2, 5, 7, 4], 0.1))
+    t = n.op("TRANSPOSE", ["x", n.ints("p", NCHW)], int8("t", T, out_scale), T)
+    a = n.op("ADD", [t, t], int8("a", T, 0.4), T)
+    n.outputs = [n.op("TRANSPOSE", [a, n.ints("back", NHWC)], int8("out", [2, 5, 7, 4], 0.4), [2, 5, 7, 4])]
+    return n
+
+
+def test_quantized_transposes_cancel_when_they_only_permute():
+    optimize_and_compare(requantizing_transpose_net(0.1).recipe(), ["remove_redundant_transpose"], {"TRANSPOSE": 0},
+                         numerics=False)
+
+
+def test_a_transpose_that_changes_scale_stays_and_says_why():
+    model, report = optimize_and_compare(requantizing_transpose_net(0.2).recipe(), ["remove_redundant_transpose"],
+                                         {"TRANSPOSE": 2}, numerics=False)
+    reasons = {t["at"]["output"]: t["reason"] for t in report.transposes}
+    assert "another scale or zero point" in reasons["t"], reasons

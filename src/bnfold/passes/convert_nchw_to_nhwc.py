@@ -35,6 +35,7 @@ from .layout import transpose_perm
 from . import registry
 from .propagation import propagate
 from .report import PassResult
+from .reshapes import same_quantization
 
 # the parameters' names and what each does are in the registry's table (asked for before any pass runs)
 INPUT_PARAMETER, OUTPUT_PARAMETER = registry.BY_NAME["convert_nchw_to_nhwc"].parameters
@@ -68,10 +69,13 @@ def propagate_with_unit_reshapes(graph: Graph) -> PassResult:
 
 
 def unit_axes_permutation(op: Op) -> tuple[int, ...] | None:
-    """The permutation p with output = transpose(input, p) of a RESHAPE that keeps the rank and
-    moves only unit axes (None for any other RESHAPE, and for one that moves nothing)."""
+    """The permutation p with output = transpose(input, p) of a RESHAPE that keeps the rank, moves
+    only unit axes and reads its output with its input's quantization (None for any other RESHAPE,
+    and for one that moves nothing)."""
     x, y = op.input(0), op.outputs[0]
     if x is None or len(x.shape) != len(y.shape) or x.shape == y.shape or len(op.outputs) != 1:
+        return None
+    if not same_quantization(x, y):
         return None
     if any(d < 0 for d in x.signature + y.signature):
         return None

@@ -41,6 +41,7 @@ import numpy as np
 from ..ir.graph import Graph, Op, Tensor
 from ..ir.ops import INDEX_DTYPES, LAYOUT_KINDS
 from .report import Refusal
+from .reshapes import same_quantization
 
 
 class LayoutPath(NamedTuple):
@@ -111,10 +112,14 @@ def map_axis(op: Op, axis: int) -> int | Refusal:
 
 
 def transpose_perm(op: Op) -> tuple[int, ...] | None:
-    """The permutation of a TRANSPOSE whose permutation is a valid constant, negative entries
-    counted from the end (None otherwise)."""
+    """The permutation of a TRANSPOSE that only permutes: its permutation a valid constant
+    (negative entries counted from the end) and its output read with its input's quantization (a
+    TRANSPOSE whose output has another scale or zero point also changes the values: moving or
+    removing it would lose that). None otherwise."""
     perm, x = op.input(1), op.input(0)
     if op.kind != "TRANSPOSE" or perm is None or not perm.is_const or perm.dtype not in INDEX_DTYPES or x is None:
+        return None
+    if not same_quantization(x, op.outputs[0]):
         return None
     rank = len(x.shape)
     values = [v + rank if v < 0 else v for v in np.asarray(perm.data).reshape(-1).tolist()]

@@ -47,8 +47,10 @@ rejected region reached are not tried again in that run.
 
 Exact for every type: data is only moved. Constants are copied, never edited (another reader keeps
 the old one); a tensor quantized per channel keeps its quantized_dimension on the moved axis; a
-constant quantized per channel is not moved (refused). The model's interface never changes: a
-carried graph output is transposed back under its own name.
+constant quantized per channel is not moved (refused); a TRANSPOSE (or identity RESHAPE) whose
+output has another scale or zero point than its input changes the values too, so it is no seed and
+is never dropped (layout.transpose_perm). The model's interface never changes: a carried graph
+output is transposed back under its own name.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ from ..ir.ops import info
 from .layout import transpose_perm
 from .permute import Crossing, Perm, compose, cross, inverse, is_identity, keeps_data_order, moved_shape, reshape_target
 from .report import PassResult, describe
+from .reshapes import same_quantization
 
 TRANSPOSE = "TRANSPOSE"
 
@@ -146,7 +149,10 @@ def _move(graph: Graph, seed: Op, scope, result: PassResult, reasons: dict[Op, s
     """Rewrite the better region of `seed` if it pays, else note why for every seed it reached."""
     p = transpose_perm(seed)
     if p is None:
-        reasons[seed] = "its permutation is not a constant permutation of the input's axes"
+        x = seed.input(0)
+        reasons[seed] = ("its output has another scale or zero point than its input: it changes the values too"
+                         if x is not None and not same_quantization(x, seed.outputs[0]) else
+                         "its permutation is not a constant permutation of the input's axes")
         return
     if is_identity(p):
         if not _remove_identity(graph, seed, result):
@@ -279,10 +285,11 @@ def _set_reshape(graph: Graph, op: Op, shape) -> None:
 
 
 def _drop_if_identity(graph: Graph, op: Op) -> None:
-    """A RESHAPE / SQUEEZE / EXPAND_DIMS to its input's own shape copies: it goes (its output keeps
-    its name when it is a graph output: then it stays)."""
+    """A RESHAPE / SQUEEZE / EXPAND_DIMS to its input's own shape, read with its input's
+    quantization, copies: it goes (its output keeps its name when it is a graph output: then it
+    stays)."""
     x, y = op.inputs[0], op.outputs[0]
-    if x.shape == y.shape and x.signature == y.signature and not graph.is_observed(y):
+    if x.shape == y.shape and x.signature == y.signature and same_quantization(x, y) and not graph.is_observed(y):
         graph.replace_uses(y, x)
         graph.remove_op(op)
 
