@@ -5,17 +5,17 @@ The Python flatbuffers package has no verifier and the bindings carry no reflect
 accessors flatc generates are regular: each field's accessor reads vtable slot `Offset(4 + 2*slot)`
 and then a scalar (`Get(<Type>Flags, o + Pos)`), a string, a vector (`Vector(o)`, element stride
 `j * N`), a sub-table (`Indirect` + `obj = X()`) or a union (`Union(obj, o)`). Reading that back
-gives, per table, what each slot holds. The result is checked in as package data
-(src/bnfold/io/schema_fields.json), because parsing 700 kB of generated code on every run would
-cost more than the verification itself; tests/test_schemas.py re-derives it, so a binding upgrade
-that moves, retypes or adds a field fails a test naming that field.
+gives, per table, what each slot holds (`field_tables`: the verifier's view, io/validate.py).
 
-The layouts (src/bnfold/io/schema_layouts.json, `layouts`) add what reading and packing the tables
-without the bindings needs (io/tables.py): each field's object-API name, scalar type and default,
-and how the generated Pack writes it, learned by recording Pack (pack_order.py); and the enums.
-tests/test_plain_path.py re-derives them.
+The layouts (src/bnfold/io/schema_layouts.json, `layouts`) hold those slot kinds and what reading
+and packing the tables without the bindings needs (io/tables.py): each field's object-API name,
+scalar type and default, and how the generated Pack writes it, learned by recording Pack
+(pack_order.py); and the enums. They are checked in as package data, because parsing 700 kB of
+generated code on every run would cost more than reading the model; tests/test_schemas.py and
+tests/test_plain_path.py re-derive them, so a binding upgrade that moves, retypes or adds a field
+fails a test naming that field.
 
-    python schemas/derive_fields.py          # rewrite schema_fields.json and schema_layouts.json
+    python schemas/derive_fields.py          # rewrite schema_layouts.json
     python schemas/derive_fields.py --check  # list the drift between the file and the bindings
 """
 
@@ -28,8 +28,7 @@ import re
 import sys
 from pathlib import Path
 
-STORED = Path(__file__).resolve().parent.parent / "src" / "bnfold" / "io" / "schema_fields.json"
-LAYOUTS = STORED.with_name("schema_layouts.json")  # the reader's and writer's layouts (pack_order.py)
+LAYOUTS = Path(__file__).resolve().parent.parent / "src" / "bnfold" / "io" / "schema_layouts.json"
 FORMATS = {"tflite": "ai_edge_litert.schema_py_generated", "circle": "circle_schema.v0_10.circle"}
 SCALAR_SIZES = {"Bool": 1, "Int8": 1, "Uint8": 1, "Int16": 2, "Uint16": 2, "Int32": 4, "Uint32": 4, "Float32": 4,
                 "Int64": 8, "Uint64": 8, "Float64": 8}
@@ -165,12 +164,8 @@ def drift(fmt: str, stored: dict[str, str]) -> list[str]:
             if now != was:
                 accessor = tables.get(name, {}).get(slot, ("", "deprecated or removed", None))[1]
                 lines.append(f"{fmt} {name}.{accessor} (slot {slot}): the binding says {now}, "
-                             f"schema_fields.json says {was}")
+                             f"schema_layouts.json says {was}")
     return lines
-
-
-def derive_all() -> dict:
-    return {fmt: field_tables(fmt) for fmt in FORMATS}
 
 
 def derive_layouts() -> dict:
@@ -179,18 +174,18 @@ def derive_layouts() -> dict:
 
 def main(argv: list[str]) -> int:
     if argv == ["--check"]:
-        stored = json.loads(STORED.read_text())
-        lines = [line for fmt in FORMATS for line in drift(fmt, stored[fmt])]
+        from bnfold.io.validate import field_tables as stored  # the slot kinds, as read from LAYOUTS
+
+        lines = [line for fmt in FORMATS for line in drift(fmt, stored()[fmt])]
         if json.loads(LAYOUTS.read_text()) != derive_layouts():
             lines.append(f"{LAYOUTS.name} differs from what the bindings say (rerun this script)")
-        print("\n".join(lines) or "schema_fields.json matches the installed bindings")
+        print("\n".join(lines) or f"{LAYOUTS.name} matches the installed bindings")
         return 1 if lines else 0
     if argv:
         print(__doc__)
         return 2
-    STORED.write_text(json.dumps(derive_all(), indent=1, sort_keys=True) + "\n")
     LAYOUTS.write_text(json.dumps(derive_layouts(), separators=(",", ":"), sort_keys=True) + "\n")
-    print(f"wrote {STORED} and {LAYOUTS}")
+    print(f"wrote {LAYOUTS}")
     return 0
 
 
@@ -200,8 +195,8 @@ def layouts(fmt: str) -> dict:
     {"enums": {enum: {name: value}}, "tables": {table: {"slots": n, "children": [field, ...],
     "fields": [[field, slot, kind, type, extra], ...]}}}. `fields` are in the order the generated
     Pack adds them and `children` in the order it builds strings, vectors and sub-tables before
-    that (learned by recording Pack, pack_order.py); `kind` is the slot's kind as in
-    schema_fields.json, `type` the scalar or vector element type ("Int8", "Float32", ...), `extra`
+    that (learned by recording Pack, pack_order.py); `kind` is the slot's kind as
+    `field_tables` gives it, `type` the scalar or vector element type ("Int8", "Float32", ...), `extra`
     a scalar's default (as the object-API class starts it) or a vector's [element size, alignment]."""
     from pack_order import record_pack
 

@@ -109,6 +109,18 @@ class Layout:
     def has_table(self, name: str) -> bool:
         return name in self._specs
 
+    def kinds(self, name: str) -> str | None:
+        """The kind of each vtable slot of table `name` ("-" for a slot no field holds: deprecated),
+        as io/validate.py reads them; None for a table with no fields (or none of that name)."""
+        spec = self._specs.get(name)
+        if not spec or not spec["fields"]:
+            return None
+        by_slot = {slot: kind for _, slot, kind, _, _ in spec["fields"]}
+        return " ".join(by_slot.get(slot, "-") for slot in range(spec["slots"]))
+
+    def table_names(self) -> list[str]:
+        return list(self._specs)
+
     @cached_property
     def members(self) -> dict[str, dict[int, str]]:
         """{union enum: {type code: member table}}, without NONE."""

@@ -15,9 +15,10 @@ length, and a legitimate file, whose objects do not overlap, cannot describe mor
 has. A file that does (offsets shared or aimed at each other to multiply the work) is rejected as
 an absurd structure before anything is allocated.
 
-The field tables (package data, schema_fields.json) say what each vtable slot of each table holds,
-per format. schemas/derive_fields.py derives them from the generated bindings and tests re-derive
-them, so a binding upgrade that changes the schema cannot go unnoticed. Kinds: "1"/"2"/"4"/"8" a
+The field tables say what each vtable slot of each table holds, per format; they are read from the
+tables' layouts (package data, schema_layouts.json, io/tables.py), which schemas/derive_fields.py
+derives from the generated bindings and tests re-derive, so a binding upgrade that changes the
+schema cannot go unnoticed. Kinds: "1"/"2"/"4"/"8" a
 scalar of that many bytes, "s" a string, "vN" a vector of N-byte elements (scalars or structs), "S"
 a vector of strings, "T:X" a table X, "V:X" a vector of tables X, "U:E" a union of enum E (its type
 is the slot before), "-" a deprecated slot nothing reads. Tables with no fields are left out: they
@@ -28,19 +29,15 @@ it, so a rewrite would silently drop it.
 
 from __future__ import annotations
 
-import json
-import os
 import struct
 from functools import lru_cache
 
 from ..errors import ModelError
-
-FIELD_TABLES = "schema_fields.json"  # package data written by schemas/derive_fields.py
+from .tables import SCALAR, STRING, STRINGS, TABLE, TABLES, UNION, VECTOR, layout
 
 SLACK = 1024  # bytes of structure allowed beyond the file size before a file counts as absurd
 
-_SCALAR, _STRING, _VECTOR, _STRINGS, _TABLE, _TABLES, _UNION = range(7)
-_EXTRA, _OUTSIDE = 7, 8  # what a vtable alone shows wrong (_shape)
+_EXTRA, _OUTSIDE = 7, 8  # what a vtable alone shows wrong (_shape), beside io/tables.py's kinds (0 to 6)
 _U8 = struct.Struct("<B").unpack_from
 _U32 = struct.Struct("<I").unpack_from
 _I32 = struct.Struct("<i").unpack_from
@@ -62,32 +59,31 @@ def _compile(spec: str) -> tuple:
         if token == "-":
             continue
         if token.isdigit():
-            fields.append((slot, _SCALAR, int(token), None))
+            fields.append((slot, SCALAR, int(token), None))
         elif token == "s":
-            fields.append((slot, _STRING, 4, None))
+            fields.append((slot, STRING, 4, None))
         elif token == "S":
-            fields.append((slot, _STRINGS, 4, None))
+            fields.append((slot, STRINGS, 4, None))
         elif token[0] == "v":
-            fields.append((slot, _VECTOR, 4, int(token[1:])))
+            fields.append((slot, VECTOR, 4, int(token[1:])))
         else:
-            kind = {"T": _TABLE, "V": _TABLES, "U": _UNION}[token[0]]
+            kind = {"T": TABLE, "V": TABLES, "U": UNION}[token[0]]
             fields.append((slot, kind, 4, token[2:]))
     return tuple(fields)
 
 
-@lru_cache(maxsize=None)
 def field_tables() -> dict[str, dict[str, str]]:
-    """{format name: {table: slot kinds}}, as derived from the bindings bnfold pins."""
-    # beside this module (not importlib.resources, whose import costs ~30 ms of every run)
-    with open(os.path.join(os.path.dirname(__file__), FIELD_TABLES), encoding="utf-8") as f:
-        return json.load(f)
+    """{format name: {table: slot kinds}} for the tables that have fields, as derived from the
+    bindings bnfold pins (schemas/derive_fields.py compares them with the installed ones)."""
+    return {name: {t: k for t in layout(name).table_names() if (k := layout(name).kinds(t)) is not None}
+            for name in ("tflite", "circle")}
 
 
 @lru_cache(maxsize=None)
 def _known(fmt_name: str, table: str) -> tuple[int, tuple]:
     """The number of slots the binding knows in `table` and its compiled fields (compiled when a
     file first holds such a table: a model uses a few of the schema's ~100 tables)."""
-    spec = field_tables()[fmt_name].get(table)
+    spec = layout(fmt_name).kinds(table)
     return (0, ()) if spec is None else (len(spec.split()), _compile(spec))
 
 
@@ -137,9 +133,9 @@ def _walk(buf, size: int, root: int, fmt_name: str, unions: dict) -> None:
             target = at + _U32(buf, at)[0]
             if target + 4 > size:
                 raise _Malformed(f"{name} at byte {pos}: field {slot} points outside the file ({target})")
-            if kind == _TABLE:
+            if kind == TABLE:
                 stack.append((target, arg))
-            elif kind == _UNION:
+            elif kind == UNION:
                 enum, type_off = arg
                 code = _U8(buf, pos + type_off)[0] if type_off else 0
                 member = unions[enum].get(code)
@@ -149,12 +145,12 @@ def _walk(buf, size: int, root: int, fmt_name: str, unions: dict) -> None:
                     raise _Unknown(f"{name} at byte {pos} has a {enum} of type {code}")
             else:
                 count = _U32(buf, target)[0]
-                item = arg if kind == _VECTOR else 1 if kind == _STRING else 4
+                item = arg if kind == VECTOR else 1 if kind == STRING else 4
                 end = target + 4 + count * item
                 if end > size:
                     raise _Malformed(f"{name} at byte {pos}: field {slot} ({count} elements) runs past the end of the file")
                 budget -= 4 + count * item
-                if kind == _TABLES or kind == _STRINGS:
+                if kind == TABLES or kind == STRINGS:
                     _elements(buf, size, target, count, kind, arg, stack)
     return None
 
@@ -185,9 +181,9 @@ def _shape(buf, size: int, pos: int, vt: int, name: str, known: tuple[int, tuple
             continue
         if off + width > inline:
             checks.append((slot, off, _OUTSIDE, None))
-        elif kind == _UNION:
+        elif kind == UNION:
             checks.append((slot, off, kind, (arg, slots[slot - 1] if slot >= 1 else 0)))
-        elif kind != _SCALAR:
+        elif kind != SCALAR:
             checks.append((slot, off, kind, arg))
     return inline, tuple(checks)
 
@@ -197,7 +193,7 @@ def _elements(buf, size: int, start: int, count: int, kind: int, arg, stack: lis
     first = start + 4
     for i, rel in enumerate(struct.unpack_from(f"<{count}I", buf, first)):
         target = first + 4 * i + rel
-        if kind == _TABLES:
+        if kind == TABLES:
             stack.append((target, arg))
         elif target + 4 > size or target + 4 + _U32(buf, target)[0] > size:
             raise _Malformed(f"string {i} of a vector at byte {start} runs past the end of the file")
