@@ -280,7 +280,7 @@ def _import_for_workers(jobs: list[Job], settings: Settings) -> None:
     from .passes import registry
 
     for spec in registry.resolve(settings.chosen.passes):
-        spec.module
+        spec.module  # the property imports the pass's module: once here, not once in every worker
 
     for fmt in FORMATS:
         if any(job.input.lower().endswith(fmt.extension) for job in jobs):
