@@ -21,6 +21,7 @@ def test_fold_output_affine_is_s_times_layer_plus_t_for_fc():
     s, t = RNG.uniform(-2, 2, 5), RNG.normal(0, 1, 5)
     x = RNG.normal(0, 1, (3, 7))
     new_w, new_b = fold_output_affine(w, b, s, t, LAYERS["FULLY_CONNECTED"].out_axis)
+    new_w = np.asarray(new_w)  # the pending product, computed
     want = s * (x @ w.T.astype(np.float64) + b) + t
     np.testing.assert_allclose(x @ new_w.T.astype(np.float64) + new_b, want, rtol=1e-6, atol=1e-6)
     assert new_w.dtype == new_b.dtype == np.float32

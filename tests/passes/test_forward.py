@@ -26,7 +26,7 @@ def test_along_input_exact_repeat_tile():
 def test_fold_input_scale_is_one_rounding_of_w_times_the_laid_out_scale():
     w = RNG.normal(0, 1, (5, 6)).astype(np.float32)
     s = RNG.uniform(0.5, 2, 3)
-    new_w = fold_input_scale(w, LAYERS["FULLY_CONNECTED"], s)  # a flattened map of 2 positions x 3 channels
+    new_w = np.asarray(fold_input_scale(w, LAYERS["FULLY_CONNECTED"], s))  # a flattened map of 2 positions x 3 channels
     assert np.array_equal(new_w, (w.astype(np.float64) * np.tile(s, 2)).astype(np.float32))
     x = RNG.normal(0, 1, (2, 6))
     np.testing.assert_allclose(x @ new_w.T.astype(np.float64), (x * np.tile(s, 2)) @ w.T.astype(np.float64),

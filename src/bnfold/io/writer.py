@@ -62,7 +62,7 @@ class _BufferSlot:
             builder.PrependUint64Slot(SLOT_SIZE, self.buffer.nbytes, 0)
             builder.PrependUint64Slot(SLOT_OFFSET, 1, 0)  # non-default placeholder, patched later
             self.field = builder.Offset()
-        elif self.buffer.data is not None:
+        elif self.buffer.has_data:
             builder.Prep(4, 0)
             builder.PlaceUOffsetT(0)
             builder.Slot(SLOT_DATA)
@@ -204,15 +204,18 @@ def _serialize(model: Model, out, fmt: Format, external: bool) -> WriteInfo:
 
 
 class _Sink:
-    """Sequential output that copies unchanged input bytes file to file."""
+    """Sequential output that copies unchanged input bytes file to file and computes folded
+    weights (a Buffer's pending Scaled) block by block into one reused scratch array."""
 
     COPY_THRESHOLD = 1 << 16
+    SCRATCH = 1 << 19  # big enough that a block's per-call cost is noise, small enough to stay in cache
 
     def __init__(self, out, source):
         self.out = out
         self.source = source
         self.position = 0
         self.pending = bytearray()
+        self.scratch: np.ndarray | None = None
 
     def write(self, data) -> None:
         self.pending += data
@@ -232,12 +235,20 @@ class _Sink:
     def write_buffer(self, buffer: Buffer) -> None:
         n = buffer.nbytes
         if n < self.COPY_THRESHOLD or buffer.source is None or self.source is None:
+            if buffer.pending is not None:
+                if self.scratch is None:
+                    self.scratch = np.empty(self.SCRATCH, np.uint8)
+                pieces = buffer.pending.chunks(self.scratch)
+            else:
+                pieces = (memoryview(buffer.data),)
             if n >= 1 << 20:
                 self.flush()
-                self.out.write(memoryview(buffer.data))
+                for piece in pieces:
+                    self.out.write(piece)
                 self.position += n
             else:
-                self.write(memoryview(buffer.data))
+                for piece in pieces:
+                    self.write(piece)
             return
         self.flush()
         self.out.flush()

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from .const import NUMPY_DTYPES, Buffer
+from .const import NUMPY_DTYPES, Buffer, Scaled, as_stored
 from .ops import FUSED_ACTIVATIONS, SIDE_EFFECT_KINDS
 
 
@@ -68,7 +68,7 @@ class Tensor:
 
     @property
     def is_const(self) -> bool:
-        return self.buffer is not None and self.buffer.data is not None and self.buffer.data.size > 0
+        return self.buffer is not None and self.buffer.nbytes > 0
 
     @property
     def data(self) -> np.ndarray | None:
@@ -82,10 +82,19 @@ class Tensor:
         return raw.view(dtype).reshape(self.shape)
 
     @data.setter
-    def data(self, array: np.ndarray) -> None:
-        array = np.asarray(array, dtype=NUMPY_DTYPES[self.dtype])
-        self.shape = tuple(int(d) for d in array.shape)
-        self.buffer = Buffer.from_array(array)
+    def data(self, values: np.ndarray | Scaled) -> None:
+        values = as_stored(values, NUMPY_DTYPES[self.dtype])
+        self.shape = tuple(int(d) for d in values.shape)
+        self.buffer = Buffer.holding(values)
+
+    @property
+    def pending_data(self) -> np.ndarray | Scaled | None:
+        """`data`, except that folded weights not computed yet are returned as their Scaled, so a
+        fold of already folded weights adds a step instead of computing the first product."""
+        pending = self.buffer.pending if self.buffer is not None else None
+        if pending is not None and pending.shape == self.shape and pending.dtype == NUMPY_DTYPES.get(self.dtype):
+            return pending
+        return self.data
 
     @property
     def is_quantized(self) -> bool:
@@ -226,9 +235,9 @@ class Graph:
         self.tensors.append(t)
         return t
 
-    def add_const(self, name: str, array: np.ndarray, dtype: str = "FLOAT32") -> Tensor:
-        array = np.asarray(array, dtype=NUMPY_DTYPES[dtype])
-        return self.add_tensor(name, dtype, array.shape, Buffer.from_array(array))
+    def add_const(self, name: str, values: np.ndarray | Scaled, dtype: str = "FLOAT32") -> Tensor:
+        values = as_stored(values, NUMPY_DTYPES[dtype])
+        return self.add_tensor(name, dtype, values.shape, Buffer.holding(values))
 
     def add_op(self, kind_or_opcode, inputs: Sequence[Tensor | None], outputs: Sequence[Tensor],
                options: Options | None = None, *, after: Op | None = None, before: Op | None = None,
@@ -311,13 +320,14 @@ class Graph:
         tensor.producer = op
         op.outputs = tuple(outputs)
 
-    def set_const_input(self, op: Op, index: int, values: np.ndarray, name: str) -> bool:
+    def set_const_input(self, op: Op, index: int, values: np.ndarray | Scaled, name: str) -> bool:
         """Give `op` new constant data at input `index` without touching what anyone else sees.
 
         A missing (optional) input gets a new tensor. An existing one keeps its shape when `values`
         has as many elements, and is updated only if `op` is its sole reader and nothing outside
         names it; otherwise a new tensor is made. Either way the data goes into a new buffer, so a
-        buffer shared with any other tensor is never modified (copy-on-write, see const.py).
+        buffer shared with any other tensor is never modified (copy-on-write, see const.py); a
+        Scaled stays pending in it.
         An input a DEQUANTIZE expands from FLOAT16 stays FLOAT16 behind its DEQUANTIZE (the values
         are expected in float16 already: weights are never widened). Returns whether it wrote
         float16 values.

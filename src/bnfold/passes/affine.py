@@ -21,6 +21,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from ..ir.const import Scaled
 from ..ir.graph import Graph, Op, Tensor, float_source
 from ..ir.ops import AFFINE_KINDS
 from .report import Refusal
@@ -218,23 +219,26 @@ def freed_constants(graph: Graph, chain: AffineChain) -> list[str]:
             if all(id(u) in chain_ops for u in graph.consumers(c)) and not graph.is_observed(c)]
 
 
-def finite(*arrays: np.ndarray) -> bool:
+def finite(*arrays: np.ndarray | Scaled) -> bool:
     """Whether every value of every array is finite. min and max propagate NaN, so both finite
-    means all are: two passes that allocate nothing, where isfinite would write a bool copy."""
-    return all(a.size == 0 or bool(np.isfinite(a.min()) and np.isfinite(a.max())) for a in arrays)
+    means all are: two passes that allocate nothing, where isfinite would write a bool copy.
+    Folded weights not computed yet are judged by their bound (Scaled.provably_finite) and
+    computed only when it cannot tell (values near the dtype's largest)."""
+    return all(_finite(a) for a in arrays)
 
 
-def scale_along(weights: np.ndarray, vector: np.ndarray, axis: int) -> np.ndarray:
+def _finite(a: np.ndarray | Scaled) -> bool:
+    if isinstance(a, Scaled):
+        return a.provably_finite() or _finite(a.values())
+    return a.size == 0 or bool(np.isfinite(a.min()) and np.isfinite(a.max()))
+
+
+def scale_along(weights: np.ndarray | Scaled, vector: np.ndarray, axis: int) -> Scaled:
     """weights · vector in the weights' own dtype (float32, or float16: never widened), the vector
-    laid along `axis`: each product is computed in float64 and rounded once. The ufunc casts in
-    small internal buffers, so no float64 copy of the weights is ever made (memory stays at the
-    size of the result)."""
-    shape = [1] * weights.ndim
-    shape[axis] = len(vector)
-    out = np.empty(weights.shape, dtype=weights.dtype)
-    with np.errstate(over="ignore", invalid="ignore"):
-        np.multiply(weights, vector.reshape(shape), out=out, dtype=np.float64, casting="same_kind")
-    return out
+    laid along `axis`: each product computed in float64 and rounded once, when the values are
+    first needed (ir/const.py Scaled; the writer streams them without ever holding them whole).
+    Weights that are themselves a pending Scaled get one more step, rounded as if computed."""
+    return Scaled(weights, vector, axis)
 
 
 def kept_constant(values: np.ndarray, chain: AffineChain) -> np.ndarray:

@@ -34,6 +34,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..ir.const import Scaled
 from ..ir.graph import Graph, Op, Tensor, float_source
 from ..ir.ops import AFFINE_KINDS, LAYERS, LAYOUT_KINDS, Layer
 from .affine import AffineChain, as_float32, finite, freed_constants, match_chain, remove_chain, scale_along
@@ -44,10 +45,11 @@ from .report import PassResult, Refusal, float16_note
 
 # ---- the math -------------------------------------------------------------------------------
 
-def fold_output_affine(weights: np.ndarray, bias: np.ndarray | None, scale: np.ndarray, shift: np.ndarray,
-                       out_axis: int) -> tuple[np.ndarray, np.ndarray]:
-    """(W', b') for y = s·layer(x) + t: W scaled along `out_axis`, b' = s·b + t, each rounded once
-    to its own dtype (float32, or float16 weights stay float16; a created bias is float32)."""
+def fold_output_affine(weights: np.ndarray | Scaled, bias: np.ndarray | None, scale: np.ndarray, shift: np.ndarray,
+                       out_axis: int) -> tuple[Scaled, np.ndarray]:
+    """(W', b') for y = s·layer(x) + t: W scaled along `out_axis` (pending: affine.scale_along),
+    b' = s·b + t, each rounded once to its own dtype (float32, or float16 weights stay float16; a
+    created bias is float32)."""
     new_w = scale_along(weights, scale, out_axis)
     old_b = np.zeros(len(scale)) if bias is None else np.asarray(bias, dtype=np.float64).reshape(-1)
     return new_w, as_float32(old_b * scale + shift, like=bias)
@@ -213,7 +215,7 @@ def _output_refusal(graph: Graph, layer: Op, chain: AffineChain) -> Refusal | No
 def apply_backward(graph: Graph, result: PassResult, layer: Op, spec: Layer, chain: AffineChain) -> dict | None:
     """Rewrite one matched fold; its report entry, or None (and a skip) when the result is unusable."""
     w, b = float_source(layer.input(spec.weights)), float_source(layer.input(spec.bias))
-    new_w, new_b = fold_output_affine(w.data, None if b is None else b.data, chain.scale, chain.shift, spec.out_axis)
+    new_w, new_b = fold_output_affine(w.pending_data, None if b is None else b.data, chain.scale, chain.shift, spec.out_axis)
     if not finite(new_w, new_b):
         result.skip(chain.ops[0], "the folded weights or bias would not be finite", layer=layer.outputs[0].name)
         return None

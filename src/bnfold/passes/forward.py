@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..ir.const import Scaled
 from ..ir.graph import Graph, Op, Tensor
 from ..ir.ops import ACTIVATION_KINDS, INDEX_DTYPES, LAYERS, PADDINGS, Layer, info
 from .affine import scale_along
@@ -37,7 +38,7 @@ from .report import Refusal
 
 # ---- the math ---------------------------------------------------------------------------------
 
-def along_input(weights: np.ndarray, spec: Layer, per_channel: np.ndarray, inner: int = 1) -> np.ndarray:
+def along_input(weights: np.ndarray | Scaled, spec: Layer, per_channel: np.ndarray, inner: int = 1) -> np.ndarray:
     """A per-channel vector laid out as the weights' input-channel axis holds the channels; `inner`
     is how many consecutive entries of a flattened FC row share a channel (NCHW flattens: H·W)."""
     n = weights.shape[spec.in_axis]
@@ -48,12 +49,13 @@ def along_input(weights: np.ndarray, spec: Layer, per_channel: np.ndarray, inner
     return per_channel
 
 
-def fold_input_scale(weights: np.ndarray, spec: Layer, scale: np.ndarray, inner: int = 1) -> np.ndarray:
-    """W' with every input channel i scaled by s[i] (float32, one rounding)."""
+def fold_input_scale(weights: np.ndarray | Scaled, spec: Layer, scale: np.ndarray, inner: int = 1) -> Scaled:
+    """W' with every input channel i scaled by s[i] (in the weights' dtype, one rounding; pending:
+    affine.scale_along)."""
     return scale_along(weights, along_input(weights, spec, scale, inner), spec.in_axis)
 
 
-def constant_input_response(weights: np.ndarray, spec: Layer, constant: np.ndarray, inner: int = 1) -> np.ndarray:
+def constant_input_response(weights: np.ndarray | Scaled, spec: Layer, constant: np.ndarray, inner: int = 1) -> np.ndarray:
     """What a constant per-channel input adds to each output channel (float64): Σ W·c over the
     kernel taps and input channels."""
     w = np.asarray(weights, dtype=np.float64)

@@ -131,7 +131,7 @@ def _reaches_layer(graph: Graph, y: Tensor) -> bool:
 
 
 def _layer_update(sink: Sink, s: np.ndarray, t: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
-    w = float_source(sink.layer.input(sink.spec.weights)).data
+    w = float_source(sink.layer.input(sink.spec.weights)).pending_data
     new_w = fold_input_scale(w, sink.spec, sink.per_channel(s), sink.inner)
     if t is None:
         return new_w, None

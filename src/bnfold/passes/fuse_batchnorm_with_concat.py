@@ -115,7 +115,7 @@ def _fold(graph: Graph, result: PassResult, concat: Op, chain: AffineChain,
     updates = []
     for layer, spec, channels in parts:
         w, b = float_source(layer.input(spec.weights)), float_source(layer.input(spec.bias))
-        new_w, new_b = fold_output_affine(w.data, None if b is None else b.data, chain.scale[channels],
+        new_w, new_b = fold_output_affine(w.pending_data, None if b is None else b.data, chain.scale[channels],
                                           chain.shift[channels], spec.out_axis)
         if not finite(new_w, new_b):
             result.skip(chain.ops[0], f"the folded weights or bias of {layer.outputs[0].name!r} would not be finite")

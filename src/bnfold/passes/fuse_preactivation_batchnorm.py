@@ -151,7 +151,7 @@ def _forward_updates(sinks: list[Sink], s: np.ndarray, constant: np.ndarray) -> 
     Σ W·relu(t) the constant (s == 0) channels contribute."""
     updates, terms = [], []
     for k in sinks:
-        w = float_source(k.layer.input(k.spec.weights)).data
+        w = float_source(k.layer.input(k.spec.weights)).pending_data
         updates.append((k.layer, k.spec.weights, fold_input_scale(w, k.spec, s, k.inner), f"{k.name}/weights"))
         if np.any(constant):
             terms.append(BiasEdit(k.layer, k.spec, constant_input_response(w, k.spec, constant, k.inner)))
