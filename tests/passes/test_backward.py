@@ -132,3 +132,39 @@ def test_layers_without_a_chain_do_not_resort_the_graph_per_fold(monkeypatch):
     monkeypatch.setattr(Graph, "_settle_order", lambda self: sorts.append(1) or settle(self))
     result = fold_backward(graph, "fuse_batchnorm_with_conv")
     assert len(result.folds) == 10 and len(sorts) <= 1, len(sorts)
+
+
+def _fc_scaled(weights: list[float], scale: list[float], dtype: str) -> Net:
+    """FC (2 outputs, 2 inputs; float16 weights behind a DEQUANTIZE) -> MUL(scale)."""
+    n = Net()
+    n.input("ifm", [3, 2])
+    if dtype == "FLOAT16":
+        n.op("DEQUANTIZE", [n.const("weights16", [2, 2], values=weights, dtype="FLOAT16")], "weights", [2, 2])
+    else:
+        n.const("weights", [2, 2], values=weights)
+    n.op("FULLY_CONNECTED", ["ifm", "weights", n.const("bias", [2], values=[0.5, -0.5])], "fc", [3, 2])
+    n.op("MUL", ["fc", n.const("scale", [2], values=scale)], "y", [3, 2])
+    return n
+
+
+@pytest.mark.parametrize("dtype, top", [("FLOAT32", 3.0e38), ("FLOAT16", 60000.0)])
+@pytest.mark.parametrize("scale, folds", [
+    ((1.05, 1.0), True),      # the largest product stays below the dtype's largest value: proven by the bound
+    ((1.0, 1000.0), True),    # the bound overflows (largest weight x largest scale), no product does
+    ((1.2, 1.0), False),      # one product overflows: refused as before
+])
+def test_folds_near_the_largest_value_are_taken_exactly_when_every_product_is_finite(dtype, top, scale, folds):
+    weights = [top, 1.0, 0.5, -1.0]
+    graph = _fc_scaled(weights, list(scale), dtype).model().graphs[0]
+    result = fold_backward(graph, "fuse_batchnorm_with_fc")
+    assert result.changed == folds
+    if not folds:
+        assert result.skips == [{"at": result.skips[0]["at"], "reason": "the folded weights or bias would not be finite",
+                                 "layer": "fc"}] and result.skips[0]["at"]["kind"] == "MUL"
+        return
+    w = np.array(weights, np.float16 if dtype == "FLOAT16" else np.float32).reshape(2, 2)
+    s = np.array(scale, np.float32).astype(np.float64)  # as the MUL constant holds it
+    want = (w.astype(np.float64) * s.reshape(2, 1)).astype(w.dtype)
+    fc = next(op for op in graph.ops if op.kind == "FULLY_CONNECTED")
+    folded = fc.inputs[1].producer.inputs[0] if dtype == "FLOAT16" else fc.inputs[1]
+    assert folded.data.dtype == w.dtype and folded.data.tobytes() == want.tobytes()
