@@ -76,7 +76,7 @@ def test_blocks_cover_the_array_in_order_each_within_the_limit(shape, limit):
     parts = [a[key] for key in _blocks(shape, limit)]
     assert all(p.size <= limit for p in parts)
     assert np.concatenate([p.reshape(-1) for p in parts] or [a.reshape(-1)]).tolist() == a.reshape(-1).tolist()
-    assert len(parts) <= 2 * a.size / limit + 1
+    assert len(parts) <= 3 * a.size / limit + 1
 
 
 # ---- the bound --------------------------------------------------------------------------------

@@ -208,7 +208,9 @@ class _Sink:
     weights (a Buffer's pending Scaled) block by block into one reused scratch array."""
 
     COPY_THRESHOLD = 1 << 16
-    SCRATCH = 1 << 19  # big enough that a block's per-call cost is noise, small enough to stay in cache
+    # folded weights are computed in blocks of this many bytes: 64 KB blocks took twice as long (the
+    # ufunc costs per call); 256 KB to 2 MB within noise of each other and of computing them whole
+    SCRATCH = 1 << 20
 
     def __init__(self, out, source):
         self.out = out

@@ -47,8 +47,9 @@ class Scaled:
 
     Scaling a Scaled again adds a step, rounded after it exactly as if the first product had been
     computed and then scaled: step k takes the dtype-rounded result of step k-1. The weights are
-    referenced, not copied (they are read-only: the input's mapping or a Buffer's array); the
-    vectors are copied, so nothing can change the values after the fold decided on them.
+    referenced, not copied: callers pass arrays nothing writes to (the IR's are read-only views of
+    the input's mapping or of a Buffer). The vectors are copied, so nothing can change the values
+    after the fold decided on them.
     """
 
     __slots__ = ("weights", "steps")
@@ -75,7 +76,7 @@ class Scaled:
     def values(self) -> np.ndarray:
         """The product as a new array (not kept: Buffer keeps what it computes)."""
         out = np.empty(self.shape, self.dtype)
-        self._product(..., out)
+        self._product(self.weights, self._multipliers(), out)
         return out
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
@@ -87,27 +88,32 @@ class Scaled:
         array of at least one element's size; each block is valid until the next is asked for)."""
         itemsize = self.dtype.itemsize
         typed = scratch[:len(scratch) // itemsize * itemsize].view(self.dtype)
+        multipliers = self._multipliers()
         for key in _blocks(self.shape, len(typed)):
             block = self.weights[key]
             out = typed[:block.size].reshape(block.shape)
-            self._product(key, out)
+            self._product(block, [m[key] for m in multipliers], out)
             yield memoryview(out.reshape(-1).view(np.uint8))
 
-    def _product(self, key, out: np.ndarray) -> None:
-        """The steps over the block `key` of the weights, into `out`. The ufunc casts in small
-        internal buffers, so no float64 copy of the weights is ever made."""
-        source = self.weights[key]
-        with np.errstate(over="ignore", invalid="ignore"):
-            for vector, axis in self.steps:
-                np.multiply(source, self._along(vector, axis)[key], out=out, dtype=np.float64, casting="same_kind")
-                source = out
+    def _multipliers(self) -> list[np.ndarray]:
+        """Each step's vector broadcast to the weights' shape (views: nothing is allocated), so
+        that any block of the weights finds its multipliers under the same index."""
+        multipliers = []
+        for vector, axis in self.steps:
+            shape = [1] * self.ndim
+            shape[axis] = len(vector)
+            multipliers.append(np.broadcast_to(vector.reshape(shape), self.shape))
+        return multipliers
 
-    def _along(self, vector: np.ndarray, axis: int) -> np.ndarray:
-        """The vector broadcast to the weights' shape (a view: nothing is allocated), so that any
-        block of the weights finds its multipliers under the same index."""
-        shape = [1] * self.ndim
-        shape[axis] = len(vector)
-        return np.broadcast_to(vector.reshape(shape), self.shape)
+    @staticmethod
+    def _product(weights: np.ndarray, multipliers: list[np.ndarray], out: np.ndarray) -> None:
+        """weights times each multiplier in turn into `out`, rounding to out's dtype after each.
+        The ufunc casts in small internal buffers, so no float64 copy is ever made."""
+        source = weights
+        with np.errstate(over="ignore", invalid="ignore"):
+            for multiplier in multipliers:
+                np.multiply(source, multiplier, out=out, dtype=np.float64, casting="same_kind")
+                source = out
 
     def provably_finite(self) -> bool:
         """True when every value of the product is certainly finite, decided without computing it.
@@ -140,7 +146,8 @@ class Scaled:
 def _blocks(shape: tuple[int, ...], limit: int) -> Iterator[tuple]:
     """Index keys cutting an array of `shape` into consecutive (C-order) blocks of at most `limit`
     elements: runs along the outermost axis whose sub-arrays fit, for each index of the axes
-    before it. Never more than about twice size / limit blocks, plus one."""
+    before it. At most 3·size/limit + 1 blocks: a full run holds at least half the limit, and
+    each of the (fewer than size/limit) leading indices adds at most one shorter run."""
     if math.prod(shape) == 0:
         return
     inner = math.prod(shape)
