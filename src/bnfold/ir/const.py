@@ -189,9 +189,7 @@ class Buffer:
 
     @classmethod
     def from_array(cls, array: np.ndarray) -> Buffer:
-        raw = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
-        raw.flags.writeable = False
-        return cls(raw)
+        return cls(_read_only_bytes(array))
 
     @classmethod
     def holding(cls, values: np.ndarray | Scaled) -> Buffer:
@@ -201,8 +199,7 @@ class Buffer:
     @property
     def data(self) -> np.ndarray | None:
         if self.pending is not None:
-            computed = Buffer.from_array(self.pending.values())
-            self._data, self.pending = computed._data, None
+            self._data, self.pending = _read_only_bytes(self.pending.values()), None
         return self._data
 
     @property
@@ -219,3 +216,9 @@ class Buffer:
     def __repr__(self) -> str:
         where = f" @{self.source}" if self.source is not None else ""
         return f"Buffer({self.nbytes} bytes{where}{', pending' if self.pending is not None else ''})"
+
+
+def _read_only_bytes(array: np.ndarray) -> np.ndarray:
+    raw = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+    raw.flags.writeable = False
+    return raw
