@@ -178,14 +178,28 @@ class Buffer:
     input file while the bytes are the input's own, which lets the writer copy them file to file
     without touching them in Python. `pending` is a Scaled whose bytes are not computed yet:
     reading `data` computes them (once); `nbytes` and `has_data` never do.
+
+    `data` and `nbytes` are plain attributes, set once (a buffer's bytes never change), so
+    `Tensor.is_const` and `Tensor.data`, which passes ask of every operand, call nothing; `data`
+    stays unset while a product is pending, which is when `__getattr__` is reached.
     """
 
-    __slots__ = ("_data", "source", "pending")
+    __slots__ = ("data", "source", "pending", "nbytes")
 
     def __init__(self, data: np.ndarray | None = None, source: int | None = None, pending: Scaled | None = None):
-        self._data = data
         self.source = source
         self.pending = pending
+        if pending is None:
+            self.data = data
+            self.nbytes = 0 if data is None else int(data.size)
+        else:
+            self.nbytes = pending.nbytes
+
+    def __getattr__(self, name: str):
+        if name != "data" or self.pending is None:
+            raise AttributeError(f"'Buffer' object has no attribute {name!r}")
+        self.data, self.pending = _read_only_bytes(self.pending.values()), None
+        return self.data
 
     @classmethod
     def from_array(cls, array: np.ndarray) -> Buffer:
@@ -197,21 +211,9 @@ class Buffer:
         return cls(pending=values) if isinstance(values, Scaled) else cls.from_array(values)
 
     @property
-    def data(self) -> np.ndarray | None:
-        if self.pending is not None:
-            self._data, self.pending = _read_only_bytes(self.pending.values()), None
-        return self._data
-
-    @property
-    def nbytes(self) -> int:
-        if self.pending is not None:
-            return self.pending.nbytes
-        return 0 if self._data is None else int(self._data.size)
-
-    @property
     def has_data(self) -> bool:
         """Whether the entry has a data vector (an empty one too)."""
-        return self.pending is not None or self._data is not None
+        return self.pending is not None or self.data is not None
 
     def __repr__(self) -> str:
         where = f" @{self.source}" if self.source is not None else ""
