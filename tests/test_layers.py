@@ -134,8 +134,8 @@ def test_optimize_start_up_defines_no_dataclass_and_loads_no_runtime(tmp_path):
     """Only the library's result types (api.py) are dataclasses on optimize's path, and without
     --check it loads neither LiteRT's interpreter, h5py nor bnfold's value-checking modules; nor
     what only other options need: the batch machinery (--out-dir), the cfg reader (-C), the
-    near-name suggestions (a misspelt option), the passes not selected (the registry imports a
-    pass's module when it runs)."""
+    near-name suggestions (a misspelt option), the passes not selected and the selected ones
+    whose operator kinds the model lacks (a pass's module is imported when it runs)."""
     import json
     import subprocess
     import sys
@@ -148,7 +148,9 @@ def test_optimize_start_up_defines_no_dataclass_and_loads_no_runtime(tmp_path):
     assert set(seen["dataclasses_in"]) <= {"bnfold.api"}, seen["dataclasses_in"]
     runtime = {"h5py", "ai_edge_litert.interpreter", "bnfold.values.litert", "bnfold.values.verify"}
     other_options = {"bnfold.batch", "bnfold.progress", "multiprocessing", "configparser", "difflib"}
-    # (remove_redundant_transpose, a default pass, builds on convert_nchw_to_nhwc's propagation)
-    unselected = {f"bnfold.passes.{p.name}" for p in registry.PASSES if not p.default} - {"bnfold.passes.convert_nchw_to_nhwc"}
-    assert len(unselected) == 11 and f"bnfold.passes.{registry.PASSES[0].name}" in seen["modules"]
-    assert not (runtime | other_options | unselected) & set(seen["modules"])
+    # the model is CONV_2D, MUL and ADD: no pass needing a CONCATENATION, TRANSPOSE, RESHAPE, PAD,
+    # RELU or another layer kind runs (registry.PassSpec.needs); the backward fold does
+    kinds = {"CONV_2D", "MUL", "ADD"}
+    idle = {f"bnfold.passes.{p.name}" for p in registry.PASSES if not p.default or p.needs.isdisjoint(kinds)}
+    assert len(idle) == 23 and "bnfold.passes.fuse_batchnorm_with_conv" in seen["modules"]
+    assert not (runtime | other_options | idle) & set(seen["modules"])

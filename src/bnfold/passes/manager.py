@@ -6,10 +6,12 @@ What passes refuse is kept only from the final round: a candidate skipped early 
 another pass has run. At the end the skip list is made from it by construction: exactly one entry
 per batch-norm candidate left in the model, none for any other op, apart from it one entry per
 TRANSPOSE left (leftovers.py), and each fold names the ops of the output that took it in (`into`).
+A pass runs on a graph only where it finds an operator kind it needs (registry.PassSpec.needs).
 """
 
 from __future__ import annotations
 
+from ..ir.graph import Graph
 from ..ir.model import Model
 from .leftovers import explain, transposes_left
 from .registry import PassSpec
@@ -32,14 +34,22 @@ def run_passes(model: Model, specs: list[PassSpec], *, parameters: set[str] = fr
         report.rounds = round_no
         report.said.clear()
         changed = False
+        kinds = [op_kinds(graph) for graph in model.graphs]
         for spec in specs:
             for index, graph in enumerate(model.graphs):
+                # a pass without the kinds it needs in this graph has no candidate here: it would
+                # fold nothing and refuse nothing, so skipping it (and its import) leaves the
+                # report as it was. The kinds are the graph's as the pass would see it: taken
+                # again after every change (a fold may add the kind a later pass needs).
+                if spec.needs.isdisjoint(kinds[index]):
+                    continue
                 result = spec.run(graph)
                 report.add(spec.name, index, result)
                 if result.changed:
                     changed = True
                     model.changed = True
                     graph.cleanup()
+                    kinds[index] = op_kinds(graph)
         if not changed:
             break
     else:
@@ -48,3 +58,8 @@ def run_passes(model: Model, specs: list[PassSpec], *, parameters: set[str] = fr
     report.transposes = transposes_left(model, report.said, report.passes)
     report.settle_into(model.graphs)
     return report
+
+
+def op_kinds(graph: Graph) -> set[str]:
+    """The operator kinds in `graph` (one sweep, like the cleanup after a change)."""
+    return {op.kind for op in graph.ops}
