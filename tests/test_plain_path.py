@@ -13,7 +13,7 @@ import pytest
 
 from bnfold.io.builder import Builder
 from bnfold.io.formats import format_from_identifier
-from bnfold.io.tables import unpack
+from bnfold.io.tables import SCALAR_FORMATS, scalar_bounds, unpack
 
 from conftest import DATA, FIXTURES, ROOT, TEST_RECIPES, build_recipe
 
@@ -48,6 +48,32 @@ print(json.dumps([code, {_IMPORTED}]))
 """)
     assert imported == [0, []]
     assert out.read_bytes() != src.read_bytes()  # folded: the writer ran, not a copy
+
+
+def test_an_unchanged_model_is_copied_without_importing_the_serializer(tmp_path):
+    """Reading needs no flatbuffers and a copy no io/builder.py: both only pack."""
+    src, out = DATA / "resnet_v2_mini.tflite", tmp_path / "once.tflite"
+    subprocess.run([sys.executable, "-m", "bnfold", "optimize", str(src), str(out), "--quiet"], check=True)
+    imported = _python(f"""
+import json, sys
+from bnfold import cli, exits
+code = exits.run(cli.main, ["optimize", {str(out)!r}, {str(tmp_path / "twice.tflite")!r}, "--report", {str(tmp_path / "r.json")!r}, "--quiet"])
+print(json.dumps([code, [m for m in sys.modules if m.startswith(("flatbuffers", "bnfold.io.builder"))]]))
+""")
+    assert imported == [0, []]
+    assert json.loads((tmp_path / "r.json").read_text())["output"]["unchanged"] is True
+
+
+def test_scalar_facts_are_flatbuffers_own():
+    """io/tables.py's scalar types (written there so reading imports no flatbuffers) are those of
+    flatbuffers' number_types: struct format, width, numpy type and the range packing accepts."""
+    for name, fmt in SCALAR_FORMATS.items():
+        flags = getattr(flatbuffers.number_types, name + "Flags")
+        assert fmt == flags.packer_type.format and flags.bytewidth == flags.packer_type.size
+        assert name.lower() == flags.name
+        bounds = None if flags.min_val is None else (flags.min_val, flags.max_val)
+        assert scalar_bounds(name) == bounds and type(bounds and bounds[0]) is type(flags.min_val)
+    assert {n[:-5] for n in dir(flatbuffers.number_types) if n.endswith("Flags")} >= set(SCALAR_FORMATS)
 
 
 @pytest.mark.parametrize("ext", [".tflite", ".circle"])

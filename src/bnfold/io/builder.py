@@ -143,12 +143,3 @@ class Builder(fb.Builder):
         _I32.pack_into(self.Bytes, len(self.Bytes) - object_offset, found - object_offset)
         self.current_vtable = None
         return object_offset
-
-
-def place_scalar(builder: fb.Builder, slot: int, packer: struct.Struct, width: int, value) -> None:
-    """Prepend<Type>Slot for a value already known to differ from its default and fit its type."""
-    builder.Prep(width, 0)
-    head = builder.head - width
-    packer.pack_into(builder.Bytes, head, value)
-    builder.head = head
-    builder.current_vtable[slot] = len(builder.Bytes) - head

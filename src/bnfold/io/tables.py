@@ -18,13 +18,20 @@ import json
 import os
 import struct
 from functools import cached_property, lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
-from flatbuffers import Builder, number_types
 
-from .builder import place_scalar
+if TYPE_CHECKING:
+    from flatbuffers import Builder
 
 LAYOUTS = "schema_layouts.json"  # package data written by schemas/derive_fields.py
+
+# The schema's scalar types as flatbuffers' number_types has them (each one's struct format; its
+# numpy type is its name in lower case), written here so that reading a model does not import
+# flatbuffers (3 ms), which only packing needs; tests/test_plain_path.py compares the two
+SCALAR_FORMATS = {"Bool": "?", "Uint8": "<B", "Int8": "<b", "Uint16": "<H", "Int16": "<h", "Uint32": "<I",
+                  "Int32": "<i", "Uint64": "<Q", "Int64": "<q", "Float32": "<f", "Float64": "<d"}
 
 SCALAR, STRING, VECTOR, STRINGS, TABLE, TABLES, UNION = range(7)
 _I32 = struct.Struct("<i").unpack_from
@@ -38,16 +45,15 @@ class Field:
     numpy dtype, element size, alignment and builder call, a table's or union's name."""
 
     __slots__ = ("name", "slot", "voffset", "kind", "arg", "default", "struct", "bounds", "dtype", "size", "align",
-                 "prepend")
+                 "type")
 
     def __init__(self, name: str, slot: int, kind: str, type_: str | None, extra):
-        self.name, self.slot, self.voffset = name, slot, 4 + 2 * slot
-        self.arg = self.default = self.struct = self.dtype = self.prepend = None
+        self.name, self.slot, self.voffset, self.type = name, slot, 4 + 2 * slot, type_
+        self.arg = self.default = self.struct = self.dtype = None
         self.size = self.align = 0
         if kind.isdigit():
-            flags = getattr(number_types, type_ + "Flags")
-            self.kind, self.default, self.struct, self.size = SCALAR, extra, flags.packer_type, flags.bytewidth
-            self.bounds = None if flags.min_val is None else (flags.min_val, flags.max_val)
+            self.kind, self.default, self.struct = SCALAR, extra, struct.Struct(SCALAR_FORMATS[type_])
+            self.size, self.bounds = self.struct.size, scalar_bounds(type_)
             return
         self.kind = {"s": STRING, "S": STRINGS, "T": TABLE, "V": TABLES, "U": UNION}.get(kind[0], VECTOR)
         if self.kind in (TABLE, TABLES, UNION):
@@ -57,8 +63,15 @@ class Field:
         if self.kind == VECTOR:
             if type_ is None:  # a vector of structs: no table bnfold reads has one
                 raise ValueError(f"field {name}: vectors of structs are not supported")
-            self.dtype = np.dtype(getattr(number_types, type_ + "Flags").name).newbyteorder("<")
-            self.prepend = getattr(Builder, f"Prepend{type_}")
+            self.dtype = np.dtype(type_.lower()).newbyteorder("<")
+
+
+def scalar_bounds(type_: str) -> tuple | None:
+    """The values a scalar of `type_` may take when packed (None: any float)."""
+    dtype = np.dtype(type_.lower())
+    if dtype.kind == "b":
+        return (False, True)
+    return (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max)) if dtype.kind in "iu" else None
 
 
 class Record:
@@ -195,7 +208,7 @@ def pack(record: Record, builder: Builder) -> int:
             if value != f.default or builder.forceDefaults:
                 if f.bounds is not None and not f.bounds[0] <= value <= f.bounds[1]:
                     raise TypeError(f"bad number {value} for type {f.struct.format}")  # as Builder.PrependSlot
-                place_scalar(builder, f.slot, f.struct, f.size, value)
+                _place_scalar(builder, f.slot, f.struct, f.size, value)
         elif f.name in offsets:
             builder.PrependUOffsetTRelativeSlot(f.slot, offsets[f.name], 0)
     return builder.EndObject()
@@ -210,12 +223,24 @@ def _child(f: Field, value, builder: Builder) -> int:
     if f.kind == VECTOR:
         if type(value) is np.ndarray:
             return builder.CreateNumpyVector(value)
+        from flatbuffers import Builder  # packing only: reading needs no flatbuffers
+
+        prepend = getattr(Builder, f"Prepend{f.type}")
         builder.StartVector(f.size, len(value), f.align)
         for i in reversed(range(len(value))):
-            f.prepend(builder, value[i])
+            prepend(builder, value[i])
         return builder.EndVector()
     if f.kind == STRINGS:
         items = [builder.CreateString(value[i]) for i in range(len(value))]
     else:
         items = [value[i].Pack(builder) for i in range(len(value))]
     return builder.offset_vector(items)  # as StartVector(4, n, 4), PrependUOffsetTRelative each, EndVector
+
+
+def _place_scalar(builder: Builder, slot: int, packer: struct.Struct, width: int, value) -> None:
+    """Prepend<Type>Slot for a value already known to differ from its default and fit its type."""
+    builder.Prep(width, 0)
+    head = builder.head - width
+    packer.pack_into(builder.Bytes, head, value)
+    builder.head = head
+    builder.current_vtable[slot] = len(builder.Bytes) - head

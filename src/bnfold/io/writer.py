@@ -22,19 +22,20 @@ from __future__ import annotations
 import copy
 import os
 import struct
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import flatbuffers
 import numpy as np
 
 from ..errors import ModelError
 from ..ir.const import Buffer
 from ..ir.model import Model
 from .atomic import atomic_file
-from .builder import Builder
 from .formats import MODELED_FIELDS, Format
 from .gcpause import paused_gc
 from .transcode import NotRepresentable, same_value, transcode
+
+if TYPE_CHECKING:
+    import flatbuffers
 
 TWO_GB = 2**31 - 1
 DATA_ALIGN = 16
@@ -164,6 +165,8 @@ def _serialize(model: Model, out, fmt: Format, external: bool) -> WriteInfo:
     if not external and data_bytes + plan.tables_estimate >= TWO_GB:
         external = True  # a standard flatbuffer cannot address this much
     plan.set_layout(external)
+    from .builder import Builder  # only serializing needs flatbuffers (3 ms): a copied model does not
+
     builder = Builder(plan.tables_guess)
     slots = [_BufferSlot(b, external and not plan.is_metadata(b)) for b in plan.buffers]
     root = plan.model_record(slots).Pack(builder)
