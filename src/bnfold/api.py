@@ -39,7 +39,6 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 
 from . import __version__
 from .values import BACKENDS, CHECK_MODES, CRITERION, DEFAULT_ATOL, DEFAULT_RTOL
@@ -110,15 +109,17 @@ def load_reference(path: str, report: Report) -> Model:
 
 # ---- optimize --------------------------------------------------------------------------------
 
-@dataclass
+# The result types are plain classes: a dataclass costs every start ~1 ms of CPU (Python compiles
+# its generated methods) and importing dataclasses ~1.5 ms more (tests/test_layers.py).
+
 class Optimized:
     """The optimized model and its report. Unpacks (and indexes) as `data, report`."""
 
-    model: Model
-    report: dict
-    check: object | None = None  # the CheckResult of `check=N`
-    written: WriteInfo | None = None  # set by save(): what happened to the output file
-    _data: bytes | None = None
+    def __init__(self, model: Model, report: dict, check: object | None = None):
+        self.model, self.report = model, report
+        self.check = check  # the CheckResult of `check=N`
+        self.written: WriteInfo | None = None  # set by save(): what happened to the output file
+        self._data: bytes | None = None
 
     @property
     def data(self) -> bytes:
@@ -362,16 +363,17 @@ def convert(input_path: str | os.PathLike, output_path: str | os.PathLike, *, ex
     return save(load(input_path), output_path, fmt=fmt, external=external_buffers, keep_unchanged=True)
 
 
-@dataclass
 class Inspection:
     """What `bnfold inspect` prints: the model, and with leftovers=True its batch-norm candidates
     (one dict each; `reason` from the report when one was given), the report's entries that
     name no candidate of this model, and its TRANSPOSEs (likewise)."""
 
-    model: Model
-    candidates: list[dict] = field(default_factory=list)
-    unmatched: list[tuple] = field(default_factory=list)
-    transposes: list[dict] = field(default_factory=list)  # every TRANSPOSE, where it sits (and why it stayed)
+    def __init__(self, model: Model, candidates: list[dict] | None = None, unmatched: list[tuple] | None = None,
+                 transposes: list[dict] | None = None):
+        self.model = model
+        self.candidates = candidates or []
+        self.unmatched = unmatched or []
+        self.transposes = transposes or []  # every TRANSPOSE, where it sits (and why it stayed)
 
 
 def inspect(path: str | os.PathLike, *, leftovers: bool = False, report: str | dict | None = None) -> Inspection:
@@ -446,13 +448,11 @@ def check(model: str | os.PathLike, other: str | os.PathLike | None = None, *, i
                                  backend=backend, on_sample=sink, deadline=deadline)
 
 
-@dataclass
 class Ran:
     """What `run` wrote: the output files, the input files (write_input), and the backend."""
 
-    outputs: list[str]
-    inputs: list[str]
-    backend: str
+    def __init__(self, outputs: list[str], inputs: list[str], backend: str):
+        self.outputs, self.inputs, self.backend = outputs, inputs, backend
 
 
 def run(model: str | os.PathLike, output: str, *, inputs: Iterable[str] = (), samples: int = 1, seed: int = 0,
