@@ -133,9 +133,9 @@ print(json.dumps({"code": code, "dataclasses_in": defined, "modules": loaded}))
 def test_optimize_start_up_defines_no_dataclass_and_loads_no_runtime(tmp_path):
     """No dataclass is on optimize's path (not even the dataclasses module), and without
     --check it loads neither LiteRT's interpreter, h5py nor bnfold's value-checking modules; nor
-    what only other options need: the batch machinery (--out-dir), the cfg reader (-C), the
-    near-name suggestions (a misspelt option), the passes not selected and the selected ones
-    whose operator kinds the model lacks (a pass's module is imported when it runs)."""
+    what only other options need: the batch machinery (--out-dir), json (--report), the cfg
+    reader (-C), the near-name suggestions (a misspelt option), the passes not selected and the
+    selected ones whose operator kinds the model lacks (a pass's module is imported when it runs)."""
     import json
     import subprocess
     import sys
@@ -147,7 +147,8 @@ def test_optimize_start_up_defines_no_dataclass_and_loads_no_runtime(tmp_path):
     assert seen["code"] == 0
     assert seen["dataclasses_in"] == [] and "dataclasses" not in seen["modules"], seen["dataclasses_in"]
     runtime = {"h5py", "ai_edge_litert.interpreter", "bnfold.values.litert", "bnfold.values.verify"}
-    other_options = {"bnfold.batch", "bnfold.progress", "multiprocessing", "configparser", "difflib"}
+    other_options = {"bnfold.batch", "bnfold.progress", "multiprocessing", "configparser", "difflib",
+                     "json"}  # (--report; the schema layouts are Python modules)
     # the model is CONV_2D, MUL and ADD: no pass needing a CONCATENATION, TRANSPOSE, RESHAPE, PAD,
     # RELU or another layer kind runs (registry.PassSpec.needs); the backward fold does
     kinds = {"CONV_2D", "MUL", "ADD"}

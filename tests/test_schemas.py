@@ -47,8 +47,8 @@ def test_drift_is_reported_by_field_name():
     stored["Tensor"] = " ".join(slots[:10] + ["1"])
     del stored["ExternalBufferGroup"]
     assert drift("tflite", stored) == [
-        "tflite ExternalBufferGroup.Name (slot 0): the binding says s, schema_layouts.json says (none)",
-        "tflite Tensor.ExternalBuffer (slot 10): the binding says 4, schema_layouts.json says 1",
+        "tflite ExternalBufferGroup.Name (slot 0): the binding says s, schema_layout_tflite.py says (none)",
+        "tflite Tensor.ExternalBuffer (slot 10): the binding says 4, schema_layout_tflite.py says 1",
     ]
 
 

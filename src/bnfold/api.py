@@ -35,7 +35,6 @@ folded, what was refused and why, operator counts before and after, and the time
 from __future__ import annotations
 
 import io
-import json
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -155,6 +154,8 @@ class Optimized:
         return info
 
     def to_json(self) -> str:
+        import json  # only a report asked for needs it (~3 ms of a start)
+
         return json.dumps(self.report, indent=2)
 
     @property
@@ -395,6 +396,8 @@ def inspect(path: str | os.PathLike, *, leftovers: bool = False, report: str | d
 
 def read_report(path: str) -> dict:
     """An optimize report (JSON) read back, refused unless it has a list of skips."""
+    import json  # only inspect's reports need it (~3 ms of a start)
+
     try:
         with open_input(path, "a report") as f:
             report = json.loads(f.read().decode("utf-8"))

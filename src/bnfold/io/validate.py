@@ -16,7 +16,7 @@ has. A file that does (offsets shared or aimed at each other to multiply the wor
 an absurd structure before anything is allocated.
 
 The field tables say what each vtable slot of each table holds, per format; they are read from the
-tables' layouts (package data, schema_layouts.json, io/tables.py), which schemas/derive_fields.py
+tables' layouts (derived modules, io/schema_layout_<format>.py, read by io/tables.py), which schemas/derive_fields.py
 derives from the generated bindings and tests re-derive, so a binding upgrade that changes the
 schema cannot go unnoticed. Kinds: "1"/"2"/"4"/"8" a
 scalar of that many bytes, "s" a string, "vN" a vector of N-byte elements (scalars or structs), "S"
