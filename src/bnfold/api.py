@@ -110,7 +110,6 @@ def load_reference(path: str, report: Report) -> Model:
 
 # The result types are plain classes: a dataclass costs every start ~1 ms of CPU (Python compiles
 # its generated methods) and importing dataclasses ~1.5 ms more (tests/test_layers.py).
-
 class Optimized:
     """The optimized model and its report. Unpacks (and indexes) as `data, report`."""
 

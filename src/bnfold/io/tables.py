@@ -4,12 +4,13 @@ schemas/derive_fields.py learns from the bindings, once, where each field of eac
 how the generated object-API `Pack` writes it (the order it builds strings, vectors and sub-tables
 in, the order and builder call it adds each field with, each scalar's default, each vector's
 element size and alignment), and enums' names; the result is one derived module per format
-(schema_layout_tflite.py, schema_layout_circle.py) that tests re-derive, so a binding upgrade cannot go unnoticed. With it this module reads a table
-into a `Record` and packs a Record with flatbuffers.Builder into exactly the bytes the object
-API's Pack writes. A Record looks like the object API's object for the same table (class name
-"TensorT", the same fields, values and defaults), so the writer packs either kind, one inside the
-other, and io/transcode.py converts either kind. The bindings themselves (17-23 ms to import) are
-left to the tables that hold something the IR does not model (io/reader.py).
+(schema_layout_tflite.py, schema_layout_circle.py) that tests re-derive, so a binding upgrade
+cannot go unnoticed. With it this module reads a table into a `Record` and packs a Record with
+flatbuffers.Builder into exactly the bytes the object API's Pack writes. A Record looks like the
+object API's object for the same table (class name "TensorT", the same fields, values and
+defaults), so the writer packs either kind, one inside the other, and io/transcode.py converts
+either kind. The bindings themselves (17-23 ms to import) are left to the tables that hold
+something the IR does not model (io/reader.py).
 """
 
 from __future__ import annotations
