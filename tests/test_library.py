@@ -31,6 +31,16 @@ def test_path_in_default_passes(tmp_path):
     json.dumps(report)  # a plain value
 
 
+def test_results_say_what_they_hold(tmp_path):
+    src = build_recipe("Net_Conv_Add_Mul_000", tmp_path)
+    result = bnfold.optimize(str(src), check=1)
+    assert repr(result) == f"Optimized(tflite {str(src)!r}: 1 fold, 3 -> 1 operators, check passed)"
+    assert repr(bnfold.optimize(src.read_bytes())) == "Optimized(tflite '<bytes>': 1 fold, 3 -> 1 operators)"
+    assert repr(bnfold.inspect(str(src), leftovers=True)) == "Inspection(tflite, 3 operators, 2 candidates, 0 transposes)"
+    ran = bnfold.run(str(src), str(tmp_path / "out.h5"))
+    assert repr(ran) == f"Ran(outputs={[str(tmp_path / 'out.h5')]!r}, inputs=[], backend={ran.backend!r})"
+
+
 def test_bytes_in_with_one_keywords(tmp_path):
     data = build_recipe("Net_Conv_Add_Mul_000", tmp_path).read_bytes()
     result = bnfold.optimize(data, fuse_activation_function=True)  # only what is named runs

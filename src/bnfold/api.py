@@ -119,6 +119,14 @@ class Optimized:
         self.written: WriteInfo | None = None  # set by save(): what happened to the output file
         self._data: bytes | None = None
 
+    def __repr__(self) -> str:
+        r = self.report
+        before, after = (sum(r["operators"][when].values()) for when in ("before", "after"))
+        checked = "" if self.check is None else f", check {'passed' if self.check.passed else 'failed'}"
+        folds = len(r["folds"])
+        return (f"Optimized({r['input']['format']} {r['input']['path']!r}: {folds} fold{'s' * (folds != 1)}, "
+                f"{before} -> {after} operators{checked})")
+
     @property
     def data(self) -> bytes:
         """The optimized model as a file's bytes, in the input's format."""
@@ -375,6 +383,10 @@ class Inspection:
         self.unmatched = unmatched or []
         self.transposes = transposes or []  # every TRANSPOSE, where it sits (and why it stayed)
 
+    def __repr__(self) -> str:
+        return (f"Inspection({self.model.format.name}, {sum(self.model.op_counts().values())} operators, "
+                f"{len(self.candidates)} candidates, {len(self.transposes)} transposes)")
+
 
 def inspect(path: str | os.PathLike, *, leftovers: bool = False, report: str | dict | None = None) -> Inspection:
     """`bnfold inspect`: the model at `path`; with `leftovers`, its batch-norm candidates and,
@@ -455,6 +467,9 @@ class Ran:
 
     def __init__(self, outputs: list[str], inputs: list[str], backend: str):
         self.outputs, self.inputs, self.backend = outputs, inputs, backend
+
+    def __repr__(self) -> str:
+        return f"Ran(outputs={self.outputs!r}, inputs={self.inputs!r}, backend={self.backend!r})"
 
 
 def run(model: str | os.PathLike, output: str, *, inputs: Iterable[str] = (), samples: int = 1, seed: int = 0,
