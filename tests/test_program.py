@@ -165,3 +165,14 @@ def test_blas_threads_sleep_when_idle_unless_the_user_says_otherwise(users, tmp_
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1].split() == [users or "4", "True"]
+
+
+def test_numpy_loads_first_at_the_top_of_the_stack(tmp_path):
+    """numpy is imported by the program itself before bnfold's modules, not from inside their
+    nested imports: there its module bodies ran at the end of CPython's first 16 KB frame-stack
+    chunk and crossed it again and again (~1,700 chunks mapped and unmapped a run)."""
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "bnfold", "passes"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    names = [line.rsplit("|", 1)[1] for line in done.stderr.splitlines() if line.startswith("import time:")]
+    assert done.returncode == 0 and " numpy" in names  # not nested: one space, no indent
+    assert names.index(" numpy") < names.index(" bnfold.cli")
