@@ -30,6 +30,7 @@ from ..errors import ModelError
 from ..ir.const import Buffer
 from ..ir.model import Model
 from .atomic import atomic_file
+from .copier import Copier, copy_range
 from .formats import MODELED_FIELDS, Format
 from .gcpause import paused_gc
 from .transcode import NotRepresentable, same_value, transcode
@@ -195,20 +196,23 @@ def _serialize(model: Model, out, fmt: Format, external: bool) -> WriteInfo:
             inline_end = cursor
     if inline_end >= TWO_GB or (not external and cursor >= TWO_GB):
         raise ModelError("model does not fit a 2 GB flatbuffer; write it with --external-buffers")
-    sink = _Sink(out, model.source)
-    sink.write(memoryview(builder.Bytes)[head:])
-    for start, prefix, buffer in pieces:
-        sink.pad_to(start - (4 if prefix else 0))
-        if prefix:
-            sink.write(prefix)
-        sink.write_buffer(buffer)
-    sink.flush()
+    with _Sink(out, model.source) as sink:
+        sink.copy_behind([(start, buffer) for start, _, buffer in pieces if sink.copied(buffer)])
+        sink.write(memoryview(builder.Bytes)[head:])
+        for start, prefix, buffer in pieces:
+            sink.pad_to(start - (4 if prefix else 0))
+            if prefix:
+                sink.write(prefix)
+            sink.write_buffer(buffer)
+        sink.flush()
     return WriteInfo("", fmt.name, external, sink.position)
 
 
 class _Sink:
     """Sequential output that copies unchanged input bytes file to file and computes folded
-    weights (a Buffer's pending Scaled) block by block into one reused scratch array."""
+    weights (a Buffer's pending Scaled) block by block into one reused scratch array. Into a
+    seekable file the copies are made by a background copier (io/copier.py) while the rest is
+    written: a `with` block, whose end waits for it."""
 
     COPY_THRESHOLD = 1 << 16
     # folded weights are computed in blocks of this many bytes: 64 KB blocks took twice as long (the
@@ -221,6 +225,29 @@ class _Sink:
         self.position = 0
         self.pending = bytearray()
         self.scratch: np.ndarray | None = None
+        self.copier: Copier | None = None
+        self.base = 0  # the output file's offset at position 0
+
+    def __enter__(self) -> _Sink:
+        return self
+
+    def __exit__(self, kind, error, traceback) -> None:
+        if self.copier is not None:
+            self.copier.finish(cancel=kind is not None)
+
+    def copied(self, buffer: Buffer) -> bool:
+        """Whether the buffer's bytes are copied from the input file rather than written."""
+        return buffer.nbytes >= self.COPY_THRESHOLD and buffer.source is not None and self.source is not None
+
+    def copy_behind(self, copies: list[tuple[int, Buffer]]) -> None:
+        """Have a background copier copy these (position, buffer) while the rest is written, when
+        the output is a seekable file (not an in-memory output or a pipe) and the kernel copies."""
+        dst = self._output_fd()
+        if not copies or dst is None or not hasattr(os, "copy_file_range") or not self.out.seekable():
+            return
+        self.base = self.out.tell()
+        jobs = [(buffer.source, buffer.nbytes, self.base + start) for start, buffer in copies]
+        self.copier = Copier(self.source.fileno(), dst, memoryview(self.source.array), jobs)
 
     def write(self, data) -> None:
         self.pending += data
@@ -239,7 +266,7 @@ class _Sink:
 
     def write_buffer(self, buffer: Buffer) -> None:
         n = buffer.nbytes
-        if n < self.COPY_THRESHOLD or buffer.source is None or self.source is None:
+        if not self.copied(buffer):
             if buffer.pending is not None:
                 if self.scratch is None:
                     self.scratch = np.empty(self.SCRATCH, np.uint8)
@@ -256,37 +283,30 @@ class _Sink:
                     self.write(piece)
             return
         self.flush()
-        self.out.flush()
-        if not self._copy_range(buffer.source, n):
-            self.out.write(memoryview(buffer.data))
         self.position += n
+        if self.copier is not None:  # it fills this region: skip past it
+            self.out.seek(self.base + self.position)
+        else:
+            self._copy_range(buffer.source, n)
 
     def copy_all(self) -> None:
         """The whole input file, file to file."""
-        self.out.flush()
-        if not self._copy_range(0, self.source.size):
-            self.out.write(self.source.mapping)
+        self._copy_range(0, self.source.size)
         self.position = self.source.size
 
-    def _copy_range(self, offset: int, n: int) -> bool:
-        copy_range = getattr(os, "copy_file_range", None)
-        if copy_range is None:
-            return False
-        done = 0
-        try:
-            src, dst = self.source.fileno(), self.out.fileno()  # in-memory outputs have no fileno
-            while done < n:
-                step = copy_range(src, dst, n - done, offset + done)
-                if step <= 0:
-                    break
-                done += step
-        except OSError:
-            if done:
-                raise
-            return False
+    def _copy_range(self, offset: int, n: int) -> None:
+        """The input's bytes at `offset`, in the kernel when it can, at the output's position."""
+        self.out.flush()
+        dst = self._output_fd()
+        done = 0 if dst is None else copy_range(self.source.fileno(), dst, offset, n)
         if done < n:
             self.out.write(memoryview(self.source.array[offset + done:offset + n]))
-        return True
+
+    def _output_fd(self) -> int | None:
+        try:
+            return self.out.fileno()
+        except (OSError, ValueError):  # no file: io.BytesIO (api.optimize's bytes) and the like
+            return None
 
 
 class _Plan:

@@ -1,0 +1,199 @@
+"""The background copier (io/copier.py): the bytes are those of the sequential write, and the
+copier has ended before the output file is closed or discarded, whatever ends the write.
+
+The fixtures' unchanged buffers are mostly under the 64 kB the writer copies from; the tests
+lower that threshold (and the copier's step) so every model here has many copies, several steps
+long, interleaved with computed and written buffers."""
+
+from __future__ import annotations
+
+import errno
+import io
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from bnfold import cli
+from bnfold.api import apply_passes
+from bnfold.errors import WriteFailed
+from bnfold.io import copier, writer
+from bnfold.io.reader import read_model
+from bnfold.io.writer import save_model, serialize
+
+from conftest import DATA, build_recipe
+
+FIXTURES = sorted(p.name for p in DATA.glob("*.*") if p.suffix in (".tflite", ".circle"))
+FIXTURES += sorted("zoo/" + p.name for p in (DATA / "zoo").glob("*.tflite"))
+RECIPES = ["Net_Conv_Add_Mul_000", "Net_DwConv_BN_000", "Net_FC_BN_000", "Net_Conv_BN_SharedWeights_000"]
+FOLDED = DATA / "resnet_v2_mini.tflite"  # folded by the default passes, with buffers to copy
+
+
+@pytest.fixture
+def many_copies(monkeypatch):
+    """Copy every buffer of 64 bytes or more, in steps of 1000 bytes; returns the copiers made."""
+    monkeypatch.setattr(writer._Sink, "COPY_THRESHOLD", 64)
+    monkeypatch.setattr(copier, "STEP", 1000)
+    made = []
+
+    class Counted(copier.Copier):
+        def __init__(self, *args):
+            made.append(self)
+            super().__init__(*args)
+
+    monkeypatch.setattr(writer, "Copier", Counted)
+    return made
+
+
+def _copiers_running() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "bnfold-copier"]
+
+
+def _folded(path):
+    model = read_model(str(path))
+    apply_passes(model)
+    return model
+
+
+def _in_memory(model, external: bool) -> bytes:
+    """The sequential write: an in-memory output has no file for a copier."""
+    memory = io.BytesIO()
+    serialize(model, memory, model.format, external=external)
+    return memory.getvalue()
+
+
+def _inputs(tmp_path):
+    return [DATA / name for name in FIXTURES] + [build_recipe(name, tmp_path) for name in RECIPES]
+
+
+@pytest.mark.parametrize("external", [False, True], ids=["standard", "external-buffers"])
+def test_background_copies_give_the_bytes_of_the_sequential_write(tmp_path, many_copies, external):
+    inputs = _inputs(tmp_path)
+    for path in inputs:
+        model = _folded(path)
+        out = tmp_path / f"out{path.suffix}"
+        save_model(model, str(out), model.format, external=external)
+        assert out.read_bytes() == _in_memory(model, external), path
+    print(len(many_copies), len(inputs))
+    assert len(many_copies) >= len(inputs) * 3 // 4  # the others have no buffer left to copy
+    assert _copiers_running() == []
+
+
+def _kernel_refuses(error: int):
+    def refuse(*_):
+        raise OSError(error, os.strerror(error))
+    return refuse
+
+
+@pytest.mark.parametrize("kernel", ["EXDEV", "EINVAL", "nothing copied", "a few bytes a call"])
+def test_what_the_kernel_does_not_copy_the_copier_writes(tmp_path, many_copies, monkeypatch, kernel):
+    real = os.copy_file_range
+    fake = {"EXDEV": _kernel_refuses(errno.EXDEV), "EINVAL": _kernel_refuses(errno.EINVAL),
+            "nothing copied": lambda *_: 0,
+            "a few bytes a call": lambda src, dst, n, *at: real(src, dst, min(n, 100), *at)}[kernel]
+    model = _folded(FOLDED)
+    want = _in_memory(model, False)
+    monkeypatch.setattr(os, "copy_file_range", fake)
+    save_model(model, str(tmp_path / "o.tflite"), model.format)
+    assert many_copies and (tmp_path / "o.tflite").read_bytes() == want
+
+
+def _fails_after_some_bytes(monkeypatch, error: int) -> None:
+    """copy_file_range copies a little, then fails with `error` (a disk filling up)."""
+    real, calls = os.copy_file_range, []
+
+    def failing(src, dst, n, *at):
+        calls.append(n)
+        if len(calls) > 3:
+            raise OSError(error, os.strerror(error))
+        return real(src, dst, min(n, 10), *at)
+
+    monkeypatch.setattr(os, "copy_file_range", failing)
+
+
+@pytest.mark.parametrize("error", [errno.ENOSPC, errno.EIO])
+def test_an_error_in_the_copier_is_the_usual_one_line_error(tmp_path, capsys, many_copies, monkeypatch, error):
+    _fails_after_some_bytes(monkeypatch, error)
+    out = tmp_path / "o.tflite"
+    code = cli.run(["optimize", str(FOLDED), str(out)])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 5 and lines == [f"bnfold: error: {out}: cannot write: {os.strerror(error)}"]
+    assert many_copies and os.listdir(tmp_path) == [] and _copiers_running() == []
+
+
+def test_a_failing_fallback_write_is_raised_too(tmp_path, many_copies, monkeypatch):
+    monkeypatch.setattr(os, "copy_file_range", _kernel_refuses(errno.EXDEV))
+    monkeypatch.setattr(os, "pwrite", _kernel_refuses(errno.ENOSPC))  # only the copier uses pwrite
+    model = _folded(FOLDED)
+    with pytest.raises(WriteFailed, match="No space left on device"):
+        save_model(model, str(tmp_path / "o.tflite"), model.format)
+    assert many_copies and os.listdir(tmp_path) == [] and _copiers_running() == []
+
+
+def _slow_kernel(monkeypatch, seconds: float = 0.05) -> None:
+    real = os.copy_file_range
+
+    def slow(*args):
+        time.sleep(seconds)
+        return real(*args)
+
+    monkeypatch.setattr(os, "copy_file_range", slow)
+
+
+def test_the_write_returns_only_once_the_copier_has_ended(tmp_path, many_copies, monkeypatch):
+    """Fails if the copier is not joined: its copies would still be under way."""
+    model = _folded(FOLDED)
+    want = _in_memory(model, False)
+    _slow_kernel(monkeypatch, 0.01)
+    out = tmp_path / "o.tflite"
+    save_model(model, str(out), model.format)
+    assert _copiers_running() == [] and not many_copies[0].thread.is_alive()
+    assert out.read_bytes() == want
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_stops_the_copier_before_the_file_is_discarded(tmp_path, capsys, many_copies, monkeypatch, signum):
+    _slow_kernel(monkeypatch)
+    real, closed = writer._Sink.write_buffer, []
+
+    def signalled(self, buffer):
+        if not self.copied(buffer):  # the writer's own work, the copier busy meanwhile
+            os.kill(os.getpid(), signum)
+        real(self, buffer)
+
+    real_close = os.close
+
+    def close(fd):  # the temporary file's descriptor is closed only once the copier has ended
+        closed.append(_copiers_running())
+        real_close(fd)
+
+    monkeypatch.setattr(writer._Sink, "write_buffer", signalled)
+    monkeypatch.setattr(os, "close", close)
+    started = time.monotonic()
+    code = cli.run(["optimize", str(FOLDED), str(tmp_path / "o.tflite"), "-q"])
+    assert code == 128 + signum and "interrupted" in capsys.readouterr().err
+    assert many_copies and closed and all(running == [] for running in closed)
+    assert os.listdir(tmp_path) == []
+    assert time.monotonic() - started < 2  # cancelled, not waited for (every copy: ~0.05 s a step)
+
+
+def test_an_interrupt_while_waiting_for_the_copier_still_waits(tmp_path, many_copies, monkeypatch):
+    """A second Ctrl-C, while the writer waits for the copier: the copier is cancelled and waited
+    for, then the interrupt goes on."""
+    _slow_kernel(monkeypatch)
+    real_join, joins = threading.Thread.join, []
+
+    def interrupted_once(self, *args, **kwargs):
+        joins.append(self.name)
+        if len(joins) == 1:
+            raise KeyboardInterrupt
+        return real_join(self, *args, **kwargs)
+
+    model = _folded(FOLDED)
+    monkeypatch.setattr(threading.Thread, "join", interrupted_once)
+    with pytest.raises(KeyboardInterrupt):
+        save_model(model, str(tmp_path / "o.tflite"), model.format)
+    assert joins[:2] == ["bnfold-copier"] * 2 and many_copies[0].cancelled
+    assert _copiers_running() == [] and os.listdir(tmp_path) == []
