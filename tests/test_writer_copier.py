@@ -39,9 +39,10 @@ def many_copies(monkeypatch):
     made = []
 
     class Counted(copier.Copier):
-        def __init__(self, *args):
+        def __init__(self, src, dst, source, copies):
             made.append(self)
-            super().__init__(*args)
+            self.copies = copies
+            super().__init__(src, dst, source, copies)
 
     monkeypatch.setattr(writer, "Copier", Counted)
     return made
@@ -82,40 +83,49 @@ def test_background_copies_give_the_bytes_of_the_sequential_write(tmp_path, many
 
 
 def _kernel_refuses(error: int):
-    def refuse(*_):
+    def refuse(*_, **__):
         raise OSError(error, os.strerror(error))
     return refuse
 
 
-@pytest.mark.parametrize("kernel", ["EXDEV", "EINVAL", "nothing copied", "a few bytes a call"])
-def test_what_the_kernel_does_not_copy_the_copier_writes(tmp_path, many_copies, monkeypatch, kernel):
-    real = os.copy_file_range
-    fake = {"EXDEV": _kernel_refuses(errno.EXDEV), "EINVAL": _kernel_refuses(errno.EINVAL),
-            "nothing copied": lambda *_: 0,
-            "a few bytes a call": lambda src, dst, n, *at: real(src, dst, min(n, 100), *at)}[kernel]
+REAL = {"splice": os.splice, "copy_file_range": os.copy_file_range}
+KERNEL = {  # how the kernel may answer a copy: what the copier must get right
+    "EXDEV": lambda real: _kernel_refuses(errno.EXDEV), "EINVAL": lambda real: _kernel_refuses(errno.EINVAL),
+    "nothing copied": lambda real: lambda *_, **__: 0,
+    "a few bytes a call": lambda real: lambda src, dst, n, *at, **kw: real(src, dst, min(n, 100), *at, **kw)}
+
+
+@pytest.mark.parametrize("copy", ["splice", "copy_file_range", "both"])
+@pytest.mark.parametrize("kernel", list(KERNEL))
+def test_what_the_kernel_does_not_copy_the_copier_copies_otherwise(tmp_path, many_copies, monkeypatch, kernel, copy):
+    """The copier splices; where it cannot, it copy_file_ranges; where neither goes, it writes."""
     model = _folded(FOLDED)
     want = _in_memory(model, False)
-    monkeypatch.setattr(os, "copy_file_range", fake)
+    for name in REAL if copy == "both" else (copy,):
+        monkeypatch.setattr(os, name, KERNEL[kernel](REAL[name]))
     save_model(model, str(tmp_path / "o.tflite"), model.format)
     assert many_copies and (tmp_path / "o.tflite").read_bytes() == want
 
 
-def _fails_after_some_bytes(monkeypatch, error: int) -> None:
-    """copy_file_range copies a little, then fails with `error` (a disk filling up)."""
-    real, calls = os.copy_file_range, []
+def _fails_after_some_bytes(monkeypatch, name: str, error: int) -> None:
+    """os.`name` copies a little, then fails with `error` (a disk filling up)."""
+    real, calls = REAL[name], []
 
-    def failing(src, dst, n, *at):
+    def failing(src, dst, n, *at, **kw):
         calls.append(n)
         if len(calls) > 3:
             raise OSError(error, os.strerror(error))
-        return real(src, dst, min(n, 10), *at)
+        return real(src, dst, min(n, 10), *at, **kw)
 
-    monkeypatch.setattr(os, "copy_file_range", failing)
+    monkeypatch.setattr(os, name, failing)
 
 
+@pytest.mark.parametrize("copy", ["splice", "copy_file_range"])
 @pytest.mark.parametrize("error", [errno.ENOSPC, errno.EIO])
-def test_an_error_in_the_copier_is_the_usual_one_line_error(tmp_path, capsys, many_copies, monkeypatch, error):
-    _fails_after_some_bytes(monkeypatch, error)
+def test_an_error_in_the_copier_is_the_usual_one_line_error(tmp_path, capsys, many_copies, monkeypatch, error, copy):
+    if copy != "splice":
+        monkeypatch.setattr(os, "splice", _kernel_refuses(errno.EINVAL))
+    _fails_after_some_bytes(monkeypatch, copy, error)
     out = tmp_path / "o.tflite"
     code = cli.run(["optimize", str(FOLDED), str(out)])
     lines = capsys.readouterr().err.strip().splitlines()
@@ -124,7 +134,8 @@ def test_an_error_in_the_copier_is_the_usual_one_line_error(tmp_path, capsys, ma
 
 
 def test_a_failing_fallback_write_is_raised_too(tmp_path, many_copies, monkeypatch):
-    monkeypatch.setattr(os, "copy_file_range", _kernel_refuses(errno.EXDEV))
+    for name in REAL:
+        monkeypatch.setattr(os, name, _kernel_refuses(errno.EXDEV))
     monkeypatch.setattr(os, "pwrite", _kernel_refuses(errno.ENOSPC))  # only the copier uses pwrite
     model = _folded(FOLDED)
     with pytest.raises(WriteFailed, match="No space left on device"):
@@ -132,14 +143,26 @@ def test_a_failing_fallback_write_is_raised_too(tmp_path, many_copies, monkeypat
     assert many_copies and os.listdir(tmp_path) == [] and _copiers_running() == []
 
 
+def test_the_copier_splices_through_a_pipe_of_its_own_and_closes_it(tmp_path, many_copies, monkeypatch):
+    spliced = []
+    monkeypatch.setattr(os, "splice", lambda *a, **kw: spliced.append(a[2]) or REAL["splice"](*a, **kw))
+    model = _folded(FOLDED)
+    fds = set(os.listdir("/proc/self/fd"))
+    save_model(model, str(tmp_path / "o.tflite"), model.format)
+    assert sum(spliced) == 2 * sum(n for _, n, _ in many_copies[0].copies)  # into the pipe, out of it
+    assert many_copies[0].pipe is None and set(os.listdir("/proc/self/fd")) == fds
+    assert (tmp_path / "o.tflite").read_bytes() == _in_memory(model, False)
+
+
 def _slow_kernel(monkeypatch, seconds: float = 0.05) -> None:
-    real = os.copy_file_range
+    def slowed(real):
+        def slow(*args, **kwargs):
+            time.sleep(seconds)
+            return real(*args, **kwargs)
+        return slow
 
-    def slow(*args):
-        time.sleep(seconds)
-        return real(*args)
-
-    monkeypatch.setattr(os, "copy_file_range", slow)
+    for name, real in REAL.items():
+        monkeypatch.setattr(os, name, slowed(real))
 
 
 def test_the_write_returns_only_once_the_copier_has_ended(tmp_path, many_copies, monkeypatch):
@@ -166,7 +189,8 @@ def test_an_interrupt_stops_the_copier_before_the_file_is_discarded(tmp_path, ca
     real_close = os.close
 
     def close(fd):  # the temporary file's descriptor is closed only once the copier has ended
-        closed.append(_copiers_running())
+        if threading.current_thread() is threading.main_thread():  # not the copier's own pipe
+            closed.append(_copiers_running())
         real_close(fd)
 
     monkeypatch.setattr(writer._Sink, "write_buffer", signalled)

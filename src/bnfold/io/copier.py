@@ -2,11 +2,16 @@
 
 Writing a folded model is two kinds of work of similar size: computing the folded weights (numpy,
 block by block) and copying the unchanged buffers from the input file to the output
-(`os.copy_file_range`: the kernel copies, no byte passes through Python). Both release the GIL,
-so on two cores they run at once: the writer hands every copy, with the output offset it goes
-to, to one `Copier` before it starts, writes everything else itself and seeks past the regions
-the copier fills. ResNet50V2 (65 MB copied, 37 MB computed): 42 ms instead of 60 ms one after
-the other.
+(the kernel copies, no byte passes through Python). Both release the GIL, so on two cores they
+run at once: the writer hands every copy, with the output offset it goes to, to one `Copier`
+before it starts, writes everything else itself and seeks past the regions the copier fills.
+
+The copier splices through a pipe of its own, 1 MB, rather than calling `os.copy_file_range`
+(which the writer uses when it copies in sequence): on a file system without a copy of its own
+(ext4) that copies through a 64 kB pipe, and every 64 kB written takes the output's inode lock,
+which the writer's own writes hold for a megabyte at a time; the two threads then mostly wait
+for each other. ResNet50V2's data phase (65 MB copied, 37 MB computed), median of 24 alternating
+in-process runs: 66 ms in sequence, 51 ms with copy_file_range in the thread, 44 ms spliced.
 
 The writer ends the copier (`finish`) before the output file is closed or discarded, however the
 write ends (complete, an error, Ctrl-C, SIGTERM): a descriptor closed under a running copy could
@@ -16,11 +21,18 @@ raised in the writer's thread, where io/atomic.py makes it the usual one-line er
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 
-# the most one copy_file_range call of the copier asks for: a cancelled copier stops after it (~10 ms)
+try:
+    import fcntl
+except ImportError:  # no pipes to size here (nor copy_file_range: the writer makes no copier)
+    fcntl = None
+
+# the most the copier copies between looks at `cancelled`: a cancelled copier stops after it (~10 ms)
 STEP = 16 << 20
+PIPE = 1 << 20  # the copier's pipe: the most each of its writes into the output holds the inode lock
 
 
 def copy_range(src: int, dst: int, offset: int, n: int, at: int | None = None) -> int:
@@ -50,10 +62,12 @@ class Copier:
         self.src, self.dst, self.source = src, dst, source
         self.error: Exception | None = None
         self.cancelled = False
+        self.pipe: tuple[int, int] | None = None  # the copier's own, made and closed in its thread
         self.thread = threading.Thread(target=self._run, args=(copies,), name="bnfold-copier", daemon=True)
         self.thread.start()
 
     def _run(self, copies: list[tuple[int, int, int]]) -> None:
+        self.pipe = _pipe()
         try:
             for offset, n, at in copies:
                 for start in range(0, n, STEP):
@@ -62,13 +76,47 @@ class Copier:
                     self._copy(offset + start, min(STEP, n - start), at + start)
         except Exception as e:  # raised in the writer's thread by finish()
             self.error = e
+        finally:
+            self._drop_pipe()
 
     def _copy(self, offset: int, n: int, at: int) -> None:
-        done = copy_range(self.src, self.dst, offset, n, at)
+        """Spliced, or else copy_file_range'd, or else (another file system...) written from the
+        input's mapping."""
+        done = self._splice(offset, n, at)
+        done += copy_range(self.src, self.dst, offset + done, n - done, at + done)
         rest, at = self.source[offset + done:offset + n], at + done
         while rest:
             written = os.pwrite(self.dst, rest, at)
             rest, at = rest[written:], at + written
+
+    def _splice(self, offset: int, n: int, at: int) -> int:
+        """Copy through the pipe as far as splice goes; returns the bytes copied (0: it cannot
+        here, and the pipe is dropped with whatever it holds). An error after some bytes is raised."""
+        if self.pipe is None:
+            return 0
+        r, w = self.pipe
+        done = 0
+        try:
+            while done < n:
+                got = os.splice(self.src, w, min(PIPE, n - done), offset_src=offset + done)
+                if got <= 0:
+                    raise OSError(errno.EIO, "the input ended early")
+                while got:  # empty the pipe into the output
+                    step = os.splice(r, self.dst, got, offset_dst=at + done)
+                    if step <= 0:
+                        raise OSError(errno.EIO, "splice wrote nothing")
+                    done, got = done + step, got - step
+        except OSError:
+            if done:
+                raise
+            self._drop_pipe()
+        return done
+
+    def _drop_pipe(self) -> None:
+        if self.pipe is not None:
+            for fd in self.pipe:
+                os.close(fd)
+            self.pipe = None
 
     def finish(self, *, cancel: bool = False) -> None:
         """Return once the copier has ended: every copy done, or with `cancel` the step under way.
@@ -86,3 +134,17 @@ class Copier:
             raise interrupt
         if self.error is not None and not cancel:
             raise self.error
+
+
+def _pipe() -> tuple[int, int] | None:
+    """A pipe of PIPE bytes, or None when splice would not gain (no fcntl, a smaller limit)."""
+    if fcntl is None or not hasattr(os, "splice"):
+        return None
+    r, w = os.pipe()
+    try:
+        fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, PIPE)
+    except OSError:  # over /proc/sys/fs/pipe-max-size or the user's pipe quota
+        os.close(r)
+        os.close(w)
+        return None
+    return r, w
