@@ -207,17 +207,54 @@ def test_an_interrupt_while_waiting_for_the_copier_still_waits(tmp_path, many_co
     """A second Ctrl-C, while the writer waits for the copier: the copier is cancelled and waited
     for, then the interrupt goes on."""
     _slow_kernel(monkeypatch)
-    real_join, joins = threading.Thread.join, []
+    real_wait, waits = threading.Event.wait, []
 
     def interrupted_once(self, *args, **kwargs):
-        joins.append(self.name)
-        if len(joins) == 1:
-            raise KeyboardInterrupt
-        return real_join(self, *args, **kwargs)
+        if many_copies and self is many_copies[0].ended:
+            waits.append(self.is_set())
+            if len(waits) == 1:
+                raise KeyboardInterrupt
+        return real_wait(self, *args, **kwargs)
 
     model = _folded(FOLDED)
-    monkeypatch.setattr(threading.Thread, "join", interrupted_once)
+    monkeypatch.setattr(threading.Event, "wait", interrupted_once)
     with pytest.raises(KeyboardInterrupt):
         save_model(model, str(tmp_path / "o.tflite"), model.format)
-    assert joins[:2] == ["bnfold-copier"] * 2 and many_copies[0].cancelled
+    assert waits == [False, False] and many_copies[0].cancelled and many_copies[0].ended.is_set()
     assert _copiers_running() == [] and os.listdir(tmp_path) == []
+
+
+def test_without_a_pipe_the_copier_uses_copy_file_range(tmp_path, many_copies, monkeypatch):
+    ranged = []
+    monkeypatch.setattr(os, "pipe", _kernel_refuses(errno.EMFILE))
+    monkeypatch.setattr(os, "copy_file_range", lambda *a: ranged.append(a[2]) or REAL["copy_file_range"](*a))
+    model = _folded(FOLDED)
+    save_model(model, str(tmp_path / "o.tflite"), model.format)
+    assert sum(ranged) == sum(n for _, n, _ in many_copies[0].copies)
+    assert (tmp_path / "o.tflite").read_bytes() == _in_memory(model, False)
+
+
+UNCHANGED = DATA / "conv_relu_bn.tflite"  # left as it is by the default passes: copied whole
+
+
+def test_an_unchanged_model_is_copied_whole_by_the_copier(tmp_path, many_copies):
+    out = tmp_path / "o.tflite"
+    assert cli.run(["optimize", str(UNCHANGED), str(out), "-q"]) == 0
+    assert [c.copies for c in many_copies] == [[(0, UNCHANGED.stat().st_size, 0)]]
+    assert out.read_bytes() == UNCHANGED.read_bytes() and _copiers_running() == []
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_while_the_writer_waits_for_the_whole_copy(tmp_path, capsys, many_copies, monkeypatch, signum):
+    monkeypatch.setattr(copier, "STEP", 64)
+    _slow_kernel(monkeypatch)  # 40 steps (2.5 kB), 0.1 s each
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signum))
+    timer.start()
+    started = time.monotonic()
+    try:
+        code = cli.run(["optimize", str(UNCHANGED), str(tmp_path / "o.tflite"), "-q"])
+    finally:
+        timer.cancel()
+    assert code == 128 + signum and "interrupted" in capsys.readouterr().err
+    assert many_copies and _copiers_running() == [] and os.listdir(tmp_path) == []
+    assert time.monotonic() - started < 2

@@ -1,17 +1,18 @@
 """Unchanged input bytes copied into the output file, in a thread beside the writer.
 
 Writing a folded model is two kinds of work of similar size: computing the folded weights (numpy,
-block by block) and copying the unchanged buffers from the input file to the output
-(the kernel copies, no byte passes through Python). Both release the GIL, so on two cores they
-run at once: the writer hands every copy, with the output offset it goes to, to one `Copier`
-before it starts, writes everything else itself and seeks past the regions the copier fills.
+block by block) and copying the unchanged buffers from the input file to the output (the kernel
+copies: no byte passes through Python). Both release the GIL, so on two cores they run at once:
+the writer hands every copy, with the output offset it goes to, to one `Copier` before it
+starts, writes everything else itself and seeks past the regions the copier fills. An unchanged
+model is one copy, made by the copier too while the writer waits.
 
-The copier splices through a pipe of its own, 1 MB, rather than calling `os.copy_file_range`
-(which the writer uses when it copies in sequence): on a file system without a copy of its own
-(ext4) that copies through a 64 kB pipe, and every 64 kB written takes the output's inode lock,
-which the writer's own writes hold for a megabyte at a time; the two threads then mostly wait
-for each other. ResNet50V2's data phase (65 MB copied, 37 MB computed), median of 24 alternating
-in-process runs: 66 ms in sequence, 51 ms with copy_file_range in the thread, 44 ms spliced.
+The copier splices through a 1 MB pipe of its own rather than calling `os.copy_file_range`: on a
+file system without a copy of its own (ext4) that copies through a 64 kB pipe, and each 64 kB
+written takes the output's inode lock, which the writer's own writes hold a megabyte at a time;
+the two threads then mostly wait for each other. ResNet50V2's data phase (65 MB copied, 37 MB
+computed), median of 24 alternating in-process runs: 66 ms in sequence, 51 ms with
+copy_file_range in the thread, 44 ms spliced. Alone, 102 MB: 42 ms copy_file_range, 37 ms spliced.
 
 The writer ends the copier (`finish`) before the output file is closed or discarded, however the
 write ends (complete, an error, Ctrl-C, SIGTERM): a descriptor closed under a running copy could
@@ -35,25 +36,6 @@ STEP = 16 << 20
 PIPE = 1 << 20  # the copier's pipe: the most each of its writes into the output holds the inode lock
 
 
-def copy_range(src: int, dst: int, offset: int, n: int, at: int | None = None) -> int:
-    """Copy `n` bytes at `offset` of `src` to `dst` (at offset `at`, or at its position) in the
-    kernel, as far as it goes; returns how many were copied. Fewer than `n` (0: none) where the
-    kernel cannot (no copy_file_range, another file system): the caller writes the rest. An error
-    after some bytes are copied is raised."""
-    copy = getattr(os, "copy_file_range", None)
-    done = 0
-    try:
-        while copy is not None and done < n:
-            step = copy(src, dst, n - done, offset + done, None if at is None else at + done)
-            if step <= 0:
-                break
-            done += step
-    except OSError:
-        if done:
-            raise
-    return done
-
-
 class Copier:
     """One background thread copying `copies`, (input offset, size, output offset) each, from the
     input file `src` (mapped as `source`, for what the kernel does not copy) to the output `dst`."""
@@ -63,12 +45,13 @@ class Copier:
         self.error: Exception | None = None
         self.cancelled = False
         self.pipe: tuple[int, int] | None = None  # the copier's own, made and closed in its thread
+        self.ended = threading.Event()  # set once the copier touches no descriptor any more
         self.thread = threading.Thread(target=self._run, args=(copies,), name="bnfold-copier", daemon=True)
         self.thread.start()
 
     def _run(self, copies: list[tuple[int, int, int]]) -> None:
-        self.pipe = _pipe()
         try:
+            self.pipe = _pipe()
             for offset, n, at in copies:
                 for start in range(0, n, STEP):
                     if self.cancelled:
@@ -78,12 +61,13 @@ class Copier:
             self.error = e
         finally:
             self._drop_pipe()
+            self.ended.set()
 
     def _copy(self, offset: int, n: int, at: int) -> None:
         """Spliced, or else copy_file_range'd, or else (another file system...) written from the
         input's mapping."""
         done = self._splice(offset, n, at)
-        done += copy_range(self.src, self.dst, offset + done, n - done, at + done)
+        done += self._copy_file_range(offset + done, n - done, at + done)
         rest, at = self.source[offset + done:offset + n], at + done
         while rest:
             written = os.pwrite(self.dst, rest, at)
@@ -112,6 +96,21 @@ class Copier:
             self._drop_pipe()
         return done
 
+    def _copy_file_range(self, offset: int, n: int, at: int) -> int:
+        """Copy as far as copy_file_range goes; returns the bytes copied (0: it cannot here, e.g.
+        another file system). An error after some bytes is raised."""
+        done = 0
+        try:
+            while done < n:
+                step = os.copy_file_range(self.src, self.dst, n - done, offset + done, at + done)
+                if step <= 0:
+                    break
+                done += step
+        except OSError:
+            if done:
+                raise
+        return done
+
     def _drop_pipe(self) -> None:
         if self.pipe is not None:
             for fd in self.pipe:
@@ -124,12 +123,15 @@ class Copier:
         interrupt while waiting cancels the rest and is raised once the copier has ended."""
         self.cancelled = self.cancelled or cancel
         interrupt = None
-        while self.thread.is_alive():
+        # waited for on an Event, not Thread.join: in Python 3.11 a join interrupted by a signal
+        # can mark the thread stopped while it still runs
+        while not self.ended.is_set():
             try:
-                self.thread.join()
+                self.ended.wait()
             except BaseException as e:  # Ctrl-C or SIGTERM (io/atomic.py) while waiting
                 self.cancelled = True
                 interrupt = interrupt or e
+        self.thread.join()  # it has only to return
         if interrupt is not None:
             raise interrupt
         if self.error is not None and not cancel:
@@ -140,7 +142,10 @@ def _pipe() -> tuple[int, int] | None:
     """A pipe of PIPE bytes, or None when splice would not gain (no fcntl, a smaller limit)."""
     if fcntl is None or not hasattr(os, "splice"):
         return None
-    r, w = os.pipe()
+    try:
+        r, w = os.pipe()
+    except OSError:  # no descriptor left (RLIMIT_NOFILE): copy_file_range needs none
+        return None
     try:
         fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, PIPE)
     except OSError:  # over /proc/sys/fs/pipe-max-size or the user's pipe quota

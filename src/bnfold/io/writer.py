@@ -12,7 +12,8 @@ the tables are finished the data region is streamed behind them and the placehol
 In the standard layout the patched field is the data vector's uoffset (vectors may live anywhere
 after the field that points at them); in the offset layout it is Buffer.offset, with Buffer.size
 set. Data is 16-byte aligned (the schema's force_align). Unchanged buffers are copied file to file
-(`os.copy_file_range`), so neither their bytes nor the input's pages pass through Python.
+in the kernel (io/copier.py, in a thread beside the writer), so neither their bytes nor the
+input's pages pass through Python.
 
 The standard layout is used unless asked otherwise or the file would reach 2 GB.
 """
@@ -30,7 +31,7 @@ from ..errors import ModelError
 from ..ir.const import Buffer
 from ..ir.model import Model
 from .atomic import atomic_file
-from .copier import Copier, copy_range
+from .copier import Copier
 from .formats import MODELED_FIELDS, Format
 from .gcpause import paused_gc
 from .transcode import NotRepresentable, same_value, transcode
@@ -126,7 +127,8 @@ def save_model(model: Model, path: str, fmt: Format, *, external: bool = False, 
     try:
         with atomic_file(path) as out:
             if unchanged:
-                _Sink(out, model.source).copy_all()
+                with _Sink(out, model.source) as sink:
+                    sink.copy_all()
                 info = WriteInfo(path, fmt.name, model.source.offset_layout, model.source.size, unchanged=True)
             else:
                 info = serialize(model, out, fmt, external=external)
@@ -197,7 +199,7 @@ def _serialize(model: Model, out, fmt: Format, external: bool) -> WriteInfo:
     if inline_end >= TWO_GB or (not external and cursor >= TWO_GB):
         raise ModelError("model does not fit a 2 GB flatbuffer; write it with --external-buffers")
     with _Sink(out, model.source) as sink:
-        sink.copy_behind([(start, buffer) for start, _, buffer in pieces if sink.copied(buffer)])
+        sink.copy_behind([(buffer.source, buffer.nbytes, start) for start, _, buffer in pieces if sink.copied(buffer)])
         sink.write(memoryview(builder.Bytes)[head:])
         for start, prefix, buffer in pieces:
             sink.pad_to(start - (4 if prefix else 0))
@@ -209,10 +211,10 @@ def _serialize(model: Model, out, fmt: Format, external: bool) -> WriteInfo:
 
 
 class _Sink:
-    """Sequential output that copies unchanged input bytes file to file and computes folded
-    weights (a Buffer's pending Scaled) block by block into one reused scratch array. Into a
-    seekable file the copies are made by a background copier (io/copier.py) while the rest is
-    written: a `with` block, whose end waits for it."""
+    """Sequential output that computes folded weights (a Buffer's pending Scaled) block by block
+    into one reused scratch array, while a background copier (io/copier.py) copies the unchanged
+    input bytes file to file into their places: a `with` block, whose end waits for the copier.
+    An output that is not a seekable file (io.BytesIO, a pipe) gets the copied bytes written."""
 
     COPY_THRESHOLD = 1 << 16
     # folded weights are computed in blocks of this many bytes: 64 KB blocks took twice as long (the
@@ -236,18 +238,22 @@ class _Sink:
             self.copier.finish(cancel=kind is not None)
 
     def copied(self, buffer: Buffer) -> bool:
-        """Whether the buffer's bytes are copied from the input file rather than written."""
+        """Whether the buffer's bytes are to be copied from the input file rather than written."""
         return buffer.nbytes >= self.COPY_THRESHOLD and buffer.source is not None and self.source is not None
 
-    def copy_behind(self, copies: list[tuple[int, Buffer]]) -> None:
-        """Have a background copier copy these (position, buffer) while the rest is written, when
-        the output is a seekable file (not an in-memory output or a pipe) and the kernel copies."""
-        dst = self._output_fd()
-        if not copies or dst is None or not hasattr(os, "copy_file_range") or not self.out.seekable():
-            return
+    def copy_behind(self, copies: list[tuple[int, int, int]]) -> bool:
+        """Have a background copier copy these (input offset, size, position) while the rest is
+        written, when the output is a seekable file and the kernel copies; False if it is not."""
+        try:
+            dst = self.out.fileno()
+        except (OSError, ValueError):  # no file: io.BytesIO (api.optimize's bytes) and the like
+            return False
+        if not copies or not hasattr(os, "copy_file_range") or not self.out.seekable():
+            return False
         self.base = self.out.tell()
-        jobs = [(buffer.source, buffer.nbytes, self.base + start) for start, buffer in copies]
+        jobs = [(offset, n, self.base + position) for offset, n, position in copies]
         self.copier = Copier(self.source.fileno(), dst, memoryview(self.source.array), jobs)
+        return True
 
     def write(self, data) -> None:
         self.pending += data
@@ -264,49 +270,40 @@ class _Sink:
             self.out.write(self.pending)
             self.pending = bytearray()
 
-    def write_buffer(self, buffer: Buffer) -> None:
-        n = buffer.nbytes
-        if not self.copied(buffer):
-            if buffer.pending is not None:
-                if self.scratch is None:
-                    self.scratch = np.empty(self.SCRATCH, np.uint8)
-                pieces = buffer.pending.chunks(self.scratch)
-            else:
-                pieces = (memoryview(buffer.data),)
-            if n >= 1 << 20:
-                self.flush()
-                for piece in pieces:
-                    self.out.write(piece)
-                self.position += n
-            else:
-                for piece in pieces:
-                    self.write(piece)
-            return
+    def skip(self, n: int) -> None:
+        """Move past `n` bytes the copier writes."""
         self.flush()
         self.position += n
-        if self.copier is not None:  # it fills this region: skip past it
-            self.out.seek(self.base + self.position)
+        self.out.seek(self.base + self.position)
+
+    def write_buffer(self, buffer: Buffer) -> None:
+        n = buffer.nbytes
+        if self.copier is not None and self.copied(buffer):
+            self.skip(n)
+            return
+        if buffer.pending is not None:
+            if self.scratch is None:
+                self.scratch = np.empty(self.SCRATCH, np.uint8)
+            pieces = buffer.pending.chunks(self.scratch)
         else:
-            self._copy_range(buffer.source, n)
+            pieces = (memoryview(buffer.data),)
+        if n >= 1 << 20:
+            self.flush()
+            for piece in pieces:
+                self.out.write(piece)
+            self.position += n
+        else:
+            for piece in pieces:
+                self.write(piece)
 
     def copy_all(self) -> None:
-        """The whole input file, file to file."""
-        self._copy_range(0, self.source.size)
-        self.position = self.source.size
-
-    def _copy_range(self, offset: int, n: int) -> None:
-        """The input's bytes at `offset`, in the kernel when it can, at the output's position."""
-        self.out.flush()
-        dst = self._output_fd()
-        done = 0 if dst is None else copy_range(self.source.fileno(), dst, offset, n)
-        if done < n:
-            self.out.write(memoryview(self.source.array[offset + done:offset + n]))
-
-    def _output_fd(self) -> int | None:
-        try:
-            return self.out.fileno()
-        except (OSError, ValueError):  # no file: io.BytesIO (api.optimize's bytes) and the like
-            return None
+        """The whole input file, file to file: by the copier (its splice is ~10% faster than
+        copy_file_range on 100 MB), which the `with` block's end waits for."""
+        if self.copy_behind([(0, self.source.size, 0)]):
+            self.skip(self.source.size)
+        else:
+            self.out.write(self.source.mapping)
+            self.position = self.source.size
 
 
 class _Plan:
