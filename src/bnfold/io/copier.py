@@ -4,15 +4,17 @@ Writing a folded model is two kinds of work of similar size: computing the folde
 block by block) and copying the unchanged buffers from the input file to the output (the kernel
 copies: no byte passes through Python). Both release the GIL, so on two cores they run at once:
 the writer hands every copy, with the output offset it goes to, to one `Copier` before it
-starts, writes everything else itself and seeks past the regions the copier fills. An unchanged
-model is one copy, made by the copier too while the writer waits.
+starts, writes everything else itself and seeks past the regions the copier fills.
 
 The copier splices through a 1 MB pipe of its own rather than calling `os.copy_file_range`: on a
 file system without a copy of its own (ext4) that copies through a 64 kB pipe, and each 64 kB
 written takes the output's inode lock, which the writer's own writes hold a megabyte at a time;
 the two threads then mostly wait for each other. ResNet50V2's data phase (65 MB copied, 37 MB
 computed), median of 24 alternating in-process runs: 66 ms in sequence, 51 ms with
-copy_file_range in the thread, 44 ms spliced. Alone, 102 MB: 42 ms copy_file_range, 37 ms spliced.
+copy_file_range in the thread, 44 ms spliced. (An unchanged model, one copy of the whole file,
+is copied in sequence with `copy_range`: spliced in the copier, the copy took ~5 ms less but the
+rename after it waited longer for the writeback it starts, and whole runs were slower: 0.376 s
+against 0.351 s, median of 21 alternating pairs.)
 
 The writer ends the copier (`finish`) before the output file is closed or discarded, however the
 write ends (complete, an error, Ctrl-C, SIGTERM): a descriptor closed under a running copy could
@@ -34,6 +36,23 @@ except ImportError:  # no pipes to size here (nor copy_file_range: the writer ma
 # the most the copier copies between looks at `cancelled`: a cancelled copier stops after it (~10 ms)
 STEP = 16 << 20
 PIPE = 1 << 20  # the copier's pipe: the most each of its writes into the output holds the inode lock
+
+
+def copy_range(src: int, dst: int, offset: int, n: int, at: int | None = None) -> int:
+    """Copy `n` bytes at `offset` of `src` to `dst` (at offset `at`, or at its position) with
+    copy_file_range, as far as it goes; returns the bytes copied (0: it cannot here, e.g. another
+    file system): the caller writes the rest. An error after some bytes is raised."""
+    done = 0
+    try:
+        while done < n:
+            step = os.copy_file_range(src, dst, n - done, offset + done, None if at is None else at + done)
+            if step <= 0:
+                break
+            done += step
+    except OSError:
+        if done:
+            raise
+    return done
 
 
 class Copier:
@@ -67,7 +86,7 @@ class Copier:
         """Spliced, or else copy_file_range'd, or else (another file system...) written from the
         input's mapping."""
         done = self._splice(offset, n, at)
-        done += self._copy_file_range(offset + done, n - done, at + done)
+        done += copy_range(self.src, self.dst, offset + done, n - done, at + done)
         rest, at = self.source[offset + done:offset + n], at + done
         while rest:
             written = os.pwrite(self.dst, rest, at)
@@ -94,21 +113,6 @@ class Copier:
             if done:
                 raise
             self._drop_pipe()
-        return done
-
-    def _copy_file_range(self, offset: int, n: int, at: int) -> int:
-        """Copy as far as copy_file_range goes; returns the bytes copied (0: it cannot here, e.g.
-        another file system). An error after some bytes is raised."""
-        done = 0
-        try:
-            while done < n:
-                step = os.copy_file_range(self.src, self.dst, n - done, offset + done, at + done)
-                if step <= 0:
-                    break
-                done += step
-        except OSError:
-            if done:
-                raise
         return done
 
     def _drop_pipe(self) -> None:
