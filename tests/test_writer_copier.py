@@ -169,7 +169,7 @@ def test_the_write_returns_only_once_the_copier_has_ended(tmp_path, many_copies,
     """Fails if the copier is not joined: its copies would still be under way."""
     model = _folded(FOLDED)
     want = _in_memory(model, False)
-    _slow_kernel(monkeypatch, 0.01)
+    _slow_kernel(monkeypatch, 0.002)
     out = tmp_path / "o.tflite"
     save_model(model, str(out), model.format)
     assert _copiers_running() == [] and not many_copies[0].thread.is_alive()
