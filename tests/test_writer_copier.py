@@ -261,3 +261,14 @@ def test_an_unchanged_model_is_copied_in_sequence(tmp_path, many_copies, monkeyp
     out = tmp_path / "o.tflite"
     assert cli.run(["optimize", str(UNCHANGED), str(out), "-q"]) == 0
     assert out.read_bytes() == UNCHANGED.read_bytes() and many_copies == []
+
+
+def test_without_copy_file_range_everything_is_written(tmp_path, many_copies, monkeypatch):
+    """A platform without it (macOS, Windows): no copier, the bytes written in sequence."""
+    model = _folded(FOLDED)
+    want = _in_memory(model, False)
+    monkeypatch.delattr(os, "copy_file_range")
+    for source, out in ((FOLDED, tmp_path / "folded.tflite"), (UNCHANGED, tmp_path / "unchanged.tflite")):
+        assert cli.run(["optimize", str(source), str(out), "-q"]) == 0
+    assert (tmp_path / "folded.tflite").read_bytes() == want and many_copies == []
+    assert (tmp_path / "unchanged.tflite").read_bytes() == UNCHANGED.read_bytes()

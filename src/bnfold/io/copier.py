@@ -41,11 +41,12 @@ PIPE = 1 << 20  # the copier's pipe: the most each of its writes into the output
 def copy_range(src: int, dst: int, offset: int, n: int, at: int | None = None) -> int:
     """Copy `n` bytes at `offset` of `src` to `dst` (at offset `at`, or at its position) with
     copy_file_range, as far as it goes; returns the bytes copied (0: it cannot here, e.g. another
-    file system): the caller writes the rest. An error after some bytes is raised."""
-    done = 0
+    file system, no copy_file_range here): the caller writes the rest. An error after some bytes
+    is raised."""
+    copy, done = getattr(os, "copy_file_range", None), 0
     try:
-        while done < n:
-            step = os.copy_file_range(src, dst, n - done, offset + done, None if at is None else at + done)
+        while copy is not None and done < n:
+            step = copy(src, dst, n - done, offset + done, None if at is None else at + done)
             if step <= 0:
                 break
             done += step
