@@ -14,6 +14,7 @@ import math
 import click
 
 from . import api, exits, one, text
+from .flags import Optimize, pass_flags
 from .errors import CheckFailed, UsageError
 
 
@@ -54,46 +55,6 @@ def main():
     """Fold batch normalization and its neighbours into conv-like layers of TFLite and Circle models."""
 
 
-PARAMETERS = {name: (spec.name, what) for spec in api.PASSES for name, what in spec.parameters.items()}
-# ONE's options bnfold does not implement: accepted (and warned about) as hidden flags of optimize
-NOT_IMPLEMENTED = {f"--{name}": name for name in sorted((one.PASS_OPTIONS | set(one.UTILITY_OPTIONS))
-                                                        - {p.name for p in api.PASSES} - set(PARAMETERS))}
-
-
-class Optimize(click.Command):
-    """`optimize`, with a hidden flag for each ONE option bnfold does not implement (a one-optimize
-    command line is accepted, and warned about, not refused), declared the first time a command
-    line holds an option click does not know: building and parsing those 64 options cost every
-    run ~5 ms of CPU (4.4 and 7.0 ms, twice 40 runs of an unchanged model). Once declared they
-    serve that command line, or click's "no such option" suggests among them too."""
-
-    one_flags_declared = False
-
-    def parse_args(self, ctx, args):
-        if self.one_flags_declared:
-            return super().parse_args(ctx, args)
-        try:
-            return super().parse_args(ctx, list(args))  # a copy: click's parser consumes its list
-        except click.NoSuchOption:
-            self.params += [click.Option([flag, name], is_flag=True, default=False, hidden=True)
-                            for flag, name in NOT_IMPLEMENTED.items()]
-            self.one_flags_declared = True
-            return super().parse_args(ctx, args)
-
-
-def _pass_flags(function):
-    """One boolean --<pass_name> flag per registered pass and per pass parameter (ONE's options
-    bnfold does not implement: see Optimize)."""
-    for name, (qualified, what) in sorted(PARAMETERS.items(), reverse=True):
-        function = click.option(f"--{name}", name, is_flag=True, default=False,
-                                help=f"[with --{qualified}] {what}")(function)
-    for spec in reversed(api.PASSES):
-        kind = "exact" if spec.exact else "LOSSY"
-        function = click.option(f"--{spec.name}", spec.name, is_flag=True, default=False,
-                                help=f"[{kind}] {spec.summary}")(function)
-    return function
-
-
 def _one_path(what: str, positional: str | None, option: str | None) -> str | None:
     if positional and option and positional != option:
         raise UsageError(f"{what} given twice: {positional!r} and {option!r}")
@@ -107,7 +68,7 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
 @click.option("--passes", default=None, metavar="A,B", help="Comma-separated passes to run ('' runs none). Default: the exact default set.")
 @click.option("-O", "group", default=None, metavar="1",
               help="-O1: run the passes of ONE's O1 group that bnfold implements (the others are listed).")
-@_pass_flags
+@pass_flags
 @click.option("-C", "--config", "config_path", type=str, default=None, metavar="ONE.cfg",
               help="one-cmds configuration file; reads its [one-optimize] section (and [onecc] include=O1).")
 @click.option("--strict", is_flag=True, help="Refuse (exit 2) ONE options bnfold does not implement, instead of warning.")
