@@ -240,16 +240,16 @@ class _Sink:
         """Whether the buffer's bytes are to be copied from the input file rather than written."""
         return buffer.nbytes >= self.COPY_THRESHOLD and buffer.source is not None and self.source is not None
 
-    def copy_behind(self, copies: list[tuple[int, int, int]]) -> bool:
+    def copy_behind(self, copies: list[tuple[int, int, int]]) -> None:
         """Have a background copier copy these (input offset, size, position) while the rest is
-        written, when the output is a seekable file and the kernel copies; False if it is not."""
+        written, when the output is a seekable file and the kernel copies; otherwise write_buffer
+        writes their bytes in sequence."""
         dst = self._output_fd()
         if not copies or dst is None or not hasattr(os, "copy_file_range") or not self.out.seekable():
-            return False
+            return
         self.base = self.out.tell()
         jobs = [(offset, n, self.base + position) for offset, n, position in copies]
         self.copier = Copier(self.source.fileno(), dst, memoryview(self.source.array), jobs)
-        return True
 
     def write(self, data) -> None:
         self.pending += data
