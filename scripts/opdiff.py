@@ -18,7 +18,7 @@ from collections import Counter
 def counts(path: str, optimize: bool) -> Counter:
     from bnfold import api
     from bnfold.io.reader import read_model
-    from bnfold.passes.registry import default_passes
+    from bnfold.engine.registry import default_passes
     model = read_model(path)
     if optimize:
         api.apply_passes(model, default_passes())

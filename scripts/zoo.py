@@ -16,7 +16,7 @@ is the input's height and width (default 96: the whole zoo on 2 cores in minutes
 `table` needs only bnfold. For each cached model it runs `bnfold optimize` (default passes, the
 CLI of this environment) and measures:
 - operators before/after by kind;
-- batch-norm candidates before/after, as bnfold defines them (passes/candidates.py: a
+- batch-norm candidates before/after, as bnfold defines them (engine/candidates.py: a
   MUL/ADD/SUB/DIV with exactly one constant operand of real values, directly or through
   DEQUANTIZE, that is a scalar or varies along one axis of the data); of those left, how many a
   skip entry of the report names (by output tensor) and how many are silent; folds that kept a
@@ -170,8 +170,8 @@ def build_all(cache: Path, names: list[str], size: int) -> None:
 # ---------------------------------------------------------------- measuring
 
 def candidates(model) -> list:
-    """The batch-norm candidates of every subgraph, as bnfold defines them (passes/candidates.py)."""
-    from bnfold.passes.candidates import candidates as of_graph
+    """The batch-norm candidates of every subgraph, as bnfold defines them (engine/candidates.py)."""
+    from bnfold.engine.candidates import candidates as of_graph
     return [c.op for graph in model.graphs for c in of_graph(graph)]
 
 

@@ -289,7 +289,7 @@ def test_the_selected_passes_are_imported_before_the_workers_fork(tmp_path):
     probe = """
 import sys
 from bnfold import batch, selection
-from bnfold.passes import registry
+from bnfold.engine import registry
 chosen = selection.select(["fuse_mul_with_conv"], {}, default=False)
 batch._import_for_workers([], batch.Settings(chosen, False, {}, ()))
 print(" ".join(p.name for p in registry.PASSES if f"bnfold.passes.{p.name}" in sys.modules))

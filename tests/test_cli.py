@@ -9,7 +9,7 @@ import pytest
 
 from bnfold.cli import run
 from bnfold.io.reader import read_model
-from bnfold.passes import registry
+from bnfold.engine import registry
 
 from conftest import DATA, build_recipe, object_tree, tree_diff
 

@@ -1,6 +1,6 @@
 """The report's invariant on every recipe and every real-exporter fixture: after an optimize run, the
 skip list has exactly one entry for each batch-norm candidate in the model as written and read
-back, none for any other op, each with a reason (passes/leftovers.py); and the report's
+back, none for any other op, each with a reason (engine/leftovers.py); and the report's
 `transposes` one entry with a reason for each TRANSPOSE left.
 
 The written model is enumerated afresh (candidates.candidates on the file read back) and matched
@@ -17,7 +17,7 @@ import pytest
 from bnfold import api
 from bnfold.io.reader import read_model
 from bnfold.io.writer import save_model
-from bnfold.passes.candidates import candidates
+from bnfold.engine.candidates import candidates
 from bnfold.recipe.chef import build, load_recipe, recipe_format
 from bnfold.recipe.rules import expectation
 

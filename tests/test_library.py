@@ -10,7 +10,7 @@ import pytest
 import bnfold
 from bnfold.errors import UsageError
 from bnfold.io.reader import read_model
-from bnfold.passes import registry
+from bnfold.engine import registry
 
 from conftest import DATA, build_recipe, fixture_input, run_litert
 

@@ -17,7 +17,7 @@ import bnfold
 from bnfold import one, selection
 from bnfold.cli import run
 from bnfold.io.reader import read_model
-from bnfold.passes import registry
+from bnfold.engine import registry
 
 from conftest import DATA, build_recipe
 

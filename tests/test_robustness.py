@@ -15,9 +15,9 @@ from bnfold import cli
 from bnfold.errors import ModelError
 from bnfold.io import validate, writer
 from bnfold.io.reader import read_model
-from bnfold.passes import registry
-from bnfold.passes.leftovers import explain
-from bnfold.passes.report import Report
+from bnfold.engine import registry
+from bnfold.engine.leftovers import explain
+from bnfold.engine.report import Report
 
 from conftest import DATA, ROOT, build_recipe, object_tree, run_litert, tree_diff, unpacked
 
@@ -833,7 +833,7 @@ def test_a_transpose_permutation_of_another_type_is_not_followed(tmp_path):
     from bnfold.ir.graph import Graph
     from bnfold.ir.model import Model
     from bnfold.io.formats import TFLITE
-    from bnfold.passes.layout import map_axis
+    from bnfold.engine.layout import map_axis
 
     graph = Model(TFLITE).add_graph(Graph("g"))
     x, y = graph.add_tensor("x", "FLOAT32", [1, 2, 3, 4]), graph.add_tensor("y", "FLOAT32", [1, 4, 2, 3])

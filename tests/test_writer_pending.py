@@ -15,7 +15,7 @@ from bnfold.io.reader import read_model
 from bnfold.io.writer import save_model, serialize
 from bnfold.ir.graph import Graph, Options
 from bnfold.ir.model import Model
-from bnfold.passes.affine import scale_along
+from bnfold.engine.affine import scale_along
 
 RNG = np.random.default_rng(23)
 

@@ -34,12 +34,11 @@ folded, what was refused and why, operator counts before and after, and the time
 
 from __future__ import annotations
 
-import io
 import os
 import time
 from collections.abc import Callable, Iterable
 
-from . import __version__
+from . import __version__, arguments
 from .values import BACKENDS, CHECK_MODES, CRITERION, DEFAULT_ATOL, DEFAULT_RTOL
 from .values.lossy import measure_lossy
 from .errors import ModelError, UsageError
@@ -48,15 +47,15 @@ from .io.atomic import write_text, written_together
 from .io.paths import open_input, refuse_input_overwrite, refuse_numbered_clobber, refuse_run_files, \
     refuse_side_file_clobber, refuse_unwritable
 from .io.reader import read_model
-from .io.writer import WriteInfo, save_model, serialize
+from .io.writer import WriteInfo, save_model
 from .ir.model import Model
-from .passes import registry
-from .passes.manager import run_passes
-from .passes.report import Report
+from .engine import registry
+from .engine.manager import run_passes
+from .engine.report import Report
+from .results import Inspection, Optimized, Ran
 from .selection import Selection, read_config, select
 
-MAX_SAMPLES = 100_000  # check/run samples and optimize --check: bounds the work, not the memory (samples stream)
-MAX_SEED = 2**32 - 1
+MAX_SAMPLES, MAX_SEED = arguments.MAX_SAMPLES, arguments.MAX_SEED
 PASSES = registry.PASSES  # every pass, in run order (name, summary, exact, default)
 ModelInput = str | os.PathLike | bytes | bytearray | memoryview
 
@@ -110,89 +109,6 @@ def load_reference(path: str, report: Report) -> Model:
 
 # The result types are plain classes: a dataclass costs every start ~1 ms of CPU (Python compiles
 # its generated methods) and importing dataclasses ~1.5 ms more (tests/test_layers.py).
-class Optimized:
-    """The optimized model and its report. Unpacks (and indexes) as `data, report`."""
-
-    def __init__(self, model: Model, report: dict, check: object | None = None):
-        self.model, self.report = model, report
-        self.check = check  # the CheckResult of `check=N`
-        self.written: WriteInfo | None = None  # set by save(): what happened to the output file
-        self._data: bytes | None = None
-
-    def __repr__(self) -> str:
-        r = self.report
-        before, after = (sum(r["operators"][when].values()) for when in ("before", "after"))
-        checked = "" if self.check is None else f", check {'passed' if self.check.passed else 'failed'}"
-        folds = len(r["folds"])
-        return (f"Optimized({r['input']['format']} {r['input']['path']!r}: {folds} fold{'s' * (folds != 1)}, "
-                f"{before} -> {after} operators{checked})")
-
-    @property
-    def data(self) -> bytes:
-        """The optimized model as a file's bytes, in the input's format."""
-        if self._data is None:
-            out = io.BytesIO()
-            serialize(self.model, out, self.model.format)
-            self._data = out.getvalue()
-        return self._data
-
-    def __iter__(self):
-        yield self.data
-        yield self.report
-
-    def __len__(self) -> int:
-        return 2
-
-    def __getitem__(self, index):
-        return (self.data, self.report)[index]
-
-    def save(self, path: str, *, fmt: Format | None = None, external: bool = False, keep_unchanged: bool = False) -> WriteInfo:
-        """Write to `path` (format from its extension unless `fmt`); the report records it. With
-        `keep_unchanged`, a model no pass changed is kept as the input's bytes (io.writer.save_model)."""
-        start = time.perf_counter()
-        info = save(self.model, path, fmt=fmt, external=external, keep_unchanged=keep_unchanged)
-        self.report["output"] = {"path": path, "format": info.format, "bytes": info.size,
-                                 "layout": "offset buffers" if info.external else "standard",
-                                 "unchanged": info.unchanged}
-        seconds = self.report["seconds"]
-        seconds["write"] = round(time.perf_counter() - start, 6)
-        seconds["total"] = round(sum(v for k, v in seconds.items() if k != "total"), 6)
-        self.written = info
-        return info
-
-    def to_json(self) -> str:
-        import json  # only a report asked for needs it (~3 ms of a start)
-
-        return json.dumps(self.report, indent=2)
-
-    @property
-    def lossy_note(self) -> dict | None:
-        """The report's note on the error lossy passes caused, None when none changed the model."""
-        return next((n for n in self.report["notes"] if "lossy_passes" in n), None)
-
-    def pass_counts(self) -> dict[str, tuple[int, int]]:
-        """Per pass that ran: (chains it folded, chains left in the output that it refused)."""
-        from .passes.report import pass_counts
-
-        return pass_counts(self.report)
-
-    def node_data(self):
-        """Model Explorer node data of the optimized model: what each operator absorbed, its
-        rewrite's check error, why each candidate was left (bnfold.explorer; the [explorer] extra)."""
-        from .explorer.node_data import output_node_data
-
-        return output_node_data(self.report, self.model)
-
-    def input_node_data(self, model: str | os.PathLike | Model | None = None):
-        """Model Explorer node data of the input (`model`: its path or Model; by default the path
-        this run read): what was folded away, into what, and what was left."""
-        from .explorer.node_data import input_node_data
-
-        if not isinstance(model, Model):
-            model = load(model or self.report["input"]["path"])
-        return input_node_data(self.report, model)
-
-
 def optimize(model: ModelInput, passes: str | Iterable[str] | Selection | None = None, *, check: int | None = None,
              check_mode: str = "auto", rtol: float | None = None, atol: float | None = None, strict: bool = False,
              **options: bool) -> Optimized:
@@ -210,8 +126,8 @@ def optimize(model: ModelInput, passes: str | Iterable[str] | Selection | None =
     if isinstance(model, Model):
         raise TypeError("bnfold.optimize takes a path or a file's bytes; run passes over a loaded Model "
                         "with bnfold.api.apply_passes(model, passes)")
-    chosen = _selection(passes, options, strict)
-    checking = _checking(check, check_mode, rtol, atol)
+    chosen = arguments.selection(passes, options, strict)
+    checking = arguments.checking(check, check_mode, rtol, atol)
     if isinstance(model, (bytes, bytearray, memoryview)):
         return _from_bytes(bytes(model), chosen, checking)
     return _optimize_path(os.fspath(model), chosen, **checking)
@@ -240,8 +156,8 @@ def optimize_file(input_path: str | os.PathLike, output_path: str | os.PathLike 
     output_path = os.fspath(output_path) if output_path is not None else (input_path if in_place else None)
     if output_path is None:
         raise UsageError("need an output path (or in_place)")
-    chosen = _selection(passes, options, strict)
-    checking = _checking(check, check_mode, rtol, atol)
+    chosen = arguments.selection(passes, options, strict)
+    checking = arguments.checking(check, check_mode, rtol, atol)
     run_files = list(run_files)
     refuse_input_overwrite(input_path, output_path, in_place)
     refuse_run_files(output_path, "OUT", run_files)
@@ -272,25 +188,6 @@ def optimize_file(input_path: str | os.PathLike, output_path: str | os.PathLike 
         if node_data_input:
             write_text(node_data_input, result.input_node_data(original).to_json_string(indent=2), UsageError)
     return result
-
-
-def _selection(passes, options: dict, strict: bool) -> Selection:
-    if isinstance(passes, Selection):
-        if options:
-            raise UsageError("give the passes as a Selection or as names and options, not both")
-        return passes
-    return select(passes, options, default=True, strict=strict)  # select: any pass named replaces the default set
-
-
-def _checking(check, check_mode: str, rtol, atol) -> dict:
-    """optimize's check arguments, refused as the CLI refuses them."""
-    if check is not None:
-        check = _count(check, "check")
-    if check_mode not in CHECK_MODES:
-        raise UsageError(f"check_mode must be one of {', '.join(CHECK_MODES)}, not {check_mode!r}")
-    if check is None and (check_mode != "auto" or rtol is not None or atol is not None):
-        raise UsageError("--check-mode, --rtol and --atol go with --check N (check=N): without it nothing is checked")
-    return {"check": check, "check_mode": check_mode, "rtol": _tolerance(rtol, "rtol"), "atol": _tolerance(atol, "atol")}
 
 
 def _optimize_path(path: str, chosen: Selection, *, check: int | None = None, label: str | None = None,
@@ -371,23 +268,6 @@ def convert(input_path: str | os.PathLike, output_path: str | os.PathLike, *, ex
     return save(load(input_path), output_path, fmt=fmt, external=external_buffers, keep_unchanged=True)
 
 
-class Inspection:
-    """What `bnfold inspect` prints: the model, and with leftovers=True its batch-norm candidates
-    (one dict each; `reason` from the report when one was given), the report's entries that
-    name no candidate of this model, and its TRANSPOSEs (likewise)."""
-
-    def __init__(self, model: Model, candidates: list[dict] | None = None, unmatched: list[tuple] | None = None,
-                 transposes: list[dict] | None = None):
-        self.model = model
-        self.candidates = candidates or []
-        self.unmatched = unmatched or []
-        self.transposes = transposes or []  # every TRANSPOSE, where it sits (and why it stayed)
-
-    def __repr__(self) -> str:
-        return (f"Inspection({self.model.format.name}, {sum(self.model.op_counts().values())} operators, "
-                f"{len(self.candidates)} candidates, {len(self.transposes)} transposes)")
-
-
 def inspect(path: str | os.PathLike, *, leftovers: bool = False, report: str | dict | None = None) -> Inspection:
     """`bnfold inspect`: the model at `path`; with `leftovers`, its batch-norm candidates and,
     given `report` (the optimize report, a dict or a JSON path, of the run that wrote the model),
@@ -399,7 +279,7 @@ def inspect(path: str | os.PathLike, *, leftovers: bool = False, report: str | d
     model = load(path)
     if not leftovers:
         return Inspection(model)
-    from .passes.leftovers import listing, transpose_listing
+    from .engine.leftovers import listing, transpose_listing
 
     rows, unmatched = listing(model, report)
     return Inspection(model, rows, unmatched, transpose_listing(model, report))
@@ -443,8 +323,8 @@ def check(model: str | os.PathLike, other: str | os.PathLike | None = None, *, i
         raise UsageError("--expected needs the --input files its outputs came from")
     if expected and (write_input or write_expected):
         raise UsageError("--write-input/--write-expected go with MODEL_B, not --expected")
-    samples, seed, backend = _count(samples, "samples"), _seed(seed), _backend(backend)
-    tolerance = diff.Tolerance(_tolerance(rtol, "rtol"), _tolerance(atol, "atol"))
+    samples, seed, backend = arguments.count(samples, "samples"), arguments.seed(seed), arguments.backend(backend)
+    tolerance = diff.Tolerance(arguments.tolerance(rtol, "rtol"), arguments.tolerance(atol, "atol"))
     deadline = Deadline(timeout)
     count = sample_files.count_files(inputs) if inputs else samples
     if not expected:  # before any work
@@ -460,16 +340,6 @@ def check(model: str | os.PathLike, other: str | os.PathLike | None = None, *, i
     with written_together():  # every h5 file of the run, or none
         return diff.check_models(a, load(other), samples=samples, seed=seed, inputs=given, tolerance=tolerance,
                                  backend=backend, on_sample=sink, deadline=deadline)
-
-
-class Ran:
-    """What `run` wrote: the output files, the input files (write_input), and the backend."""
-
-    def __init__(self, outputs: list[str], inputs: list[str], backend: str):
-        self.outputs, self.inputs, self.backend = outputs, inputs, backend
-
-    def __repr__(self) -> str:
-        return f"Ran(outputs={self.outputs!r}, inputs={self.inputs!r}, backend={self.backend!r})"
 
 
 def run(model: str | os.PathLike, output: str, *, inputs: Iterable[str] = (), samples: int = 1, seed: int = 0,
@@ -489,7 +359,7 @@ def run(model: str | os.PathLike, output: str, *, inputs: Iterable[str] = (), sa
         raise UsageError("--output needs a file name")
     if inputs and write_input:
         raise UsageError("--write-input writes random inputs; with --input they are already in files")
-    samples, seed, backend = _count(samples, "samples"), _seed(seed), _backend(backend)
+    samples, seed, backend = arguments.count(samples, "samples"), arguments.seed(seed), arguments.backend(backend)
     count = sample_files.count_files(inputs) if inputs else samples
     refuse_numbered_clobber({"--output": output, "--write-input": write_input}, count, [model, *inputs], force)
     loaded = load(model)
@@ -518,9 +388,9 @@ def h5diff(file_a: str, file_b: str, *, rtol: float = DEFAULT_RTOL, atol: float 
     from .values.diff import Tolerance, compare_files
 
     if delta is None:
-        tolerance = Tolerance(_tolerance(rtol, "rtol"), _tolerance(atol, "atol"))
+        tolerance = Tolerance(arguments.tolerance(rtol, "rtol"), arguments.tolerance(atol, "atol"))
     else:
-        tolerance = Tolerance(0.0, _tolerance(delta, "delta"), exact_integers=False)
+        tolerance = Tolerance(0.0, arguments.tolerance(delta, "delta"), exact_integers=False)
     result = compare_files(file_a, file_b, tolerance)
     if result is None or not result.outputs:
         raise ModelError(f"holds no values to compare (and so does {file_b})", file_a)
@@ -550,7 +420,7 @@ def test_recipes(recipes: Iterable[str], *, samples: int = 2, seed: int = 1, bac
 
     from .recipe import ci
 
-    samples, seed, backend = _count(samples, "samples"), _seed(seed), _backend(backend)
+    samples, seed, backend = arguments.count(samples, "samples"), arguments.seed(seed), arguments.backend(backend)
     paths = ci.recipe_paths([os.fspath(r) for r in recipes])
     if junit:
         refuse_side_file_clobber(junit, "--junit", [str(p) for p in paths], force)
@@ -563,34 +433,3 @@ def test_recipes(recipes: Iterable[str], *, samples: int = 2, seed: int = 1, bac
     if junit:
         write_text(junit, ci.junit_xml(outcomes), UsageError)
     return outcomes
-
-
-# ---- arguments, refused as the CLI refuses them ------------------------------------------------
-
-def _count(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SAMPLES:
-        raise UsageError(f"{name} must be a whole number of samples in 1..{MAX_SAMPLES}, not {value!r}")
-    return value
-
-
-def _seed(value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEED:
-        raise UsageError(f"seed must be a whole number in 0..{MAX_SEED}, not {value!r}")
-    return value
-
-
-def _tolerance(value, name: str) -> float | None:
-    import math
-
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise UsageError(f"{name} must be a finite number >= 0, not {value!r}")
-    return float(value)
-
-
-def _backend(value: str) -> str:
-    if value not in BACKENDS:
-        raise UsageError(f"backend must be one of {', '.join(BACKENDS)}, not {value!r}")
-    return value
-

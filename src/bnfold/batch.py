@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from typing import NamedTuple
 
+from . import arguments
 from .errors import BnfoldError, Interrupted, UsageError, WriteFailed
 from .io.atomic import reason
 from .io.paths import refuse_unwritable, same_file
@@ -234,7 +235,7 @@ def optimize_many(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike
     """
     from . import api
 
-    chosen, checking = api._selection(passes, options, strict), api._checking(check, check_mode, rtol, atol)
+    chosen, checking = arguments.selection(passes, options, strict), arguments.checking(check, check_mode, rtol, atol)
     run_files = [os.fspath(f) for f in run_files if f]
     out_dir = os.fspath(out_dir)
     if report == "-":
@@ -277,7 +278,7 @@ def _import_for_workers(jobs: list[Job], settings: Settings) -> None:
     collection's names say it holds."""
     from . import api  # noqa: F401
     from .io.formats import FORMATS
-    from .passes import registry
+    from .engine import registry
 
     for spec in registry.resolve(settings.chosen.passes):
         spec.module  # the property imports the pass's module: once here, not once in every worker

@@ -155,7 +155,7 @@ def quiet_float_errors():
     """No numpy floating-point warning (overflow, inf - inf, 0 * inf) reaches stderr. They come
     from arithmetic on the user's own values, and every place where such a value decides something
     examines it explicitly instead: a fold whose result is not finite is refused with that reason
-    in the report (passes/affine.py), a check compares NaN and inf outputs by rule
+    in the report (engine/affine.py), a check compares NaN and inf outputs by rule
     (values/diff.py), and a recipe value that does not fit its type is refused (recipe/chef.py)."""
     import numpy as np
 

@@ -21,7 +21,7 @@ from typing import NamedTuple
 from . import one
 from .errors import UsageError
 from .io.paths import open_input
-from .passes import registry
+from .engine import registry
 
 CONFIG_SECTION = "one-optimize"
 ONECC_SECTIONS = ("onecc", "one-build")  # one-build: the older name ONE still reads

@@ -206,7 +206,7 @@ def test_an_input_quantized_per_channel_keeps_its_layout():
 ])
 def test_tico_exports_lose_every_transpose_with_an_nhwc_interface(name, counts):
     from bnfold.io.reader import read_model
-    from bnfold.passes import registry
+    from bnfold.engine import registry
 
     from conftest import DATA
 

@@ -15,10 +15,10 @@ from bnfold import api
 from bnfold.values import litert
 from bnfold.io.reader import read_model
 from bnfold.ir.ops import LAYERS
-from bnfold.passes import layout
-from bnfold.passes.backward import fold_backward
-from bnfold.passes.leftovers import explain
-from bnfold.passes.report import Refusal, Report
+from bnfold.engine import layout
+from bnfold.engine.backward import fold_backward
+from bnfold.engine.leftovers import explain
+from bnfold.engine.report import Refusal, Report
 
 from bn_models import Net
 from conftest import DATA

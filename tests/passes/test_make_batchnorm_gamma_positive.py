@@ -10,7 +10,7 @@ import numpy as np
 from bnfold import api
 from bnfold.cli import run
 from bnfold.io.reader import read_model
-from bnfold.passes import registry
+from bnfold.engine import registry
 
 from conftest import build_recipe
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from bnfold.passes.permute import compose, inverse
-from bnfold.passes.propagation import _moved_quantization, propagate
+from bnfold.engine.permute import compose, inverse
+from bnfold.engine.propagation import _moved_quantization, propagate
 from bnfold.recipe.chef import build
 
 from bn_models import Net, optimize_and_compare

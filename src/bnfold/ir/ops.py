@@ -18,7 +18,7 @@ Columns of `OpInfo`:
                    input): an index travels through them (value checks draw index inputs in range)
     indexes        reads one input at the integer values of another (`Indexing`, below)
     layout         how a permutation of its data's axes crosses it (None: it does not), read by
-                   the layout propagation (passes/propagation.py, remapping in passes/permute.py):
+                   the layout propagation (engine/propagation.py, remapping in engine/permute.py):
                      "unary"         elementwise on input 0
                      "elementwise"   elementwise with broadcasting over every input
                      "reduce"        axes in input 1, keep_dims either way

@@ -14,8 +14,8 @@ number of transposes: one that would meet nothing stays where it is, with its re
 from __future__ import annotations
 
 from ..ir.graph import Graph
-from .propagation import propagate
-from .report import PassResult
+from ..engine.propagation import propagate
+from ..engine.report import PassResult
 
 ELEMENTWISE = frozenset({"unary", "elementwise"})
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ..ir.graph import Graph
 from ..ir.ops import RANGE_ACTIVATIONS, info
-from .report import PassResult, Refusal
+from ..engine.report import PassResult, Refusal
 
 COMBINE = {
     ("NONE", "RELU"): "RELU", ("RELU", "RELU"): "RELU", ("RELU6", "RELU"): "RELU6",

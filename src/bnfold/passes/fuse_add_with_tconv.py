@@ -18,9 +18,9 @@ non-float32 operand, a constant varying along a spatial axis.
 from __future__ import annotations
 
 from ..ir.graph import Graph
-from .backward import fold_backward
+from ..engine.backward import fold_backward
 from .fuse_batchnorm_with_tconv import finish
-from .report import PassResult
+from ..engine.report import PassResult
 
 
 def run(graph: Graph) -> PassResult:

@@ -29,10 +29,10 @@ from __future__ import annotations
 
 from ..ir.graph import Graph, Op, Tensor, float_source
 from ..ir.ops import LAYERS, Layer, info
-from .affine import AffineChain, finite, freed_constants, match_chain, remove_chain
-from .backward import fold_output_affine, layer_refusal
-from .layout import concatenation_axis, follow, layout_source
-from .report import PassResult, Refusal, float16_note
+from ..engine.affine import AffineChain, finite, freed_constants, match_chain, remove_chain
+from ..engine.backward import fold_output_affine, layer_refusal
+from ..engine.layout import concatenation_axis, follow, layout_source
+from ..engine.report import PassResult, Refusal, float16_note
 
 
 def run(graph: Graph) -> PassResult:

@@ -21,8 +21,8 @@ non-channel axis, a non-finite result. A filter shared with another op is copied
 from __future__ import annotations
 
 from ..ir.graph import Graph
-from .backward import fold_backward
-from .report import PassResult
+from ..engine.backward import fold_backward
+from ..engine.report import PassResult
 
 
 def run(graph: Graph) -> PassResult:

@@ -23,8 +23,8 @@ non-finite result. Weights shared with another op are copied, never edited.
 from __future__ import annotations
 
 from ..ir.graph import Graph
-from .backward import fold_backward
-from .report import PassResult
+from ..engine.backward import fold_backward
+from ..engine.report import PassResult
 
 
 def run(graph: Graph) -> PassResult:

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 from ..ir.graph import Graph, Op
 from ..ir.ops import ACTIVATION_KINDS, LAYERS
-from .backward import fold_backward
-from .report import PassResult
+from ..engine.backward import fold_backward
+from ..engine.report import PassResult
 
 SPEC = LAYERS["TRANSPOSE_CONV"]
 

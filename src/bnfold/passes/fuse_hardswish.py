@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Graph, Op, Tensor
-from .report import PassResult, Refusal
+from ..engine.report import PassResult, Refusal
 
 SIXTH = float(np.float32(1 / 6))
 

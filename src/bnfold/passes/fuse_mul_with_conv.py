@@ -18,8 +18,8 @@ or non-float32 operands, a constant varying along a spatial axis, a non-finite r
 from __future__ import annotations
 
 from ..ir.graph import Graph
-from .backward import fold_backward
-from .report import PassResult
+from ..engine.backward import fold_backward
+from ..engine.report import PassResult
 
 
 def run(graph: Graph) -> PassResult:

@@ -17,8 +17,8 @@ non-feature axis, a non-finite result.
 from __future__ import annotations
 
 from ..ir.graph import Graph
-from .backward import fold_backward
-from .report import PassResult
+from ..engine.backward import fold_backward
+from ..engine.report import PassResult
 
 
 def run(graph: Graph) -> PassResult:

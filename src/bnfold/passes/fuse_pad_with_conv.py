@@ -21,7 +21,7 @@ import numpy as np
 
 from ..ir.graph import Graph, Op
 from ..ir.ops import INDEX_DTYPES, PADDINGS
-from .report import PassResult
+from ..engine.report import PassResult
 
 LAYERS = ("CONV_2D", "DEPTHWISE_CONV_2D")
 

@@ -9,8 +9,8 @@ absorbed by remapping the reduced axes when nothing after it needs the transpose
 from __future__ import annotations
 
 from ..ir.graph import Graph
-from .propagation import propagate
-from .report import PassResult
+from ..engine.propagation import propagate
+from ..engine.report import PassResult
 
 REDUCTIONS = frozenset({"reduce"})
 

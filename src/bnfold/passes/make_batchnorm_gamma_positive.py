@@ -19,8 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Graph
-from .affine import AffineChain, channel_vector, match_chain
-from .report import PassResult, Refusal
+from ..engine.affine import AffineChain, channel_vector, match_chain
+from ..engine.report import PassResult, Refusal
 
 REPLACEMENT = np.float32(1e-10)
 

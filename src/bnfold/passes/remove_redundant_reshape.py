@@ -15,8 +15,8 @@ reader or the outside sees changes.
 from __future__ import annotations
 
 from ..ir.graph import Graph
-from .report import PassResult
-from .reshapes import same_quantization
+from ..engine.report import PassResult
+from ..engine.reshapes import same_quantization
 
 
 def run(graph: Graph) -> PassResult:

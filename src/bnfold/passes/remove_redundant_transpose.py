@@ -27,9 +27,9 @@ from __future__ import annotations
 
 from ..ir.graph import Graph
 from .convert_nchw_to_nhwc import propagate_with_unit_reshapes
-from .layout import transpose_perm
-from .report import PassResult, describe
-from .reshapes import same_quantization
+from ..engine.layout import transpose_perm
+from ..engine.report import PassResult, describe
+from ..engine.reshapes import same_quantization
 
 
 def run(graph: Graph) -> PassResult:

@@ -12,7 +12,7 @@ may requantize); no fused activation; y is not a graph output (its name must sta
 from __future__ import annotations
 
 from ..ir.graph import Graph, Op
-from .report import PassResult, Refusal
+from ..engine.report import PassResult, Refusal
 
 
 def run(graph: Graph) -> PassResult:

@@ -27,8 +27,8 @@ given as an operand, is a constant; the same quantization on both sides.
 from __future__ import annotations
 
 from ..ir.graph import Graph, Op, Tensor
-from .report import PassResult
-from .reshapes import same_quantization
+from ..engine.report import PassResult
+from ..engine.reshapes import same_quantization
 
 
 def run(graph: Graph) -> PassResult:

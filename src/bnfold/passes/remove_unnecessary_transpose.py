@@ -8,8 +8,8 @@ copies, so it goes (propagation.remove_identities):
 from __future__ import annotations
 
 from ..ir.graph import Graph
-from .propagation import remove_identities
-from .report import PassResult
+from ..engine.propagation import remove_identities
+from ..engine.report import PassResult
 
 
 def run(graph: Graph) -> PassResult:

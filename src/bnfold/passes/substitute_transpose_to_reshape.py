@@ -17,10 +17,10 @@ input (a RESHAPE copies bytes).
 from __future__ import annotations
 
 from ..ir.graph import Graph
-from .layout import transpose_perm
-from .permute import keeps_data_order
-from .report import PassResult
-from .reshapes import add_reshape, same_quantization
+from ..engine.layout import transpose_perm
+from ..engine.permute import keeps_data_order
+from ..engine.report import PassResult
+from ..engine.reshapes import add_reshape, same_quantization
 
 
 def run(graph: Graph) -> PassResult:

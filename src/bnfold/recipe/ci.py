@@ -22,8 +22,8 @@ from ..errors import BnfoldError, UsageError
 from ..io.paths import open_input
 from ..io.reader import read_model
 from ..io.writer import save_model
-from ..passes import registry
-from ..passes.manager import run_passes
+from ..engine import registry
+from ..engine.manager import run_passes
 from .chef import build, load_recipe, recipe_format
 from .rules import broken_rules, expectation
 

@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 from ..errors import BnfoldError
 from ..ir.model import Model
-from ..passes import registry
-from ..passes.report import Report
+from ..engine import registry
+from ..engine.report import Report
 
 SAMPLES = 3  # random inputs: normal(0, 2), seed 0
 

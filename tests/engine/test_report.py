@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 
-from bnfold.passes.report import PassResult, Refusal, Report
+from bnfold.engine.report import PassResult, Refusal, Report
 
 from bn_models import conv2d
 

@@ -7,8 +7,8 @@ import pytest
 
 from bnfold.values import interpreter
 from bnfold.ir.ops import LAYERS
-from bnfold.passes.backward import chain_after, fold_backward, fold_output_affine, layer_refusal
-from bnfold.passes.report import Refusal
+from bnfold.engine.backward import chain_after, fold_backward, fold_output_affine, layer_refusal
+from bnfold.engine.report import Refusal
 
 from bn_models import ACTIVATION_ENDS_CHAIN, LAYERS as BUILDERS, Net, conv2d, dwconv, fc, optimize_and_compare, positive
 

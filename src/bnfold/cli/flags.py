@@ -1,5 +1,5 @@
 """The flags of `bnfold optimize` that are not written out in cli.py: one boolean --<name> per
-pass and per pass parameter, generated from the registry (passes/registry.py, through api.PASSES),
+pass and per pass parameter, generated from the registry (engine/registry.py, through api.PASSES),
 and a hidden one per ONE option bnfold does not implement (one.py), so that a one-optimize command
 line is accepted, and warned about, not refused."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import click
 
-from . import api, one
+from .. import api, one
 
 PARAMETERS = {name: (spec.name, what) for spec in api.PASSES for name, what in spec.parameters.items()}
 # ONE's options bnfold does not implement: accepted (and warned about) as hidden flags of optimize

@@ -1,4 +1,4 @@
-"""The registry's `needs` (the operator kinds a pass needs, passes/registry.py) and the manager's
+"""The registry's `needs` (the operator kinds a pass needs, engine/registry.py) and the manager's
 gating by them: on every recipe and fixture model, a pass whose kinds a graph lacks finds nothing
 there (no fold, no refusal, the graph as it was), so runs skipping it are the runs that do not:
 the same report and the same bytes; and every pass still folds somewhere with the gating on."""
@@ -13,9 +13,9 @@ from conftest import DATA, RECIPES, build_recipe
 from bnfold.io.reader import read_model
 from bnfold.io.writer import serialize
 from bnfold.ir.ops import OPS
-from bnfold.passes import manager
-from bnfold.passes.manager import op_kinds, run_passes
-from bnfold.passes.registry import PASSES, resolve
+from bnfold.engine import manager
+from bnfold.engine.manager import op_kinds, run_passes
+from bnfold.engine.registry import PASSES, resolve
 
 FIXTURES = sorted(p for ext in ("tflite", "circle") for p in [*DATA.glob(f"*.{ext}"), *DATA.glob(f"zoo/*.{ext}")])
 EVERY_KIND = frozenset(OPS) | frozenset().union(*(p.needs for p in PASSES))  # what no pass lacks

@@ -7,9 +7,9 @@ import pytest
 
 from bnfold.values import interpreter
 from bnfold.ir.ops import LAYERS
-from bnfold.passes.forward import (Crossing, along_input, constant_input_response, find_sinks, fold_input_scale,
+from bnfold.engine.forward import (Crossing, along_input, constant_input_response, find_sinks, fold_input_scale,
                                    padding_refusal)
-from bnfold.passes.report import Refusal
+from bnfold.engine.report import Refusal
 
 from bn_models import Net
 

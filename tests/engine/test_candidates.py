@@ -8,7 +8,7 @@ import pytest
 from bnfold.io.formats import TFLITE
 from bnfold.ir.graph import Graph
 from bnfold.ir.model import Model
-from bnfold.passes.candidates import broadcast_axis, candidate, candidates, chains, dtype_refusal
+from bnfold.engine.candidates import broadcast_axis, candidate, candidates, chains, dtype_refusal
 
 X = (1, 5, 7, 4)  # NHWC data, every dimension a different size
 

@@ -41,7 +41,7 @@ class PassSpec(NamedTuple):
     @property
     def module(self):
         """The pass's module, imported the first time it is asked for."""
-        return importlib.import_module(f"{__package__}.{self.name}")
+        return importlib.import_module(f"bnfold.passes.{self.name}")
 
     def run(self, graph: Graph) -> PassResult:
         return self.module.run(graph)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bnfold.passes import affine
+from bnfold.engine import affine
 
 
 @pytest.mark.parametrize("axis", [0, 1, 3])

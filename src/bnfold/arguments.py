@@ -1,0 +1,58 @@
+"""The library's arguments, refused as the command line refuses them (UsageError, exit 2):
+sample counts, seeds, tolerances, backends, the pass selection and optimize's check options."""
+
+from __future__ import annotations
+
+import math
+
+from .errors import UsageError
+from .selection import Selection, select
+from .values import BACKENDS, CHECK_MODES
+
+MAX_SAMPLES = 100_000  # check/run samples and optimize --check: bounds the work, not the memory (samples stream)
+MAX_SEED = 2**32 - 1
+
+
+def selection(passes, options: dict, strict: bool) -> Selection:
+    if isinstance(passes, Selection):
+        if options:
+            raise UsageError("give the passes as a Selection or as names and options, not both")
+        return passes
+    return select(passes, options, default=True, strict=strict)  # select: any pass named replaces the default set
+
+
+def checking(check, check_mode: str, rtol, atol) -> dict:
+    """optimize's check arguments, refused as the CLI refuses them."""
+    if check is not None:
+        check = count(check, "check")
+    if check_mode not in CHECK_MODES:
+        raise UsageError(f"check_mode must be one of {', '.join(CHECK_MODES)}, not {check_mode!r}")
+    if check is None and (check_mode != "auto" or rtol is not None or atol is not None):
+        raise UsageError("--check-mode, --rtol and --atol go with --check N (check=N): without it nothing is checked")
+    return {"check": check, "check_mode": check_mode, "rtol": tolerance(rtol, "rtol"), "atol": tolerance(atol, "atol")}
+
+
+def count(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SAMPLES:
+        raise UsageError(f"{name} must be a whole number of samples in 1..{MAX_SAMPLES}, not {value!r}")
+    return value
+
+
+def seed(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEED:
+        raise UsageError(f"seed must be a whole number in 0..{MAX_SEED}, not {value!r}")
+    return value
+
+
+def tolerance(value, name: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise UsageError(f"{name} must be a finite number >= 0, not {value!r}")
+    return float(value)
+
+
+def backend(value: str) -> str:
+    if value not in BACKENDS:
+        raise UsageError(f"backend must be one of {', '.join(BACKENDS)}, not {value!r}")
+    return value

@@ -1,0 +1,42 @@
+"""`bnfold recipe build` and `recipe test`: models from TOML recipes, value-tested as CI would."""
+
+from __future__ import annotations
+
+import click
+
+from .. import api
+from ..errors import CheckFailed
+from .options import BACKEND, SAMPLES, SEED
+
+
+@click.group()
+def recipe():
+    """Build models from TOML recipes (recipes/*.toml) and value-test them as CI would."""
+
+
+@recipe.command(name="build")
+@click.argument("recipe_path", metavar="RECIPE.toml")
+@click.argument("output_path", metavar="OUT")
+def recipe_build(recipe_path, output_path):
+    """Build RECIPE into OUT (.tflite or .circle)."""
+    model = api.build_recipe(recipe_path, output_path)
+    click.echo(f"wrote {output_path} ({sum(len(g.ops) for g in model.graphs)} operators)")
+
+
+@recipe.command(name="test")
+@click.argument("recipes", nargs=-1, required=True, metavar="RECIPE_OR_DIR...")
+@click.option("--junit", "junit_path", default=None, metavar="report.xml", help="Also write the results as JUnit XML.")
+@click.option("--force", is_flag=True, help="Let --junit replace an existing model file.")
+@click.option("--samples", type=SAMPLES, default=2, show_default=True, metavar="N", help="Random samples per recipe.")
+@click.option("--seed", type=SEED, default=1, show_default=True, metavar="S",
+              help="Seed of the random inputs (1, the seed the project's recipe tests were measured with).")
+@click.option("--backend", type=BACKEND, default="auto", show_default=True,
+              help="auto: LiteRT when it loads the model, else the reference interpreter.")
+def recipe_test(recipes, junit_path, force, samples, seed, backend):
+    """Value-test recipes as CI would: build, store input/expected h5, optimize, check rules and values."""
+    outcomes = api.test_recipes(recipes, samples=samples, seed=seed, backend=backend, junit=junit_path, force=force,
+                                on_outcome=lambda outcome: click.echo(outcome.line()))
+    bad = [o for o in outcomes if not o.passed]
+    click.echo(f"{len(outcomes) - len(bad)} passed, {len(bad)} failed")
+    if bad:
+        raise CheckFailed(f"{len(bad)} of {len(outcomes)} recipes failed: {', '.join(o.name for o in bad)}")

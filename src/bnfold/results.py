@@ -1,0 +1,125 @@
+"""What the library's commands return: Optimized (optimize, optimize_file), Inspection (inspect)
+and Ran (run). They are plain classes: a dataclass costs every start ~1 ms of CPU (Python compiles
+its generated methods) and importing dataclasses ~1.5 ms more (tests/test_layers.py)."""
+
+from __future__ import annotations
+
+import io
+import os
+import time
+
+from .io.formats import Format, format_from_extension
+from .io.reader import read_model
+from .io.writer import WriteInfo, save_model, serialize
+from .ir.model import Model
+
+
+class Optimized:
+    """The optimized model and its report. Unpacks (and indexes) as `data, report`."""
+
+    def __init__(self, model: Model, report: dict, check: object | None = None):
+        self.model, self.report = model, report
+        self.check = check  # the CheckResult of `check=N`
+        self.written: WriteInfo | None = None  # set by save(): what happened to the output file
+        self._data: bytes | None = None
+
+    def __repr__(self) -> str:
+        r = self.report
+        before, after = (sum(r["operators"][when].values()) for when in ("before", "after"))
+        checked = "" if self.check is None else f", check {'passed' if self.check.passed else 'failed'}"
+        folds = len(r["folds"])
+        return (f"Optimized({r['input']['format']} {r['input']['path']!r}: {folds} fold{'s' * (folds != 1)}, "
+                f"{before} -> {after} operators{checked})")
+
+    @property
+    def data(self) -> bytes:
+        """The optimized model as a file's bytes, in the input's format."""
+        if self._data is None:
+            out = io.BytesIO()
+            serialize(self.model, out, self.model.format)
+            self._data = out.getvalue()
+        return self._data
+
+    def __iter__(self):
+        yield self.data
+        yield self.report
+
+    def __len__(self) -> int:
+        return 2
+
+    def __getitem__(self, index):
+        return (self.data, self.report)[index]
+
+    def save(self, path: str, *, fmt: Format | None = None, external: bool = False, keep_unchanged: bool = False) -> WriteInfo:
+        """Write to `path` (format from its extension unless `fmt`); the report records it. With
+        `keep_unchanged`, a model no pass changed is kept as the input's bytes (io.writer.save_model)."""
+        start = time.perf_counter()
+        info = save_model(self.model, path, fmt or format_from_extension(path), external=external,
+                          keep_unchanged=keep_unchanged)
+        self.report["output"] = {"path": path, "format": info.format, "bytes": info.size,
+                                 "layout": "offset buffers" if info.external else "standard",
+                                 "unchanged": info.unchanged}
+        seconds = self.report["seconds"]
+        seconds["write"] = round(time.perf_counter() - start, 6)
+        seconds["total"] = round(sum(v for k, v in seconds.items() if k != "total"), 6)
+        self.written = info
+        return info
+
+    def to_json(self) -> str:
+        import json  # only a report asked for needs it (~3 ms of a start)
+
+        return json.dumps(self.report, indent=2)
+
+    @property
+    def lossy_note(self) -> dict | None:
+        """The report's note on the error lossy passes caused, None when none changed the model."""
+        return next((n for n in self.report["notes"] if "lossy_passes" in n), None)
+
+    def pass_counts(self) -> dict[str, tuple[int, int]]:
+        """Per pass that ran: (chains it folded, chains left in the output that it refused)."""
+        from .engine.report import pass_counts
+
+        return pass_counts(self.report)
+
+    def node_data(self):
+        """Model Explorer node data of the optimized model: what each operator absorbed, its
+        rewrite's check error, why each candidate was left (bnfold.explorer; the [explorer] extra)."""
+        from .explorer.node_data import output_node_data
+
+        return output_node_data(self.report, self.model)
+
+    def input_node_data(self, model: str | os.PathLike | Model | None = None):
+        """Model Explorer node data of the input (`model`: its path or Model; by default the path
+        this run read): what was folded away, into what, and what was left."""
+        from .explorer.node_data import input_node_data
+
+        if not isinstance(model, Model):
+            model = read_model(os.fspath(model or self.report["input"]["path"]))
+        return input_node_data(self.report, model)
+
+
+class Inspection:
+    """What `bnfold inspect` prints: the model, and with leftovers=True its batch-norm candidates
+    (one dict each; `reason` from the report when one was given), the report's entries that
+    name no candidate of this model, and its TRANSPOSEs (likewise)."""
+
+    def __init__(self, model: Model, candidates: list[dict] | None = None, unmatched: list[tuple] | None = None,
+                 transposes: list[dict] | None = None):
+        self.model = model
+        self.candidates = candidates or []
+        self.unmatched = unmatched or []
+        self.transposes = transposes or []  # every TRANSPOSE, where it sits (and why it stayed)
+
+    def __repr__(self) -> str:
+        return (f"Inspection({self.model.format.name}, {sum(self.model.op_counts().values())} operators, "
+                f"{len(self.candidates)} candidates, {len(self.transposes)} transposes)")
+
+
+class Ran:
+    """What `run` wrote: the output files, the input files (write_input), and the backend."""
+
+    def __init__(self, outputs: list[str], inputs: list[str], backend: str):
+        self.outputs, self.inputs, self.backend = outputs, inputs, backend
+
+    def __repr__(self) -> str:
+        return f"Ran(outputs={self.outputs!r}, inputs={self.inputs!r}, backend={self.backend!r})"
