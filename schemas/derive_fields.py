@@ -31,18 +31,33 @@ import sys
 from pathlib import Path
 
 FORMATS = {"tflite": "ai_edge_litert.schema_py_generated", "circle": "circle_schema.v0_10.circle"}
-LAYOUTS = {fmt: Path(__file__).resolve().parent.parent / "src" / "bnfold" / "io" / f"schema_layout_{fmt}.py"
-           for fmt in FORMATS}
-SCALAR_SIZES = {"Bool": 1, "Int8": 1, "Uint8": 1, "Int16": 2, "Uint16": 2, "Int32": 4, "Uint32": 4, "Float32": 4,
-                "Int64": 8, "Uint64": 8, "Float64": 8}
+LAYOUTS = {
+    fmt: Path(__file__).resolve().parent.parent / "src" / "bnfold" / "io" / f"schema_layout_{fmt}.py" for fmt in FORMATS
+}
+SCALAR_SIZES = {
+    "Bool": 1,
+    "Int8": 1,
+    "Uint8": 1,
+    "Int16": 2,
+    "Uint16": 2,
+    "Int32": 4,
+    "Uint32": 4,
+    "Float32": 4,
+    "Int64": 8,
+    "Uint64": 8,
+    "Float64": 8,
+}
 CLASS_RE = re.compile(r"^class (\w+)\(object\):\n(.*?)(?=^class |^def |\Z)", re.M | re.S)
 METHOD_RE = re.compile(r"^    def (\w+)\(self(, j)?\):\n(.*?)(?=^    (?:def |@)|\Z)", re.M | re.S)
 ACCESSOR_SUFFIXES = ("Length", "AsNumpy", "IsNone")
 ROOT = "Model"
 UNIONS = ("BuiltinOptions", "BuiltinOptions2", "QuantizationDetails", "SparseIndexVector")
 ENUMS = ("BuiltinOperator", "TensorType") + UNIONS  # the enums bnfold reads and writes by name
-UNION_OF_ACCESSOR = {"Details": "QuantizationDetails", "ArraySegments": "SparseIndexVector",
-                     "ArrayIndices": "SparseIndexVector"}  # otherwise the accessor is named after its enum
+UNION_OF_ACCESSOR = {
+    "Details": "QuantizationDetails",
+    "ArraySegments": "SparseIndexVector",
+    "ArrayIndices": "SparseIndexVector",
+}  # otherwise the accessor is named after its enum
 
 
 def _sources(fmt: str) -> str:
@@ -94,7 +109,7 @@ def derive(fmt: str) -> dict[str, dict[int, tuple[str, str, str | None]]]:
         fields: dict[int, tuple[str, str, str | None]] = {}
         methods = {mm.group(1): mm for mm in METHOD_RE.finditer(body)}
         for method, mm in methods.items():
-            if method == "Init" or any(method.endswith(s) and method[:-len(s)] in methods for s in ACCESSOR_SUFFIXES):
+            if method == "Init" or any(method.endswith(s) and method[: -len(s)] in methods for s in ACCESSOR_SUFFIXES):
                 continue  # helpers of another field's accessor (a field named "Length" is real)
             got = _field(mm.group(3), bool(mm.group(2)))
             if got:
@@ -166,8 +181,9 @@ def drift(fmt: str, stored: dict[str, str]) -> list[str]:
             was = old[slot] if slot < len(old) else "(none)"
             if now != was:
                 accessor = tables.get(name, {}).get(slot, ("", "deprecated or removed", None))[1]
-                lines.append(f"{fmt} {name}.{accessor} (slot {slot}): the binding says {now}, "
-                             f"{LAYOUTS[fmt].name} says {was}")
+                lines.append(
+                    f"{fmt} {name}.{accessor} (slot {slot}): the binding says {now}, {LAYOUTS[fmt].name} says {was}"
+                )
     return lines
 
 
@@ -235,9 +251,13 @@ def layouts(fmt: str) -> dict:
         for field, slot, how, default in recorded.fields:
             kind, _, scalar = tables[name][slot]
             if how not in ("offset", scalar) or (how != "offset" and initial[field] != default):
-                raise ValueError(f"{fmt} {name}.{field}: Pack writes {how} (default {default}), the accessor reads "
-                                 f"{scalar} (the class starts at {initial[field]})")
-            fields.append([field, slot, kind, scalar, initial[field] if how != "offset" else recorded.vectors.get(field)])
+                raise ValueError(
+                    f"{fmt} {name}.{field}: Pack writes {how} (default {default}), the accessor reads "
+                    f"{scalar} (the class starts at {initial[field]})"
+                )
+            fields.append(
+                [field, slot, kind, scalar, initial[field] if how != "offset" else recorded.vectors.get(field)]
+            )
         out[name] = {"slots": recorded.slots, "children": recorded.children, "fields": fields}
     return {"enums": {enum: enum_values(fmt, enum) for enum in ENUMS}, "tables": out}
 

@@ -61,6 +61,7 @@ class _Recorder:
             result = OFFSETS + len(self.calls)
             self.field_of[result] = self.current
             return result
+
         return call
 
 
@@ -84,14 +85,14 @@ def record_pack(cls) -> Recorded:
         elif method == "EndVector":
             vectors[field] = start_vector
     fields = []
-    for method, args, _ in rec.calls[started + 1:]:
+    for method, args, _ in rec.calls[started + 1 :]:
         if method == "EndObject":
             break
         slot, value, default = args
         if method == "PrependUOffsetTRelativeSlot":
             fields.append((rec.field_of[value], slot, "offset", None))
         else:
-            fields.append((value.field, slot, method[len("Prepend"):-len("Slot")], default))
+            fields.append((value.field, slot, method[len("Prepend") : -len("Slot")], default))
     if sorted(f[0] for f in fields) != sorted(names):
         raise ValueError(f"{cls.__name__}.Pack adds {[f[0] for f in fields]}, the class has {names}")
     return Recorded(rec.calls[started][1][0], children, fields, vectors)

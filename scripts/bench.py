@@ -181,9 +181,13 @@ def run_child(argv: list[str], *, capture: bool = False) -> dict:
     stdout (when `capture`) and the tail of stderr."""
     report_r, report_w = os.pipe()
     with tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen([PY, "-S", "-c", LAUNCH_SRC, str(report_w), *argv], pass_fds=(report_w,),
-                                stdout=subprocess.PIPE if capture else subprocess.DEVNULL, stderr=err,
-                                env=CHILD_ENV)
+        proc = subprocess.Popen(
+            [PY, "-S", "-c", LAUNCH_SRC, str(report_w), *argv],
+            pass_fds=(report_w,),
+            stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
+            stderr=err,
+            env=CHILD_ENV,
+        )
         os.close(report_w)
         out = proc.stdout.read() if capture else b""
         report = os.read(report_r, 200).decode()
@@ -196,8 +200,14 @@ def run_child(argv: list[str], *, capture: bool = False) -> dict:
     if proc.returncode != 0 or not report:
         return {"seconds": 0.0, "cpu": 0.0, "rss": 0, "rc": proc.returncode or -1, "stdout": "", "stderr": stderr}
     seconds, rss_kb, rc, cpu = report.split()
-    return {"seconds": float(seconds), "cpu": float(cpu), "rss": int(rss_kb) * 1024, "rc": int(rc),
-            "stdout": out.decode(), "stderr": stderr}
+    return {
+        "seconds": float(seconds),
+        "cpu": float(cpu),
+        "rss": int(rss_kb) * 1024,
+        "rc": int(rc),
+        "stdout": out.decode(),
+        "stderr": stderr,
+    }
 
 
 def _remove(path: Path) -> None:
@@ -222,10 +232,12 @@ def timed_commands(commands: dict[str, list[str]], out: Path, runs: int) -> dict
     _remove(out)
     summary = {}
     for name, results in samples.items():
-        summary[name] = {"seconds": statistics.median(r["seconds"] for r in results),
-                         "cpu": statistics.median(r["cpu"] for r in results),
-                         "all_seconds": [round(r["seconds"], 4) for r in results],
-                         "peak_rss": max(r["rss"] for r in results)}
+        summary[name] = {
+            "seconds": statistics.median(r["seconds"] for r in results),
+            "cpu": statistics.median(r["cpu"] for r in results),
+            "all_seconds": [round(r["seconds"], 4) for r in results],
+            "peak_rss": max(r["rss"] for r in results),
+        }
         if name.startswith("work"):
             parsed = [tuple(float(v) for v in r["stdout"].split()[:2]) for r in results]
             summary[name]["startup"] = statistics.median(p[0] for p in parsed)
@@ -250,8 +262,16 @@ def builder_stamp() -> str:
     return digest.hexdigest()[:16]
 
 
-def ensure_model(out_dir: Path, name: str, kind: str, *, nbytes: int = 0, external: bool = False,
-                 rebuild: bool = False, blocks: int = 0) -> Path:
+def ensure_model(
+    out_dir: Path,
+    name: str,
+    kind: str,
+    *,
+    nbytes: int = 0,
+    external: bool = False,
+    rebuild: bool = False,
+    blocks: int = 0,
+) -> Path:
     """Build a bench model unless an up-to-date one (same builder source) is already there."""
     path = out_dir / f"{name}.tflite"
     stamp = out_dir / f"{name}.stamp"
@@ -312,13 +332,21 @@ def measure_process(model: Path, out_dir: Path, runs: int, *, objapi: bool = Tru
     m = timed_commands(commands, out, runs)
     size = model.stat().st_size
     load = os.getloadavg()[0]
-    row = {"size": size, "copy_s": m["copy"]["seconds"], "bnfold_s": m["bnfold"]["seconds"],
-           "rewrite_s": m["rewrite"]["seconds"], "rewrite_rss": m["rewrite"]["peak_rss"],
-           "cpu_s": {k: v["cpu"] for k, v in m.items()}, "loadavg_1min_after": load,
-           "bnfold_rss": m["bnfold"]["peak_rss"], "copy_rss": m["copy"]["peak_rss"],
-           "startup_s": m["work"]["startup"], "work_s": m["work"]["work"],
-           "work_rewrite_s": m["work_rewrite"]["work"],
-           "samples": {k: v["all_seconds"] for k, v in m.items()}}
+    row = {
+        "size": size,
+        "copy_s": m["copy"]["seconds"],
+        "bnfold_s": m["bnfold"]["seconds"],
+        "rewrite_s": m["rewrite"]["seconds"],
+        "rewrite_rss": m["rewrite"]["peak_rss"],
+        "cpu_s": {k: v["cpu"] for k, v in m.items()},
+        "loadavg_1min_after": load,
+        "bnfold_rss": m["bnfold"]["peak_rss"],
+        "copy_rss": m["copy"]["peak_rss"],
+        "startup_s": m["work"]["startup"],
+        "work_s": m["work"]["work"],
+        "work_rewrite_s": m["work_rewrite"]["work"],
+        "samples": {k: v["all_seconds"] for k, v in m.items()},
+    }
     row["a"] = row["bnfold_s"] / row["copy_s"]
     row["a_rewrite"] = row["rewrite_s"] / row["copy_s"]
     row["a_cpu"] = m["bnfold"]["cpu"] / m["copy"]["cpu"]
@@ -343,17 +371,34 @@ def measure_ops_series(out_dir: Path, runs: int, rebuild: bool) -> dict:
         path = ensure_model(out_dir, name, "ops", blocks=blocks, rebuild=rebuild)
         print(f"measuring {name}", flush=True)
         out = out_dir / "bench-output.tflite"
-        m = timed_commands({"work": [PY, "-c", WORK_SRC, str(path), str(out)],
-                            "work_rewrite": [PY, "-c", WORK_SRC, str(path), str(out), "--passes", ""]}, out, runs)
+        m = timed_commands(
+            {
+                "work": [PY, "-c", WORK_SRC, str(path), str(out)],
+                "work_rewrite": [PY, "-c", WORK_SRC, str(path), str(out), "--passes", ""],
+            },
+            out,
+            runs,
+        )
         ops = 3 * blocks
-        rows[name] = {"blocks": blocks, "ops": ops, "size": path.stat().st_size, "folds": fold_count(path, out_dir)["folds"],
-                      "work_s": m["work"]["work"], "work_rewrite_s": m["work_rewrite"]["work"],
-                      "peak_rss": m["work"]["peak_rss"], "loadavg_1min_after": os.getloadavg()[0],
-                      "us_per_op": 1e6 * m["work"]["work"] / ops, "us_per_op_rewrite": 1e6 * m["work_rewrite"]["work"] / ops,
-                      "samples": {k: v["all_seconds"] for k, v in m.items()}}
+        rows[name] = {
+            "blocks": blocks,
+            "ops": ops,
+            "size": path.stat().st_size,
+            "folds": fold_count(path, out_dir)["folds"],
+            "work_s": m["work"]["work"],
+            "work_rewrite_s": m["work_rewrite"]["work"],
+            "peak_rss": m["work"]["peak_rss"],
+            "loadavg_1min_after": os.getloadavg()[0],
+            "us_per_op": 1e6 * m["work"]["work"] / ops,
+            "us_per_op_rewrite": 1e6 * m["work_rewrite"]["work"] / ops,
+            "samples": {k: v["all_seconds"] for k, v in m.items()},
+        }
         _remove(out_dir / f"{path.stem}.opt.tflite")
-    return {"rows": rows, "flatness_f": _flatness(r["us_per_op"] for r in rows.values()),
-            "flatness_f_rewrite": _flatness(r["us_per_op_rewrite"] for r in rows.values())}
+    return {
+        "rows": rows,
+        "flatness_f": _flatness(r["us_per_op"] for r in rows.values()),
+        "flatness_f_rewrite": _flatness(r["us_per_op_rewrite"] for r in rows.values()),
+    }
 
 
 def print_ops_series(series: dict) -> None:
@@ -361,10 +406,14 @@ def print_ops_series(series: dict) -> None:
     print(head)
     print("-" * len(head))
     for name, r in series["rows"].items():
-        print(f"{name:<10}{r['blocks']:>8}{r['ops']:>8}{r['folds']:>7}{r['work_s']:>9.2f}{r['us_per_op']:>8.1f}"
-              f"{r['work_rewrite_s']:>10.2f}{r['us_per_op_rewrite']:>9.1f}{r['peak_rss'] / MB:>8.0f}")
-    print(f"(f) max/min time per operator: default passes {series['flatness_f']:.2f}, "
-          f"--passes '' {series['flatness_f_rewrite']:.2f} (target <= {TARGETS['f'][2]})")
+        print(
+            f"{name:<10}{r['blocks']:>8}{r['ops']:>8}{r['folds']:>7}{r['work_s']:>9.2f}{r['us_per_op']:>8.1f}"
+            f"{r['work_rewrite_s']:>10.2f}{r['us_per_op_rewrite']:>9.1f}{r['peak_rss'] / MB:>8.0f}"
+        )
+    print(
+        f"(f) max/min time per operator: default passes {series['flatness_f']:.2f}, "
+        f"--passes '' {series['flatness_f_rewrite']:.2f} (target <= {TARGETS['f'][2]})"
+    )
 
 
 def measure_inference(orig: Path, opt: Path, iters: int, budget: float) -> dict:
@@ -375,9 +424,14 @@ def measure_inference(orig: Path, opt: Path, iters: int, budget: float) -> dict:
         return {"error": r["stderr"].strip().splitlines()[-1] if r["stderr"].strip() else f"exit {r['rc']}"}
     data = json.loads(r["stdout"].strip().splitlines()[-1])
     t_orig, t_opt = statistics.median(data["times"]["orig"]), statistics.median(data["times"]["opt"])
-    return {"orig_ms": 1000 * t_orig, "opt_ms": 1000 * t_opt, "e": t_orig / t_opt,
-            "max_abs_diff": data["max_abs_diff"], "max_abs_out": data["max_abs_out"],
-            "iters": len(data["times"]["orig"])}
+    return {
+        "orig_ms": 1000 * t_orig,
+        "opt_ms": 1000 * t_opt,
+        "e": t_orig / t_opt,
+        "max_abs_diff": data["max_abs_diff"],
+        "max_abs_out": data["max_abs_out"],
+        "iters": len(data["times"]["orig"]),
+    }
 
 
 def big_model_check(model: Path, out_dir: Path) -> dict:
@@ -389,8 +443,12 @@ def big_model_check(model: Path, out_dir: Path) -> dict:
     _remove(opt)
     os.sync()
     res = run_child([BNFOLD, "optimize", str(model), str(opt), "--quiet"])
-    check = {"optimize_rc": res["rc"], "optimize_s": res["seconds"], "optimize_rss": res["rss"],
-             "size": model.stat().st_size}
+    check = {
+        "optimize_rc": res["rc"],
+        "optimize_s": res["seconds"],
+        "optimize_rss": res["rss"],
+        "size": model.stat().st_size,
+    }
     if res["rc"] != 0:
         check["error"] = res["stderr"].strip()
         return check
@@ -494,8 +552,12 @@ def measure_unchanged(out_dir: Path, runs: int, rebuild: bool) -> dict:
         "bnfold_pre": [BNFOLD, "optimize", str(pre), str(out), "--quiet"],
     }
     m = timed_commands(commands, out, runs)
-    row = {"size": model.stat().st_size, "size_pre": pre.stat().st_size, "byte_identical": identical,
-           "loadavg_1min_after": os.getloadavg()[0]}
+    row = {
+        "size": model.stat().st_size,
+        "size_pre": pre.stat().st_size,
+        "byte_identical": identical,
+        "loadavg_1min_after": os.getloadavg()[0],
+    }
     for name, r in m.items():
         row[f"{name}_s"], row[f"{name}_rss"], row[f"{name}_samples"] = r["seconds"], r["peak_rss"], r["all_seconds"]
     row["bnfold_vs_floor"] = row["bnfold_s"] / row["floor_s"]
@@ -508,26 +570,34 @@ def measure_unchanged(out_dir: Path, runs: int, rebuild: bool) -> dict:
 
 def print_perf_series(op_heavy: list[dict], unchanged: dict | None) -> None:
     if op_heavy:
-        head = (f"{'blocks':>7}{'ops':>8}{'MB':>6}{'objAPI s':>10}{'us/op':>7}{'RSS MB':>8}{'bnfold s':>10}{'us/op':>7}"
-                f"{'RSS MB':>8}{'ratio':>7}{'rewrite s':>10}{'us/op':>7}{'RSS MB':>8}{'ratio':>7}")
+        head = (
+            f"{'blocks':>7}{'ops':>8}{'MB':>6}{'objAPI s':>10}{'us/op':>7}{'RSS MB':>8}{'bnfold s':>10}{'us/op':>7}"
+            f"{'RSS MB':>8}{'ratio':>7}{'rewrite s':>10}{'us/op':>7}{'RSS MB':>8}{'ratio':>7}"
+        )
         print(head)
         print("-" * len(head))
         for r in op_heavy:
-            print(f"{r['blocks']:>7}{r['operators']:>8}{r['size'] / MB:>6.1f}{r['objapi_s']:>10.2f}{r['objapi_us_per_op']:>7.0f}"
-                  f"{r['objapi_rss'] / MB:>8.0f}{r['bnfold_s']:>10.2f}{r['bnfold_us_per_op']:>7.0f}{r['bnfold_rss'] / MB:>8.0f}"
-                  f"{r['bnfold_vs_objapi']:>7.2f}{r['rewrite_s']:>10.2f}{r['rewrite_us_per_op']:>7.0f}"
-                  f"{r['rewrite_rss'] / MB:>8.0f}{r['rewrite_vs_objapi']:>7.2f}")
+            print(
+                f"{r['blocks']:>7}{r['operators']:>8}{r['size'] / MB:>6.1f}{r['objapi_s']:>10.2f}{r['objapi_us_per_op']:>7.0f}"
+                f"{r['objapi_rss'] / MB:>8.0f}{r['bnfold_s']:>10.2f}{r['bnfold_us_per_op']:>7.0f}{r['bnfold_rss'] / MB:>8.0f}"
+                f"{r['bnfold_vs_objapi']:>7.2f}{r['rewrite_s']:>10.2f}{r['rewrite_us_per_op']:>7.0f}"
+                f"{r['rewrite_rss'] / MB:>8.0f}{r['rewrite_vs_objapi']:>7.2f}"
+            )
         for key in ("bnfold", "rewrite", "objapi"):
             per_op = [r[f"{key}_us_per_op"] for r in op_heavy]
             print(f"  {key}: time per operator max/min over the series {max(per_op) / min(per_op):.2f}")
     if unchanged:
         u = unchanged
-        print(f"unchanged model ({u['size'] / MB:.1f} MB): floor {u['floor_s']:.3f} s, bnfold optimize {u['bnfold_s']:.3f} s "
-              f"({u['bnfold_vs_floor']:.2f}x), --passes '' {u['no_passes_s']:.3f} s ({u['no_passes_vs_floor']:.2f}x), "
-              f"peak RSS {u['bnfold_rss'] / MB:.0f} MB, byte-identical: {u['byte_identical']}")
-        print(f"resnet_pre ({u['size_pre'] / MB:.1f} MB, default passes): floor {u['floor_pre_s']:.3f} s, bnfold optimize "
-              f"{u['bnfold_pre_s']:.3f} s ({u['pre_vs_floor']:.2f}x), peak RSS {u['bnfold_pre_rss'] / MB:.0f} MB "
-              f"({u['pre_rss_vs_size']:.2f}x the file)")
+        print(
+            f"unchanged model ({u['size'] / MB:.1f} MB): floor {u['floor_s']:.3f} s, bnfold optimize {u['bnfold_s']:.3f} s "
+            f"({u['bnfold_vs_floor']:.2f}x), --passes '' {u['no_passes_s']:.3f} s ({u['no_passes_vs_floor']:.2f}x), "
+            f"peak RSS {u['bnfold_rss'] / MB:.0f} MB, byte-identical: {u['byte_identical']}"
+        )
+        print(
+            f"resnet_pre ({u['size_pre'] / MB:.1f} MB, default passes): floor {u['floor_pre_s']:.3f} s, bnfold optimize "
+            f"{u['bnfold_pre_s']:.3f} s ({u['pre_vs_floor']:.2f}x), peak RSS {u['bnfold_pre_rss'] / MB:.0f} MB "
+            f"({u['pre_rss_vs_size']:.2f}x the file)"
+        )
 
 
 # ---- report --------------------------------------------------------------------------------
@@ -541,9 +611,11 @@ def series_scaling(series: list[dict]) -> dict:
     pass-less rewrite's work, of the whole process (start-up included, so small models look
     slow per MB), and the marginal cost between consecutive sizes (whole process: the slope,
     which a fixed start-up cost does not affect)."""
-    out = {"work s/MB, default passes (judged)": _flatness(r["work_s_per_mb"] for r in series),
-           "work s/MB, --passes ''": _flatness(r["work_rewrite_s_per_mb"] for r in series),
-           "whole-process s/MB, default passes": _flatness(r["s_per_mb"] for r in series)}
+    out = {
+        "work s/MB, default passes (judged)": _flatness(r["work_s_per_mb"] for r in series),
+        "work s/MB, --passes ''": _flatness(r["work_rewrite_s_per_mb"] for r in series),
+        "whole-process s/MB, default passes": _flatness(r["s_per_mb"] for r in series),
+    }
     for label, key in (("default passes", "bnfold_s"), ("--passes ''", "rewrite_s")):
         slopes = [(b[key] - a[key]) / ((b["size"] - a["size"]) / MB) for a, b in zip(series, series[1:])]
         out[f"marginal whole-process s/MB, {label}"] = _flatness(slopes) if min(slopes) > 0 else float("nan")
@@ -568,17 +640,38 @@ def targets_summary(rows: dict, flatness: float | None) -> list[dict]:
         for key in ("a", "b", "c"):
             for variant, field in (("default passes", key), ("--passes ''", f"{key}_rewrite")):
                 if field in row and judged:
-                    out.append({"target": key, "model": name, "run": variant, "value": row[field],
-                                "verdict": verdict(key, row[field])})
+                    out.append(
+                        {
+                            "target": key,
+                            "model": name,
+                            "run": variant,
+                            "value": row[field],
+                            "verdict": verdict(key, row[field]),
+                        }
+                    )
         if "e" in row.get("inference", {}):
             e = row["inference"]["e"]
             out.append({"target": "e", "model": name, "run": "default passes", "value": e, "verdict": verdict("e", e)})
             if row.get("preactivation"):
-                out.append({"target": "e_pre", "model": name, "run": "default passes", "value": e,
-                            "verdict": verdict("e_pre", e)})
+                out.append(
+                    {
+                        "target": "e_pre",
+                        "model": name,
+                        "run": "default passes",
+                        "value": e,
+                        "verdict": verdict("e_pre", e),
+                    }
+                )
     if flatness is not None:
-        out.append({"target": "d", "model": "scale series", "run": "default passes", "value": flatness,
-                    "verdict": verdict("d", flatness)})
+        out.append(
+            {
+                "target": "d",
+                "model": "scale series",
+                "run": "default passes",
+                "value": flatness,
+                "verdict": verdict("d", flatness),
+            }
+        )
     return out
 
 
@@ -589,35 +682,50 @@ def _fmt(value, spec: str) -> str:
 def print_table(rows: dict) -> None:
     """Two tables: the default `bnfold optimize` against the baselines, then the pass-less rewrite
     and CPU-time ratios (the latter as a cross-check when the machine is shared)."""
-    head = (f"{'model':<12}{'MB':>7}{'copy s':>8}{'objAPI s':>9}{'bnfold s':>9}{'(a)':>7}{'(b)':>6}"
-            f"{'RSS MB':>8}{'(c)':>6}{'s/MB':>9}{'work s/MB':>10}{'folds':>6}{'infer ms':>13}{'(e)':>7}")
+    head = (
+        f"{'model':<12}{'MB':>7}{'copy s':>8}{'objAPI s':>9}{'bnfold s':>9}{'(a)':>7}{'(b)':>6}"
+        f"{'RSS MB':>8}{'(c)':>6}{'s/MB':>9}{'work s/MB':>10}{'folds':>6}{'infer ms':>13}{'(e)':>7}"
+    )
     print(head)
     print("-" * len(head))
     for name, r in rows.items():
         inf = r.get("inference", {})
         ms = f"{inf['orig_ms']:.1f}/{inf['opt_ms']:.1f}" if "orig_ms" in inf else "-"
-        print(f"{name:<12}{r['size'] / MB:>7.1f}{r['copy_s']:>8.3f}{_fmt(r.get('objapi_s'), '.3f'):>9}"
-              f"{r['bnfold_s']:>9.3f}{r['a']:>7.2f}{_fmt(r.get('b'), '.2f'):>6}{r['bnfold_rss'] / MB:>8.0f}"
-              f"{r['c']:>6.2f}{r['s_per_mb']:>9.5f}{r['work_s_per_mb']:>10.5f}{_fmt(r.get('folds'), 'd'):>6}"
-              f"{ms:>13}{_fmt(inf.get('e'), '.3f'):>7}")
-    head = (f"{'model':<12}{'rewrite s':>10}{'(a) rw':>8}{'(b) rw':>8}{'RSS MB rw':>10}{'(c) rw':>8}"
-            f"{'startup s':>10}{'work s':>8}{'(a) cpu':>8}{'(b) cpu':>8}{'load':>6}")
+        print(
+            f"{name:<12}{r['size'] / MB:>7.1f}{r['copy_s']:>8.3f}{_fmt(r.get('objapi_s'), '.3f'):>9}"
+            f"{r['bnfold_s']:>9.3f}{r['a']:>7.2f}{_fmt(r.get('b'), '.2f'):>6}{r['bnfold_rss'] / MB:>8.0f}"
+            f"{r['c']:>6.2f}{r['s_per_mb']:>9.5f}{r['work_s_per_mb']:>10.5f}{_fmt(r.get('folds'), 'd'):>6}"
+            f"{ms:>13}{_fmt(inf.get('e'), '.3f'):>7}"
+        )
+    head = (
+        f"{'model':<12}{'rewrite s':>10}{'(a) rw':>8}{'(b) rw':>8}{'RSS MB rw':>10}{'(c) rw':>8}"
+        f"{'startup s':>10}{'work s':>8}{'(a) cpu':>8}{'(b) cpu':>8}{'load':>6}"
+    )
     print()
     print(head)
     print("-" * len(head))
     for name, r in rows.items():
-        print(f"{name:<12}{r['rewrite_s']:>10.3f}{r['a_rewrite']:>8.2f}{_fmt(r.get('b_rewrite'), '.2f'):>8}"
-              f"{r['rewrite_rss'] / MB:>10.0f}{r['c_rewrite']:>8.2f}{r['startup_s']:>10.3f}{r['work_s']:>8.3f}"
-              f"{r['a_cpu']:>8.2f}{_fmt(r.get('b_cpu'), '.2f'):>8}{r['loadavg_1min_after']:>6.1f}")
+        print(
+            f"{name:<12}{r['rewrite_s']:>10.3f}{r['a_rewrite']:>8.2f}{_fmt(r.get('b_rewrite'), '.2f'):>8}"
+            f"{r['rewrite_rss'] / MB:>10.0f}{r['c_rewrite']:>8.2f}{r['startup_s']:>10.3f}{r['work_s']:>8.3f}"
+            f"{r['a_cpu']:>8.2f}{_fmt(r.get('b_cpu'), '.2f'):>8}{r['loadavg_1min_after']:>6.1f}"
+        )
 
 
 def markdown_table(result: dict) -> str:
     """docs/measurements.md's Performance table, from a bench JSON (figures copied, never retyped)."""
-    names = {"resnet50v2": "ResNet50V2", "scale_10mb": "scale 10 MB", "scale_100mb": "scale 100 MB",
-             "scale_1gb": "scale 1 GB", "scale_3gb": "scale 3 GB"}
-    lines = ['| model | MB | copy s | object API s | bnfold s | (a) | (b) | peak RSS MB | (c) '
-             '| `--passes ""` s | (a) | (b) | (c) | LiteRT ms orig / opt | (e) |',
-             "|" + "---|" * 15]
+    names = {
+        "resnet50v2": "ResNet50V2",
+        "scale_10mb": "scale 10 MB",
+        "scale_100mb": "scale 100 MB",
+        "scale_1gb": "scale 1 GB",
+        "scale_3gb": "scale 3 GB",
+    }
+    lines = [
+        "| model | MB | copy s | object API s | bnfold s | (a) | (b) | peak RSS MB | (c) "
+        '| `--passes ""` s | (a) | (b) | (c) | LiteRT ms orig / opt | (e) |',
+        "|" + "---|" * 15,
+    ]
     big = result.get("big_model_check") or {}
     for name, r in result["models"].items():
         inf = r.get("inference", {})
@@ -626,17 +734,34 @@ def markdown_table(result: dict) -> str:
         if name == "scale_3gb" and "litert_opt_s" in big:
             infer = f"load + 1 run: {big['litert_orig_s']:.2f} s / {big['litert_opt_s']:.2f} s"
         objapi = _fmt(r.get("objapi_s"), ".3f") if "objapi_s" in r else "(cannot)"
-        cells = [names.get(name, name), f"{r['size'] / MB:.1f}", f"{r['copy_s']:.3f}", objapi,
-                 f"{r['bnfold_s']:.3f}", f"{r['a']:.2f}", _fmt(r.get("b"), ".2f").replace("-", ""),
-                 f"{r['bnfold_rss'] / MB:.0f}", f"{r['c']:.2f}", f"{r['rewrite_s']:.3f}", f"{r['a_rewrite']:.2f}",
-                 _fmt(r.get("b_rewrite"), ".2f").replace("-", ""), f"{r['c_rewrite']:.2f}", infer,
-                 _fmt(inf.get("e"), ".3f").replace("-", "")]
+        cells = [
+            names.get(name, name),
+            f"{r['size'] / MB:.1f}",
+            f"{r['copy_s']:.3f}",
+            objapi,
+            f"{r['bnfold_s']:.3f}",
+            f"{r['a']:.2f}",
+            _fmt(r.get("b"), ".2f").replace("-", ""),
+            f"{r['bnfold_rss'] / MB:.0f}",
+            f"{r['c']:.2f}",
+            f"{r['rewrite_s']:.3f}",
+            f"{r['a_rewrite']:.2f}",
+            _fmt(r.get("b_rewrite"), ".2f").replace("-", ""),
+            f"{r['c_rewrite']:.2f}",
+            infer,
+            _fmt(inf.get("e"), ".3f").replace("-", ""),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def machine_info() -> dict:
-    info = {"cores": os.cpu_count(), "bytecode": "cached (compileall, as an installed package)", "python": platform.python_version(), "platform": platform.platform()}
+    info = {
+        "cores": os.cpu_count(),
+        "bytecode": "cached (compileall, as an installed package)",
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -655,8 +780,12 @@ def machine_info() -> dict:
 
 
 # ---- main ----------------------------------------------------------------------------------
-SERIES = (("scale_10mb", 10 * MB, False), ("scale_100mb", 100 * MB, False),
-          ("scale_1gb", 1024 * MB, False), ("scale_3gb", 3 * 1024 * MB, True))
+SERIES = (
+    ("scale_10mb", 10 * MB, False),
+    ("scale_100mb", 100 * MB, False),
+    ("scale_1gb", 1024 * MB, False),
+    ("scale_3gb", 3 * 1024 * MB, True),
+)
 OPS_SERIES = (("ops_3k", 3000), ("ops_12k", 12000), ("ops_48k", 48000))
 
 
@@ -667,25 +796,49 @@ def parse_args(argv=None):
     p.add_argument("--skip-large", action="store_true", help="skip the 1 GB and 3 GB models")
     p.add_argument("--json", default=None, help="JSON results path (default OUT/bench.json)")
     default_r50 = "/work/models/resnet50v2.tflite"
-    p.add_argument("--resnet50v2", default=default_r50 if os.path.exists(default_r50) else None,
-                   help="also measure this TFLite model (default: %(default)s when it exists)")
+    p.add_argument(
+        "--resnet50v2",
+        default=default_r50 if os.path.exists(default_r50) else None,
+        help="also measure this TFLite model (default: %(default)s when it exists)",
+    )
     p.add_argument("--infer-iters", type=int, default=20, help="paired LiteRT iterations per model")
-    p.add_argument("--infer-budget", type=float, default=4.0, help="seconds of paired LiteRT runs per model (at least --infer-iters pairs)")
+    p.add_argument(
+        "--infer-budget",
+        type=float,
+        default=4.0,
+        help="seconds of paired LiteRT runs per model (at least --infer-iters pairs)",
+    )
     p.add_argument("--rebuild", action="store_true", help="rebuild models even if up to date")
-    p.add_argument("--markdown", metavar="JSON", help="print docs/measurements.md's table of an earlier run's JSON and exit")
+    p.add_argument(
+        "--markdown", metavar="JSON", help="print docs/measurements.md's table of an earlier run's JSON and exit"
+    )
     p.add_argument("--profile", action="store_true", help="cProfile bnfold optimize on the 100 MB models")
-    p.add_argument("--ops-runs", type=int, default=3, help="process runs per command in the op-heavy series (0 skips it)")
+    p.add_argument(
+        "--ops-runs", type=int, default=3, help="process runs per command in the op-heavy series (0 skips it)"
+    )
     p.add_argument("--only-ops", action="store_true", help="measure only the op-heavy series")
-    p.add_argument("--op-heavy", default=",".join(map(str, OP_HEAVY_BLOCKS)), metavar="N,N",
-                   help="block counts of the op-heavy series ('' skips it; default %(default)s)")
+    p.add_argument(
+        "--op-heavy",
+        default=",".join(map(str, OP_HEAVY_BLOCKS)),
+        metavar="N,N",
+        help="block counts of the op-heavy series ('' skips it; default %(default)s)",
+    )
     p.add_argument("--op-heavy-runs", type=int, default=3, help="process runs per command in the op-heavy series")
     p.add_argument("--no-unchanged", action="store_true", help="skip the unchanged-model row")
     p.add_argument("--only-perf", action="store_true", help="run only the op-heavy series and the unchanged-model row")
-    p.add_argument("--batch", metavar="DIR", default=None,
-                   help="measure only batch mode over the models under DIR against a shell loop (scripts/bench_batch.py)")
-    p.add_argument("--overhead", metavar="MODEL", default=None,
-                   help="measure only one optimize of MODEL, and of its optimized (unchanged) form, against the floor "
-                        "process (scripts/bench_overhead.py)")
+    p.add_argument(
+        "--batch",
+        metavar="DIR",
+        default=None,
+        help="measure only batch mode over the models under DIR against a shell loop (scripts/bench_batch.py)",
+    )
+    p.add_argument(
+        "--overhead",
+        metavar="MODEL",
+        default=None,
+        help="measure only one optimize of MODEL, and of its optimized (unchanged) form, against the floor "
+        "process (scripts/bench_overhead.py)",
+    )
     return p.parse_args(argv)
 
 
@@ -710,8 +863,12 @@ def _one_series(name: str, row: dict, report: list[str], args, out_dir: Path) ->
     """Print a series measured alone (--batch, --overhead) and write its JSON (bench-NAME.json)."""
     print("\n".join(report))
     json_path = Path(args.json) if args.json else out_dir / f"bench-{name}.json"
-    json_path.write_text(json.dumps({"date": datetime.datetime.now().isoformat(timespec="seconds"),
-                                     "machine": machine_info(), name: row}, indent=1))
+    json_path.write_text(
+        json.dumps(
+            {"date": datetime.datetime.now().isoformat(timespec="seconds"), "machine": machine_info(), name: row},
+            indent=1,
+        )
+    )
     print(f"wrote {json_path}")
     return 0
 
@@ -736,7 +893,7 @@ def main(argv=None) -> int:
         row = bench_batch.measure(Path(args.batch).resolve(), out_dir, args.runs, run_child, BNFOLD)
         return _one_series("batch", row, bench_batch.report(row), args, out_dir)
     op_heavy = []
-    for n in ([] if args.only_ops else args.op_heavy.split(",")):
+    for n in [] if args.only_ops else args.op_heavy.split(","):
         if n.strip():
             print(f"measuring op-heavy {n} blocks", flush=True)
             op_heavy.append(measure_op_heavy(out_dir, int(n), args.op_heavy_runs, args.rebuild))
@@ -768,7 +925,9 @@ def main(argv=None) -> int:
         flatness = _flatness(r["work_s_per_mb"] for r in series)
         scaling = series_scaling(series)
     big = big_model_check(models["scale_3gb"][0], out_dir) if "scale_3gb" in models else None
-    ops_series = measure_ops_series(out_dir, args.ops_runs, args.rebuild) if args.ops_runs > 0 and not args.only_perf else None
+    ops_series = (
+        measure_ops_series(out_dir, args.ops_runs, args.rebuild) if args.ops_runs > 0 and not args.only_perf else None
+    )
 
     print()
     print_perf_series(op_heavy, unchanged)
@@ -786,8 +945,15 @@ def main(argv=None) -> int:
         print(f"3 GB check: {json.dumps(big)}")
     summary = targets_summary(rows, flatness)
     if ops_series is not None:
-        summary.append({"target": "f", "model": "op series", "run": "default passes", "value": ops_series["flatness_f"],
-                        "verdict": verdict("f", ops_series["flatness_f"])})
+        summary.append(
+            {
+                "target": "f",
+                "model": "op series",
+                "run": "default passes",
+                "value": ops_series["flatness_f"],
+                "verdict": verdict("f", ops_series["flatness_f"]),
+            }
+        )
     print("\ntargets:")
     for t in summary:
         label, op, limit = TARGETS[t["target"]]
@@ -795,11 +961,22 @@ def main(argv=None) -> int:
     for name, text in profiles.items():
         print(f"\nprofile of bnfold optimize on {name}:\n{text}")
 
-    result = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "machine": machine_info(),
-              "runs": args.runs, "infer_iters": args.infer_iters, "models": rows, "flatness_d": flatness, "series_scaling": scaling,
-              "big_model_check": big, "ops_series": ops_series, "targets": summary, "profiles": profiles,
-              "op_heavy": op_heavy, "unchanged": unchanged,
-              "elapsed_s": round(time.time() - started, 1)}
+    result = {
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "machine": machine_info(),
+        "runs": args.runs,
+        "infer_iters": args.infer_iters,
+        "models": rows,
+        "flatness_d": flatness,
+        "series_scaling": scaling,
+        "big_model_check": big,
+        "ops_series": ops_series,
+        "targets": summary,
+        "profiles": profiles,
+        "op_heavy": op_heavy,
+        "unchanged": unchanged,
+        "elapsed_s": round(time.time() - started, 1),
+    }
     json_path = Path(args.json) if args.json else out_dir / "bench.json"
     json_path.write_text(json.dumps(result, indent=1, default=str))
     print(f"\nwrote {json_path}")

@@ -65,8 +65,15 @@ class Net:
         filt = self.const("filter", weights)
         bias = self.const("bias", np.zeros(cout))
         shape = (n, -(-h // stride), -(-w // stride), cout)
-        options = Options("Conv2DOptions", padding=SAME, strideW=stride, strideH=stride, fusedActivationFunction=act,
-                          dilationWFactor=1, dilationHFactor=1)
+        options = Options(
+            "Conv2DOptions",
+            padding=SAME,
+            strideW=stride,
+            strideH=stride,
+            fusedActivationFunction=act,
+            dilationWFactor=1,
+            dilationHFactor=1,
+        )
         return self.op("CONV_2D", [x, filt, bias], shape, options, base="conv")
 
     def batchnorm(self, x, act: int = NONE, gamma_low: float = 0.5):
@@ -77,18 +84,35 @@ class Net:
         mean, beta = self.rng.normal(0.0, 0.1, c), self.rng.normal(0.0, 0.1, c)
         scale = gamma / np.sqrt(var + 1e-3)
         shift = beta - mean * scale
-        y = self.op("MUL", [x, self.const("bn_scale", scale.reshape(1, 1, 1, c))], x.shape,
-                    Options("MulOptions", fusedActivationFunction=NONE), base="bn_mul")
-        return self.op("ADD", [y, self.const("bn_shift", shift.reshape(1, 1, 1, c))], x.shape,
-                       Options("AddOptions", fusedActivationFunction=act), base="bn_add")
+        y = self.op(
+            "MUL",
+            [x, self.const("bn_scale", scale.reshape(1, 1, 1, c))],
+            x.shape,
+            Options("MulOptions", fusedActivationFunction=NONE),
+            base="bn_mul",
+        )
+        return self.op(
+            "ADD",
+            [y, self.const("bn_shift", shift.reshape(1, 1, 1, c))],
+            x.shape,
+            Options("AddOptions", fusedActivationFunction=act),
+            base="bn_add",
+        )
 
     def add(self, a, b, act: int = NONE):
         return self.op("ADD", [a, b], a.shape, Options("AddOptions", fusedActivationFunction=act), base="residual")
 
     def max_pool(self, x, k: int = 3, stride: int = 2):
         n, h, w, c = x.shape
-        options = Options("Pool2DOptions", padding=SAME, strideW=stride, strideH=stride, filterWidth=k, filterHeight=k,
-                          fusedActivationFunction=NONE)
+        options = Options(
+            "Pool2DOptions",
+            padding=SAME,
+            strideW=stride,
+            strideH=stride,
+            filterWidth=k,
+            filterHeight=k,
+            fusedActivationFunction=NONE,
+        )
         return self.op("MAX_POOL_2D", [x], (n, -(-h // stride), -(-w // stride), c), options, base="pool")
 
     def head(self, x, classes: int = 1000):

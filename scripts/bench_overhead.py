@@ -38,8 +38,10 @@ def measure(model: Path, out: Path, runs: int, run_child, bnfold: str, python: s
     samples = {(name, side): [] for name in inputs for side in ("floor", "bnfold")}
     for _ in range(runs):
         for name, path in inputs.items():
-            for side, argv in (("floor", [python, "-c", FLOOR_SRC, str(path), str(target)]),
-                               ("bnfold", [bnfold, "optimize", str(path), str(target), "--quiet"])):
+            for side, argv in (
+                ("floor", [python, "-c", FLOOR_SRC, str(path), str(target)]),
+                ("bnfold", [bnfold, "optimize", str(path), str(target), "--quiet"]),
+            ):
                 _fresh(target)
                 result = run_child(argv)
                 if result["rc"] != 0:
@@ -70,13 +72,19 @@ def _fresh(path: Path) -> None:
 
 
 def report(row: dict) -> list[str]:
-    lines = [f"single-model overhead: {row['model']} ({row['bytes'] / (1 << 20):.1f} MB), median of {row['runs']} "
-             f"interleaved runs against the floor (python, import numpy, copy the file)"]
+    lines = [
+        f"single-model overhead: {row['model']} ({row['bytes'] / (1 << 20):.1f} MB), median of {row['runs']} "
+        f"interleaved runs against the floor (python, import numpy, copy the file)"
+    ]
     for name, limit in TARGETS.items():
         ratio = row[f"{name}_ratio_seconds"]
-        lines.append(f"  {name:9}: floor {row[f'{name}_floor_seconds']:.3f} s, bnfold {row[f'{name}_bnfold_seconds']:.3f} s: "
-                     f"{ratio:.2f}x wall [{'pass' if ratio <= limit else 'MISS'}, <= {limit}x], "
-                     f"{row[f'{name}_ratio_cpu']:.2f}x CPU; peak RSS {row[f'{name}_bnfold_peak_rss'] / (1 << 20):.0f} MB")
-    lines.append(f"  unchanged output byte-identical to its input: {row['unchanged_copy_identical']}; "
-                 f"load average {row['loadavg_1min_after']:.1f} after")
+        lines.append(
+            f"  {name:9}: floor {row[f'{name}_floor_seconds']:.3f} s, bnfold {row[f'{name}_bnfold_seconds']:.3f} s: "
+            f"{ratio:.2f}x wall [{'pass' if ratio <= limit else 'MISS'}, <= {limit}x], "
+            f"{row[f'{name}_ratio_cpu']:.2f}x CPU; peak RSS {row[f'{name}_bnfold_peak_rss'] / (1 << 20):.0f} MB"
+        )
+    lines.append(
+        f"  unchanged output byte-identical to its input: {row['unchanged_copy_identical']}; "
+        f"load average {row['loadavg_1min_after']:.1f} after"
+    )
     return lines

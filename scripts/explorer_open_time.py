@@ -26,10 +26,18 @@ from bnfold.io.reader import read_model  # noqa: E402
 
 
 def open_time(server: Server, path: Path) -> float:
-    command = {"cmdId": "convert", "extensionId": "bnfold_flatbuffer", "modelPath": str(path.resolve()),
-               "settings": {}, "deleteAfterConversion": False}
-    request = urllib.request.Request(f"{server.base}/apipost/v1/send_command", data=json.dumps(command).encode(),
-                                     headers={"Content-Type": "application/json"})
+    command = {
+        "cmdId": "convert",
+        "extensionId": "bnfold_flatbuffer",
+        "modelPath": str(path.resolve()),
+        "settings": {},
+        "deleteAfterConversion": False,
+    }
+    request = urllib.request.Request(
+        f"{server.base}/apipost/v1/send_command",
+        data=json.dumps(command).encode(),
+        headers={"Content-Type": "application/json"},
+    )
     start = time.perf_counter()
     with urllib.request.urlopen(request, timeout=600) as r:
         graphs = json.loads(r.read())
@@ -53,8 +61,10 @@ def main(argv=None) -> int:
             for path in args.models:
                 ops = sum(len(g.ops) for g in read_model(str(path)).graphs)
                 times = [open_time(server, path) for _ in range(args.runs)]
-                print(f"{path.name}: {ops} operators, {path.stat().st_size / 2**20:.1f} MB: open "
-                      f"best {min(times):.3f} s, median {statistics.median(times):.3f} s over {args.runs} runs")
+                print(
+                    f"{path.name}: {ops} operators, {path.stat().st_size / 2**20:.1f} MB: open "
+                    f"best {min(times):.3f} s, median {statistics.median(times):.3f} s over {args.runs} runs"
+                )
         finally:
             server.stop()
     return 0

@@ -27,8 +27,10 @@ from model_explorer.config import ModelExplorerConfig  # noqa: E402
 from bnfold.cli import run  # noqa: E402
 
 VIEWPORT = (700, 6000)
-BLOCK = {"before": {"x": 120, "y": 1145, "width": 460, "height": 900},  # ADD -> MUL, ADD -> ... -> ADD
-         "after": {"x": 120, "y": 1700, "width": 460, "height": 770}}   # ADD -> RELU -> ... -> ADD
+BLOCK = {
+    "before": {"x": 120, "y": 1145, "width": 460, "height": 900},  # ADD -> MUL, ADD -> ... -> ADD
+    "after": {"x": 120, "y": 1700, "width": 460, "height": 770},
+}  # ADD -> RELU -> ... -> ADD
 
 
 def picture(server: Server, model: Path, node_data: Path, png: Path, clip: dict, profile: Path) -> None:
@@ -50,8 +52,21 @@ def main(argv: list[str]) -> int:
         before, after = tmp / "resnet_v2_mini.circle", tmp / "resnet_v2_mini.opt.circle"
         nd_before, nd_after = tmp / "nd_in.json", tmp / "nd.json"
         source = ROOT / "tests" / "data" / "resnet_v2_mini.tflite"
-        assert run(["optimize", str(source), str(after), "-q", "--node-data", str(nd_after),
-                    "--node-data-input", str(nd_before)]) == 0
+        assert (
+            run(
+                [
+                    "optimize",
+                    str(source),
+                    str(after),
+                    "-q",
+                    "--node-data",
+                    str(nd_after),
+                    "--node-data-input",
+                    str(nd_before),
+                ]
+            )
+            == 0
+        )
         assert run(["convert", str(source), str(before)]) == 0
         server = Server(before, nd_before, tmp / "server.log")
         try:

@@ -74,8 +74,10 @@ def main() -> int:
             elif outcome.failed:
                 failures.append((i, name, label, outcome))
         elapsed = time.perf_counter() - started
-    print(f"{args.cases} cases from {len(seeds)} seeds (seed {args.seed}) in {elapsed:.0f} s, slowest case "
-          f"{slowest:.2f} s: " + ", ".join(f"{k} {v}" for k, v in outcomes.most_common()))
+    print(
+        f"{args.cases} cases from {len(seeds)} seeds (seed {args.seed}) in {elapsed:.0f} s, slowest case "
+        f"{slowest:.2f} s: " + ", ".join(f"{k} {v}" for k, v in outcomes.most_common())
+    )
     print(f"rejections by kind ({len(kinds)} kinds):")
     for kind, count in kinds.most_common():
         print(f"  {count:>6}  {kind}")
@@ -101,8 +103,10 @@ def _recipe_cases(args) -> bool:
         outcomes[outcome.kind] += 1
         if outcome.failed:
             failures.append((i, name, outcome))
-    print(f"{args.recipe_cases} recipe cases (seed {args.seed}) in {time.perf_counter() - started:.0f} s: "
-          + ", ".join(f"{k} {v}" for k, v in outcomes.most_common()))
+    print(
+        f"{args.recipe_cases} recipe cases (seed {args.seed}) in {time.perf_counter() - started:.0f} s: "
+        + ", ".join(f"{k} {v}" for k, v in outcomes.most_common())
+    )
     for i, name, outcome in failures[: args.show]:
         print(f"FAIL recipe case {i} {name} {outcome.kind}: {outcome.detail}")
     return not failures
@@ -126,13 +130,16 @@ def _command_line_cases(args) -> bool:
             run(["check", str(model), str(model), "--write-input", str(h5)])
         started = time.perf_counter()
         outcomes, failures = collections.Counter(), []
-        for i, argv, outcome in fuzz_commands(model, circle, ROOT / "recipes" / "Net_Conv_Add_Mul_000.toml", h5,
-                                              args.cli_cases, seed=args.seed):
+        for i, argv, outcome in fuzz_commands(
+            model, circle, ROOT / "recipes" / "Net_Conv_Add_Mul_000.toml", h5, args.cli_cases, seed=args.seed
+        ):
             outcomes[outcome.kind] += 1
             if outcome.failed:
                 failures.append((i, outcome))
-    print(f"{args.cli_cases} command-line cases (seed {args.seed}) in {time.perf_counter() - started:.0f} s: "
-          + ", ".join(f"{k} {v}" for k, v in outcomes.most_common()))
+    print(
+        f"{args.cli_cases} command-line cases (seed {args.seed}) in {time.perf_counter() - started:.0f} s: "
+        + ", ".join(f"{k} {v}" for k, v in outcomes.most_common())
+    )
     for i, outcome in failures[: args.show]:
         print(f"FAIL command-line case {i} {outcome.kind}: {outcome.detail}")
     return not failures

@@ -23,6 +23,7 @@ depend on.
 Usage:
   python scripts/make_resnet50v2.py [OUT.tflite] [--seed N] [--mixed-gamma]
 """
+
 import argparse
 import os
 import time
@@ -57,8 +58,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out", nargs="?", default="resnet50v2.tflite")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--mixed-gamma", action="store_true",
-                    help="put ~5%% zero and ~5%% negative gammas in each BN layer")
+    ap.add_argument(
+        "--mixed-gamma", action="store_true", help="put ~5%% zero and ~5%% negative gammas in each BN layer"
+    )
     args = ap.parse_args()
 
     import tensorflow as tf
@@ -66,8 +68,7 @@ def main():
 
     keras.utils.set_random_seed(args.seed)
     rng = np.random.default_rng(args.seed)
-    model = tf.keras.applications.ResNet50V2(
-        weights=None, input_shape=(224, 224, 3), classes=1000)
+    model = tf.keras.applications.ResNet50V2(weights=None, input_shape=(224, 224, 3), classes=1000)
     n_bn = randomize_batchnorm(model, rng, args.mixed_gamma)
 
     x = rng.normal(0.0, 1.0, (1, 224, 224, 3)).astype(np.float32)
@@ -78,13 +79,12 @@ def main():
     tflite = converter.convert()
     dt = time.perf_counter() - t0
 
-    base = args.out[:-len(".tflite")] if args.out.endswith(".tflite") else args.out
+    base = args.out[: -len(".tflite")] if args.out.endswith(".tflite") else args.out
     with open(args.out, "wb") as f:
         f.write(tflite)
     np.save(base + ".input.npy", x)
     np.save(base + ".ref.npy", ref)
-    print(f"{args.out}: {os.path.getsize(args.out)} bytes, {n_bn} BN layers "
-          f"randomized, converted in {dt:.1f} s")
+    print(f"{args.out}: {os.path.getsize(args.out)} bytes, {n_bn} BN layers randomized, converted in {dt:.1f} s")
 
 
 if __name__ == "__main__":

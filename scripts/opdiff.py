@@ -19,6 +19,7 @@ def counts(path: str, optimize: bool) -> Counter:
     from bnfold import api
     from bnfold.io.reader import read_model
     from bnfold.engine.registry import default_passes
+
     model = read_model(path)
     if optimize:
         api.apply_passes(model, default_passes())
@@ -31,7 +32,9 @@ def diff_lines(a: Counter, b: Counter, names: tuple[str, str], everything: bool)
     for kind in sorted(a | b, key=lambda k: (-abs(a[k] - b[k]), k)):
         if everything or a[kind] != b[kind]:
             lines.append(f"{kind:<{width}}  {a[kind]:>8}  {b[kind]:>8}  {a[kind] - b[kind]:>+6}")
-    lines.append(f"{'total':<{width}}  {sum(a.values()):>8}  {sum(b.values()):>8}  {sum(a.values()) - sum(b.values()):>+6}")
+    lines.append(
+        f"{'total':<{width}}  {sum(a.values()):>8}  {sum(b.values()):>8}  {sum(a.values()) - sum(b.values()):>+6}"
+    )
     return lines
 
 

@@ -55,11 +55,21 @@ from zoo_fixtures import input_norm_net, keras_convert, keras_randomize_bn, torc
 MODELS: dict[str, tuple[tuple[str, ...], object]] = {}  # name -> (modules it needs, builder(size) -> (bytes, suffix))
 
 KERAS_APPS = ["MobileNetV2", "MobileNetV3Small", "ResNet50V2", "DenseNet121", "NASNetMobile", "EfficientNetB0"]
-TORCHVISION_NETS = ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "densenet121",
-                    # issue 24's networks beyond the first five (parity2): concats, channel shuffles, SE gates,
-                    # LayerNorm over channels behind permutes
-                    "shufflenet_v2_x0_5", "squeezenet1_0", "efficientnet_b0", "regnet_x_400mf", "mnasnet0_5",
-                    "googlenet", "convnext_tiny"]
+TORCHVISION_NETS = [
+    "resnet18",
+    "mobilenet_v2",
+    "mobilenet_v3_small",
+    "densenet121",
+    # issue 24's networks beyond the first five (parity2): concats, channel shuffles, SE gates,
+    # LayerNorm over channels behind permutes
+    "shufflenet_v2_x0_5",
+    "squeezenet1_0",
+    "efficientnet_b0",
+    "regnet_x_400mf",
+    "mnasnet0_5",
+    "googlenet",
+    "convnext_tiny",
+]
 TIMM_NETS = ["resnetv2_50", "lcnet_050", "ghostnet_050", "mobilenetv4_conv_small"]
 TORCH_NETS = TORCHVISION_NETS + TIMM_NETS + ["input_norm_net"]
 ONNX_NETS = ["efficientnet_b0", "resnet18"]  # torch.onnx.export, then onnx2tf (its own environment)
@@ -69,23 +79,28 @@ EXPORTERS = {"tico": ("tico", ".circle"), "litert": ("litert_torch", ".tflite")}
 def keras_app(app: str, float16: bool):
     def build(size: int, cache: Path):
         import keras
+
         model = getattr(keras.applications, app)(weights=None, input_shape=(size, size, 3))
         keras_randomize_bn(model, np.random.default_rng(0), negative=False)
         return keras_convert(model, float16=float16), ".tflite"
+
     return build
 
 
 def torch_net(name: str):
     """A PyTorch network in eval mode with non-trivial batch-norm statistics."""
     import torch
+
     torch.manual_seed(0)
     if name in TIMM_NETS:
         import timm
+
         module = timm.create_model(name, pretrained=False)
     elif name == "input_norm_net":
         module = input_norm_net(0, channels=(16, 32))
     else:
         import torchvision
+
         module = getattr(torchvision.models, name)(weights=None)
     torch_randomize_bn(module, np.random.default_rng(0))
     return module
@@ -95,22 +110,27 @@ def torch_model(name: str, exporter: str):
     def build(size: int, cache: Path):
         x = np.random.default_rng(0).normal(0, 1, (1, 3, size, size)).astype(np.float32)
         return torch_export(exporter, torch_net(name), x)
+
     return build
 
 
 def onnx_model(name: str):
     """Stage one of onnx2tf_NAME: the network as ONNX (TorchScript exporter, opset 17), cached."""
+
     def build(size: int, cache: Path):
         import torch
+
         x = torch.tensor(np.random.default_rng(0).normal(0, 1, (1, 3, size, size)), dtype=torch.float32)
         path = cache / f"onnx_{name}.onnx"
         torch.onnx.export(torch_net(name), (x,), str(path), dynamo=False, opset_version=17)
         return path.read_bytes(), ".onnx"
+
     return build
 
 
 def onnx2tf_model(name: str):
     """Stage two: onnx2tf's float32 TFLite of the cached ONNX file (made by onnx_NAME)."""
+
     def build(size: int, cache: Path):
         onnx = cache / f"onnx_{name}.onnx"
         if not onnx.exists():
@@ -121,9 +141,15 @@ def onnx2tf_model(name: str):
         sample = work / "calibration_image_sample_data_20x128x128x3_float32.npy"
         if not sample.exists():
             np.save(sample, np.random.default_rng(0).random((20, 128, 128, 3), dtype=np.float32))
-        subprocess.run([sys.executable, "-m", "onnx2tf", "-i", str(onnx), "-o", str(work / name), "-n"], cwd=work,
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "-m", "onnx2tf", "-i", str(onnx), "-o", str(work / name), "-n"],
+            cwd=work,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         return (work / name / f"onnx_{name}_float32.tflite").read_bytes(), ".tflite"
+
     return build
 
 
@@ -169,9 +195,11 @@ def build_all(cache: Path, names: list[str], size: int) -> None:
 
 # ---------------------------------------------------------------- measuring
 
+
 def candidates(model) -> list:
     """The batch-norm candidates of every subgraph, as bnfold defines them (engine/candidates.py)."""
     from bnfold.engine.candidates import candidates as of_graph
+
     return [c.op for graph in model.graphs for c in of_graph(graph)]
 
 
@@ -182,12 +210,15 @@ def op_counts(model) -> Counter:
 def random_inputs(model, count: int) -> list[list[np.ndarray]]:
     rng = np.random.default_rng(0)
     graph = model.graphs[0]
-    return [[rng.normal(0, 2, t.shape).astype(np.float16 if t.dtype == "FLOAT16" else np.float32) for t in graph.inputs]
-            for _ in range(count)]
+    return [
+        [rng.normal(0, 2, t.shape).astype(np.float16 if t.dtype == "FLOAT16" else np.float32) for t in graph.inputs]
+        for _ in range(count)
+    ]
 
 
 def max_error(original, optimized, inputs) -> tuple[float, float]:
     from bnfold.values import litert
+
     worst, scale = 0.0, 0.0
     for x in inputs:
         for a, b in zip(litert.run(original, x), litert.run(optimized, x)):
@@ -204,6 +235,7 @@ def paired_speed(original, optimized, x, rounds: int, blocks: int = 5) -> tuple[
     of interpreters: one interpreter instance can be a few percent faster or slower than another
     of the same model (where its buffers landed), which no number of rounds would average out."""
     from bnfold.values import litert
+
     times: list[list[float]] = [[], []]
     reps = None
     for block in range(blocks):
@@ -216,7 +248,7 @@ def paired_speed(original, optimized, x, rounds: int, blocks: int = 5) -> tuple[
             litert.invoke(interps[0], x)
             reps = max(1, int(0.02 / max(time.perf_counter() - start, 1e-6)))
         for r in range(-(-rounds // blocks)):
-            for which in ((0, 1) if (r + block) % 2 == 0 else (1, 0)):
+            for which in (0, 1) if (r + block) % 2 == 0 else (1, 0):
                 start = time.perf_counter()
                 for _ in range(reps):
                     litert.invoke(interps[which], x)
@@ -229,19 +261,28 @@ def paired_speed(original, optimized, x, rounds: int, blocks: int = 5) -> tuple[
 def short_reason(text: str) -> str:
     """A skip reason without the tensor names in it (quoted, or words with / ; ::), so equal reasons group."""
     import re
+
     return re.sub(r"\S*(/|;|::)\S*", "…", re.sub(r"'[^']*'", "'…'", text))[:110]
 
 
 def measure(path: Path, work: Path, rounds: int, samples: int, bnfold: str, control: bool) -> dict:
     from bnfold.io.reader import read_model
+
     out = work / f"{path.stem}.opt{path.suffix}"
     report_path = work / f"{path.stem}.report.json"
     start = time.perf_counter()
-    proc = subprocess.run([bnfold, "optimize", str(path), str(out), "--report", str(report_path), "--quiet"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [bnfold, "optimize", str(path), str(out), "--report", str(report_path), "--quiet"],
+        capture_output=True,
+        text=True,
+    )
     seconds = time.perf_counter() - start
-    row: dict = {"model": path.stem, "file": path.name, "MB": round(path.stat().st_size / 2**20, 1),
-                 "optimize_s": round(seconds, 2)}
+    row: dict = {
+        "model": path.stem,
+        "file": path.name,
+        "MB": round(path.stat().st_size / 2**20, 1),
+        "optimize_s": round(seconds, 2),
+    }
     if proc.returncode != 0:
         row["error"] = f"bnfold optimize exit {proc.returncode}: {(proc.stderr or proc.stdout).strip()[:300]}"
         return row
@@ -251,16 +292,22 @@ def measure(path: Path, work: Path, rounds: int, samples: int, bnfold: str, cont
     left = candidates(optimized)
     named = {s["at"]["output"] for s in report["skips"]}
     explained = [op for op in left if op.outputs[0].name in named]
-    row.update({
-        "ops_before": dict(sorted(before.items())), "ops_after": dict(sorted(after.items())),
-        "ops_total": [sum(before.values()), sum(after.values())],
-        "candidates_before": len(candidates(original)), "candidates_after": len(left),
-        "left_with_entry": len(explained), "left_silent": len(left) - len(explained),
-        "silent": [f"{op.kind} {op.outputs[0].name}" for op in left if op not in explained][:20],
-        "folds": len(report["folds"]), "kept": sum(1 for f in report["folds"] if f.get("shift_kept")),
-        "skips": len(report["skips"]),
-        "skip_reasons": dict(Counter(short_reason(s["reason"]) for s in report["skips"]).most_common()),
-    })
+    row.update(
+        {
+            "ops_before": dict(sorted(before.items())),
+            "ops_after": dict(sorted(after.items())),
+            "ops_total": [sum(before.values()), sum(after.values())],
+            "candidates_before": len(candidates(original)),
+            "candidates_after": len(left),
+            "left_with_entry": len(explained),
+            "left_silent": len(left) - len(explained),
+            "silent": [f"{op.kind} {op.outputs[0].name}" for op in left if op not in explained][:20],
+            "folds": len(report["folds"]),
+            "kept": sum(1 for f in report["folds"] if f.get("shift_kept")),
+            "skips": len(report["skips"]),
+            "skip_reasons": dict(Counter(short_reason(s["reason"]) for s in report["skips"]).most_common()),
+        }
+    )
     try:
         inputs = random_inputs(original, samples)
         row["max_abs_error"], row["max_rel_error"] = max_error(original, optimized, inputs)
@@ -283,20 +330,33 @@ def changed_kinds(row: dict) -> str:
 
 
 def markdown(rows: list[dict], meta: dict) -> str:
-    lines = [f"bnfold zoo: {meta['when']}, input {meta['size']}, LiteRT {meta['litert']}, "
-             f"{meta['rounds']} paired rounds, {meta['inputs']} inputs", "",
-             "| model | MB | ops before → after | changed | BN candidates before → after | left: entry / silent | folds (kept shift) | skips | max abs err | max rel err | speed orig/opt | A/A | ms orig / opt |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"bnfold zoo: {meta['when']}, input {meta['size']}, LiteRT {meta['litert']}, "
+        f"{meta['rounds']} paired rounds, {meta['inputs']} inputs",
+        "",
+        "| model | MB | ops before → after | changed | BN candidates before → after | left: entry / silent | folds (kept shift) | skips | max abs err | max rel err | speed orig/opt | A/A | ms orig / opt |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         if "ops_before" not in r:
             lines.append(f"| {r['model']} | {r['MB']} | {r.get('error', '')} |" + " |" * 10)
             continue
-        err = f"{r['max_abs_error']:.2g} | {r['max_rel_error']:.2g}" if "max_abs_error" in r else f"{r.get('error', '')} | "
+        err = (
+            f"{r['max_abs_error']:.2g} | {r['max_rel_error']:.2g}"
+            if "max_abs_error" in r
+            else f"{r.get('error', '')} | "
+        )
         control = f"{r['speed_control']:.3f}" if "speed_control" in r else ""
-        speed = f"{r['speed']:.3f} | {control} | {r['ms_original']:.2f} / {r['ms_optimized']:.2f}" if "speed" in r else " | | "
-        lines.append(f"| {r['model']} | {r['MB']} | {r['ops_total'][0]} → {r['ops_total'][1]} | {changed_kinds(r)} | "
-                     f"{r['candidates_before']} → {r['candidates_after']} | {r['left_with_entry']} / {r['left_silent']} | "
-                     f"{r['folds']} ({r['kept']}) | {r['skips']} | {err} | {speed} |")
+        speed = (
+            f"{r['speed']:.3f} | {control} | {r['ms_original']:.2f} / {r['ms_optimized']:.2f}"
+            if "speed" in r
+            else " | | "
+        )
+        lines.append(
+            f"| {r['model']} | {r['MB']} | {r['ops_total'][0]} → {r['ops_total'][1]} | {changed_kinds(r)} | "
+            f"{r['candidates_before']} → {r['candidates_after']} | {r['left_with_entry']} / {r['left_silent']} | "
+            f"{r['folds']} ({r['kept']}) | {r['skips']} | {err} | {speed} |"
+        )
     lines += ["", "The most frequent skip reasons (tensor names elided), per model:", ""]
     for r in rows:
         if r.get("skip_reasons"):
@@ -311,6 +371,7 @@ def markdown(rows: list[dict], meta: dict) -> str:
 
 def table(cache: Path, out: Path, names: list[str], rounds: int, samples: int, bnfold: str, control: bool) -> None:
     from importlib.metadata import version
+
     work = out / "optimized"
     work.mkdir(parents=True, exist_ok=True)
     rows = []
@@ -319,15 +380,24 @@ def table(cache: Path, out: Path, names: list[str], rounds: int, samples: int, b
         if path is None:
             continue
         row = measure(path, work, rounds, samples, bnfold, control)
-        print(json.dumps({k: row[k] for k in row if k not in ("ops_before", "ops_after", "skip_reasons", "silent")}), flush=True)
+        print(
+            json.dumps({k: row[k] for k in row if k not in ("ops_before", "ops_after", "skip_reasons", "silent")}),
+            flush=True,
+        )
         rows.append(row)
-    meta = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "size": "as cached",
-            "litert": version("ai-edge-litert"), "rounds": rounds, "inputs": samples}
+    meta = {
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "size": "as cached",
+        "litert": version("ai-edge-litert"),
+        "rounds": rounds,
+        "inputs": samples,
+    }
     (out / "zoo.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     text = markdown(rows, meta)
     nets = [n for n in TORCH_NETS if f"tico_{n}" in names and f"litert_{n}" in names]
     if nets:  # the same network from both exporters: TICO+bnfold next to litert-torch+bnfold
         import parity
+
         text += "\n" + parity.run(cache, out, nets, rounds, [bnfold], checks=True)[1]
     (out / "zoo.md").write_text(text)
     print(text)
@@ -337,15 +407,21 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("stage", choices=["build", "table"])
     parser.add_argument("--cache", type=Path, required=True, help="where the exported models live")
-    parser.add_argument("--out", type=Path, help="where zoo.md, zoo.json and the optimized models go (default: --cache)")
+    parser.add_argument(
+        "--out", type=Path, help="where zoo.md, zoo.json and the optimized models go (default: --cache)"
+    )
     parser.add_argument("--only", help="comma-separated model names (default: all)")
     parser.add_argument("--size", type=int, default=96, help="input height and width for build (default 96)")
     parser.add_argument("--rounds", type=int, default=30, help="paired LiteRT rounds per model (default 30)")
     parser.add_argument("--inputs", type=int, default=2, help="fixed inputs for the error (default 2)")
-    parser.add_argument("--no-control", action="store_true",
-                        help="skip the original-against-itself speed run (the noise floor column)")
-    parser.add_argument("--bnfold", default=str(Path(sys.executable).with_name("bnfold")),
-                        help="the bnfold command (default: the one beside this Python)")
+    parser.add_argument(
+        "--no-control", action="store_true", help="skip the original-against-itself speed run (the noise floor column)"
+    )
+    parser.add_argument(
+        "--bnfold",
+        default=str(Path(sys.executable).with_name("bnfold")),
+        help="the bnfold command (default: the one beside this Python)",
+    )
     args = parser.parse_args(argv)
     names = args.only.split(",") if args.only else list(MODELS)
     unknown = [n for n in names if n not in MODELS]

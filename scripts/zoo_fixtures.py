@@ -31,14 +31,17 @@ def fixture(name: str, needs: str):
     def register(fn):
         FIXTURES[name] = (needs, fn)
         return fn
+
     return register
 
 
 # ---------------------------------------------------------------- keras (TFLite converter)
 
+
 def keras_randomize_bn(model, rng: np.random.Generator, negative: bool = True) -> None:
     """Non-trivial inference statistics: gamma with some negatives, beta, mean, var."""
     import keras
+
     for layer in model.layers:
         if isinstance(layer, keras.layers.BatchNormalization):
             c = layer.gamma.shape[0] if layer.gamma is not None else layer.moving_mean.shape[0]
@@ -54,6 +57,7 @@ def keras_randomize_bn(model, rng: np.random.Generator, negative: bool = True) -
 
 def keras_convert(model, float16: bool = False) -> bytes:
     import tensorflow as tf
+
     converter = tf.lite.TFLiteConverter.from_keras_model(model)
     if float16:
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
@@ -66,6 +70,7 @@ def keras_concat_bn_relu(rng):
     """NASNet/Inception cell: conv3x3 (4 ch) and conv1x1 (5 ch) -> concat(channels) -> BN -> ReLU -> conv."""
     import keras
     from keras import layers
+
     x = keras.Input((6, 10, 3), batch_size=1)
     a = layers.Conv2D(4, 3, padding="same")(x)
     b = layers.Conv2D(5, 1)(x)
@@ -83,6 +88,7 @@ def keras_concat_dw_bn(rng):
     """A mix of producers: depthwise conv (3 ch) and conv (5 ch) -> concat -> BN (no ReLU), a graph output."""
     import keras
     from keras import layers
+
     x = keras.Input((7, 9, 3), batch_size=1)
     a = layers.DepthwiseConv2D(3, padding="same")(x)
     b = layers.Conv2D(5, 3, padding="same")(x)
@@ -98,6 +104,7 @@ def keras_concat_input_bn(rng):
     """Negative: one concat operand is the graph input (no producer to fold into)."""
     import keras
     from keras import layers
+
     x = keras.Input((5, 6, 2), batch_size=1)
     a = layers.Conv2D(3, 3, padding="same")(x)
     y = layers.Concatenate(axis=-1)([a, x])
@@ -112,6 +119,7 @@ def keras_concat_input_bn(rng):
 def keras_fp16_two_readers():
     import keras
     from keras import layers
+
     x = keras.Input((6, 8, 3), batch_size=1)
     c = layers.Conv2D(5, 3, padding="same")(x)
     y = layers.BatchNormalization(epsilon=1e-3)(c)
@@ -125,6 +133,7 @@ def keras_preact():
     """ResNetV2-style: conv -> BN -> ReLU -> conv, the first conv read twice (residual)."""
     import keras
     from keras import layers
+
     x = keras.Input((9, 7, 3), batch_size=1)
     c = layers.Conv2D(4, 3, padding="same")(x)
     y = layers.BatchNormalization(epsilon=1.001e-5)(c)
@@ -168,6 +177,7 @@ def keras_conv1_reshape_bn(rng):
     axis away, then a batch norm over that one feature (axis 1): scalar scale and shift."""
     import keras
     from keras import layers
+
     x = keras.Input((5, 7, 3), batch_size=1)
     y = layers.Conv2D(1, 3, padding="same")(x)
     y = layers.Reshape((1, 35))(y)
@@ -183,17 +193,21 @@ def keras_mobilenetv3small_tiny(rng):
     (x * 1/127.5 - 1: MUL scalar, ADD scalar) sits before a SAME stride-2 conv; hard-swish and
     squeeze-excite multiply two activations (no batch-norm candidates)."""
     import keras
-    model = keras.applications.MobileNetV3Small(input_shape=(32, 32, 3), alpha=0.1, minimalistic=False,
-                                                include_top=False, weights=None, pooling="avg")
+
+    model = keras.applications.MobileNetV3Small(
+        input_shape=(32, 32, 3), alpha=0.1, minimalistic=False, include_top=False, weights=None, pooling="avg"
+    )
     keras_randomize_bn(model, rng, negative=False)
     return keras_convert(model), ".tflite", rng.uniform(0, 255, (1, 32, 32, 3))
 
 
 # ---------------------------------------------------------------- PyTorch (TICO, litert-torch)
 
+
 def torch_randomize_bn(module, rng: np.random.Generator, negative: bool = False) -> None:
     """Non-trivial running statistics and affine parameters on every BatchNorm, then eval mode."""
     import torch
+
     for m in module.modules():
         if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
             c = m.num_features
@@ -210,14 +224,17 @@ def torch_randomize_bn(module, rng: np.random.Generator, negative: bool = False)
 def torch_export(exporter: str, module, x: np.ndarray) -> tuple[bytes, str]:
     """`module` on an NCHW example input through TICO (.circle) or litert-torch (.tflite)."""
     import torch
+
     args = (torch.tensor(x, dtype=torch.float32),)
     with tempfile.TemporaryDirectory() as d:
         if exporter == "tico":
             import tico
+
             path = os.path.join(d, "m.circle")
             tico.convert(module, args).save(path)
         else:
             import litert_torch
+
             path = os.path.join(d, "m.tflite")
             litert_torch.convert(module, args).export(path)
         return Path(path).read_bytes(), Path(path).suffix
@@ -225,6 +242,7 @@ def torch_export(exporter: str, module, x: np.ndarray) -> tuple[bytes, str]:
 
 def torch_seed(rng: np.random.Generator) -> None:
     import torch
+
     torch.manual_seed(int(rng.integers(2**31)))
 
 
@@ -334,6 +352,7 @@ def torch_fixture(exporter: str, net: str):
 
     def make_it(rng):
         import torch
+
         torch_seed(rng)
         module = build()
         torch_randomize_bn(module, rng)
@@ -356,6 +375,7 @@ for _net in TORCH_NETS:
 # Two stages, because onnx2tf wants its own TensorFlow: `onnx_*` exports the ONNX file (and the
 # framework's output) into the work folder from a PyTorch environment, `onnx2tf_*` converts it.
 
+
 def input_bn_strided_conv():
     """An input batch norm before a stride-2 conv with padding 1: onnx2tf makes the padding an
     explicit zero PAD before a VALID CONV_2D (input -> MUL -> ADD -> PAD -> CONV_2D)."""
@@ -373,12 +393,16 @@ def input_bn_strided_conv():
     return Net()
 
 
-ONNX_NETS = {"input_bn_pad": (input_bn_strided_conv, (1, 3, 6, 9)), "conv1_bn_reshape": (conv1_bn_reshape, (1, 3, 5, 7))}
+ONNX_NETS = {
+    "input_bn_pad": (input_bn_strided_conv, (1, 3, 6, 9)),
+    "conv1_bn_reshape": (conv1_bn_reshape, (1, 3, 5, 7)),
+}
 
 
 def onnx_export(net: str, work: Path):
     def make_it(rng):
         import torch
+
         build, shape = ONNX_NETS[net]
         torch_seed(rng)
         module = build()
@@ -389,12 +413,14 @@ def onnx_export(net: str, work: Path):
             np.save(work / f"{net}.framework.npy", module(torch.tensor(x)).numpy())
         np.save(work / f"{net}.input.npy", x)
         return None
+
     return make_it
 
 
 def onnx2tf_convert(net: str, work: Path, precision: str = "float32"):
     def make_it(rng):
         import subprocess
+
         onnx = work / f"{net}.onnx"
         if not onnx.exists():
             raise SystemExit(f"{onnx}: missing; make onnx_{net} first (in an environment with torch)")
@@ -403,13 +429,19 @@ def onnx2tf_convert(net: str, work: Path, precision: str = "float32"):
         if not sample.exists():
             np.save(sample, np.random.default_rng(0).random((20, 128, 128, 3), dtype=np.float32))
         out = work / f"{net}.onnx2tf"
-        subprocess.run([sys.executable, "-m", "onnx2tf", "-i", str(onnx), "-o", str(out), "-n"], cwd=work,
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "-m", "onnx2tf", "-i", str(onnx), "-o", str(out), "-n"],
+            cwd=work,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         x = np.load(work / f"{net}.input.npy").transpose(0, 2, 3, 1)  # onnx2tf makes the input NHWC
         framework = np.load(work / f"{net}.framework.npy")
         if framework.ndim == 4:  # and its 4-d outputs NHWC
             framework = framework.transpose(0, 2, 3, 1)
         return (out / f"{net}_{precision}.tflite").read_bytes(), ".tflite", x, framework
+
     return make_it
 
 
@@ -421,10 +453,12 @@ fixture("onnx2tf_fp16_input_bn_pad", "onnx2tf")(onnx2tf_convert("input_bn_pad", 
 
 # ---------------------------------------------------------------- main
 
+
 def litert_output(content: bytes, suffix: str, x: np.ndarray) -> np.ndarray:
     """The original model's output in LiteRT (bnfold's loader, so Circle files run too)."""
     from bnfold.api import load
     from bnfold.values.litert import run
+
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "m" + suffix)
         Path(path).write_bytes(content)

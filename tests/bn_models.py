@@ -41,15 +41,19 @@ class Net:
         return name
 
     def const(self, name: str, shape, *, low: float = -2.0, high: float = 2.0, values=None, dtype="FLOAT32") -> str:
-        filler = {"kind": "explicit", "values": list(values)} if values is not None else \
-            {"kind": "uniform", "low": low, "high": high}
+        filler = (
+            {"kind": "explicit", "values": list(values)}
+            if values is not None
+            else {"kind": "uniform", "low": low, "high": high}
+        )
         return self.tensor(name, shape, dtype, filler)
 
     def op(self, kind: str, inputs, output: str, shape, version: int = 1, **options) -> str:
         if output not in self.shapes:
             self.tensor(output, shape)
-        self.operations.append({"type": kind, "inputs": list(inputs), "outputs": [output], "options": options,
-                                "version": version})
+        self.operations.append(
+            {"type": kind, "inputs": list(inputs), "outputs": [output], "options": options, "version": version}
+        )
         return output
 
     def ints(self, name: str, values) -> str:
@@ -61,8 +65,13 @@ class Net:
         return self.op("ADD", [m, self.const("bn_shift", const_shape)], "bn_out", shape, fused_activation_function=act)
 
     def recipe(self) -> dict:
-        return {"seed": self.seed, "input": self.inputs, "output": self.outputs or [self.operations[-1]["outputs"][0]],
-                "operand": self.operands, "operation": self.operations}
+        return {
+            "seed": self.seed,
+            "input": self.inputs,
+            "output": self.outputs or [self.operations[-1]["outputs"][0]],
+            "operand": self.operands,
+            "operation": self.operations,
+        }
 
     def model(self):
         return build(self.recipe())
@@ -70,14 +79,16 @@ class Net:
 
 # ---- layers: each returns (net, layer output name); the input is "ifm" -------------------------
 
+
 def conv2d(bias=True, act="NONE", channels=4, in_shape=(1, 5, 7, 3)) -> tuple[Net, str]:
     n = Net()
     n.input("ifm", in_shape)
     w = n.const("filter", [channels, 3, 2, in_shape[3]])
     inputs = ["ifm", w, n.const("bias", [channels]) if bias else ""]
     out = [1, in_shape[1], in_shape[2], channels]
-    return n, n.op("CONV_2D", inputs, "conv", out, padding="SAME", stride_w=1, stride_h=1,
-                   fused_activation_function=act)
+    return n, n.op(
+        "CONV_2D", inputs, "conv", out, padding="SAME", stride_w=1, stride_h=1, fused_activation_function=act
+    )
 
 
 def dwconv(multiplier=2, bias=True, act="NONE", in_shape=(1, 6, 7, 3)) -> tuple[Net, str]:
@@ -86,8 +97,17 @@ def dwconv(multiplier=2, bias=True, act="NONE", in_shape=(1, 6, 7, 3)) -> tuple[
     c = in_shape[3] * multiplier
     inputs = ["ifm", n.const("filter", [1, 3, 2, c]), n.const("bias", [c]) if bias else ""]
     out = [1, in_shape[1] - 2, in_shape[2] - 1, c]
-    return n, n.op("DEPTHWISE_CONV_2D", inputs, "dwconv", out, padding="VALID", stride_w=1, stride_h=1,
-                   depth_multiplier=multiplier, fused_activation_function=act)
+    return n, n.op(
+        "DEPTHWISE_CONV_2D",
+        inputs,
+        "dwconv",
+        out,
+        padding="VALID",
+        stride_w=1,
+        stride_h=1,
+        depth_multiplier=multiplier,
+        fused_activation_function=act,
+    )
 
 
 def tconv(bias=False, act="NONE", channels=5, kernel=(3, 3), in_shape=(1, 3, 4, 2), version=1) -> tuple[Net, str]:
@@ -117,8 +137,20 @@ def conv3d(bias=True, act="NONE", channels=4, in_shape=(1, 3, 5, 6, 2)) -> tuple
     n.input("ifm", in_shape)
     inputs = ["ifm", n.const("filter", [2, 3, 2, in_shape[4], channels]), n.const("bias", [channels]) if bias else ""]
     out = [1, in_shape[1], in_shape[2], in_shape[3], channels]
-    return n, n.op("CONV_3D", inputs, "conv3d", out, padding="SAME", stride_d=1, stride_w=1, stride_h=1,
-                   dilation_d_factor=1, dilation_w_factor=1, dilation_h_factor=1, fused_activation_function=act)
+    return n, n.op(
+        "CONV_3D",
+        inputs,
+        "conv3d",
+        out,
+        padding="SAME",
+        stride_d=1,
+        stride_w=1,
+        stride_h=1,
+        dilation_d_factor=1,
+        dilation_w_factor=1,
+        dilation_h_factor=1,
+        fused_activation_function=act,
+    )
 
 
 LAYERS = {"conv": conv2d, "dwconv": dwconv, "tconv": tconv, "fc": fc, "conv3d": conv3d}
@@ -130,7 +162,7 @@ def chain(n: Net, x: str, steps, name: str = "bn") -> str:
     shape = n.shapes[x]
     for i, (kind, cshape, const_first, act) in enumerate(steps):
         cshape = [shape[-1]] if cshape is None else cshape
-        low, high = ((0.5, 2.0) if kind == "DIV" else (-2.0, 2.0))
+        low, high = (0.5, 2.0) if kind == "DIV" else (-2.0, 2.0)
         c = n.const(f"{name}_c{i}", cshape, low=low, high=high)
         out = f"{name}_{i}" if i < len(steps) - 1 else name
         x = n.op(kind, [c, x] if const_first else [x, c], out, shape, fused_activation_function=act)
@@ -147,6 +179,7 @@ def channel_shapes(rank: int, c: int) -> list[list[int]]:
 
 
 # ---- the check ---------------------------------------------------------------------------------
+
 
 def inputs_for(model, seed: int = 0) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
@@ -242,6 +275,7 @@ ACTIVATION_ENDS_CHAIN = [("MUL", None, False, "RELU"), ("ADD", None, False, "NON
 
 # ---- the candidates every pass must leave alone, with the reason it must give ------------------
 
+
 def _neg_activation_on_layer(layer):
     n, y = layer(act="RELU")
     chain(n, y, mul_add())
@@ -303,10 +337,14 @@ def _neg_quantized_weights(layer):
     weights = next(o for o in n.operations[0]["inputs"] if o in ("filter", "weights"))
     operand = next(o for o in n.operands if o["name"] == weights)
     axis = {"CONV_2D": 0, "DEPTHWISE_CONV_2D": 3, "TRANSPOSE_CONV": 0, "FULLY_CONNECTED": 0, "CONV_3D": 4}[
-        n.operations[0]["type"]]
+        n.operations[0]["type"]
+    ]
     channels = operand["shape"][axis]  # per-channel scales: LiteRT's hybrid depthwise kernel needs them
-    operand.update(dtype="INT8", filler={"kind": "uniform", "low": -127, "high": 127},
-                   quant={"scale": [0.02] * channels, "quantized_dimension": axis})
+    operand.update(
+        dtype="INT8",
+        filler={"kind": "uniform", "low": -127, "high": 127},
+        quant={"scale": [0.02] * channels, "quantized_dimension": axis},
+    )
     chain(n, y, mul_add())
     return n, "not float32"
 

@@ -116,10 +116,10 @@ def splice(rng, data, seed):
     """Copy a chunk of the file over another place (or insert it, shifting everything after)."""
     n = rng.randint(1, 64)
     src = rng.randrange(0, max(1, len(data) - n))
-    chunk = bytes(data[src:src + n])
+    chunk = bytes(data[src : src + n])
     dst = rng.randrange(0, len(data))
     if rng.random() < 0.5:
-        data[dst:dst + len(chunk)] = chunk
+        data[dst : dst + len(chunk)] = chunk
     else:
         data[dst:dst] = chunk
     return data
@@ -129,8 +129,21 @@ def corrupt_offset(rng, data, seed):
     """Overwrite an aligned 32-bit word in the structure region: offsets, lengths, vtable entries."""
     pos = rng.randrange(0, max(1, min(seed.structure_end, len(data)) - 4)) & ~3
     (old,) = struct.unpack_from("<I", data, pos)
-    value = rng.choice((0, 1, 0xFFFFFFFF, 0x7FFFFFFF, len(data), len(data) - 4, old + 4, old - 4, old * 2,
-                        rng.getrandbits(32), old ^ (1 << rng.randrange(32))))
+    value = rng.choice(
+        (
+            0,
+            1,
+            0xFFFFFFFF,
+            0x7FFFFFFF,
+            len(data),
+            len(data) - 4,
+            old + 4,
+            old - 4,
+            old * 2,
+            rng.getrandbits(32),
+            old ^ (1 << rng.randrange(32)),
+        )
+    )
     struct.pack_into("<I", data, pos, value & 0xFFFFFFFF)
     return data
 
@@ -172,8 +185,10 @@ def special_value(rng, data, seed):
     return data
 
 
-MUTATORS = {f.__name__: f for f in (bit_flip, truncate, splice, corrupt_offset, corrupt_vtable_entry, corrupt_index,
-                                    special_value)}
+MUTATORS = {
+    f.__name__: f
+    for f in (bit_flip, truncate, splice, corrupt_offset, corrupt_vtable_entry, corrupt_index, special_value)
+}
 
 
 def mutate(rng: random.Random, seed: Seed) -> tuple[bytes, str]:
@@ -188,6 +203,7 @@ def mutate(rng: random.Random, seed: Seed) -> tuple[bytes, str]:
 
 
 # ---- running a case --------------------------------------------------------------------------
+
 
 @dataclass
 class Outcome:
@@ -211,8 +227,11 @@ def run_cli(argv: list[str], limit: float = TIME_LIMIT) -> tuple[int | None, str
     previous = signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, limit)
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-                warnings.catch_warnings(record=True) as caught:
+        with (
+            contextlib.redirect_stdout(out),
+            contextlib.redirect_stderr(err),
+            warnings.catch_warnings(record=True) as caught,
+        ):
             warnings.simplefilter("always", RuntimeWarning)  # what a fresh process would print
             code = cli.run(argv)
     except Hang:
@@ -310,7 +329,6 @@ def fuzz(seeds: list[Seed], cases: int, seed: int = 0, workdir: Path | None = No
             yield i, s.name, label, run_case(data, ext, base)
 
 
-
 # ---- command-line mutations: odd paths and odd option values, not only odd bytes --------------
 #
 # A case is one command with each path slot filled from a pool of hostile paths (missing,
@@ -324,8 +342,14 @@ def fuzz(seeds: list[Seed], cases: int, seed: int = 0, workdir: Path | None = No
 # with one line per model that failed.
 
 OPTION_VALUES = {
-    "--passes": ["", "fuse_batchnorm_with_conv", ",,", "nope", "fuse_batchnorm_with_conv,fuse_batchnorm_with_conv",
-                 "make_batchnorm_gamma_positive"],
+    "--passes": [
+        "",
+        "fuse_batchnorm_with_conv",
+        ",,",
+        "nope",
+        "fuse_batchnorm_with_conv,fuse_batchnorm_with_conv",
+        "make_batchnorm_gamma_positive",
+    ],
     "--check": ["1", "0", "-3", "x"],
     "--samples": ["1", "2", "0", "-1", "x"],
     "--seed": ["0", "-1", "x", str(2**70)],
@@ -338,18 +362,29 @@ OPTION_VALUES = {
 # what each command accepts (a few cases also get an option no command has)
 ACCEPTS = {
     "optimize": ["--passes", "--check", "-q", "--external-buffers", "--force", "--fuse_batchnorm_with_conv", "-j"],
-    "convert": ["--external-buffers"], "inspect": ["--operators", "--tensors"],
+    "convert": ["--external-buffers"],
+    "inspect": ["--operators", "--tensors"],
     "check": ["--samples", "--seed", "--rtol", "--atol", "--backend", "--force"],
-    "h5diff": ["--rtol", "--atol", "-d"], "recipe": [], "run": ["--samples", "--seed", "--backend", "--force"],
+    "h5diff": ["--rtol", "--atol", "-d"],
+    "recipe": [],
+    "run": ["--samples", "--seed", "--backend", "--force"],
 }
 COMMANDS = [
-    ["optimize", "IN", "OUT", "*"], ["optimize", "IN", "--in-place", "*"], ["optimize", "IN", "OUT", "--report", "SIDE", "*"],
-    ["optimize", "-i", "IN", "-o", "OUT", "*"], ["optimize", "IN", "OUT", "--report", "-", "*"],
-    ["convert", "IN", "OUT", "*"], ["inspect", "IN", "*"],
-    ["check", "IN", "IN", "*"], ["check", "IN", "IN", "--write-input", "SIDE", "--write-expected", "SIDE", "*"],
-    ["check", "IN", "IN", "--input", "H5", "*"], ["h5diff", "H5", "H5", "*"],
-    ["recipe", "build", "RECIPE", "OUT"], ["optimize", "--config", "CFG", "*"],
-    ["run", "IN", "--output", "SIDE", "*"], ["recipe", "test", "RECIPE", "--junit", "SIDE"],
+    ["optimize", "IN", "OUT", "*"],
+    ["optimize", "IN", "--in-place", "*"],
+    ["optimize", "IN", "OUT", "--report", "SIDE", "*"],
+    ["optimize", "-i", "IN", "-o", "OUT", "*"],
+    ["optimize", "IN", "OUT", "--report", "-", "*"],
+    ["convert", "IN", "OUT", "*"],
+    ["inspect", "IN", "*"],
+    ["check", "IN", "IN", "*"],
+    ["check", "IN", "IN", "--write-input", "SIDE", "--write-expected", "SIDE", "*"],
+    ["check", "IN", "IN", "--input", "H5", "*"],
+    ["h5diff", "H5", "H5", "*"],
+    ["recipe", "build", "RECIPE", "OUT"],
+    ["optimize", "--config", "CFG", "*"],
+    ["run", "IN", "--output", "SIDE", "*"],
+    ["recipe", "test", "RECIPE", "--junit", "SIDE"],
     ["optimize", "--out-dir", "OUTDIR", "IN", "IN", "*"],  # batch mode
 ]
 
@@ -387,26 +422,79 @@ class Workspace:
         (root / "dangling.tflite").symlink_to("nowhere.tflite")
         os.mkfifo(root / "fifo.tflite")
         (root / "recipe.toml").write_text(self.recipe)
-        (root / "one.cfg").write_text(f"[one-optimize]\ninput_path={root / 'model.tflite'}\noutput_path={root / 'cfg.tflite'}\n")
+        (root / "one.cfg").write_text(
+            f"[one-optimize]\ninput_path={root / 'model.tflite'}\noutput_path={root / 'cfg.tflite'}\n"
+        )
         (root / "interp.cfg").write_text("[one-optimize]\ninput_path=%(nope)s\noutput_path=x.tflite\n")
-        (root / "fifo.cfg").write_text(f"[one-optimize]\ninput_path={root / 'fifo.tflite'}\noutput_path={root / 'o.tflite'}\n")
+        (root / "fifo.cfg").write_text(
+            f"[one-optimize]\ninput_path={root / 'fifo.tflite'}\noutput_path={root / 'o.tflite'}\n"
+        )
         long = str(root / ("x" * 300))
-        common = [str(root / "missing.tflite"), str(root / "dir.tflite"), str(root / "fifo.tflite"), "/dev/null",
-                  str(root / "link.tflite"), str(root / "dangling.tflite"), long + ".tflite", ""]
+        common = [
+            str(root / "missing.tflite"),
+            str(root / "dir.tflite"),
+            str(root / "fifo.tflite"),
+            "/dev/null",
+            str(root / "link.tflite"),
+            str(root / "dangling.tflite"),
+            long + ".tflite",
+            "",
+        ]
         self.paths = {
-            "IN": [str(root / "model.tflite"), str(root / "model.circle"), str(root / "empty.tflite"),
-                   str(root / "text.tflite"), str(root / "in.h5")] + common,
-            "OUT": [str(root / "o.tflite"), str(root / "o.circle"), str(root / "model.tflite"), str(root / "other.tflite"),
-                    str(root / "o.onnx"), str(root / "nodir" / "o.tflite"), str(root / "in.h5")] + common,
-            "SIDE": [str(root / "side.json"), str(root / "side.h5"), str(root / "model.tflite"), str(root / "other.tflite"),
-                     str(root / "model.circle"), str(root / "in.h5"), str(root / "nodir" / "s.h5")] + common,
+            "IN": [
+                str(root / "model.tflite"),
+                str(root / "model.circle"),
+                str(root / "empty.tflite"),
+                str(root / "text.tflite"),
+                str(root / "in.h5"),
+            ]
+            + common,
+            "OUT": [
+                str(root / "o.tflite"),
+                str(root / "o.circle"),
+                str(root / "model.tflite"),
+                str(root / "other.tflite"),
+                str(root / "o.onnx"),
+                str(root / "nodir" / "o.tflite"),
+                str(root / "in.h5"),
+            ]
+            + common,
+            "SIDE": [
+                str(root / "side.json"),
+                str(root / "side.h5"),
+                str(root / "model.tflite"),
+                str(root / "other.tflite"),
+                str(root / "model.circle"),
+                str(root / "in.h5"),
+                str(root / "nodir" / "s.h5"),
+            ]
+            + common,
             "H5": [str(root / "in.h5"), str(root / "model.tflite")] + common,
-            "RECIPE": [str(root / "recipe.toml"), str(root / "fifo.tflite"), str(root / "dir.tflite"), str(root / "model.tflite"),
-                       long + ".toml", str(root / "missing.toml")],
-            "OUTDIR": [str(root / "outdir"), str(root / "dir.tflite"), str(root / "model.tflite"), str(root),
-                       str(root / "nodir" / "deeper"), "/dev/null"],  # not "": the current directory
-            "CFG": [str(root / "one.cfg"), str(root / "interp.cfg"), str(root / "fifo.cfg"), str(root / "fifo.tflite"),
-                    str(root / "dir.tflite"), str(root / "model.tflite"), long + ".cfg"],
+            "RECIPE": [
+                str(root / "recipe.toml"),
+                str(root / "fifo.tflite"),
+                str(root / "dir.tflite"),
+                str(root / "model.tflite"),
+                long + ".toml",
+                str(root / "missing.toml"),
+            ],
+            "OUTDIR": [
+                str(root / "outdir"),
+                str(root / "dir.tflite"),
+                str(root / "model.tflite"),
+                str(root),
+                str(root / "nodir" / "deeper"),
+                "/dev/null",
+            ],  # not "": the current directory
+            "CFG": [
+                str(root / "one.cfg"),
+                str(root / "interp.cfg"),
+                str(root / "fifo.cfg"),
+                str(root / "fifo.tflite"),
+                str(root / "dir.tflite"),
+                str(root / "model.tflite"),
+                long + ".cfg",
+            ],
         }
 
 
@@ -475,8 +563,13 @@ def run_command_case(argv: list[str], ws: Workspace) -> Outcome:
     if code != 0 and new and not verdict and not batch:
         return Outcome("partial", f"{argv}: {new} after exit {code}", seconds)
     asked = "--in-place" in argv or "--force" in argv
-    out = argv[2] if argv[0] in ("optimize", "convert") and argv[1] not in ("--config", "-i", "--out-dir") \
-        and argv[2] != "--in-place" else None
+    out = (
+        argv[2]
+        if argv[0] in ("optimize", "convert")
+        and argv[1] not in ("--config", "-i", "--out-dir")
+        and argv[2] != "--in-place"
+        else None
+    )
     if argv[:2] == ["recipe", "build"]:
         out = argv[3]
     if argv[:2] == ["optimize", "-i"]:
@@ -496,11 +589,15 @@ def run_command_case(argv: list[str], ws: Workspace) -> Outcome:
     return Outcome("ok" if code == 0 else "rejected", "" if code == 0 else error_kind(stderr), seconds)
 
 
-def fuzz_commands(model: Path, circle: Path, recipe: Path, h5: Path, cases: int, seed: int = 0, workdir: Path | None = None):
+def fuzz_commands(
+    model: Path, circle: Path, recipe: Path, h5: Path, cases: int, seed: int = 0, workdir: Path | None = None
+):
     """Yield (case number, argv, Outcome) for `cases` seeded command-line cases."""
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory(prefix="bnfold-fuzz-cli-") as tmp:
-        ws = Workspace(Path(workdir or tmp) / "ws", model.read_bytes(), circle.read_bytes(), recipe.read_text(), h5.read_bytes())
+        ws = Workspace(
+            Path(workdir or tmp) / "ws", model.read_bytes(), circle.read_bytes(), recipe.read_text(), h5.read_bytes()
+        )
         ws.root.mkdir(parents=True, exist_ok=True)
         for i in range(cases):
             ws.reset()

@@ -21,8 +21,13 @@ from bnfold.errors import UsageError
 
 from conftest import DATA
 
-GOOD = ["bn_conv_valid.tflite", "conv_relu_bn.tflite", "resnet_v2_mini.tflite", "torch_resblock_nchw.circle",
-        "zoo/keras_concat_bn_relu.tflite"]
+GOOD = [
+    "bn_conv_valid.tflite",
+    "conv_relu_bn.tflite",
+    "resnet_v2_mini.tflite",
+    "torch_resblock_nchw.circle",
+    "zoo/keras_concat_bn_relu.tflite",
+]
 
 
 @pytest.fixture
@@ -89,8 +94,10 @@ def test_an_output_directory_that_cannot_be_made_is_refused_as_a_single_run_woul
 def test_paths_files_and_directories(collection, tmp_path):
     out = str(tmp_path / "out")
     jobs = collect([collection / "zoo", DATA / "bn_relu_conv.tflite"], out)
-    assert jobs == [Job(str(collection / "zoo" / "keras_concat_bn_relu.tflite"), os.path.join(out, "keras_concat_bn_relu.tflite")),
-                    Job(str(DATA / "bn_relu_conv.tflite"), os.path.join(out, "bn_relu_conv.tflite"))]
+    assert jobs == [
+        Job(str(collection / "zoo" / "keras_concat_bn_relu.tflite"), os.path.join(out, "keras_concat_bn_relu.tflite")),
+        Job(str(DATA / "bn_relu_conv.tflite"), os.path.join(out, "bn_relu_conv.tflite")),
+    ]
     with pytest.raises(UsageError, match="would both be written to"):
         collect([collection / "bn_conv_valid.tflite", DATA / "bn_conv_valid.tflite"], out)
     with pytest.raises(UsageError, match="would replace the input itself"):
@@ -159,8 +166,11 @@ def test_a_worker_that_dies_fails_its_model_and_the_rest_go_on(collection, tmp_p
 
 def test_events_tell_each_model_start_steps_and_result(collection, tmp_path):
     events = []
-    optimize_many([collection / "bn_conv_valid.tflite"], tmp_path / "out",
-                  on_event=lambda kind, index, what: events.append((kind, what if kind == "step" else index)))
+    optimize_many(
+        [collection / "bn_conv_valid.tflite"],
+        tmp_path / "out",
+        on_event=lambda kind, index, what: events.append((kind, what if kind == "step" else index)),
+    )
     assert [kind for kind, _ in events] == ["begin", "start", "step", "step", "step", "done"]
     assert [what for kind, what in events if kind == "step"] == ["reading", "passes", "writing"]
 
@@ -173,7 +183,8 @@ def test_report_has_every_model_and_the_totals(collection, tmp_path):
     first = data["models"][0]
     assert first["report"]["operators"]["after"] == result.models[0].report["operators"]["after"]
     assert data["totals"]["operators"]["before"] == sum(
-        sum(m["report"]["operators"]["before"].values()) for m in data["models"])
+        sum(m["report"]["operators"]["before"].values()) for m in data["models"]
+    )
 
 
 SLOW_RUN = """
@@ -196,8 +207,13 @@ def test_a_stopped_run_stops_every_worker_and_leaves_no_temporary_file(collectio
     for i in range(20):
         shutil.copyfile(DATA / "resnet_v2_mini.tflite", collection / f"copy{i:02}.tflite")
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-c", SLOW_RUN, str(collection), str(out)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SLOW_RUN, str(collection), str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     assert proc.stdout.readline() == "started\n"
     time.sleep(1.5)
     children = _children(proc.pid)
@@ -230,8 +246,10 @@ def test_command_two_bad_files_two_lines_exit_1(collection, tmp_path):
     assert done.returncode == 1, done.stderr
     errors = done.stderr.splitlines()
     assert len(errors) == 2
-    assert errors[0] == (f"bnfold: error: {collection / 'readme.tflite'}: not a TFLite or Circle model (file identifier "
-                         "' fil', expected 'TFL3' or 'CIR0')")
+    assert errors[0] == (
+        f"bnfold: error: {collection / 'readme.tflite'}: not a TFLite or Circle model (file identifier "
+        "' fil', expected 'TFL3' or 'CIR0')"
+    )
     assert errors[1].startswith(f"bnfold: error: {collection / 'truncated.tflite'}: malformed tflite flatbuffer")
     head, row = done.stdout.splitlines()
     assert head.split()[:4] == ["models", "changed", "unchanged", "failed"] and row.split()[:4] == ["7", "4", "1", "2"]
@@ -241,8 +259,12 @@ def test_command_two_bad_files_two_lines_exit_1(collection, tmp_path):
 
 
 def test_command_refuses_batch_options_without_out_dir(tmp_path):
-    for argv in (["-j", "2", "a.tflite", "b.tflite"], ["--shard", "1/2", "a.tflite", "b.tflite"],
-                 ["a.tflite", "b.tflite", "c.tflite"], ["--out-dir", tmp_path, "--in-place", "a.tflite"]):
+    for argv in (
+        ["-j", "2", "a.tflite", "b.tflite"],
+        ["--shard", "1/2", "a.tflite", "b.tflite"],
+        ["a.tflite", "b.tflite", "c.tflite"],
+        ["--out-dir", tmp_path, "--in-place", "a.tflite"],
+    ):
         done = _bnfold("optimize", *argv)
         assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     done = _bnfold("optimize", "--out-dir", tmp_path, DATA / "bn_conv_valid.tflite", "--shard", "3/2")

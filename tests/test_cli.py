@@ -53,8 +53,10 @@ def test_one_cmds_config(tmp_path):
     src = build_recipe("Net_Conv_Add_Mul_000", tmp_path)
     out = tmp_path / "cfg.opt.tflite"
     cfg = tmp_path / "one.cfg"
-    cfg.write_text(f"[onecc]\none-optimize=True\n[one-optimize]\ninput_path={src}\noutput_path={out}\n"
-                   "fuse_batchnorm_with_conv=True\nfuse_activation_function=False\n")
+    cfg.write_text(
+        f"[onecc]\none-optimize=True\n[one-optimize]\ninput_path={src}\noutput_path={out}\n"
+        "fuse_batchnorm_with_conv=True\nfuse_activation_function=False\n"
+    )
     assert run(["optimize", "--config", str(cfg), "-q"]) == 0
     assert read_model(str(out)).op_counts() == {"CONV_2D": 1}
 
@@ -74,15 +76,18 @@ def test_only_the_named_passes_run(tmp_path):
     assert read_model(str(out)).op_counts() == {"CONV_2D": 1, "MUL": 1, "ADD": 1}
 
 
-@pytest.mark.parametrize("args, code, words", [
-    (["optimize", "missing.tflite", "o.tflite"], 2, "no such file"),
-    (["optimize", "{src}", "o.tflite", "--passes", "nope"], 2, "unknown pass or option 'nope'"),
-    (["optimize", "{src}", "o.onnx"], 2, "extension"),
-    (["optimize", "{src}", "{tmp}/missing/o.tflite"], 2, "does not exist"),
-    (["optimize", "{src}", "{src}"], 2, "--in-place"),
-    (["frobnicate"], 2, "frobnicate"),
-    (["optimize"], 2, "need IN and OUT"),
-])
+@pytest.mark.parametrize(
+    "args, code, words",
+    [
+        (["optimize", "missing.tflite", "o.tflite"], 2, "no such file"),
+        (["optimize", "{src}", "o.tflite", "--passes", "nope"], 2, "unknown pass or option 'nope'"),
+        (["optimize", "{src}", "o.onnx"], 2, "extension"),
+        (["optimize", "{src}", "{tmp}/missing/o.tflite"], 2, "does not exist"),
+        (["optimize", "{src}", "{src}"], 2, "--in-place"),
+        (["frobnicate"], 2, "frobnicate"),
+        (["optimize"], 2, "need IN and OUT"),
+    ],
+)
 def test_errors_are_one_line_with_exit_code(args, code, words, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     src = tmp_path / "in.tflite"

@@ -30,16 +30,28 @@ RECIPE = RECIPES / "Net_Conv_Add_Mul_000.toml"
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("mount"), reason="needs root to mount")
 
 
-def bnfold(*argv, user: int | None = None, limit: int | None = None, sigxfsz_default: bool = False,
-           files: int | None = None, timeout: float = 120):
+def bnfold(
+    *argv,
+    user: int | None = None,
+    limit: int | None = None,
+    sigxfsz_default: bool = False,
+    files: int | None = None,
+    timeout: float = 120,
+):
     """`python -m bnfold ARGV` in a fresh process: (exit code, stderr lines). `user` runs it as
     that uid (setpriv), `limit` under RLIMIT_FSIZE, `files` under RLIMIT_NOFILE, `sigxfsz_default`
     with SIGXFSZ's default action (termination) as a host program that does not ignore it would
     leave it."""
     prefix = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups"] if user is not None else []
-    launch = ["-m", "bnfold"] if not sigxfsz_default else [
-        "-c", "import signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_DFL); from bnfold.cli import entry; "
-              "sys.argv[0] = 'bnfold'; entry()"]
+    launch = (
+        ["-m", "bnfold"]
+        if not sigxfsz_default
+        else [
+            "-c",
+            "import signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_DFL); from bnfold.cli import entry; "
+            "sys.argv[0] = 'bnfold'; entry()",
+        ]
+    )
 
     def preexec():
         if limit is not None:
@@ -47,8 +59,14 @@ def bnfold(*argv, user: int | None = None, limit: int | None = None, sigxfsz_def
         if files is not None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
 
-    proc = subprocess.run([*prefix, sys.executable, *launch, *map(str, argv)], capture_output=True, text=True,
-                          timeout=timeout, preexec_fn=preexec, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    proc = subprocess.run(
+        [*prefix, sys.executable, *launch, *map(str, argv)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=preexec,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )
     return proc.returncode, proc.stderr.strip().splitlines()
 
 
@@ -89,6 +107,7 @@ def full_disk(tmp_path):
 
 
 # ---- full disk -------------------------------------------------------------------------------
+
 
 def _no_space(code, lines, output):
     assert code == 5 and len(lines) == 1, (code, lines)
@@ -164,6 +183,7 @@ def test_full_disk_junit(full_disk):
 
 # ---- the file-size limit ---------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("sigxfsz_default", [False, True], ids=["python", "host-without-ignore"])
 def test_file_size_limit_fails_the_write_not_the_process(sigxfsz_default, tmp_path):
     """RLIMIT_FSIZE (`ulimit -f`): the write fails with EFBIG. A process that does not ignore
@@ -172,10 +192,17 @@ def test_file_size_limit_fails_the_write_not_the_process(sigxfsz_default, tmp_pa
     src = tmp_path / "in.tflite"
     shutil.copy(FOLDED, src)
     out = tmp_path / "o.tflite"
-    for argv, named, limit in ((["optimize", src, out], out, 64 * 1024), (["optimize", src, "--in-place"], src, 64 * 1024),
-                               (["run", src, "--samples", "3", "--output", tmp_path / "o.h5"], tmp_path / "o.0.h5", 3000)):
+    for argv, named, limit in (
+        (["optimize", src, out], out, 64 * 1024),
+        (["optimize", src, "--in-place"], src, 64 * 1024),
+        (["run", src, "--samples", "3", "--output", tmp_path / "o.h5"], tmp_path / "o.0.h5", 3000),
+    ):
         code, lines = bnfold(*argv, limit=limit, sigxfsz_default=sigxfsz_default)
-        assert code == 5 and len(lines) == 1 and str(named) in lines[0] and "File too large" in lines[0], (argv, code, lines)
+        assert code == 5 and len(lines) == 1 and str(named) in lines[0] and "File too large" in lines[0], (
+            argv,
+            code,
+            lines,
+        )
         assert entries(tmp_path) == ["in.tflite"], argv
     assert src.read_bytes() == FOLDED.read_bytes()
 
@@ -190,17 +217,24 @@ def test_file_size_limit_report(tmp_path):
 
 # ---- read-only targets -----------------------------------------------------------------------
 
+
 def _commands(target: Path, model: Path, broken: Path, free: Path | None = None):
     """(argv, named path) writing `target`; `broken` is a malformed model, read only after the
     checks, so an exit 2 naming the target shows the refusal came before any work. The model a
     --report run writes goes to `free` (default: beside `model`)."""
     h5 = target.with_suffix(".h5")
-    return [(["optimize", broken, target], target), (["convert", broken, target], target),
-            (["optimize", model, (free or model.parent) / "o2.tflite", "--report", target.with_suffix(".json")],
-             target.with_suffix(".json")),
-            (["run", broken, "--output", h5], h5), (["check", broken, broken, "--write-input", h5], h5),
-            (["recipe", "build", RECIPE, target], target), (["recipe", "test", RECIPE, "--junit", target.with_suffix(".xml")],
-                                                           target.with_suffix(".xml"))]
+    return [
+        (["optimize", broken, target], target),
+        (["convert", broken, target], target),
+        (
+            ["optimize", model, (free or model.parent) / "o2.tflite", "--report", target.with_suffix(".json")],
+            target.with_suffix(".json"),
+        ),
+        (["run", broken, "--output", h5], h5),
+        (["check", broken, broken, "--write-input", h5], h5),
+        (["recipe", "build", RECIPE, target], target),
+        (["recipe", "test", RECIPE, "--junit", target.with_suffix(".xml")], target.with_suffix(".xml")),
+    ]
 
 
 def _refused(code, lines, named, why):
@@ -224,7 +258,9 @@ def test_read_only_files_are_not_replaced(tmp_path, broken):
         path.chmod(0o444)
     for argv, named in _commands(target, model, broken):
         _refused(*bnfold(*argv), named, "read-only")
-        _refused(*bnfold(*argv, "--force") if argv[0] in ("optimize", "run", "check") else bnfold(*argv), named, "read-only")
+        _refused(
+            *bnfold(*argv, "--force") if argv[0] in ("optimize", "run", "check") else bnfold(*argv), named, "read-only"
+        )
     model.chmod(0o444)
     _refused(*bnfold("optimize", model, "--in-place"), model, "read-only")
     assert model.read_bytes() == SMALL.read_bytes() and target.read_bytes() == b"keep me"
@@ -248,7 +284,15 @@ def test_read_only_mount_is_refused_before_any_work(tmp_path, broken):
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to become another user")
 def test_a_directory_another_user_owns_is_refused_before_any_work():
     """As a real unprivileged user (nobody): os.access answers for that user, root's would not."""
-    as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", "import bnfold.cli"]
+    as_nobody = [
+        "setpriv",
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        sys.executable,
+        "-c",
+        "import bnfold.cli",
+    ]
     if subprocess.run(as_nobody, capture_output=True).returncode:  # e.g. a checkout inside a 0700 directory
         pytest.skip("user nobody cannot run this checkout's bnfold (its directory is not readable to others)")
     with tempfile.TemporaryDirectory(prefix="bnfold-faults-") as top:
@@ -268,9 +312,14 @@ def test_a_directory_another_user_owns_is_refused_before_any_work():
 
 # ---- concurrent runs -------------------------------------------------------------------------
 
+
 def _at_once(argvs: list[list]) -> list[tuple[int, str]]:
-    procs = [subprocess.Popen([sys.executable, "-m", "bnfold", *map(str, a)], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True) for a in argvs]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "bnfold", *map(str, a)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+        for a in argvs
+    ]
     return [(p.wait(timeout=120), p.stderr.read()) for p in procs]
 
 
@@ -319,8 +368,13 @@ def slow_writer():
     started = []
 
     def start(go: Path, *argv, prefix=()):
-        proc = subprocess.Popen([*prefix, sys.executable, "-c", SLOW_WRITER, str(go), *map(str, argv)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        proc = subprocess.Popen(
+            [*prefix, sys.executable, "-c", SLOW_WRITER, str(go), *map(str, argv)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         started.append(proc)
         line = proc.stdout.readline().split()
         assert line[:1] == ["writing"], (line, proc.stderr.read() if proc.poll() is not None else "")
@@ -383,8 +437,16 @@ def test_a_writer_in_another_pid_namespace_keeps_its_file(tmp_path, slow_writer)
     if not shutil.which("unshare"):
         pytest.skip("no unshare")
     pid = next(p for p in range(30000, 32000) if not os.path.exists(f"/proc/{p + 1}"))
-    prefix = ["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c",
-              f'echo {pid} > /proc/sys/kernel/ns_last_pid; "$@"; exit $?', "sh"]
+    prefix = [
+        "unshare",
+        "--pid",
+        "--fork",
+        "--mount-proc",
+        "sh",
+        "-c",
+        f'echo {pid} > /proc/sys/kernel/ns_last_pid; "$@"; exit $?',
+        "sh",
+    ]
     go = tmp_path / "go"
     try:
         writer, inner = slow_writer(go, "optimize", FOLDED, tmp_path / "a.tflite", "-q", prefix=prefix)

@@ -14,9 +14,17 @@ from fuzzing import fuzz, load_seed
 
 CASES = 1000
 SEED = 20240611
-SEED_RECIPES = ["Foundation_While_000", "Foundation_InstanceNorm_000", "Quant_Conv_BN_Relu_000",
-                "Quant_Fp16_Conv_BN_000", "Net_Conv_Add_Mul_000", "Net_FC_BN_000", "Net_TConv_BN_000",
-                "Net_DwConv_BN_000", "Net_Preactivation_BN_000"]
+SEED_RECIPES = [
+    "Foundation_While_000",
+    "Foundation_InstanceNorm_000",
+    "Quant_Conv_BN_Relu_000",
+    "Quant_Fp16_Conv_BN_000",
+    "Net_Conv_Add_Mul_000",
+    "Net_FC_BN_000",
+    "Net_TConv_BN_000",
+    "Net_DwConv_BN_000",
+    "Net_Preactivation_BN_000",
+]
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +40,12 @@ def seeds(tmp_path_factory):
 def test_seeds_cover_fixtures_and_recipes(seeds):
     names = {s.name for s in seeds}
     assert set(FIXTURES) <= names
-    assert {"Foundation_While_000.tflite", "Quant_Conv_BN_Relu_000.tflite", "Shipped_000.tflite", "Shipped_000.circle"} <= names
+    assert {
+        "Foundation_While_000.tflite",
+        "Quant_Conv_BN_Relu_000.tflite",
+        "Shipped_000.tflite",
+        "Shipped_000.circle",
+    } <= names
     assert all(s.index_positions for s in seeds)
 
 
@@ -71,8 +84,9 @@ def test_odd_paths_and_options_never_crash_hang_clobber_or_leave_files(tmp_path)
     commands = collections.Counter()
     batches = 0
     failures = []
-    for i, argv, outcome in fuzz_commands(model, circle, RECIPES / "Net_Conv_Add_Mul_000.toml", h5, CLI_CASES,
-                                          seed=SEED, workdir=tmp_path):
+    for i, argv, outcome in fuzz_commands(
+        model, circle, RECIPES / "Net_Conv_Add_Mul_000.toml", h5, CLI_CASES, seed=SEED, workdir=tmp_path
+    ):
         outcomes[outcome.kind] += 1
         commands[argv[0]] += 1
         batches += argv[1] == "--out-dir"
@@ -109,11 +123,18 @@ def test_mutated_recipes_build_or_fail_in_one_line(tmp_path):
     assert elapsed < 60, f"{RECIPE_CASES} cases took {elapsed:.0f} s"
 
 
-@pytest.mark.parametrize("recipe, old, new", [
-    # scripts/fuzz.py seed 1, file case 1521: a RESHAPE whose input claims no elements, flattened into
-    # a FULLY_CONNECTED of 140 features; the transpose propagation permuted 0 weight columns (internal error)
-    ("Net_Transpose_FC_Flatten_000", 'name = "c_nchw", shape = [2, 4, 5, 7]', 'name = "c_nchw", shape = [2, 4, 0, 7]'),
-])
+@pytest.mark.parametrize(
+    "recipe, old, new",
+    [
+        # scripts/fuzz.py seed 1, file case 1521: a RESHAPE whose input claims no elements, flattened into
+        # a FULLY_CONNECTED of 140 features; the transpose propagation permuted 0 weight columns (internal error)
+        (
+            "Net_Transpose_FC_Flatten_000",
+            'name = "c_nchw", shape = [2, 4, 5, 7]',
+            'name = "c_nchw", shape = [2, 4, 0, 7]',
+        ),
+    ],
+)
 def test_what_the_long_fuzz_run_found_is_one_line_or_a_model(recipe, old, new, tmp_path):
     from bnfold.io.writer import save_model
     from bnfold.recipe.chef import build, load_recipe

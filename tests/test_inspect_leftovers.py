@@ -44,21 +44,41 @@ def test_with_the_report_of_the_run_each_says_why_it_stayed(tmp_path, capsys):
     blocks = _blocks(capsys.readouterr().out)
     assert len(blocks) == 2 == len(json.loads(rep.read_text())["skips"])
     for block in blocks:
-        assert ("stays: the layer has a fused RELU, which sits between it and the chain [fuse_batchnorm_with_conv]"
-                in block)
+        assert (
+            "stays: the layer has a fused RELU, which sits between it and the chain [fuse_batchnorm_with_conv]" in block
+        )
 
 
 def test_swish_and_gating_multiplies_are_not_listed(tmp_path, capsys):
     model = Model(TFLITE, version=3)
     g = model.add_graph(Graph("main"))
-    x, y, s, z, gate, out = (g.add_tensor(name, "FLOAT32", shape) for name, shape in (
-        ("x", [1, 5, 7, 3]), ("y", [1, 5, 7, 4]), ("s", [1, 5, 7, 4]), ("z", [1, 5, 7, 4]), ("gate", [1, 1, 1, 4]),
-        ("out", [1, 5, 7, 4])))
+    x, y, s, z, gate, out = (
+        g.add_tensor(name, "FLOAT32", shape)
+        for name, shape in (
+            ("x", [1, 5, 7, 3]),
+            ("y", [1, 5, 7, 4]),
+            ("s", [1, 5, 7, 4]),
+            ("z", [1, 5, 7, 4]),
+            ("gate", [1, 1, 1, 4]),
+            ("out", [1, 5, 7, 4]),
+        )
+    )
     g.inputs += [x, gate]
     g.outputs.append(out)
-    g.add_op("CONV_2D", [x, g.add_const("w", np.ones((4, 1, 1, 3))), g.add_const("b", np.zeros(4))], [y],
-             Options("Conv2DOptions", padding=0, strideW=1, strideH=1, fusedActivationFunction=0, dilationWFactor=1,
-                     dilationHFactor=1))
+    g.add_op(
+        "CONV_2D",
+        [x, g.add_const("w", np.ones((4, 1, 1, 3))), g.add_const("b", np.zeros(4))],
+        [y],
+        Options(
+            "Conv2DOptions",
+            padding=0,
+            strideW=1,
+            strideH=1,
+            fusedActivationFunction=0,
+            dilationWFactor=1,
+            dilationHFactor=1,
+        ),
+    )
     g.add_op("LOGISTIC", [y], [s], None)
     g.add_op("MUL", [y, s], [z], Options("MulOptions", fusedActivationFunction=0))  # swish
     g.add_op("MUL", [z, gate], [out], Options("MulOptions", fusedActivationFunction=0))  # gating
@@ -82,10 +102,12 @@ def test_bad_report_arguments_are_usage_errors(tmp_path, capsys):
     not_json, not_report = tmp_path / "a.json", tmp_path / "b.json"
     not_json.write_text("{")
     not_report.write_text('{"skips": 3}')
-    for args, words in ((["--report", str(not_report)], "--report needs --leftovers"),
-                        (["--leftovers", "--report", str(not_json)], "not a JSON report"),
-                        (["--leftovers", "--report", str(not_report)], "not a bnfold optimize report"),
-                        (["--leftovers", "--report", str(tmp_path / "none.json")], "none.json: no such file")):
+    for args, words in (
+        (["--report", str(not_report)], "--report needs --leftovers"),
+        (["--leftovers", "--report", str(not_json)], "not a JSON report"),
+        (["--leftovers", "--report", str(not_report)], "not a bnfold optimize report"),
+        (["--leftovers", "--report", str(tmp_path / "none.json")], "none.json: no such file"),
+    ):
         assert run(["inspect", FIXTURE, *args]) == 2
         [line] = capsys.readouterr().err.strip().splitlines()
         assert line.startswith("bnfold: error: ") and words in line
@@ -106,7 +128,9 @@ def test_every_transpose_left_is_listed_with_why_it_stayed(tmp_path, capsys):
     """A TICO export: what the layout propagation leaves (the input's transpose before the first
     conv, the output's after the last) is listed with its reason."""
     out, rep = tmp_path / "o.circle", tmp_path / "r.json"
-    assert run(["optimize", str(DATA / "zoo" / "tico_densenet_concat.circle"), str(out), "--report", str(rep), "-q"]) == 0
+    assert (
+        run(["optimize", str(DATA / "zoo" / "tico_densenet_concat.circle"), str(out), "--report", str(rep), "-q"]) == 0
+    )
     assert run(["inspect", str(out), "--leftovers", "--report", str(rep)]) == 0
     listing = capsys.readouterr().out.split("transposes: ", 1)[1]
     assert listing.startswith("2\n")

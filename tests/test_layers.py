@@ -17,8 +17,18 @@ from bnfold.cli import run
 from conftest import DATA, build_recipe
 
 SRC = Path(bnfold.__file__).parent
-COMMANDS = ("optimize", "optimize_file", "optimize_many", "convert", "inspect", "check", "run", "h5diff", "build_recipe",
-            "test_recipes")
+COMMANDS = (
+    "optimize",
+    "optimize_file",
+    "optimize_many",
+    "convert",
+    "inspect",
+    "check",
+    "run",
+    "h5diff",
+    "build_recipe",
+    "test_recipes",
+)
 
 
 def test_dir_and_help_show_the_library():
@@ -28,15 +38,20 @@ def test_dir_and_help_show_the_library():
         assert function is getattr(api, name)
         assert function.__doc__ and len(function.__doc__.split()) > 12, name  # its own words, not a pointer
     assert "optimize_file" in pydoc.render_doc(bnfold) and "check=3" in pydoc.render_doc(bnfold.api)
-    assert "optimize_many(paths" in pydoc.render_doc(bnfold.api, renderer=pydoc.plaintext)  # listed, loaded on first use
+    assert "optimize_many(paths" in pydoc.render_doc(
+        bnfold.api, renderer=pydoc.plaintext
+    )  # listed, loaded on first use
 
 
 @pytest.mark.parametrize("module", sorted(p.name for p in (SRC / "cli").glob("*.py")))
 def test_cli_is_a_shell_over_the_library(module):
     source = (SRC / "cli" / module).read_text()
     assert len(source.splitlines()) <= 300
-    inner = [node.module for node in ast.walk(ast.parse(source))
-             if isinstance(node, ast.ImportFrom) and node.module and node.level != 1]  # .x: the cli package itself
+    inner = [
+        node.module
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.ImportFrom) and node.module and node.level != 1
+    ]  # .x: the cli package itself
     assert not {m for m in inner if m.split(".")[0] in ("values", "passes", "engine", "io", "ir", "recipe")}, inner
 
 
@@ -64,6 +79,7 @@ def test_garbage_bytes_are_named_bytes_not_a_temporary_file():
 
 
 # ---- one rule for every input file: exit 2, one line naming the file ----------------------------
+
 
 def _inputs(tmp_path):
     """Each kind of input with the command line that reads it; {} is where the bad path goes."""
@@ -115,7 +131,6 @@ def test_open_input_does_not_block_on_a_fifo(tmp_path):
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
 
 
-
 # A one-model optimize pays for every class its modules define, at each start: a dataclass costs
 # ~0.5 to 1 ms of CPU (Python compiles its generated methods), a NamedTuple or a written-out class
 # far less.
@@ -149,8 +164,14 @@ def test_optimize_start_up_defines_no_dataclass_and_loads_no_runtime(tmp_path):
     assert seen["code"] == 0
     assert seen["dataclasses_in"] == [] and "dataclasses" not in seen["modules"], seen["dataclasses_in"]
     runtime = {"h5py", "ai_edge_litert.interpreter", "bnfold.values.litert", "bnfold.values.verify"}
-    other_options = {"bnfold.batch", "bnfold.progress", "multiprocessing", "configparser", "difflib",
-                     "json"}  # (--report; the schema layouts are Python modules)
+    other_options = {
+        "bnfold.batch",
+        "bnfold.progress",
+        "multiprocessing",
+        "configparser",
+        "difflib",
+        "json",
+    }  # (--report; the schema layouts are Python modules)
     # the model is CONV_2D, MUL and ADD: no pass needing a CONCATENATION, TRANSPOSE, RESHAPE, PAD,
     # RELU or another layer kind runs (registry.PassSpec.needs); the backward fold does
     kinds = {"CONV_2D", "MUL", "ADD"}

@@ -44,8 +44,9 @@ def check_invariant(model, passes, tmp_path, suffix) -> list[dict]:
         assert s["pass"] is None if not s["reasons"] else s["reasons"][s["pass"]] == s["reason"]
         assert s["at"] in s["chain"]
     assert len(json.loads(report.to_json())["skips"]) == len(report.skips)
-    transposes = Counter((gi, op.outputs[0].name) for gi, g in enumerate(written.graphs) for op in g.ops
-                         if op.kind == "TRANSPOSE")
+    transposes = Counter(
+        (gi, op.outputs[0].name) for gi, g in enumerate(written.graphs) for op in g.ops if op.kind == "TRANSPOSE"
+    )
     assert Counter((t["subgraph"], t["at"]["output"]) for t in report.transposes) == transposes
     assert all(t["reason"] and GENERIC not in t["reason"] for t in report.transposes), report.transposes
     return report.skips

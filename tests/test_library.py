@@ -36,7 +36,9 @@ def test_results_say_what_they_hold(tmp_path):
     result = bnfold.optimize(str(src), check=1)
     assert repr(result) == f"Optimized(tflite {str(src)!r}: 1 fold, 3 -> 1 operators, check passed)"
     assert repr(bnfold.optimize(src.read_bytes())) == "Optimized(tflite '<bytes>': 1 fold, 3 -> 1 operators)"
-    assert repr(bnfold.inspect(str(src), leftovers=True)) == "Inspection(tflite, 3 operators, 2 candidates, 0 transposes)"
+    assert (
+        repr(bnfold.inspect(str(src), leftovers=True)) == "Inspection(tflite, 3 operators, 2 candidates, 0 transposes)"
+    )
     ran = bnfold.run(str(src), str(tmp_path / "out.h5"))
     assert repr(ran) == f"Ran(outputs={[str(tmp_path / 'out.h5')]!r}, inputs=[], backend={ran.backend!r})"
 

@@ -22,8 +22,9 @@ FIXTURE = str(DATA / "bn_conv_valid.tflite")
 
 
 def _bnfold(*argv, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bnfold", *map(str, argv)], capture_output=True, text=True, cwd=cwd,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "bnfold", *map(str, argv)], capture_output=True, text=True, cwd=cwd, timeout=300
+    )
 
 
 def test_no_command_shows_the_help(capsys):
@@ -99,6 +100,7 @@ def test_run_with_the_most_samples_starts_at_once(tmp_path, monkeypatch):
     def sink(*args):
         def first(index, inputs, outputs):
             raise FirstSample()
+
         return first
 
     stats = []
@@ -140,12 +142,14 @@ def test_h5diff_still_compares_files_with_values(tmp_path, capsys):
 
 
 def _script(body: str, tmp_path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(body)], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(body)], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
 
 
 def test_ctrl_c_after_the_command_finished_does_not_kill_the_process(tmp_path):
-    done = _script(f"""
+    done = _script(
+        f"""
         import os, signal, sys
         from bnfold import cli, exits
         real = exits.run
@@ -156,13 +160,16 @@ def test_ctrl_c_after_the_command_finished_does_not_kill_the_process(tmp_path):
         exits.run = run
         sys.argv = ["bnfold", "convert", {FIXTURE!r}, "o.circle"]
         cli.entry()
-    """, tmp_path)
+    """,
+        tmp_path,
+    )
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert done.stdout.startswith("wrote o.circle")
 
 
 def test_ctrl_c_just_after_the_write_says_the_output_is_complete(tmp_path):
-    done = _script(f"""
+    done = _script(
+        f"""
         import os, signal, sys
         from bnfold import cli
         from bnfold.io import atomic
@@ -172,7 +179,9 @@ def test_ctrl_c_just_after_the_write_says_the_output_is_complete(tmp_path):
             os.kill(os.getpid(), signal.SIGINT)
         atomic.os.replace = replace
         sys.exit(cli.run(["convert", {FIXTURE!r}, "o.circle"]))
-    """, tmp_path)
+    """,
+        tmp_path,
+    )
     assert done.returncode == 130
     assert done.stderr.strip().splitlines() == ["bnfold: error: interrupted after o.circle was written in full"]
     assert (tmp_path / "o.circle").read_bytes()[4:8] == b"CIR0"

@@ -38,11 +38,14 @@ def optimized_counts(workdir, name="model.opt.tflite"):
     return dict(read_model(str(workdir / name)).op_counts())
 
 
-@pytest.mark.parametrize("cfg, counts", [
-    ("onecc_paths_only.cfg", UNFOLDED),     # a section with only paths runs no pass
-    ("onecc_include_O1.cfg", FOLDED),       # [onecc] include=O1
-    ("one-build_O1_false.cfg", UNFOLDED),   # O1=True, but the O1 passes that apply are switched off
-])
+@pytest.mark.parametrize(
+    "cfg, counts",
+    [
+        ("onecc_paths_only.cfg", UNFOLDED),  # a section with only paths runs no pass
+        ("onecc_include_O1.cfg", FOLDED),  # [onecc] include=O1
+        ("one-build_O1_false.cfg", UNFOLDED),  # O1=True, but the O1 passes that apply are switched off
+    ],
+)
 def test_config_runs_what_it_names(cfg, counts, workdir, capsys):
     assert run(["optimize", "--config", str(CFG / cfg)]) == 0
     assert optimized_counts(workdir) == counts
@@ -55,11 +58,17 @@ def test_o1_counts_the_members_bnfold_does_not_implement_and_the_report_lists_th
     note = [line for line in capsys.readouterr().out.splitlines() if line.startswith("note: O1")]
     lacking = json.loads((workdir / "r.json").read_text())["group_members_not_implemented"]["O1"]
     assert "fold_cast" in lacking and "fold_gather" in lacking
-    for implemented in ("fuse_batchnorm_with_conv", "remove_redundant_reshape", "remove_unnecessary_reshape",
-                        "substitute_transpose_to_reshape"):
+    for implemented in (
+        "fuse_batchnorm_with_conv",
+        "remove_redundant_reshape",
+        "remove_unnecessary_reshape",
+        "substitute_transpose_to_reshape",
+    ):
         assert implemented not in lacking  # so it ran
-    assert note == [f"note: O1: {len(lacking)} of its passes are not in bnfold and do not run "
-                    "(--report lists them; see 'bnfold passes' for what runs)"]  # one short line, not 40 names
+    assert note == [
+        f"note: O1: {len(lacking)} of its passes are not in bnfold and do not run "
+        "(--report lists them; see 'bnfold passes' for what runs)"
+    ]  # one short line, not 40 names
 
 
 def test_an_option_warned_about_is_not_named_again_in_the_group_note():
@@ -73,8 +82,10 @@ def test_unimplemented_one_options_warn_once_each_and_the_run_goes_on(workdir, c
     assert run(["optimize", "--config", str(CFG / "onecc_unimplemented.cfg"), "-q"]) == 0
     assert optimized_counts(workdir) == FOLDED
     err = capsys.readouterr().err.splitlines()
-    assert err == ["bnfold: warning: fold_cast is a ONE option bnfold does not implement; ignored",
-                   "bnfold: warning: fuse_gelu is a ONE option bnfold does not implement; ignored"]
+    assert err == [
+        "bnfold: warning: fold_cast is a ONE option bnfold does not implement; ignored",
+        "bnfold: warning: fuse_gelu is a ONE option bnfold does not implement; ignored",
+    ]
 
 
 def test_ones_regress_onnx_conv_bn_option_set(tmp_path, monkeypatch, capsys):
@@ -99,11 +110,17 @@ def test_strict_refuses_unimplemented_one_options(workdir, capsys):
     assert not (workdir / "model.opt.tflite").exists()
 
 
-@pytest.mark.parametrize("cfg, words", [
-    ("onecc_bad_value.cfg", "onecc_bad_value.cfg:7: fuse_batchnorm_with_conv=maybe: expected True or False"),
-    ("onecc_misspelt.cfg", "onecc_misspelt.cfg:7: unknown pass or option 'fuse_batchnorm_with_cnov' in "
-                           "[one-optimize] (did you mean fuse_batchnorm_with_conv"),
-])
+@pytest.mark.parametrize(
+    "cfg, words",
+    [
+        ("onecc_bad_value.cfg", "onecc_bad_value.cfg:7: fuse_batchnorm_with_conv=maybe: expected True or False"),
+        (
+            "onecc_misspelt.cfg",
+            "onecc_misspelt.cfg:7: unknown pass or option 'fuse_batchnorm_with_cnov' in "
+            "[one-optimize] (did you mean fuse_batchnorm_with_conv",
+        ),
+    ],
+)
 def test_config_errors_name_the_line(cfg, words, workdir, capsys):
     assert run(["optimize", "--config", str(CFG / cfg)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -113,7 +130,9 @@ def test_config_errors_name_the_line(cfg, words, workdir, capsys):
 
 def test_config_without_paths_takes_them_from_the_command_line(workdir):
     # make_batchnorm_gamma_positive alone: only it runs (not the default set), and it has nothing to do here
-    assert run(["optimize", "-C", str(CFG / "OONE-BUILD_gamma.cfg"), "-i", "model.tflite", "-o", "out.tflite", "-q"]) == 0
+    assert (
+        run(["optimize", "-C", str(CFG / "OONE-BUILD_gamma.cfg"), "-i", "model.tflite", "-o", "out.tflite", "-q"]) == 0
+    )
     assert optimized_counts(workdir, "out.tflite") == UNFOLDED
 
 
@@ -137,15 +156,18 @@ def test_input_given_twice_differently_is_a_usage_error(workdir, capsys):
 def test_unimplemented_one_flag_on_the_command_line_warns(workdir, capsys):
     assert run(["optimize", "model.tflite", "o.tflite", "--fuse_bcq", "--fuse_batchnorm_with_conv", "-q"]) == 0
     assert capsys.readouterr().err.splitlines() == [
-        "bnfold: warning: fuse_bcq is a ONE option bnfold does not implement; ignored"]
+        "bnfold: warning: fuse_bcq is a ONE option bnfold does not implement; ignored"
+    ]
     assert optimized_counts(workdir, "o.tflite") == FOLDED
 
 
 def test_a_near_miss_of_an_unimplemented_one_flag_is_named_too(workdir, capsys):
     assert run(["optimize", "model.tflite", "o.tflite", "--fold_dequantise"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["bnfold: error: no such option: --fold_dequantise (did you mean --fold_dequantize, --fold_densify, "
-                   "--fold_gather?)"]
+    assert err == [
+        "bnfold: error: no such option: --fold_dequantise (did you mean --fold_dequantize, --fold_densify, "
+        "--fold_gather?)"
+    ]
 
 
 def test_unimplemented_one_flags_are_declared_only_for_a_command_line_that_needs_them(tmp_path):
@@ -158,19 +180,37 @@ def test_unimplemented_one_flags_are_declared_only_for_a_command_line_that_needs
         context = command.make_context("optimize", sys.argv[1:])
         print(command.one_flags_declared, sum(getattr(p, "hidden", False) for p in command.params), context.params.get("fuse_bcq"))
     """)
-    lines = {args: subprocess.run([sys.executable, "-c", probe, "in.tflite", "out.tflite", *args], cwd=tmp_path,
-                                  capture_output=True, text=True, timeout=120).stdout.split()
-             for args in ((), ("--fuse_bcq",), ("-q", "--fuse_batchnorm_with_conv"))}
-    assert lines == {(): ["False", "0", "None"], ("--fuse_bcq",): ["True", "64", "True"],
-                     ("-q", "--fuse_batchnorm_with_conv"): ["False", "0", "None"]}
+    lines = {
+        args: subprocess.run(
+            [sys.executable, "-c", probe, "in.tflite", "out.tflite", *args],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        ).stdout.split()
+        for args in ((), ("--fuse_bcq",), ("-q", "--fuse_batchnorm_with_conv"))
+    }
+    assert lines == {
+        (): ["False", "0", "None"],
+        ("--fuse_bcq",): ["True", "64", "True"],
+        ("-q", "--fuse_batchnorm_with_conv"): ["False", "0", "None"],
+    }
 
 
-@pytest.mark.parametrize("args, expected", [
-    (["--fuse_batchnorm_with_cnov"], "no such option: --fuse_batchnorm_with_cnov (did you mean --fuse_batchnorm_with_conv"),
-    (["--passes", "fuse_batchnorm_with_cov"], "unknown pass or option 'fuse_batchnorm_with_cov' (did you mean "
-                                              "fuse_batchnorm_with_conv"),
-    (["--remove_redundant_transpos"], "(did you mean --remove_redundant_transpose"),
-])
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (
+            ["--fuse_batchnorm_with_cnov"],
+            "no such option: --fuse_batchnorm_with_cnov (did you mean --fuse_batchnorm_with_conv",
+        ),
+        (
+            ["--passes", "fuse_batchnorm_with_cov"],
+            "unknown pass or option 'fuse_batchnorm_with_cov' (did you mean fuse_batchnorm_with_conv",
+        ),
+        (["--remove_redundant_transpos"], "(did you mean --remove_redundant_transpose"),
+    ],
+)
 def test_near_misses_get_the_closest_real_names(args, expected, workdir, capsys):
     assert run(["optimize", "model.tflite", "o.tflite", *args]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -194,11 +234,14 @@ def test_report_to_stdout_is_json_and_the_summary_goes_to_stderr(workdir, capsys
     assert set(report["seconds"]) >= {"read", "passes", "write"} and all(v >= 0 for v in report["seconds"].values())
 
 
-@pytest.mark.parametrize("out, words", [
-    (".", "is a directory"),
-    ("missing/o.tflite", "does not exist"),
-    ("model.tflite/o.tflite", "is not a directory"),
-])
+@pytest.mark.parametrize(
+    "out, words",
+    [
+        (".", "is a directory"),
+        ("missing/o.tflite", "does not exist"),
+        ("model.tflite/o.tflite", "is not a directory"),
+    ],
+)
 def test_unusable_output_paths_are_named_before_any_work(out, words, workdir, capsys):
     assert run(["optimize", "model.tflite", out]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -226,11 +269,14 @@ def test_one_tables_agree_with_the_registry():
     # (ONE has only the inverse, decompose_hardswish) and remove_unnecessary_concat (named like
     # ONE's remove_unnecessary_split) and fuse_pad_with_conv (ONE has no such pass); the rest keep
     # ONE's spelling
-    ours = set(registry.BY_NAME) - one.PASS_OPTIONS - {"fuse_hardswish", "remove_unnecessary_concat",
-                                                        "fuse_pad_with_conv"}
+    ours = (
+        set(registry.BY_NAME) - one.PASS_OPTIONS - {"fuse_hardswish", "remove_unnecessary_concat", "fuse_pad_with_conv"}
+    )
     assert all(name.startswith("fuse_batchnorm_") for name in ours), ours
     assert "decompose_hardswish" in one.PASS_OPTIONS
-    assert {"fuse_mul_with_conv", "fuse_add_with_tconv", "replace_cw_mul_add_with_depthwise_conv"} <= set(registry.BY_NAME)
+    assert {"fuse_mul_with_conv", "fuse_add_with_tconv", "replace_cw_mul_add_with_depthwise_conv"} <= set(
+        registry.BY_NAME
+    )
     assert set(one.O1) <= one.PASS_OPTIONS and len(set(one.O1)) == len(one.O1)
     assert "fuse_preactivation_batchnorm" not in one.O1 and "make_batchnorm_gamma_positive" not in one.O1
 
@@ -280,17 +326,29 @@ def test_readme_pipeline_example_works_as_shown(tmp_path, monkeypatch, capsys):
     assert read_model("model.opt.circle").format.name == "circle"
 
 
-@pytest.mark.parametrize("make, words", [
-    (lambda d: d / "missing.cfg", "no such file"),
-    (lambda d: d, "is a directory"),
-    (lambda d: (os.mkfifo(d / "fifo.cfg"), d / "fifo.cfg")[1], "is a FIFO (named pipe), not a configuration file"),
-    (lambda d: (d / "no_section.cfg").write_text("[onecc]\none-optimize=False\n") and d / "no_section.cfg",
-     "no [one-optimize] section"),
-    (lambda d: (d / "empty_value.cfg").write_text("[one-optimize]\nfuse_batchnorm_with_conv=\n") and d / "empty_value.cfg",
-     "empty_value.cfg:2: fuse_batchnorm_with_conv=: expected True or False"),
-    (lambda d: (d / "bad_group.cfg").write_text("[onecc]\ninclude=O3\n[one-optimize]\n") and d / "bad_group.cfg",
-     "bad_group.cfg:2: include=O3: bnfold knows the group(s) O1"),
-])
+@pytest.mark.parametrize(
+    "make, words",
+    [
+        (lambda d: d / "missing.cfg", "no such file"),
+        (lambda d: d, "is a directory"),
+        (lambda d: (os.mkfifo(d / "fifo.cfg"), d / "fifo.cfg")[1], "is a FIFO (named pipe), not a configuration file"),
+        (
+            lambda d: (d / "no_section.cfg").write_text("[onecc]\none-optimize=False\n") and d / "no_section.cfg",
+            "no [one-optimize] section",
+        ),
+        (
+            lambda d: (
+                (d / "empty_value.cfg").write_text("[one-optimize]\nfuse_batchnorm_with_conv=\n")
+                and d / "empty_value.cfg"
+            ),
+            "empty_value.cfg:2: fuse_batchnorm_with_conv=: expected True or False",
+        ),
+        (
+            lambda d: (d / "bad_group.cfg").write_text("[onecc]\ninclude=O3\n[one-optimize]\n") and d / "bad_group.cfg",
+            "bad_group.cfg:2: include=O3: bnfold knows the group(s) O1",
+        ),
+    ],
+)
 def test_unusable_config_files_are_one_line_usage_errors(make, words, workdir, capsys):
     assert run(["optimize", "model.tflite", "o.tflite", "--config", str(make(workdir))]) == 2
     err = capsys.readouterr().err.strip().splitlines()

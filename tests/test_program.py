@@ -24,9 +24,13 @@ def _buffered_env() -> dict:
 
 def _program(setup: str, argv: list[str], tmp_path, **kwargs) -> subprocess.CompletedProcess:
     """`setup`, then the program (cli.entry) on `argv`, as a process of its own in `tmp_path`."""
-    script = textwrap.dedent(setup) + f"\nimport sys\nsys.argv = ['bnfold', *{argv!r}]\nfrom bnfold import cli\ncli.entry()\n"
-    return subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=_buffered_env(), stderr=subprocess.PIPE,
-                          timeout=120, **kwargs)
+    script = (
+        textwrap.dedent(setup)
+        + f"\nimport sys\nsys.argv = ['bnfold', *{argv!r}]\nfrom bnfold import cli\ncli.entry()\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, env=_buffered_env(), stderr=subprocess.PIPE, timeout=120, **kwargs
+    )
 
 
 LATE_WORDS = """
@@ -68,7 +72,9 @@ def test_the_program_skips_the_teardown_a_library_caller_keeps(tmp_path):
     by one; a Python program that runs the command line (cli.run) still exits as Python does."""
     assert _program(TEARDOWN_PROBE, ["passes"], tmp_path, stdout=subprocess.DEVNULL).stderr == b""
     library = TEARDOWN_PROBE + "\nimport sys\nfrom bnfold import cli\nsys.exit(cli.run(['passes']))\n"
-    done = subprocess.run([sys.executable, "-c", library], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", library], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120
+    )
     assert (done.returncode, done.stderr) == (0, b"torn down\n")
 
 
@@ -81,14 +87,22 @@ api.optimize_file = optimize_file
 """
 
 
-@pytest.mark.parametrize("error, code", [
-    ("errors.ModelError('not a model', 'm.tflite')", 1), ("errors.UsageError('no such file', 'm.tflite')", 2),
-    ("RuntimeError('a bug')", 3), ("errors.CannotVerify('nothing runs it')", 4),
-    ("errors.WriteFailed('disk full', 'o.tflite')", 5), ("errors.Interrupted(signal.SIGTERM)", 143),
-    ("KeyboardInterrupt()", 130)])
+@pytest.mark.parametrize(
+    "error, code",
+    [
+        ("errors.ModelError('not a model', 'm.tflite')", 1),
+        ("errors.UsageError('no such file', 'm.tflite')", 2),
+        ("RuntimeError('a bug')", 3),
+        ("errors.CannotVerify('nothing runs it')", 4),
+        ("errors.WriteFailed('disk full', 'o.tflite')", 5),
+        ("errors.Interrupted(signal.SIGTERM)", 143),
+        ("KeyboardInterrupt()", 130),
+    ],
+)
 def test_exit_code_is_the_commands(error, code, tmp_path):
-    done = _program(RAISE_IN_OPTIMIZE.format(error=error), ["optimize", FIXTURE, "o.tflite"], tmp_path,
-                    stdout=subprocess.PIPE)
+    done = _program(
+        RAISE_IN_OPTIMIZE.format(error=error), ["optimize", FIXTURE, "o.tflite"], tmp_path, stdout=subprocess.PIPE
+    )
     assert done.returncode == code and done.stdout == b""
     lines = done.stderr.decode().strip().splitlines()  # (click puts a new line first after a Ctrl-C)
     assert len(lines) == 1 and lines[0].startswith("bnfold: error: ")
@@ -100,8 +114,12 @@ def test_output_a_closed_pipe_cannot_take_is_reported_by_python_as_before(tmp_pa
     read, write = os.pipe()
     os.close(read)
     try:
-        done = _program('import sys\nsys.stdout.write("unflushed")', ["optimize", FIXTURE, "o.tflite", "--quiet"],
-                        tmp_path, stdout=write)
+        done = _program(
+            'import sys\nsys.stdout.write("unflushed")',
+            ["optimize", FIXTURE, "o.tflite", "--quiet"],
+            tmp_path,
+            stdout=write,
+        )
     finally:
         os.close(write)
     assert done.returncode == 120 and b"BrokenPipeError" in done.stderr
@@ -120,8 +138,14 @@ def test_the_modules_load_without_collections_and_are_frozen(tmp_path):
     from bnfold.__main__ import main
     main()
     """
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(watch)], cwd=tmp_path, env=_buffered_env(),
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(watch)],
+        cwd=tmp_path,
+        env=_buffered_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     collections, frozen, enabled = done.stdout.splitlines()[-1].split()
     assert done.returncode == 0 and int(collections) < 10 and int(frozen) > 10_000 and enabled == "True"
 
@@ -140,8 +164,14 @@ def test_a_signal_while_the_program_leaves_changes_nothing(signum, tmp_path):
 def test_a_profiler_or_python_i_still_has_the_last_word(python, after, tmp_path):
     """`python -m cProfile -m bnfold ...` prints its figures, `python -i` opens its prompt, after
     the program returns to them, instead of the process ending under them."""
-    done = subprocess.run([sys.executable, *python, "-m", "bnfold", "passes"], cwd=tmp_path, capture_output=True,
-                          stdin=subprocess.DEVNULL, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, *python, "-m", "bnfold", "passes"],
+        cwd=tmp_path,
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0 and "fuse_batchnorm_with_conv" in done.stdout
     assert after in done.stdout + done.stderr
 
@@ -161,8 +191,14 @@ def test_blas_threads_sleep_when_idle_unless_the_user_says_otherwise(users, tmp_
     env = {k: v for k, v in _buffered_env().items() if k != "OPENBLAS_THREAD_TIMEOUT"}
     if users:
         env["OPENBLAS_THREAD_TIMEOUT"] = users
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(watch)], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(watch)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1].split() == [users or "4", "True"]
 
@@ -171,8 +207,13 @@ def test_numpy_loads_first_at_the_top_of_the_stack(tmp_path):
     """numpy is imported by the program itself before bnfold's modules, not from inside their
     nested imports: there its module bodies ran at the end of CPython's first 16 KB frame-stack
     chunk and crossed it again and again (~1,700 chunks mapped and unmapped a run)."""
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "bnfold", "passes"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "bnfold", "passes"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     names = [line.rsplit("|", 1)[1] for line in done.stderr.splitlines() if line.startswith("import time:")]
     assert done.returncode == 0 and " numpy" in names  # not nested: one space, no indent
     assert names.index(" numpy") < names.index(" bnfold.cli")

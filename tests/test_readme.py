@@ -78,8 +78,9 @@ def test_readme_first_command_optimizes_a_shipped_model_outside_the_checkout(tmp
     scratch.mkdir()
     job = _setup_commands()[0].split(" && ", 2)[2]
     env = {**os.environ, "TMPDIR": str(scratch)}
-    done = subprocess.run(["bash", "-c", "set -euo pipefail\n" + job], cwd=repo, env=env, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        ["bash", "-c", "set -euo pipefail\n" + job], cwd=repo, env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     [work] = scratch.iterdir()
     written = work / "resnet_v2_mini.opt.tflite"
@@ -116,7 +117,9 @@ def test_readme_synopsis_names_every_option_of_every_command():
     for name, command in commands:
         for param in command.params:
             if isinstance(param, click.Option) and not param.hidden and not set(param.opts) & passes:
-                if not any(re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", synopsis[name].replace("-O1", "-O"))
-                           for o in param.opts):
+                if not any(
+                    re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", synopsis[name].replace("-O1", "-O"))
+                    for o in param.opts
+                ):
                     missing.append((name, param.opts[0]))
     assert missing == []

@@ -38,7 +38,8 @@ def test_recipe(name, tmp_path):
     assert outcome.passed, outcome.line() + ("" if outcome.result is None else "\n" + outcome.result.table())
     assert outcome.result.samples == recipe_ci.SAMPLES
     assert sorted(p.name for p in tmp_path.glob("*.h5")) == sorted(
-        f"{name}.{kind}.{i}.h5" for kind in ("input", "expected") for i in range(recipe_ci.SAMPLES))
+        f"{name}.{kind}.{i}.h5" for kind in ("input", "expected") for i in range(recipe_ci.SAMPLES)
+    )
 
 
 def _litert_outputs(model, inputs):

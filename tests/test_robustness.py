@@ -39,6 +39,7 @@ def _entries(directory):
 
 # ---- one line naming the file and the problem ------------------------------------------------
 
+
 def _bad_inputs(tmp_path):
     data = FIXTURE.read_bytes()
     cases = {
@@ -70,9 +71,14 @@ def _bad_inputs(tmp_path):
 
 
 EXPECTED_PROBLEM = {
-    "empty": "too short", "seven_bytes": "too short", "wrong_identifier": "not a TFLite or Circle model",
-    "truncated": "malformed tflite flatbuffer", "root_outside": "root table offset",
-    "corrupt_offsets": "points outside the file", "directory": "is a directory", "missing": "no such file",
+    "empty": "too short",
+    "seven_bytes": "too short",
+    "wrong_identifier": "not a TFLite or Circle model",
+    "truncated": "malformed tflite flatbuffer",
+    "root_outside": "root table offset",
+    "corrupt_offsets": "points outside the file",
+    "directory": "is a directory",
+    "missing": "no such file",
 }
 
 
@@ -103,8 +109,11 @@ def test_usage_errors_exit_2_in_one_line(tmp_path, capsys):
 def test_semantic_errors_name_the_problem(tmp_path, capsys):
     """A sound flatbuffer whose constant does not fit its shape: caught after lifting."""
     record = unpacked(FIXTURE)
-    tensor = next(t for t in record.subgraphs[0].tensors if record.buffers[t.buffer].data is not None
-                  and len(record.buffers[t.buffer].data) > 4)
+    tensor = next(
+        t
+        for t in record.subgraphs[0].tensors
+        if record.buffers[t.buffer].data is not None and len(record.buffers[t.buffer].data) > 4
+    )
     tensor.shape = np.array([int(d) * 2 for d in tensor.shape], dtype=np.int32)
     import flatbuffers
 
@@ -140,6 +149,7 @@ def test_absurd_structure_is_refused_before_allocating(tmp_path):
 
 # ---- output safety ---------------------------------------------------------------------------
 
+
 def test_input_is_never_overwritten_without_in_place(tmp_path, capsys):
     src = tmp_path / "a.tflite"
     src.write_bytes(FIXTURE.read_bytes())
@@ -172,6 +182,7 @@ def test_refused_conversion_leaves_no_file(tmp_path, capsys):
 
 def test_failure_after_writing_started_leaves_no_file(tmp_path, capsys, monkeypatch):
     """A model error raised mid-write (after the temp file exists) removes the temp file."""
+
     def fail(*_):
         raise ModelError("simulated failure while streaming weights")
 
@@ -197,6 +208,7 @@ def test_interrupt_while_writing_exits_130_and_cleans_up(tmp_path, capsys, monke
 
 
 # ---- quantized and float16-weight models -----------------------------------------------------
+
 
 @pytest.mark.parametrize("recipe", QUANT_RECIPES)
 def test_quantized_model_is_unchanged_and_runs_identically(recipe, tmp_path, capsys):
@@ -241,7 +253,9 @@ def test_every_pass_skips_quantized_models_with_a_reason(spec, recipe, tmp_path)
         changed |= result.changed
     assert not changed and report.folds == []
     assert all(isinstance(s.record["reason"], str) and s.record["reason"] for s in report.said)
-    expected_skips = {"fuse_batchnorm_with_conv", "fuse_activation_function"} if "Relu" in recipe else {"fuse_batchnorm_with_conv"}
+    expected_skips = (
+        {"fuse_batchnorm_with_conv", "fuse_activation_function"} if "Relu" in recipe else {"fuse_batchnorm_with_conv"}
+    )
     if spec.name in expected_skips:
         assert report.said, f"{spec.name} saw its pattern in {recipe} but recorded no skip"
     # the report: the MUL and the ADD left, each with a reason (the pass's own when it spoke about them)
@@ -252,6 +266,7 @@ def test_every_pass_skips_quantized_models_with_a_reason(spec, recipe, tmp_path)
 
 
 # ---- issue 16: side files never clobber models -----------------------------------------------
+
 
 def _model_copy(tmp_path, name="a.tflite", source=DATA / "bn_conv_valid.tflite"):
     path = tmp_path / name
@@ -347,6 +362,7 @@ def test_output_onto_a_device_or_directory_is_refused(tmp_path, capsys):
 
 # ---- issue 16: inputs must be regular files --------------------------------------------------
 
+
 def _fifo(tmp_path, name):
     path = tmp_path / name
     os.mkfifo(path)
@@ -364,9 +380,11 @@ def test_fifo_inputs_are_refused_without_opening(tmp_path, capsys):
     recipe = _fifo(tmp_path, "pipe.toml")
     cfg = _fifo(tmp_path, "pipe.cfg")
     cases = [
-        (["inspect", model], 2, model), (["optimize", model, tmp_path / "o.tflite"], 2, model),
+        (["inspect", model], 2, model),
+        (["optimize", model, tmp_path / "o.tflite"], 2, model),
         (["convert", model, tmp_path / "o.circle"], 2, model),
-        (["check", FIXTURE, FIXTURE, "--input", h5], 2, h5), (["h5diff", h5, h5], 2, h5),
+        (["check", FIXTURE, FIXTURE, "--input", h5], 2, h5),
+        (["h5diff", h5, h5], 2, h5),
         (["recipe", "build", recipe, tmp_path / "o.tflite"], 2, recipe),
         (["optimize", "--config", cfg], 2, cfg),
     ]
@@ -384,6 +402,7 @@ def test_device_input_is_refused(capsys):
 
 
 # ---- issue 16: signals during a write, stale temporary files ---------------------------------
+
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_signal_while_writing_removes_the_temporary_file(signum, tmp_path, capsys, monkeypatch):
@@ -417,7 +436,7 @@ def test_sigterm_kills_a_real_process_cleanly(tmp_path):
             time.sleep(30)
             real(self, buffer)
         writer._Sink.write_buffer = slow
-        sys.exit(cli.run(["optimize", {str(FOLDED)!r}, {str(tmp_path / 'o.tflite')!r}, "-q"]))
+        sys.exit(cli.run(["optimize", {str(FOLDED)!r}, {str(tmp_path / "o.tflite")!r}, "-q"]))
     """)
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "writing"
@@ -434,6 +453,7 @@ def test_sigterm_kills_a_real_process_cleanly(tmp_path):
 
 
 # ---- issue 16: conversion writes the schema version each runtime expects ----------------------
+
 
 @pytest.mark.parametrize("name", ["torch_conv_bn_nchw.circle", "torch_resblock_nchw.circle"])
 def test_circle_converted_to_tflite_loads_in_litert(name, tmp_path, capsys):
@@ -479,39 +499,99 @@ BAD_RECIPES = {  # name -> (recipe text, exit code, words the one line must cont
     "shape_word": (_conv_recipe("shape = [1, 9, 11, 3]", 'shape = [1, "a", 11, 3]'), 2, "must be an integer"),
     "shape_float": (_conv_recipe("shape = [1, 9, 11, 3]", "shape = [1, 9.5, 11, 3]"), 2, "must be an integer"),
     "shape_huge_const": (_conv_recipe("shape = [5]", "shape = [100000, 100000, 100000]"), 2, "absurdly large"),
-    "shape_huge_tensor": (_conv_recipe("shape = [1, 4, 5, 5]", "shape = [100000, 100000, 100000, 1000]"), 2, "absurdly large"),
+    "shape_huge_tensor": (
+        _conv_recipe("shape = [1, 4, 5, 5]", "shape = [100000, 100000, 100000, 1000]"),
+        2,
+        "absurdly large",
+    ),
     "shape_negative": (_conv_recipe("shape = [1, 4, 5, 5]", "shape = [1, -4, 5, 5]"), 2, "negative dimension"),
     "seed_word": (_conv_recipe(before='seed = "abc"\n'), 2, "seed must be an integer"),
     "seed_negative": (_conv_recipe(before="seed = -1\n"), 2, "seed must not be negative"),
-    "signature_unknown_tensor": (_conv_recipe(after='\n[[signature]]\nkey = "s"\ninputs = { x = "nope" }\n'), 2, "unknown operand 'nope'"),
+    "signature_unknown_tensor": (
+        _conv_recipe(after='\n[[signature]]\nkey = "s"\ninputs = { x = "nope" }\n'),
+        2,
+        "unknown operand 'nope'",
+    ),
     "signature_subgraph_7": (_conv_recipe(after='\n[[signature]]\nkey = "s"\nsubgraph = 7\n'), 2, "subgraph 7"),
     "operand_not_a_table": ("operand = 5\n", 2, "[[operand]] must be a list"),
-    "operation_inputs_not_a_list": (_conv_recipe('inputs = ["conv", "scale"]', 'inputs = "conv"'), 2, "MUL inputs must be a list"),
-    "filler_word": (_conv_recipe('{ kind = "gaussian", stddev = 1.0 }', '{ kind = "gaussian", stddev = "x" }'), 2, "filler stddev"),
+    "operation_inputs_not_a_list": (
+        _conv_recipe('inputs = ["conv", "scale"]', 'inputs = "conv"'),
+        2,
+        "MUL inputs must be a list",
+    ),
+    "filler_word": (
+        _conv_recipe('{ kind = "gaussian", stddev = 1.0 }', '{ kind = "gaussian", stddev = "x" }'),
+        2,
+        "filler stddev",
+    ),
     "option_word": (_conv_recipe("stride_w = 2", 'stride_w = "two"'), 2, "stride_w"),
     # found by the command-line fuzzer: the writer failed on these (exit 3)
     "option_list": (_conv_recipe("stride_w = 2", "stride_w = [1]"), 2, "field stride_w must be an integer, not [1]"),
     "option_float": (_conv_recipe("stride_w = 2", "stride_w = 1.5"), 2, "field stride_w must be an integer, not 1.5"),
     "option_unknown": (_conv_recipe("stride_w = 2", "strid_w = 2"), 2, "Conv2DOptions has no field strid_w"),
     # found by the recipe fuzzer (tests/fuzzing.py: fuzz_recipes)
-    "option_beyond_int32": (_conv_recipe("stride_w = 2", "stride_w = 1000000000000"), 2, "Conv2DOptions does not fit its schema"),
-    "stddev_negative": (_conv_recipe("filler = { kind = \"gaussian\", stddev = 0.5 }", "filler = { kind = \"gaussian\", stddev = -7.5 }"),
-                        2, "stddev must not be negative"),
+    "option_beyond_int32": (
+        _conv_recipe("stride_w = 2", "stride_w = 1000000000000"),
+        2,
+        "Conv2DOptions does not fit its schema",
+    ),
+    "stddev_negative": (
+        _conv_recipe('filler = { kind = "gaussian", stddev = 0.5 }', 'filler = { kind = "gaussian", stddev = -7.5 }'),
+        2,
+        "stddev must not be negative",
+    ),
     "uniform_reversed": (_conv_recipe("low = -2.0, high = 2.0", "low = 2.0, high = -2.0"), 2, "needs low <= high"),
-    "version_huge": (_conv_recipe('type = "MUL"', 'type = "MUL"\nversion = 1000000000000'), 2, "MUL version must be 1 .. 2^31-1"),
-    "signature_table_for_name": (_conv_recipe(after='\n[[signature]]\nkey = "s"\noutputs = { y = {} }\n'), 2, "names unknown operand {}"),
-    "dimension_beyond_int32": (_conv_recipe("shape = [1, 9, 11, 3]", "shape = [2147483648, 0, 11, 3]"), 2, "dimension beyond int32"),
+    "version_huge": (
+        _conv_recipe('type = "MUL"', 'type = "MUL"\nversion = 1000000000000'),
+        2,
+        "MUL version must be 1 .. 2^31-1",
+    ),
+    "signature_table_for_name": (
+        _conv_recipe(after='\n[[signature]]\nkey = "s"\noutputs = { y = {} }\n'),
+        2,
+        "names unknown operand {}",
+    ),
+    "dimension_beyond_int32": (
+        _conv_recipe("shape = [1, 9, 11, 3]", "shape = [2147483648, 0, 11, 3]"),
+        2,
+        "dimension beyond int32",
+    ),
     "output_dash": (_conv_recipe('output = ["ofm"]', 'output = ["-"]'), 2, "unknown operand '-'"),
     # builds, but the reader's semantic check would refuse the model: refused at build time
-    "reads_unproduced": (_conv_recipe('inputs = ["conv", "scale"]', 'inputs = ["ghost", "scale"]',
-                                      after='\n[[operand]]\nname = "ghost"\nshape = [1, 4, 5, 5]\n'), 1, "which no operator produces"),
+    "reads_unproduced": (
+        _conv_recipe(
+            'inputs = ["conv", "scale"]',
+            'inputs = ["ghost", "scale"]',
+            after='\n[[operand]]\nname = "ghost"\nshape = [1, 4, 5, 5]\n',
+        ),
+        1,
+        "which no operator produces",
+    ),
     "cycle": (_conv_recipe('inputs = ["conv", "scale"]', 'inputs = ["ofm", "scale"]'), 1, "has a cycle"),
-    "mul_int32_constant": (_conv_recipe('name = "scale"\nshape = [1, 1, 1, 5]', 'name = "scale"\ndtype = "INT32"\nshape = [1, 1, 1, 5]'), 1, "MUL) combines FLOAT32"),
-    "add_float16_constant": (_conv_recipe('name = "shift"\nshape = [1, 1, 1, 5]', 'name = "shift"\ndtype = "FLOAT16"\nshape = [1, 1, 1, 5]'), 1, "ADD) combines FLOAT32"),
-    "while_calls_subgraph_0": (WHILE_RECIPE.read_text().replace("cond_subgraph_index = 1, body_subgraph_index = 2",
-                                                                "cond_subgraph_index = 0, body_subgraph_index = 0"), 1, "subgraph 0 call itself"),
-    "while_body_calls_itself": (WHILE_RECIPE.read_text().replace("cond_subgraph_index = 1, body_subgraph_index = 2",
-                                                                 "cond_subgraph_index = 1, body_subgraph_index = 1"), 0, ""),
+    "mul_int32_constant": (
+        _conv_recipe('name = "scale"\nshape = [1, 1, 1, 5]', 'name = "scale"\ndtype = "INT32"\nshape = [1, 1, 1, 5]'),
+        1,
+        "MUL) combines FLOAT32",
+    ),
+    "add_float16_constant": (
+        _conv_recipe('name = "shift"\nshape = [1, 1, 1, 5]', 'name = "shift"\ndtype = "FLOAT16"\nshape = [1, 1, 1, 5]'),
+        1,
+        "ADD) combines FLOAT32",
+    ),
+    "while_calls_subgraph_0": (
+        WHILE_RECIPE.read_text().replace(
+            "cond_subgraph_index = 1, body_subgraph_index = 2", "cond_subgraph_index = 0, body_subgraph_index = 0"
+        ),
+        1,
+        "subgraph 0 call itself",
+    ),
+    "while_body_calls_itself": (
+        WHILE_RECIPE.read_text().replace(
+            "cond_subgraph_index = 1, body_subgraph_index = 2", "cond_subgraph_index = 1, body_subgraph_index = 1"
+        ),
+        0,
+        "",
+    ),
 }
 
 
@@ -544,8 +624,11 @@ def _while_model_calling(tmp_path, body):
 
     src = build_recipe("Foundation_While_000", tmp_path)
     record = TFLITE.cls("ModelT").InitFromObj(TFLITE.cls("Model").GetRootAs(src.read_bytes(), 0))
-    op = next(o for o in record.subgraphs[0].operators if o.builtinOptions is not None
-              and hasattr(o.builtinOptions, "bodySubgraphIndex"))
+    op = next(
+        o
+        for o in record.subgraphs[0].operators
+        if o.builtinOptions is not None and hasattr(o.builtinOptions, "bodySubgraphIndex")
+    )
     op.builtinOptions.condSubgraphIndex = body
     op.builtinOptions.bodySubgraphIndex = body
     builder = flatbuffers.Builder(1024)
@@ -625,20 +708,29 @@ def test_odd_h5_values_never_reach_an_internal_error(layout, tmp_path, capsys):
 
 # ---- issue 16: the chef builds in linear time --------------------------------------------------
 
+
 def _conv_bn_chain(blocks: int, c: int = 2) -> dict:
     """A recipe of `blocks` CONV->MUL->ADD blocks in a chain."""
     operands = [{"name": "x0", "shape": [1, 2, 2, c]}]
     operations = []
     for i in range(blocks):
-        operands += [
-            {"name": f"w{i}", "shape": [c, 1, 1, c], "filler": {"kind": "gaussian"}},
-            {"name": f"b{i}", "shape": [c], "filler": {"kind": "gaussian"}},
-            {"name": f"s{i}", "shape": [c], "filler": {"kind": "uniform", "low": 0.5, "high": 1.5}},
-            {"name": f"t{i}", "shape": [c], "filler": {"kind": "gaussian"}},
-        ] + [{"name": f"{n}{i}", "shape": [1, 2, 2, c]} for n in ("c", "m")] + [{"name": f"x{i + 1}", "shape": [1, 2, 2, c]}]
+        operands += (
+            [
+                {"name": f"w{i}", "shape": [c, 1, 1, c], "filler": {"kind": "gaussian"}},
+                {"name": f"b{i}", "shape": [c], "filler": {"kind": "gaussian"}},
+                {"name": f"s{i}", "shape": [c], "filler": {"kind": "uniform", "low": 0.5, "high": 1.5}},
+                {"name": f"t{i}", "shape": [c], "filler": {"kind": "gaussian"}},
+            ]
+            + [{"name": f"{n}{i}", "shape": [1, 2, 2, c]} for n in ("c", "m")]
+            + [{"name": f"x{i + 1}", "shape": [1, 2, 2, c]}]
+        )
         operations += [
-            {"type": "CONV_2D", "inputs": [f"x{i}", f"w{i}", f"b{i}"], "outputs": [f"c{i}"],
-             "options": {"padding": "VALID", "stride_w": 1, "stride_h": 1}},
+            {
+                "type": "CONV_2D",
+                "inputs": [f"x{i}", f"w{i}", f"b{i}"],
+                "outputs": [f"c{i}"],
+                "options": {"padding": "VALID", "stride_w": 1, "stride_h": 1},
+            },
             {"type": "MUL", "inputs": [f"c{i}", f"s{i}"], "outputs": [f"m{i}"]},
             {"type": "ADD", "inputs": [f"m{i}", f"t{i}"], "outputs": [f"x{i + 1}"]},
         ]
@@ -669,6 +761,7 @@ def test_a_deep_graph_builds_and_folds_in_linear_time():
     blocks, about twice the CPU time (a lookup or a fold that scanned the whole graph made it 4x:
     19 s for 9,000 operators once). A ratio of CPU times in one process, not a wall-clock limit,
     so a loaded machine does not fail it; scripts/bench.py measures the slope itself."""
+
     def best_of_two(blocks):
         runs = [_build_and_fold_seconds(blocks) for _ in range(2)]
         return min(r[0] for r in runs), min(r[1] for r in runs)
@@ -679,6 +772,7 @@ def test_a_deep_graph_builds_and_folds_in_linear_time():
 
 
 # ---- issue 16: no numpy warning on stderr in a run that succeeds -------------------------------
+
 
 def _with_infinite_scale(tmp_path):
     """bn_conv_valid with one channel of its batch-norm scale set to inf and a float32-overflowing
@@ -704,25 +798,36 @@ def test_runs_that_succeed_print_no_numpy_warnings(tmp_path):
 
     src = _with_infinite_scale(tmp_path)
     report = tmp_path / "r.json"
-    runs = [["optimize", src, tmp_path / "o.tflite", "-q", "--report", report],
-            ["optimize", src, tmp_path / "o2.tflite", "-q", "--make_batchnorm_gamma_positive"],
-            ["check", src, src, "--backend", "reference", "--samples", "2"],
-            ["check", src, src, "--backend", "litert"]]
+    runs = [
+        ["optimize", src, tmp_path / "o.tflite", "-q", "--report", report],
+        ["optimize", src, tmp_path / "o2.tflite", "-q", "--make_batchnorm_gamma_positive"],
+        ["check", src, src, "--backend", "reference", "--samples", "2"],
+        ["check", src, src, "--backend", "litert"],
+    ]
     for argv in runs:
-        proc = subprocess.run([sys.executable, "-W", "always::RuntimeWarning", "-m", "bnfold", *map(str, argv)], capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-W", "always::RuntimeWarning", "-m", "bnfold", *map(str, argv)],
+            capture_output=True,
+            text=True,
+        )
         assert proc.returncode == 0 and proc.stderr == "", (argv, proc.stderr)
     skips = json.loads(report.read_text())["skips"]
     assert any("finite" in s["reason"] for s in skips), skips
 
 
-@pytest.mark.parametrize("dtype, filler, words", [
-    ("FLOAT32", '{ kind = "constant", value = 1e40 }', "too large for FLOAT32"),
-    ("FLOAT16", '{ kind = "gaussian", stddev = 1e6 }', "too large for FLOAT16"),
-    ("INT8", '{ kind = "explicit", values = [1, 2, 300, 4, 5] }', "outside the range of INT8"),
-])
+@pytest.mark.parametrize(
+    "dtype, filler, words",
+    [
+        ("FLOAT32", '{ kind = "constant", value = 1e40 }', "too large for FLOAT32"),
+        ("FLOAT16", '{ kind = "gaussian", stddev = 1e6 }', "too large for FLOAT16"),
+        ("INT8", '{ kind = "explicit", values = [1, 2, 300, 4, 5] }', "outside the range of INT8"),
+    ],
+)
 def test_filler_values_that_do_not_fit_their_type_are_refused(dtype, filler, words, tmp_path, capsys):
-    text = _conv_recipe('name = "bias"\nshape = [5]\nfiller = { kind = "gaussian", stddev = 0.5 }',
-                        f'name = "bias"\ndtype = "{dtype}"\nshape = [5]\nfiller = {filler}')
+    text = _conv_recipe(
+        'name = "bias"\nshape = [5]\nfiller = { kind = "gaussian", stddev = 0.5 }',
+        f'name = "bias"\ndtype = "{dtype}"\nshape = [5]\nfiller = {filler}',
+    )
     path = _recipe_case(tmp_path, "overflow", text)
     code, lines = _run(capsys, "recipe", "build", path, tmp_path / "o.tflite")
     assert code == 2 and len(lines) == 1 and words in lines[0] and "'bias'" in lines[0], lines
@@ -807,10 +912,13 @@ def test_reduction_axes_of_a_packed_type_are_not_read_as_axes(tmp_path, capsys):
     assert any("int32/int64 constant" in r for r in reasons), reasons
 
 
-@pytest.mark.parametrize("recipe, damage", [
-    ("Net_Preactivation_NCHW_000", "axes_out_of_range"),  # MEAN axes [2, -2^31]: taken modulo the rank before
-    ("Net_Conv_Reshape_ScalarBN_000", "rank0_conv_output"),  # a conv output of shape []: indexed [-1] before
-])
+@pytest.mark.parametrize(
+    "recipe, damage",
+    [
+        ("Net_Preactivation_NCHW_000", "axes_out_of_range"),  # MEAN axes [2, -2^31]: taken modulo the rank before
+        ("Net_Conv_Reshape_ScalarBN_000", "rank0_conv_output"),  # a conv output of shape []: indexed [-1] before
+    ],
+)
 def test_fuzzer_found_fold_inputs_are_refused(recipe, damage, tmp_path, capsys):
     from bnfold.io.writer import save_model
 

@@ -11,8 +11,18 @@ from bnfold.io.writer import BUFFER_LOCATION, OUTSIDE, save_model
 from bnfold.io.formats import CIRCLE, TFLITE
 from bnfold.errors import ModelError
 
-from conftest import (DATA, FIXTURES, TEST_RECIPES, build_recipe, fixture_input, has_offset_buffers, object_tree, run_litert, tree_diff,
-                      unpacked)
+from conftest import (
+    DATA,
+    FIXTURES,
+    TEST_RECIPES,
+    build_recipe,
+    fixture_input,
+    has_offset_buffers,
+    object_tree,
+    run_litert,
+    tree_diff,
+    unpacked,
+)
 
 OFFSET_FIXTURE = "conv_buffer_offset.tflite"
 
@@ -69,6 +79,7 @@ def test_offset_fixture_reads_and_writes_both_layouts(tmp_path):
     save_model(read_model(str(inline)), str(offsets), TFLITE, external=True)
     meta = {m.name: bytes(m.buffer.data) for m in read_model(str(offsets)).metadata}
     assert meta[BUFFER_LOCATION] == OUTSIDE
+
     def graph_part(path):
         keep = ("model.subgraphs", "model.operatorCodes", "model.signatureDefs")
         return [x for x in object_tree(path) if x[0].startswith(keep)]
@@ -124,19 +135,31 @@ def test_shipped_looking_model_keeps_custom_options_and_sparsity_through_a_fold(
     assert [g.name for g in back.graphs] == ["main", "cond", "body"] and len(back.metadata) == 2
     (custom,) = [op for op in back.graphs[0].ops if op.kind == "CUSTOM"]
     assert flexbuffers.Loads(bytes(custom.record.customOptions)) == {
-        "filter_height": 2, "filter_width": 2, "include_batch_in_index": False, "padding": "SAME",
-        "stride_height": 2, "stride_width": 2}
+        "filter_height": 2,
+        "filter_width": 2,
+        "include_batch_in_index": False,
+        "padding": "SAME",
+        "stride_height": 2,
+        "stride_width": 2,
+    }
     (sparse,) = [t for t in back.graphs[0].tensors if t.name == "sparse_weights"]
     csr = sparse.record.sparsity.dimMetadata[1]
     assert sparse.shape == (8, 64) and sparse.buffer.nbytes == 16 * 4
     assert list(csr.arraySegments.values) == list(range(0, 17, 2)) and len(csr.arrayIndices.values) == 16
 
 
-@pytest.mark.parametrize("old, new, words", [
-    ("dense_size = 8", "dense_size = 1000000000000", "sparsity does not fit its schema"),
-    ("traversal_order = [0, 1]", "traversal_order = [0, 1000000000000]", "sparsity does not fit its schema"),
-    ("array_indices = [0, 29,", "array_indices = [0, 29, " + "0, " * 600, "more than its shape"),  # 616 values for 512 elements
-])
+@pytest.mark.parametrize(
+    "old, new, words",
+    [
+        ("dense_size = 8", "dense_size = 1000000000000", "sparsity does not fit its schema"),
+        ("traversal_order = [0, 1]", "traversal_order = [0, 1000000000000]", "sparsity does not fit its schema"),
+        (
+            "array_indices = [0, 29,",
+            "array_indices = [0, 29, " + "0, " * 600,
+            "more than its shape",
+        ),  # 616 values for 512 elements
+    ],
+)
 def test_sparsity_a_schema_cannot_hold_is_one_line(old, new, words, tmp_path, capsys):
     """Values beyond int32, or more stored values than the dense shape holds, found by
     scripts/fuzz.py (an internal error before): exit 2, one line."""
@@ -208,8 +231,17 @@ def _same(a, b) -> bool:
     return type(a) is type(b) and a == b
 
 
-@pytest.mark.parametrize("name", FIXTURES + ["Foundation_While_000", "Foundation_InstanceNorm_000", "Quant_Conv_BN_Relu_000",
-                                              "Net_TConv_BN_000", "Net_Forward_FC_Flatten_000"])
+@pytest.mark.parametrize(
+    "name",
+    FIXTURES
+    + [
+        "Foundation_While_000",
+        "Foundation_InstanceNorm_000",
+        "Quant_Conv_BN_Relu_000",
+        "Net_TConv_BN_000",
+        "Net_Forward_FC_Flatten_000",
+    ],
+)
 def test_reader_lifts_what_the_object_api_unpacks(name, tmp_path):
     """The reader reads fields straight from the bytes (layout probed from the accessors); every
     value it lifts equals the generated object API's unpack of the same table."""

@@ -26,6 +26,7 @@ FIXTURE = DATA / "conv_relu_bn.tflite"
 
 # ---- the field tables (package data) match the installed bindings ----------------------------
 
+
 @pytest.mark.parametrize("fmt", ["tflite", "circle"])
 def test_field_tables_match_the_installed_bindings(fmt):
     """A binding upgrade that moves, retypes, adds or removes a field fails here, naming it."""
@@ -37,7 +38,9 @@ def test_field_tables_hold_what_the_verifier_relies_on():
     tflite, circle = field_tables()["tflite"], field_tables()["circle"]
     assert tflite["Tensor"].split()[2] == circle["Tensor"].split()[2] == "4"  # buffer index, uint32
     assert tflite["Operator"].split()[4] == circle["Operator"].split()[4] == "U:BuiltinOptions"
-    assert tflite["Tensor"].split()[10] == "4" and circle["Tensor"].split()[10] == "1"  # external_buffer / compression_type
+    assert (
+        tflite["Tensor"].split()[10] == "4" and circle["Tensor"].split()[10] == "1"
+    )  # external_buffer / compression_type
     assert "ExternalBuffer" in tflite and "ExternalBuffer" not in circle
 
 
@@ -53,6 +56,7 @@ def test_drift_is_reported_by_field_name():
 
 
 # ---- a field or union member newer than the binding ------------------------------------------
+
 
 def _packed(model, monkeypatch=None, extra_model_field=None) -> bytes:
     """A TFLite file from an object-API tree; optionally with a Model field at slot
@@ -81,15 +85,21 @@ def test_a_field_newer_than_the_binding_is_refused_not_dropped(tmp_path, capsys,
     Interpreter(model_path=str(src)).allocate_tensors()  # a sound file: LiteRT skips the field
     code, err = _optimize(capsys, src, dst)
     assert code == 1 and len(err) == 1 and not dst.exists()
-    assert "Model at byte" in err[0] and "has field 14, newer than the tflite schema bnfold reads (ai-edge-litert" in err[0]
+    assert (
+        "Model at byte" in err[0]
+        and "has field 14, newer than the tflite schema bnfold reads (ai-edge-litert" in err[0]
+    )
 
 
 def test_an_unknown_union_member_is_refused_not_dropped(tmp_path, capsys):
     data = bytearray(_packed(_fixture_tree()))
     model = tfl.Model.GetRootAs(data, 0)
     graph = model.Subgraphs(0)
-    add = next(graph.Operators(i) for i in range(graph.OperatorsLength())
-               if model.OperatorCodes(graph.Operators(i).OpcodeIndex()).BuiltinCode() == tfl.BuiltinOperator.ADD)
+    add = next(
+        graph.Operators(i)
+        for i in range(graph.OperatorsLength())
+        if model.OperatorCodes(graph.Operators(i).OpcodeIndex()).BuiltinCode() == tfl.BuiltinOperator.ADD
+    )
     data[add._tab.Pos + add._tab.Offset(10)] = 200  # builtin_options_type: no such member
     src, dst = tmp_path / "member.tflite", tmp_path / "out.tflite"
     src.write_bytes(bytes(data))
@@ -99,6 +109,7 @@ def test_an_unknown_union_member_is_refused_not_dropped(tmp_path, capsys):
 
 
 # ---- Model.version ---------------------------------------------------------------------------
+
 
 def test_a_conversion_writes_the_model_version_of_the_target_format(tmp_path, capsys):
     circle_in = DATA / "torch_conv_bn_nchw.circle"

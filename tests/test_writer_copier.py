@@ -85,14 +85,17 @@ def test_background_copies_give_the_bytes_of_the_sequential_write(tmp_path, many
 def _kernel_refuses(error: int):
     def refuse(*_, **__):
         raise OSError(error, os.strerror(error))
+
     return refuse
 
 
 REAL = {"splice": os.splice, "copy_file_range": os.copy_file_range}
 KERNEL = {  # how the kernel may answer a copy: what the copier must get right
-    "EXDEV": lambda real: _kernel_refuses(errno.EXDEV), "EINVAL": lambda real: _kernel_refuses(errno.EINVAL),
+    "EXDEV": lambda real: _kernel_refuses(errno.EXDEV),
+    "EINVAL": lambda real: _kernel_refuses(errno.EINVAL),
     "nothing copied": lambda real: lambda *_, **__: 0,
-    "a few bytes a call": lambda real: lambda src, dst, n, *at, **kw: real(src, dst, min(n, 100), *at, **kw)}
+    "a few bytes a call": lambda real: lambda src, dst, n, *at, **kw: real(src, dst, min(n, 100), *at, **kw),
+}
 
 
 @pytest.mark.parametrize("copy", ["splice", "copy_file_range", "both"])
@@ -159,6 +162,7 @@ def _slow_kernel(monkeypatch, seconds: float = 0.05) -> None:
         def slow(*args, **kwargs):
             time.sleep(seconds)
             return real(*args, **kwargs)
+
         return slow
 
     for name, real in REAL.items():

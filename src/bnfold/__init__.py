@@ -15,8 +15,27 @@ function. Errors are the types of bnfold.errors, with the message the command li
 
 __version__ = "0.1.0"
 
-_API = ("Optimized", "Inspection", "Ran", "optimize", "optimize_file", "optimize_many", "convert", "inspect", "check",
-        "run", "h5diff", "build_recipe", "test_recipes", "read_config", "select", "load", "save", "apply_passes", "PASSES")
+_API = (
+    "Optimized",
+    "Inspection",
+    "Ran",
+    "optimize",
+    "optimize_file",
+    "optimize_many",
+    "convert",
+    "inspect",
+    "check",
+    "run",
+    "h5diff",
+    "build_recipe",
+    "test_recipes",
+    "read_config",
+    "select",
+    "load",
+    "save",
+    "apply_passes",
+    "PASSES",
+)
 __all__ = [*_API, "__version__"]
 
 

@@ -44,8 +44,14 @@ from .values.lossy import measure_lossy
 from .errors import ModelError, UsageError
 from .io.formats import Format, format_from_extension
 from .io.atomic import write_text, written_together
-from .io.paths import open_input, refuse_input_overwrite, refuse_numbered_clobber, refuse_run_files, \
-    refuse_side_file_clobber, refuse_unwritable
+from .io.paths import (
+    open_input,
+    refuse_input_overwrite,
+    refuse_numbered_clobber,
+    refuse_run_files,
+    refuse_side_file_clobber,
+    refuse_unwritable,
+)
 from .io.reader import read_model
 from .io.writer import WriteInfo, save_model
 from .ir.model import Model
@@ -59,8 +65,27 @@ MAX_SAMPLES, MAX_SEED = arguments.MAX_SAMPLES, arguments.MAX_SEED
 PASSES = registry.PASSES  # every pass, in run order (name, summary, exact, default)
 ModelInput = str | os.PathLike | bytes | bytearray | memoryview
 
-__all__ = ["Optimized", "Inspection", "Ran", "optimize", "optimize_file", "optimize_many", "convert", "inspect", "check",
-           "run", "h5diff", "build_recipe", "test_recipes", "read_config", "select", "load", "save", "apply_passes", "PASSES"]
+__all__ = [
+    "Optimized",
+    "Inspection",
+    "Ran",
+    "optimize",
+    "optimize_file",
+    "optimize_many",
+    "convert",
+    "inspect",
+    "check",
+    "run",
+    "h5diff",
+    "build_recipe",
+    "test_recipes",
+    "read_config",
+    "select",
+    "load",
+    "save",
+    "apply_passes",
+    "PASSES",
+]
 
 
 def __getattr__(name: str):
@@ -79,13 +104,15 @@ def __dir__() -> list[str]:
 
 # ---- the IR ----------------------------------------------------------------------------------
 
+
 def load(path: str | os.PathLike) -> Model:
     """Read a .tflite or .circle file into the IR (validated; UsageError/ModelError if not)."""
     return read_model(os.fspath(path))
 
 
-def save(model: Model, path: str, *, fmt: Format | None = None, external: bool = False,
-         keep_unchanged: bool = False) -> WriteInfo:
+def save(
+    model: Model, path: str, *, fmt: Format | None = None, external: bool = False, keep_unchanged: bool = False
+) -> WriteInfo:
     """Write `model` atomically (format from the extension unless `fmt`); with `keep_unchanged`, a
     model nothing changed is kept as the input's bytes (see io.writer.save_model)."""
     return save_model(model, path, fmt or format_from_extension(path), external=external, keep_unchanged=keep_unchanged)
@@ -107,11 +134,20 @@ def load_reference(path: str, report: Report) -> Model:
 
 # ---- optimize --------------------------------------------------------------------------------
 
+
 # The result types are plain classes: a dataclass costs every start ~1 ms of CPU (Python compiles
 # its generated methods) and importing dataclasses ~1.5 ms more (tests/test_layers.py).
-def optimize(model: ModelInput, passes: str | Iterable[str] | Selection | None = None, *, check: int | None = None,
-             check_mode: str = "auto", rtol: float | None = None, atol: float | None = None, strict: bool = False,
-             **options: bool) -> Optimized:
+def optimize(
+    model: ModelInput,
+    passes: str | Iterable[str] | Selection | None = None,
+    *,
+    check: int | None = None,
+    check_mode: str = "auto",
+    rtol: float | None = None,
+    atol: float | None = None,
+    strict: bool = False,
+    **options: bool,
+) -> Optimized:
     """Optimize `model`, a .tflite/.circle path or a file's bytes; nothing is written.
 
     passes: names ("a,b" or a list) that run, or None for the default set (or a Selection).
@@ -124,8 +160,10 @@ def optimize(model: ModelInput, passes: str | Iterable[str] | Selection | None =
     Returns an Optimized: `.data` (bytes), `.report` (dict), `.save(path)`; unpacks as data, report.
     """
     if isinstance(model, Model):
-        raise TypeError("bnfold.optimize takes a path or a file's bytes; run passes over a loaded Model "
-                        "with bnfold.api.apply_passes(model, passes)")
+        raise TypeError(
+            "bnfold.optimize takes a path or a file's bytes; run passes over a loaded Model "
+            "with bnfold.api.apply_passes(model, passes)"
+        )
     chosen = arguments.selection(passes, options, strict)
     checking = arguments.checking(check, check_mode, rtol, atol)
     if isinstance(model, (bytes, bytearray, memoryview)):
@@ -133,13 +171,26 @@ def optimize(model: ModelInput, passes: str | Iterable[str] | Selection | None =
     return _optimize_path(os.fspath(model), chosen, **checking)
 
 
-def optimize_file(input_path: str | os.PathLike, output_path: str | os.PathLike | None = None,
-                  passes: str | Iterable[str] | Selection | None = None, *, in_place: bool = False,
-                  report: str | None = None, force: bool = False, external_buffers: bool = False,
-                  check: int | None = None, check_mode: str = "auto", rtol: float | None = None,
-                  atol: float | None = None, strict: bool = False, run_files: Iterable[str | None] = (),
-                  node_data: str | None = None, node_data_input: str | None = None,
-                  progress: Callable[[str], None] = lambda step: None, **options: bool) -> Optimized:
+def optimize_file(
+    input_path: str | os.PathLike,
+    output_path: str | os.PathLike | None = None,
+    passes: str | Iterable[str] | Selection | None = None,
+    *,
+    in_place: bool = False,
+    report: str | None = None,
+    force: bool = False,
+    external_buffers: bool = False,
+    check: int | None = None,
+    check_mode: str = "auto",
+    rtol: float | None = None,
+    atol: float | None = None,
+    strict: bool = False,
+    run_files: Iterable[str | None] = (),
+    node_data: str | None = None,
+    node_data_input: str | None = None,
+    progress: Callable[[str], None] = lambda step: None,
+    **options: bool,
+) -> Optimized:
     """`bnfold optimize`: optimize `input_path` and write `output_path` (format from its
     extension), as optimize() chooses and checks; `.written` says what happened to the file.
 
@@ -165,8 +216,9 @@ def optimize_file(input_path: str | os.PathLike, output_path: str | os.PathLike 
     if report:
         refuse_side_file_clobber(report, "--report", [input_path, output_path, *run_files], force)
         check_output_path(report, model=False)
-    overlays = {option: path for option, path in (("--node-data", node_data), ("--node-data-input", node_data_input))
-                if path}
+    overlays = {
+        option: path for option, path in (("--node-data", node_data), ("--node-data-input", node_data_input)) if path
+    }
     if overlays:
         from .explorer import require
 
@@ -190,8 +242,17 @@ def optimize_file(input_path: str | os.PathLike, output_path: str | os.PathLike 
     return result
 
 
-def _optimize_path(path: str, chosen: Selection, *, check: int | None = None, label: str | None = None,
-                   rtol: float | None = None, atol: float | None = None, check_mode: str = "auto", progress=lambda step: None) -> Optimized:
+def _optimize_path(
+    path: str,
+    chosen: Selection,
+    *,
+    check: int | None = None,
+    label: str | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    check_mode: str = "auto",
+    progress=lambda step: None,
+) -> Optimized:
     """Read `path`, run the chosen passes, measure lossy changes, optionally value-check
     (values/verify.py); `label` names the input in the report; `progress(step)` hears each step."""
     times = {}
@@ -212,8 +273,9 @@ def _optimize_path(path: str, chosen: Selection, *, check: int | None = None, la
         progress("check")
         start = time.perf_counter()
         tolerance = check_tolerance(log.folds, rtol, atol)
-        checked, check_note = verify_optimized(load_reference(path, log), model, check, tolerance=tolerance,
-                                               mode=check_mode, folds=log.folds)
+        checked, check_note = verify_optimized(
+            load_reference(path, log), model, check, tolerance=tolerance, mode=check_mode, folds=log.folds
+        )
         times["check"] = time.perf_counter() - start
     report = {
         "bnfold": __version__,
@@ -257,8 +319,14 @@ def check_output_path(path: str, *, model: bool = True) -> None:
 
 # ---- convert, inspect ------------------------------------------------------------------------
 
-def convert(input_path: str | os.PathLike, output_path: str | os.PathLike, *, external_buffers: bool = False,
-            in_place: bool = False) -> WriteInfo:
+
+def convert(
+    input_path: str | os.PathLike,
+    output_path: str | os.PathLike,
+    *,
+    external_buffers: bool = False,
+    in_place: bool = False,
+) -> WriteInfo:
     """`bnfold convert`: write the model as the format `output_path`'s extension names (.tflite
     or .circle); an unchanged model in its own format and layout is copied byte for byte."""
     input_path, output_path = os.fspath(input_path), os.fspath(output_path)
@@ -302,10 +370,24 @@ def read_report(path: str) -> dict:
 
 # ---- values: check, run, h5diff --------------------------------------------------------------
 
-def check(model: str | os.PathLike, other: str | os.PathLike | None = None, *, inputs: Iterable[str] = (),
-          expected: Iterable[str] = (), samples: int = 1, seed: int = 0, write_input: str | None = None,
-          write_expected: str | None = None, force: bool = False, rtol: float = DEFAULT_RTOL,
-          atol: float = DEFAULT_ATOL, backend: str = "auto", timeout: float | None = None, cast: bool = False):
+
+def check(
+    model: str | os.PathLike,
+    other: str | os.PathLike | None = None,
+    *,
+    inputs: Iterable[str] = (),
+    expected: Iterable[str] = (),
+    samples: int = 1,
+    seed: int = 0,
+    write_input: str | None = None,
+    write_expected: str | None = None,
+    force: bool = False,
+    rtol: float = DEFAULT_RTOL,
+    atol: float = DEFAULT_ATOL,
+    backend: str = "auto",
+    timeout: float | None = None,
+    cast: bool = False,
+):
     """`bnfold check`: run `model` and `other` on the same inputs (the h5 files `inputs`, else
     `samples` random ones from `seed`) and compare, or compare `model`'s outputs with the stored
     `expected` files (one per input file). Returns the CheckResult (`.passed`, `.table()`,
@@ -328,23 +410,47 @@ def check(model: str | os.PathLike, other: str | os.PathLike | None = None, *, i
     deadline = Deadline(timeout)
     count = sample_files.count_files(inputs) if inputs else samples
     if not expected:  # before any work
-        refuse_numbered_clobber({"--write-input": write_input, "--write-expected": write_expected}, count,
-                                [os.fspath(model), os.fspath(other), *inputs], force)
+        refuse_numbered_clobber(
+            {"--write-input": write_input, "--write-expected": write_expected},
+            count,
+            [os.fspath(model), os.fspath(other), *inputs],
+            force,
+        )
     a = load(model)
     graph = a.graphs[0]
     given = sample_files.input_samples(graph.inputs, inputs, cast=cast) if inputs else None
     if expected:
-        return diff.compare_to_expected(a, given, sample_files.expected_samples(expected), tolerance=tolerance,
-                                        backend=backend, deadline=deadline)
+        return diff.compare_to_expected(
+            a, given, sample_files.expected_samples(expected), tolerance=tolerance, backend=backend, deadline=deadline
+        )
     sink = sample_files.sample_sink(graph, count, write_input, write_expected)
     with written_together():  # every h5 file of the run, or none
-        return diff.check_models(a, load(other), samples=samples, seed=seed, inputs=given, tolerance=tolerance,
-                                 backend=backend, on_sample=sink, deadline=deadline)
+        return diff.check_models(
+            a,
+            load(other),
+            samples=samples,
+            seed=seed,
+            inputs=given,
+            tolerance=tolerance,
+            backend=backend,
+            on_sample=sink,
+            deadline=deadline,
+        )
 
 
-def run(model: str | os.PathLike, output: str, *, inputs: Iterable[str] = (), samples: int = 1, seed: int = 0,
-        write_input: str | None = None, force: bool = False, backend: str = "auto", timeout: float | None = None,
-        cast: bool = False) -> Ran:
+def run(
+    model: str | os.PathLike,
+    output: str,
+    *,
+    inputs: Iterable[str] = (),
+    samples: int = 1,
+    seed: int = 0,
+    write_input: str | None = None,
+    force: bool = False,
+    backend: str = "auto",
+    timeout: float | None = None,
+    cast: bool = False,
+) -> Ran:
     """`bnfold run`: run `model` on the h5 files `inputs` (or `samples` random inputs from
     `seed`, also written to `write_input` if given) and write its outputs to `output` in ONE's
     h5 layout (out.N.h5 per sample when there are several), each sample as it is computed (all
@@ -380,8 +486,9 @@ def run(model: str | os.PathLike, output: str, *, inputs: Iterable[str] = (), sa
     return Ran(names, written_inputs, runner.description)
 
 
-def h5diff(file_a: str, file_b: str, *, rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL,
-           delta: float | None = None):
+def h5diff(
+    file_a: str, file_b: str, *, rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL, delta: float | None = None
+):
     """`bnfold h5diff`: compare two h5 files in ONE's layout value by value; returns the
     CheckResult. `delta` is h5diff's -d: one absolute tolerance for every value, integers too.
     Files holding no values are an error (ModelError): a comparison of nothing proves nothing."""
@@ -399,6 +506,7 @@ def h5diff(file_a: str, file_b: str, *, rtol: float = DEFAULT_RTOL, atol: float 
 
 # ---- recipes ---------------------------------------------------------------------------------
 
+
 def build_recipe(recipe_path: str | os.PathLike, output_path: str | os.PathLike) -> Model:
     """`bnfold recipe build`: the model a TOML recipe describes, written to `output_path`
     (.tflite or .circle)."""
@@ -410,8 +518,16 @@ def build_recipe(recipe_path: str | os.PathLike, output_path: str | os.PathLike)
     return build_file(recipe_path, output_path)
 
 
-def test_recipes(recipes: Iterable[str], *, samples: int = 2, seed: int = 1, backend: str = "auto",
-                 junit: str | None = None, force: bool = False, on_outcome: Callable | None = None) -> list:
+def test_recipes(
+    recipes: Iterable[str],
+    *,
+    samples: int = 2,
+    seed: int = 1,
+    backend: str = "auto",
+    junit: str | None = None,
+    force: bool = False,
+    on_outcome: Callable | None = None,
+) -> list:
     """`bnfold recipe test`: value-test recipe files (a directory stands for its *.toml) as CI
     would (recipe/ci.py); returns one Outcome each (`.passed`, `.line()`), passing each to
     `on_outcome` as it is known. `junit`: also write the outcomes as JUnit XML."""

@@ -56,8 +56,15 @@ class ModelResult(NamedTuple):
     seconds: float = 0.0
 
     def entry(self) -> dict:
-        return {"input": self.input, "output": self.output, "status": self.status, "exit_code": self.exit_code,
-                "error": self.error, "seconds": round(self.seconds, 6), "report": self.report}
+        return {
+            "input": self.input,
+            "output": self.output,
+            "status": self.status,
+            "exit_code": self.exit_code,
+            "error": self.error,
+            "seconds": round(self.seconds, 6),
+            "report": self.report,
+        }
 
 
 class BatchResult(NamedTuple):
@@ -76,18 +83,33 @@ class BatchResult(NamedTuple):
 
     def totals(self) -> dict:
         done = [m for m in self.models if m.report is not None]
-        count = {status: sum(1 for m in self.models if m.status == status) for status in ("changed", "unchanged", "failed")}
-        return {"models": len(self.models), **count,
-                "operators": {"before": sum(sum(m.report["operators"]["before"].values()) for m in done),
-                              "after": sum(sum(m.report["operators"]["after"].values()) for m in done)},
-                "folds": sum(len(m.report["folds"]) for m in done), "seconds": round(self.seconds, 6)}
+        count = {
+            status: sum(1 for m in self.models if m.status == status) for status in ("changed", "unchanged", "failed")
+        }
+        return {
+            "models": len(self.models),
+            **count,
+            "operators": {
+                "before": sum(sum(m.report["operators"]["before"].values()) for m in done),
+                "after": sum(sum(m.report["operators"]["after"].values()) for m in done),
+            },
+            "folds": sum(len(m.report["folds"]) for m in done),
+            "seconds": round(self.seconds, 6),
+        }
 
     def to_dict(self) -> dict:
         from . import __version__
 
         shard = None if self.shard is None else f"{self.shard[0]}/{self.shard[1]}"
-        return {"bnfold": __version__, "out_dir": self.out_dir, "jobs": self.jobs, "shard": shard,
-                "exit_code": self.exit_code, "totals": self.totals(), "models": [m.entry() for m in self.models]}
+        return {
+            "bnfold": __version__,
+            "out_dir": self.out_dir,
+            "jobs": self.jobs,
+            "shard": shard,
+            "exit_code": self.exit_code,
+            "totals": self.totals(),
+            "models": [m.entry() for m in self.models],
+        }
 
     def to_json(self) -> str:
         import json
@@ -96,6 +118,7 @@ class BatchResult(NamedTuple):
 
 
 # ---- which models --------------------------------------------------------------------------
+
 
 def collect(paths: Iterable[str | os.PathLike], out_dir: str) -> list[Job]:
     """Every model PATH names: a file as itself, a directory walked (sorted) for *.tflite and
@@ -136,7 +159,7 @@ def _walk(top: str, skip: str):
 
 
 def parse_shard(text: str) -> tuple[int, int]:
-    """"K/N" (1 <= K <= N) -> (K, N)."""
+    """ "K/N" (1 <= K <= N) -> (K, N)."""
     try:
         k, n = (int(part) for part in text.split("/"))
     except ValueError:
@@ -152,7 +175,7 @@ def take_shard(jobs: list[Job], shard: tuple[int, int] | None) -> list[Job]:
     if shard is None:
         return jobs
     k, n = shard
-    return jobs[k - 1::n]
+    return jobs[k - 1 :: n]
 
 
 def default_jobs() -> int:
@@ -164,6 +187,7 @@ def default_jobs() -> int:
 
 
 # ---- one model -----------------------------------------------------------------------------
+
 
 class Settings(NamedTuple):
     """What every model of the run is optimized with (a single optimize's options)."""
@@ -194,8 +218,15 @@ def optimize_one(job: Job, settings: Settings, on_step: Callable[[str], None] = 
             return failed(refusal.exit_code, str(refusal))
         return failed(WriteFailed.exit_code, f"{job.output}: cannot create its directory: {reason(e)}")
     try:
-        result = api.optimize_file(job.input, job.output, settings.chosen, external_buffers=settings.external_buffers,
-                                   run_files=settings.run_files, progress=on_step, **settings.checking)
+        result = api.optimize_file(
+            job.input,
+            job.output,
+            settings.chosen,
+            external_buffers=settings.external_buffers,
+            run_files=settings.run_files,
+            progress=on_step,
+            **settings.checking,
+        )
     except BnfoldError as e:
         return failed(e.exit_code, str(e))
     except Exception as e:  # a bug in bnfold: this model's internal error, the others go on
@@ -214,11 +245,25 @@ def _one_line(message: str) -> str:
 Event = Callable[[str, int, object], None]
 
 
-def optimize_many(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike, passes=None, *, jobs: int | None = None,
-                  shard: str | tuple[int, int] | None = None, report: str | None = None, force: bool = False,
-                  external_buffers: bool = False, check: int | None = None, check_mode: str = "auto", rtol: float | None = None,
-                  atol: float | None = None, strict: bool = False, run_files: Iterable[str | None] = (),
-                  on_event: Event | None = None, **options: bool) -> BatchResult:
+def optimize_many(
+    paths: Iterable[str | os.PathLike],
+    out_dir: str | os.PathLike,
+    passes=None,
+    *,
+    jobs: int | None = None,
+    shard: str | tuple[int, int] | None = None,
+    report: str | None = None,
+    force: bool = False,
+    external_buffers: bool = False,
+    check: int | None = None,
+    check_mode: str = "auto",
+    rtol: float | None = None,
+    atol: float | None = None,
+    strict: bool = False,
+    run_files: Iterable[str | None] = (),
+    on_event: Event | None = None,
+    **options: bool,
+) -> BatchResult:
     """`bnfold optimize --out-dir DIR [-j N] [--shard K/N] PATH...`: api.optimize_file() with these passes and
     checks for every model PATH names (a file, or a directory walked in sorted order for *.tflite and *.circle),
     into `out_dir` under its path relative to its PATH.
@@ -394,8 +439,9 @@ class _Pool:
         job = jobs[worker.index]  # the worker died under this model (a crash in a runtime, the OOM killer)
         code = worker.process.exitcode
         died = f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
-        results[worker.index] = ModelResult(job.input, job.output, "failed", 3,
-                                            f"{job.input}: internal error: the worker process died ({died})")
+        results[worker.index] = ModelResult(
+            job.input, job.output, "failed", 3, f"{job.input}: internal error: the worker process died ({died})"
+        )
         on_event("done", worker.index, results[worker.index])
         worker.index = None
         self.workers.remove(worker)
@@ -418,8 +464,6 @@ class _Pool:
             worker.conn.close()
         for directory in self.directories:
             remove_stale_temps(directory)
-
-
 
 
 @contextmanager

@@ -40,7 +40,6 @@ class Group(click.Group):
             raise _ReaderGone() from None
 
 
-
 def run(main: click.Group, argv=None, *, process: bool = False) -> int:
     """Run the command line `main` on `argv`; every failure becomes one line on stderr and its
     exit code. `process`: the process exits with that code next, so once it is known, SIGINT,

@@ -55,8 +55,14 @@ class BatchProgress:
         """One batch event: the models are known ("begin", their count), one started ("start",
         its Job), made a step ("step", its name) or finished ("done", its result)."""
         if kind == "begin":
-            self.bar = click.progressbar(length=index, label="optimizing", file=self.file, show_pos=True, show_eta=True,
-                                         item_show_func=self._describe).__enter__()
+            self.bar = click.progressbar(
+                length=index,
+                label="optimizing",
+                file=self.file,
+                show_pos=True,
+                show_eta=True,
+                item_show_func=self._describe,
+            ).__enter__()
             return
         done = 0
         if kind == "start":
@@ -81,4 +87,4 @@ class BatchProgress:
 
 
 def _short(path: str, width: int = 40) -> str:
-    return path if len(path) <= width else "..." + path[-(width - 3):]
+    return path if len(path) <= width else "..." + path[-(width - 3) :]

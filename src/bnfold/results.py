@@ -28,8 +28,10 @@ class Optimized:
         before, after = (sum(r["operators"][when].values()) for when in ("before", "after"))
         checked = "" if self.check is None else f", check {'passed' if self.check.passed else 'failed'}"
         folds = len(r["folds"])
-        return (f"Optimized({r['input']['format']} {r['input']['path']!r}: {folds} fold{'s' * (folds != 1)}, "
-                f"{before} -> {after} operators{checked})")
+        return (
+            f"Optimized({r['input']['format']} {r['input']['path']!r}: {folds} fold{'s' * (folds != 1)}, "
+            f"{before} -> {after} operators{checked})"
+        )
 
     @property
     def data(self) -> bytes:
@@ -50,15 +52,22 @@ class Optimized:
     def __getitem__(self, index):
         return (self.data, self.report)[index]
 
-    def save(self, path: str, *, fmt: Format | None = None, external: bool = False, keep_unchanged: bool = False) -> WriteInfo:
+    def save(
+        self, path: str, *, fmt: Format | None = None, external: bool = False, keep_unchanged: bool = False
+    ) -> WriteInfo:
         """Write to `path` (format from its extension unless `fmt`); the report records it. With
         `keep_unchanged`, a model no pass changed is kept as the input's bytes (io.writer.save_model)."""
         start = time.perf_counter()
-        info = save_model(self.model, path, fmt or format_from_extension(path), external=external,
-                          keep_unchanged=keep_unchanged)
-        self.report["output"] = {"path": path, "format": info.format, "bytes": info.size,
-                                 "layout": "offset buffers" if info.external else "standard",
-                                 "unchanged": info.unchanged}
+        info = save_model(
+            self.model, path, fmt or format_from_extension(path), external=external, keep_unchanged=keep_unchanged
+        )
+        self.report["output"] = {
+            "path": path,
+            "format": info.format,
+            "bytes": info.size,
+            "layout": "offset buffers" if info.external else "standard",
+            "unchanged": info.unchanged,
+        }
         seconds = self.report["seconds"]
         seconds["write"] = round(time.perf_counter() - start, 6)
         seconds["total"] = round(sum(v for k, v in seconds.items() if k != "total"), 6)
@@ -103,16 +112,23 @@ class Inspection:
     (one dict each; `reason` from the report when one was given), the report's entries that
     name no candidate of this model, and its TRANSPOSEs (likewise)."""
 
-    def __init__(self, model: Model, candidates: list[dict] | None = None, unmatched: list[tuple] | None = None,
-                 transposes: list[dict] | None = None):
+    def __init__(
+        self,
+        model: Model,
+        candidates: list[dict] | None = None,
+        unmatched: list[tuple] | None = None,
+        transposes: list[dict] | None = None,
+    ):
         self.model = model
         self.candidates = candidates or []
         self.unmatched = unmatched or []
         self.transposes = transposes or []  # every TRANSPOSE, where it sits (and why it stayed)
 
     def __repr__(self) -> str:
-        return (f"Inspection({self.model.format.name}, {sum(self.model.op_counts().values())} operators, "
-                f"{len(self.candidates)} candidates, {len(self.transposes)} transposes)")
+        return (
+            f"Inspection({self.model.format.name}, {sum(self.model.op_counts().values())} operators, "
+            f"{len(self.candidates)} candidates, {len(self.transposes)} transposes)"
+        )
 
 
 class Ran:

@@ -34,10 +34,14 @@ class Selection(NamedTuple):
     parameters: list[str]  # pass parameters switched on (registry.PARAMETERS)
 
     def warnings(self) -> list[str]:
-        idle = [f"warning: {name} has no effect without {registry.PARAMETERS[name]}; ignored"
-                for name in self.parameters if registry.PARAMETERS[name] not in self.passes]
-        return [f"warning: {name} is a ONE option bnfold does not implement; ignored"
-                for name in self.not_implemented] + idle
+        idle = [
+            f"warning: {name} has no effect without {registry.PARAMETERS[name]}; ignored"
+            for name in self.parameters
+            if registry.PARAMETERS[name] not in self.passes
+        ]
+        return [
+            f"warning: {name} is a ONE option bnfold does not implement; ignored" for name in self.not_implemented
+        ] + idle
 
     def names(self) -> list[str]:
         """The passes and the parameters that qualify them, as api.apply_passes takes them."""
@@ -50,8 +54,10 @@ class Selection(NamedTuple):
         for group, names in self.group_skipped.items():
             rest = [n for n in names if n not in self.not_implemented]
             if rest:
-                lines.append(f"note: {group}: {len(rest)} of its passes are not in bnfold and do not run "
-                             "(--report lists them; see 'bnfold passes' for what runs)")
+                lines.append(
+                    f"note: {group}: {len(rest)} of its passes are not in bnfold and do not run "
+                    "(--report lists them; see 'bnfold passes' for what runs)"
+                )
         return lines
 
 
@@ -61,8 +67,9 @@ def known_names() -> set[str]:
 
 
 def unknown_name_error(name: str, where: str = "", path: str | None = None) -> UsageError:
-    return UsageError(f"unknown pass or option {name!r}{where}{one.did_you_mean(name, known_names())}"
-                      " (see 'bnfold passes')", path)
+    return UsageError(
+        f"unknown pass or option {name!r}{where}{one.did_you_mean(name, known_names())} (see 'bnfold passes')", path
+    )
 
 
 def split_names(passes: str | Iterable[str]) -> list[str]:
@@ -70,8 +77,9 @@ def split_names(passes: str | Iterable[str]) -> list[str]:
     return [p.strip() for p in items if p.strip()]
 
 
-def select(passes: str | Iterable[str] | None, switches: Mapping[str, bool], *, default: bool,
-           strict: bool = False) -> Selection:
+def select(
+    passes: str | Iterable[str] | None, switches: Mapping[str, bool], *, default: bool, strict: bool = False
+) -> Selection:
     """Resolve `passes` (names, all on) and `switches` (name -> on/off) into what runs.
 
     `default`: run the default set when nothing at all is named (the bare command line).
@@ -98,8 +106,9 @@ def select(passes: str | Iterable[str] | None, switches: Mapping[str, bool], *, 
         else:
             lacking.append(name)
     if strict and lacking:
-        raise UsageError(f"{', '.join(lacking)}: ONE option{'s' if len(lacking) > 1 else ''} bnfold does not "
-                         "implement (strict mode)")
+        raise UsageError(
+            f"{', '.join(lacking)}: ONE option{'s' if len(lacking) > 1 else ''} bnfold does not implement (strict mode)"
+        )
     if passes is None and default and not on.keys() - registry.PARAMETERS.keys():
         wanted = registry.default_passes()  # a parameter alone names no pass: it is ignored, and says so
     return Selection([spec.name for spec in registry.resolve(wanted)], lacking, skipped, parameters)
@@ -141,8 +150,9 @@ def read_config(path: str) -> Config:
         if parser.has_option(section, "include"):  # [onecc] include=O1: a group for one-optimize
             for group in parser.get(section, "include").replace(",", " ").split():
                 if group not in one.GROUPS:
-                    raise UsageError(f"include={group}: bnfold knows the group(s) {', '.join(one.GROUPS)}",
-                                     where(section, "include"))
+                    raise UsageError(
+                        f"include={group}: bnfold knows the group(s) {', '.join(one.GROUPS)}", where(section, "include")
+                    )
                 switches[group] = True
     values = dict(parser.items(CONFIG_SECTION))
     for key, value in values.items():

@@ -20,16 +20,20 @@ def optimize_summary(result, input_path: str) -> Iterator[str]:
     yield from interface_changes(report.get("interface"))
     float16 = sum(1 for f in report["folds"] if f.get("float16_weights"))
     if float16:
-        yield (f"float16: {float16} fold(s) rewrote float16 weights, each weight rounded once more "
-               "(relative error <= 2^-11 per weight; see the report)")
+        yield (
+            f"float16: {float16} fold(s) rewrote float16 weights, each weight rounded once more "
+            "(relative error <= 2^-11 per weight; see the report)"
+        )
     if not report["converged"]:
         yield f"warning: passes still changing the model after {report['rounds']} rounds; stopped"
     if result.lossy_note is not None:
         yield lossy_warning(result.lossy_note)
     if result.check is not None:
         checked, worst = result.check, result.check.worst
-        yield (f"check: {checked.samples} sample(s) on {checked.backend}, {checked.scope} within {checked.tolerance} "
-               f"(scaled err {worst.scaled:.3e}, max abs err {worst.max_abs:.3e})")
+        yield (
+            f"check: {checked.samples} sample(s) on {checked.backend}, {checked.scope} within {checked.tolerance} "
+            f"(scaled err {worst.scaled:.3e}, max abs err {worst.max_abs:.3e})"
+        )
         weak = weak_check_line(report["check"])
         if weak:
             yield weak
@@ -81,9 +85,11 @@ def lossy_warning(note: dict) -> str:
     what = ", ".join(note["lossy_passes"])
     if not note.get("measured"):
         return f"warning: {what} changed the model (LOSSY); the error could not be measured: {note['reason']}"
-    return (f"warning: {what} changed the model (LOSSY): max abs err {note['max_abs']:.3e}, max rel err "
-            f"{note['max_rel']:.3e}, scaled err {note['scaled_err']:.3e} over {note['samples']} random input(s) "
-            f"on {note['backend']}")
+    return (
+        f"warning: {what} changed the model (LOSSY): max abs err {note['max_abs']:.3e}, max rel err "
+        f"{note['max_rel']:.3e}, scaled err {note['scaled_err']:.3e} over {note['samples']} random input(s) "
+        f"on {note['backend']}"
+    )
 
 
 def written(info, input_path: str) -> str:
@@ -138,8 +144,10 @@ def leftovers(found, report_path: str | None) -> Iterator[str]:
                 yield f"      stays: {r['reason']} [{', '.join(r['passes']) or 'no pass spoke; from where it sits'}]"
     if found.unmatched:
         first = found.unmatched[0]
-        yield (f"warning: {len(found.unmatched)} skip entries of {report_path} name no candidate of this model "
-               f"(first: {first[1]} -> {first[2]!r})")
+        yield (
+            f"warning: {len(found.unmatched)} skip entries of {report_path} name no candidate of this model "
+            f"(first: {first[1]} -> {first[2]!r})"
+        )
     yield f"transposes: {len(found.transposes)}"
     for r in found.transposes:
         yield f"  subgraph {r['subgraph']} #{r['index']} TRANSPOSE {r['perm']} -> {r['output']!r}"
@@ -150,8 +158,10 @@ def leftovers(found, report_path: str | None) -> Iterator[str]:
 
 def pass_table(passes, o1) -> Iterator[str]:
     """`bnfold passes`: name, [exact/LOSSY, default, O1], summary, in aligned columns."""
-    tags = [f"[{'exact' if p.exact else 'LOSSY'}{', default' if p.default else ''}{', O1' if p.name in o1 else ''}]"
-            for p in passes]
+    tags = [
+        f"[{'exact' if p.exact else 'LOSSY'}{', default' if p.default else ''}{', O1' if p.name in o1 else ''}]"
+        for p in passes
+    ]
     name_width, tag_width = max(len(p.name) for p in passes), max(len(t) for t in tags)
     for p, tag in zip(passes, tags):
         yield f"{p.name:<{name_width}}  {tag:<{tag_width}}  {p.summary}"

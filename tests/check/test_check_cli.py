@@ -75,17 +75,36 @@ def test_fixture_against_broken_copy_fails_and_names_the_output(name, tmp_path, 
 def test_reference_backend_on_circle_and_same_inputs_both_ways(tmp_path, capsys):
     path = str(DATA / "torch_resblock_nchw.circle")
     inp, exp_ref, exp_rt = (str(tmp_path / n) for n in ("in.h5", "ref.h5", "rt.h5"))
-    assert run(["check", path, path, "--backend", "reference", "--seed", "9", "--write-input", inp, "--write-expected", exp_ref]) == 0
+    assert (
+        run(
+            [
+                "check",
+                path,
+                path,
+                "--backend",
+                "reference",
+                "--seed",
+                "9",
+                "--write-input",
+                inp,
+                "--write-expected",
+                exp_ref,
+            ]
+        )
+        == 0
+    )
     assert "backend reference" in capsys.readouterr().out
     assert run(["check", path, path, "--backend", "litert", "--input", inp, "--write-expected", exp_rt]) == 0
     capsys.readouterr()
     # the written input is normal(0, 2) data of the input's shape; the two backends agree on it
-    (name, x), = read_h5(inp)
+    ((name, x),) = read_h5(inp)
     model = read_model(path)
     assert name == model.graphs[0].inputs[0].name and x.shape == model.graphs[0].inputs[0].shape
     assert 1.5 < x.std() < 2.5 and x.min() < 0
     assert run(["h5diff", exp_ref, exp_rt]) == 0
-    assert run(["h5diff", exp_ref, exp_rt, "-d", "0"]) == 1 or np.array_equal(read_h5(exp_ref)[0][1], read_h5(exp_rt)[0][1])
+    assert run(["h5diff", exp_ref, exp_rt, "-d", "0"]) == 1 or np.array_equal(
+        read_h5(exp_ref)[0][1], read_h5(exp_rt)[0][1]
+    )
 
 
 def test_samples_write_one_file_each_and_seed_is_reproducible(tmp_path):
@@ -110,7 +129,7 @@ def test_integer_and_bool_inputs_span_their_range():
     assert i8.dtype == np.int8 and i8.min() == -128 and i8.max() == 127
     assert u8.dtype == np.uint8 and u8.min() == 0 and u8.max() == 255
     assert b.dtype == np.bool_ and 300 < b.sum() < 700
-    assert i32.min() < -2**30 and i32.max() > 2**30
+    assert i32.min() < -(2**30) and i32.max() > 2**30
 
 
 def test_compare_judges_the_error_against_the_outputs_largest_magnitude():
@@ -129,7 +148,9 @@ def test_compare_judges_the_error_against_the_outputs_largest_magnitude():
 def test_compare_integers_nan_inf_complex_bool_strings():
     tol = diff.Tolerance(1.0, 1.0)
     assert not diff.compare("n", np.array([3], np.int32), np.array([4], np.int32), tol).passed
-    assert diff.compare("n", np.array([3], np.int32), np.array([4], np.int32), diff.Tolerance(0, 1.0, exact_integers=False)).passed
+    assert diff.compare(
+        "n", np.array([3], np.int32), np.array([4], np.int32), diff.Tolerance(0, 1.0, exact_integers=False)
+    ).passed
     assert diff.compare("nan", np.float32([np.nan, 1]), np.float32([np.nan, 1]), diff.Tolerance(0, 0)).passed
     assert not diff.compare("nan", np.float32([np.nan, 1]), np.float32([0, 1]), tol).passed
     assert diff.compare("inf", np.float32([np.inf, 1]), np.float32([np.inf, 1]), diff.Tolerance(0, 0)).passed
@@ -204,10 +225,15 @@ def test_check_errors_are_one_line_with_exit_codes(tmp_path, capsys):
 def test_reference_backend_names_the_operator_it_cannot_run(tmp_path, capsys):
     from bnfold.recipe.chef import build
 
-    recipe = {"input": ["x"], "output": ["z"],
-              "operand": [{"name": "x", "shape": [2, 3]}, {"name": "y", "shape": [2, 3]}, {"name": "z", "shape": [2, 3]}],
-              "operation": [{"type": "RELU", "inputs": ["x"], "outputs": ["y"]},
-                            {"type": "FLOOR", "inputs": ["y"], "outputs": ["z"]}]}
+    recipe = {
+        "input": ["x"],
+        "output": ["z"],
+        "operand": [{"name": "x", "shape": [2, 3]}, {"name": "y", "shape": [2, 3]}, {"name": "z", "shape": [2, 3]}],
+        "operation": [
+            {"type": "RELU", "inputs": ["x"], "outputs": ["y"]},
+            {"type": "FLOOR", "inputs": ["y"], "outputs": ["z"]},
+        ],
+    }
     path = tmp_path / "floor.tflite"
     save_model(build(recipe), str(path), read_model(str(DATA / "bn_conv_valid.tflite")).format)
     assert run(["check", str(path), str(path), "--backend", "reference"]) == 4  # could not verify
@@ -239,12 +265,23 @@ def test_depthwise_without_bias_never_reaches_litert():
     from bnfold.values.backend import Backends
     from bnfold.recipe.chef import build
 
-    recipe = {"input": ["x"], "output": ["y"],
-              "operand": [{"name": "x", "shape": [1, 4, 5, 3]},
-                          {"name": "w", "shape": [1, 2, 2, 3], "filler": {"kind": "gaussian"}},
-                          {"name": "y", "shape": [1, 4, 5, 3]}],
-              "operation": [{"type": "DEPTHWISE_CONV_2D", "inputs": ["x", "w"], "outputs": ["y"],
-                             "options": {"padding": "SAME", "stride_h": 1, "stride_w": 1, "depth_multiplier": 1}}]}
+    recipe = {
+        "input": ["x"],
+        "output": ["y"],
+        "operand": [
+            {"name": "x", "shape": [1, 4, 5, 3]},
+            {"name": "w", "shape": [1, 2, 2, 3], "filler": {"kind": "gaussian"}},
+            {"name": "y", "shape": [1, 4, 5, 3]},
+        ],
+        "operation": [
+            {
+                "type": "DEPTHWISE_CONV_2D",
+                "inputs": ["x", "w"],
+                "outputs": ["y"],
+                "options": {"padding": "SAME", "stride_h": 1, "stride_w": 1, "depth_multiplier": 1},
+            }
+        ],
+    }
     model = build(recipe)  # LiteRT 2.3 would crash the process (segmentation fault) on this
     assert [r.backend for r in Backends([model, model]).runners] == ["reference", "reference"]
     with pytest.raises(CannotVerify, match="without a bias input"):

@@ -11,10 +11,12 @@ from bnfold.errors import ModelError, UsageError
 
 
 def test_layout_is_what_ones_test_data_generator_writes(tmp_path):
-    values = [("serving_default_x:0", np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)),
-              ("count", np.array([[7, -3]], dtype=np.int32)),
-              ("mask", np.array([True, False, True])),
-              ("scalar", np.float32(2.5))]
+    values = [
+        ("serving_default_x:0", np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)),
+        ("count", np.array([[7, -3]], dtype=np.int32)),
+        ("mask", np.array([True, False, True])),
+        ("scalar", np.float32(2.5)),
+    ]
     path = tmp_path / "input.h5"
     write_h5(str(path), values)
     with h5py.File(path, "r") as f:
@@ -59,7 +61,10 @@ def test_reads_names_of_every_layout_and_record_minmax_samples(tmp_path):
 
 
 def test_round_trip(tmp_path):
-    values = [("a", np.random.default_rng(0).normal(size=(2, 3)).astype(np.float32)), ("b", np.arange(5, dtype=np.int64))]
+    values = [
+        ("a", np.random.default_rng(0).normal(size=(2, 3)).astype(np.float32)),
+        ("b", np.arange(5, dtype=np.int64)),
+    ]
     path = str(tmp_path / "x.h5")
     write_h5(path, values)
     back = read_h5(path)

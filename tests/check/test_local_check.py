@@ -22,21 +22,32 @@ from conftest import DATA, RECIPES, build_recipe
 
 def with_custom_op(tmp_path):
     """CONV -> MUL -> ADD (a batch norm to fold) -> CUSTOM(NoSuchOp): nothing runs the whole model."""
-    recipe = {"input": ["x"], "output": ["y"], "operand": [
-        {"name": "x", "shape": [1, 6, 6, 3]},
-        {"name": "w", "shape": [4, 3, 3, 3], "filler": {"kind": "gaussian"}},
-        {"name": "b", "shape": [4], "filler": {"kind": "gaussian"}},
-        {"name": "c", "shape": [1, 6, 6, 4]},
-        {"name": "g", "shape": [4], "filler": {"kind": "uniform", "low": 0.5, "high": 2.0}},
-        {"name": "m", "shape": [1, 6, 6, 4]},
-        {"name": "beta", "shape": [4], "filler": {"kind": "gaussian"}},
-        {"name": "n", "shape": [1, 6, 6, 4]},
-        {"name": "y", "shape": [1, 6, 6, 4]}],
+    recipe = {
+        "input": ["x"],
+        "output": ["y"],
+        "operand": [
+            {"name": "x", "shape": [1, 6, 6, 3]},
+            {"name": "w", "shape": [4, 3, 3, 3], "filler": {"kind": "gaussian"}},
+            {"name": "b", "shape": [4], "filler": {"kind": "gaussian"}},
+            {"name": "c", "shape": [1, 6, 6, 4]},
+            {"name": "g", "shape": [4], "filler": {"kind": "uniform", "low": 0.5, "high": 2.0}},
+            {"name": "m", "shape": [1, 6, 6, 4]},
+            {"name": "beta", "shape": [4], "filler": {"kind": "gaussian"}},
+            {"name": "n", "shape": [1, 6, 6, 4]},
+            {"name": "y", "shape": [1, 6, 6, 4]},
+        ],
         "operation": [
-            {"type": "CONV_2D", "inputs": ["x", "w", "b"], "outputs": ["c"], "options": {"padding": "SAME", "stride_h": 1, "stride_w": 1}},
+            {
+                "type": "CONV_2D",
+                "inputs": ["x", "w", "b"],
+                "outputs": ["c"],
+                "options": {"padding": "SAME", "stride_h": 1, "stride_w": 1},
+            },
             {"type": "MUL", "inputs": ["c", "g"], "outputs": ["m"]},
             {"type": "ADD", "inputs": ["m", "beta"], "outputs": ["n"]},
-            {"type": "CUSTOM", "custom_code": "NoSuchOp", "inputs": ["n"], "outputs": ["y"]}]}
+            {"type": "CUSTOM", "custom_code": "NoSuchOp", "inputs": ["n"], "outputs": ["y"]},
+        ],
+    }
     path = tmp_path / "custom.tflite"
     model = build(recipe)
     save_model(model, str(path), model.format)
@@ -56,7 +67,11 @@ def test_model_no_backend_runs_is_checked_rewrite_by_rewrite(tmp_path, capsys):
     note = json.loads(report.read_text())["check"]
     assert note["mode"] == "local" and note["passed"] and "NoSuchOp" in note["why"]
     [rewrite] = note["rewrites"]
-    assert rewrite["rewrite"] == "CONV_2D MUL ADD -> CONV_2D" and rewrite["inputs"] == ["x"] and rewrite["outputs"] == ["n"]
+    assert (
+        rewrite["rewrite"] == "CONV_2D MUL ADD -> CONV_2D"
+        and rewrite["inputs"] == ["x"]
+        and rewrite["outputs"] == ["n"]
+    )
     assert rewrite["folds"] == ["fuse_batchnorm_with_conv at 'c'"] and rewrite["scaled_err"] < 1e-6
 
 
@@ -106,7 +121,9 @@ def test_every_recipes_rewrites_pass_the_local_check(name, tmp_path):
     expect = expectation(load_recipe(RECIPES / f"{name}.toml"))
     report = api.apply_passes(model, expect.passes)
     original = api.load_reference(path, report)  # with the interface change the passes made, if any
-    result = check_rewrites(original, model, samples=2, tolerance=Tolerance(expect.rtol, expect.atol), folds=report.folds)
+    result = check_rewrites(
+        original, model, samples=2, tolerance=Tolerance(expect.rtol, expect.atol), folds=report.folds
+    )
     assert result.passed, result.table()
     tied = [f for r in result.regions for f in r.folds]
     assert len(tied) == len(report.folds)  # every fold belongs to exactly one checked rewrite

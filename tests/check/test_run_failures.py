@@ -30,19 +30,27 @@ def test_reduce_max_on_bool_falls_back_to_the_reference_interpreter(tmp_path, ca
     path = str(build_recipe("Foundation_ReduceMax_Bool_000", tmp_path))
     assert run(["check", path, path, "--samples", "3"]) == 0  # LiteRT fails at invoke; was exit 1
     out = capsys.readouterr().out
-    assert "backend reference interpreter (LiteRT failed to run the model:" in out and "(REDUCE_MAX) failed to invoke" in out
+    assert (
+        "backend reference interpreter (LiteRT failed to run the model:" in out
+        and "(REDUCE_MAX) failed to invoke" in out
+    )
     assert run(["check", path, path, "--backend", "litert"]) == 4  # no fallback asked for: could not verify
     assert "LiteRT failed to run the model" in one_line_error(capsys)
     out_h5 = str(tmp_path / "out.h5")
     assert run(["run", path, "--seed", "2", "--write-input", str(tmp_path / "in.h5"), "--output", out_h5]) == 0
-    (_, x), = read_h5(str(tmp_path / "in.h5"))
-    (_, y), = read_h5(out_h5)
+    ((_, x),) = read_h5(str(tmp_path / "in.h5"))
+    ((_, y),) = read_h5(out_h5)
     assert np.array_equal(y.astype(bool), x.astype(bool).any(axis=2))
 
 
-@pytest.mark.parametrize("recipe, backend", [("Foundation_Gather_Index_000", "litert"),
-                                             ("Foundation_EmbeddingLookup_000", "litert"),
-                                             ("Foundation_GatherND_000", "litert")])
+@pytest.mark.parametrize(
+    "recipe, backend",
+    [
+        ("Foundation_Gather_Index_000", "litert"),
+        ("Foundation_EmbeddingLookup_000", "litert"),
+        ("Foundation_GatherND_000", "litert"),
+    ],
+)
 def test_index_inputs_are_drawn_in_range_and_litert_runs_them(recipe, backend, tmp_path, capsys):
     path = str(build_recipe(recipe, tmp_path))
     assert run(["check", path, path, "--samples", "4", "--backend", backend]) == 0  # was exit 1: out of bounds
@@ -70,20 +78,27 @@ def test_run_writes_index_inputs_in_range(tmp_path):
     inp, out = str(tmp_path / "in.h5"), str(tmp_path / "out.h5")
     assert run(["run", path, "--samples", "3", "--write-input", inp, "--output", out]) == 0  # was exit 1
     for i in range(3):
-        (_, ids), = read_h5(str(tmp_path / f"in.{i}.h5"))
+        ((_, ids),) = read_h5(str(tmp_path / f"in.{i}.h5"))
         assert ids.dtype == np.int32 and 0 <= ids.min() and ids.max() < 8
 
 
 def arithmetic_index_recipe(offset: int) -> dict:
     """ids + offset as GATHER indices into a [10, 3] table: bnfold cannot tell ids' valid range."""
-    return {"input": ["ids"], "output": ["rows"],
-            "operand": [{"name": "ids", "shape": [4], "dtype": "INT32"},
-                        {"name": "offset", "shape": [1], "dtype": "INT32", "filler": {"kind": "explicit", "values": [offset]}},
-                        {"name": "shifted", "shape": [4], "dtype": "INT32"},
-                        {"name": "table", "shape": [10, 3], "filler": {"kind": "gaussian"}},
-                        {"name": "rows", "shape": [4, 3]}],
-            "operation": [{"type": "ADD", "inputs": ["ids", "offset"], "outputs": ["shifted"]},
-                          {"type": "GATHER", "inputs": ["table", "shifted"], "outputs": ["rows"]}]}
+    return {
+        "input": ["ids"],
+        "output": ["rows"],
+        "operand": [
+            {"name": "ids", "shape": [4], "dtype": "INT32"},
+            {"name": "offset", "shape": [1], "dtype": "INT32", "filler": {"kind": "explicit", "values": [offset]}},
+            {"name": "shifted", "shape": [4], "dtype": "INT32"},
+            {"name": "table", "shape": [10, 3], "filler": {"kind": "gaussian"}},
+            {"name": "rows", "shape": [4, 3]},
+        ],
+        "operation": [
+            {"type": "ADD", "inputs": ["ids", "offset"], "outputs": ["shifted"]},
+            {"type": "GATHER", "inputs": ["table", "shifted"], "outputs": ["rows"]},
+        ],
+    }
 
 
 def test_no_backend_runs_it_exit_4_with_each_reason_and_the_input_hint(tmp_path, capsys):
@@ -92,7 +107,8 @@ def test_no_backend_runs_it_exit_4_with_each_reason_and_the_input_hint(tmp_path,
     save_model(model, path, model.format)
     assert caveats(model.graphs[0]) == [
         "input 'ids' reaches the indices of GATHER (op 1) through ADD (op 0), so bnfold cannot tell its valid range: "
-        "give its values with --input"]
+        "give its values with --input"
+    ]
     assert run(["check", path, path]) == 4  # was exit 1
     err = one_line_error(capsys)
     assert err.startswith("bnfold: error: no backend runs the model: LiteRT failed to run the model: ")
@@ -110,15 +126,23 @@ def test_no_backend_runs_it_exit_4_with_each_reason_and_the_input_hint(tmp_path,
 
 
 def test_a_dynamic_params_axis_is_named_in_the_caveat():
-    recipe = {"input": ["table", "ids"], "output": ["rows"],
-              "operand": [{"name": "table", "shape": [1, 3]}, {"name": "ids", "shape": [2], "dtype": "INT64"},
-                          {"name": "rows", "shape": [2, 3]}],
-              "operation": [{"type": "GATHER", "inputs": ["table", "ids"], "outputs": ["rows"]}]}
+    recipe = {
+        "input": ["table", "ids"],
+        "output": ["rows"],
+        "operand": [
+            {"name": "table", "shape": [1, 3]},
+            {"name": "ids", "shape": [2], "dtype": "INT64"},
+            {"name": "rows", "shape": [2, 3]},
+        ],
+        "operation": [{"type": "GATHER", "inputs": ["table", "ids"], "outputs": ["rows"]}],
+    }
     graph = build(recipe).graphs[0]
     graph.inputs[0].shape_signature = (-1, 3)  # as a converter writes a dynamic batch of rows
     assert index_uses(graph)[id(graph.inputs[1])].rows is None
-    assert caveats(graph) == ["input 'ids' indexes GATHER (op 0), whose params 'table' have no fixed length along "
-                              "axis 0, so bnfold cannot tell its valid range: give its values with --input"]
+    assert caveats(graph) == [
+        "input 'ids' indexes GATHER (op 0), whose params 'table' have no fixed length along "
+        "axis 0, so bnfold cannot tell its valid range: give its values with --input"
+    ]
 
 
 def test_a_backend_that_fails_mid_way_hands_the_sample_to_the_next_for_every_model(tmp_path, monkeypatch):
@@ -152,16 +176,25 @@ def test_a_failure_on_a_later_sample_is_could_not_verify_never_a_difference():
 
 
 def test_a_shape_read_from_a_random_input_is_could_not_verify_not_an_internal_error(tmp_path, capsys):
-    recipe = {"input": ["x", "shape"], "output": ["y"],
-              "operand": [{"name": "x", "shape": [2, 6]}, {"name": "shape", "shape": [2], "dtype": "INT32"},
-                          {"name": "y", "shape": [3, 4]}],
-              "operation": [{"type": "RESHAPE", "inputs": ["x", "shape"], "outputs": ["y"]}]}
+    recipe = {
+        "input": ["x", "shape"],
+        "output": ["y"],
+        "operand": [
+            {"name": "x", "shape": [2, 6]},
+            {"name": "shape", "shape": [2], "dtype": "INT32"},
+            {"name": "y", "shape": [3, 4]},
+        ],
+        "operation": [{"type": "RESHAPE", "inputs": ["x", "shape"], "outputs": ["y"]}],
+    }
     path = str(tmp_path / "shape_input.tflite")
     model = build(recipe)
     save_model(model, path, model.format)
     assert run(["check", path, path]) == 4  # was 3 (numpy's ValueError) once LiteRT's failure fell back
     err = one_line_error(capsys)
-    assert "(RESHAPE) failed to invoke" in err and "reference interpreter failed to run the model: RESHAPE (op 0): cannot reshape" in err
+    assert (
+        "(RESHAPE) failed to invoke" in err
+        and "reference interpreter failed to run the model: RESHAPE (op 0): cannot reshape" in err
+    )
     values = str(tmp_path / "in.h5")
     write_h5(values, [("x", np.arange(12, dtype=np.float32).reshape(2, 6)), ("shape", np.array([3, 4], np.int32))])
     assert run(["check", path, path, "--input", values]) == 0

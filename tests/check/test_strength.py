@@ -80,13 +80,16 @@ def test_the_report_and_the_verdict_say_which_outputs_the_check_proved_little_ab
     assert rewrite["rewrite"] == "CONV_2D MUL ADD -> CONV_2D" and rewrite["passed"]
     assert rewrite["strength"]["bn"]["level"] == "full"
     line = next(x for x in out.splitlines() if x.startswith("check: weak"))
-    assert "'zero' none" in line and "'probability' weak" in line and "1 rewrite(s) under them checked one by one" in line
+    assert (
+        "'zero' none" in line and "'probability' weak" in line and "1 rewrite(s) under them checked one by one" in line
+    )
 
 
 def test_whole_mode_records_the_strength_without_the_per_rewrite_check(weak_model, tmp_path, capsys):
     report = tmp_path / "r.json"
-    code, out = _optimize(capsys, weak_model, tmp_path / "o.tflite", "--check", "2", "--check-mode", "whole",
-                          "--report", report)
+    code, out = _optimize(
+        capsys, weak_model, tmp_path / "o.tflite", "--check", "2", "--check-mode", "whole", "--report", report
+    )
     assert code == 0
     check = json.loads(report.read_text())["check"]
     assert "weak_outputs" not in check and check["outputs"][2]["strength"]["level"] == "none"
@@ -95,7 +98,9 @@ def test_whole_mode_records_the_strength_without_the_per_rewrite_check(weak_mode
 
 def test_a_model_whose_outputs_vary_gets_no_caveat(tmp_path, capsys):
     report = tmp_path / "r.json"
-    code, out = _optimize(capsys, DATA / "bn_conv_valid.tflite", tmp_path / "o.tflite", "--check", "3", "--report", report)
+    code, out = _optimize(
+        capsys, DATA / "bn_conv_valid.tflite", tmp_path / "o.tflite", "--check", "3", "--report", report
+    )
     assert code == 0 and "weak" not in out
     check = json.loads(report.read_text())["check"]
     assert "weak_outputs" not in check and {o["strength"]["level"] for o in check["outputs"]} == {"full"}

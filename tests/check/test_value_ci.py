@@ -26,10 +26,21 @@ def one_line_error(capsys) -> str:
     return err
 
 
-@pytest.mark.parametrize("args", [
-    ["--rtol", "-1"], ["--rtol", "nan"], ["--atol", "inf"], ["--atol", "x"], ["--samples", "0"],
-    ["--samples", "1000000000"], ["--seed", "-1"], ["--seed", str(2**40)], ["--timeout", "0"], ["--timeout", "-5"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--rtol", "-1"],
+        ["--rtol", "nan"],
+        ["--atol", "inf"],
+        ["--atol", "x"],
+        ["--samples", "0"],
+        ["--samples", "1000000000"],
+        ["--seed", "-1"],
+        ["--seed", str(2**40)],
+        ["--timeout", "0"],
+        ["--timeout", "-5"],
+    ],
+)
 def test_numeric_options_are_validated_as_usage_errors(args, capsys):
     assert run(["check", MODEL, MODEL, *args]) == 2
     one_line_error(capsys)
@@ -85,7 +96,7 @@ def test_ci_workflow_run_then_check_against_stored_outputs(tmp_path, capsys):
     x = np.random.default_rng(5).normal(0, 2, graph.inputs[0].shape).astype(np.float32)
     write_like_test_data_generator(inp, [(graph.inputs[0].name, x)])
     assert run(["run", MODEL, "--input", inp, "--output", expected]) == 0
-    (name, y), = read_h5(expected)
+    ((name, y),) = read_h5(expected)
     assert name.split(":")[0] == graph.outputs[0].name.split(":")[0] and y.shape == graph.outputs[0].shape
     opt = str(tmp_path / "opt.tflite")
     assert run(["optimize", MODEL, opt, "-q"]) == 0
@@ -103,7 +114,9 @@ def test_record_minmax_file_is_a_list_of_samples(tmp_path, capsys):
     rng = np.random.default_rng(0)
     with h5py.File(records, "w") as f:
         for r in range(3):
-            f.create_group(f"value/{r}").create_dataset("0", data=rng.normal(size=graph.inputs[0].shape).astype(np.float32))
+            f.create_group(f"value/{r}").create_dataset(
+                "0", data=rng.normal(size=graph.inputs[0].shape).astype(np.float32)
+            )
     out = tmp_path / "out.h5"
     assert run(["check", MODEL, MODEL, "--input", str(records), "--write-expected", str(out)]) == 0
     assert "3 sample(s)" in capsys.readouterr().out
@@ -137,6 +150,7 @@ def test_samples_are_generated_one_at_a_time():
         for i, sample in enumerate(diff.iter_random_inputs(model.graphs[0], 3)):
             events.append(("made", i))
             yield sample
+
     diff.check_models(model, model, inputs=inputs(), on_sample=lambda i, x, y: events.append(("done", i)))
     assert events == [("made", 0), ("done", 0), ("made", 1), ("done", 1), ("made", 2), ("done", 2)]
 
@@ -157,7 +171,10 @@ def test_recipe_test_command_one_line_per_recipe_and_junit(tmp_path, capsys):
     recipes = [str(RECIPES / "Net_Conv_Add_Mul_000.toml"), str(RECIPES / "Neg_Conv_BN_NonConst_000.toml")]
     assert run(["recipe", "test", *recipes, "--junit", str(report)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split()[:2] for line in lines[:2]] == [["PASS", "Net_Conv_Add_Mul_000"], ["PASS", "Neg_Conv_BN_NonConst_000"]]
+    assert [line.split()[:2] for line in lines[:2]] == [
+        ["PASS", "Net_Conv_Add_Mul_000"],
+        ["PASS", "Neg_Conv_BN_NonConst_000"],
+    ]
     assert lines[2] == "2 passed, 0 failed"
     suite = ET.parse(report).getroot()
     assert suite.tag == "testsuite" and suite.get("tests") == "2" and suite.get("failures") == "0"
@@ -200,8 +217,20 @@ def test_exact_folds_pass_the_check_and_the_lossy_gamma_rewrite_is_refused(tmp_p
     assert run(["optimize", src, exact, "--check", "3"]) == 0
     worst = float(capsys.readouterr().out.split("scaled err ")[1].split(",")[0])
     assert worst < 1e-6  # room to spare below rtol = 1e-5
-    assert run(["optimize", src, lossy, "--check", "3", "--make_batchnorm_gamma_positive",
-                "--fuse_preactivation_batchnorm"]) == 1
+    assert (
+        run(
+            [
+                "optimize",
+                src,
+                lossy,
+                "--check",
+                "3",
+                "--make_batchnorm_gamma_positive",
+                "--fuse_preactivation_batchnorm",
+            ]
+        )
+        == 1
+    )
     out = capsys.readouterr().out
     rows = [line.split() for line in out.splitlines() if line.endswith("FAIL")]
     assert rows and all(float(r[-2]) > 1e-3 for r in rows)  # scaled err: far beyond the tolerance
@@ -220,10 +249,16 @@ def test_bool_outputs_round_trip_through_hbool_files(tmp_path, capsys):
     from bnfold.io.writer import save_model
     from bnfold.recipe.chef import build
 
-    recipe = {"input": ["x", "y"], "output": ["z"],
-              "operand": [{"name": "x", "shape": [2, 5]}, {"name": "y", "shape": [2, 5]},
-                          {"name": "z", "shape": [2, 5], "dtype": "BOOL"}],
-              "operation": [{"type": "LESS", "inputs": ["x", "y"], "outputs": ["z"]}]}
+    recipe = {
+        "input": ["x", "y"],
+        "output": ["z"],
+        "operand": [
+            {"name": "x", "shape": [2, 5]},
+            {"name": "y", "shape": [2, 5]},
+            {"name": "z", "shape": [2, 5], "dtype": "BOOL"},
+        ],
+        "operation": [{"type": "LESS", "inputs": ["x", "y"], "outputs": ["z"]}],
+    }
     model = build(recipe)
     path, inp, out = str(tmp_path / "less.tflite"), str(tmp_path / "in.h5"), str(tmp_path / "out.h5")
     save_model(model, path, model.format)
@@ -257,7 +292,10 @@ def test_run_writes_random_inputs_and_outputs_like_test_data_generator(tmp_path,
     for i in range(2):
         assert np.array_equal(read_h5(str(tmp_path / f"in.{i}.h5"))[0][1], want[i][0])
     files = [str(tmp_path / f"{kind}.{i}.h5") for kind in ("in", "out") for i in range(2)]
-    assert run(["check", MODEL, "--input", files[0], "--input", files[1], "--expected", files[2], "--expected", files[3]]) == 0
+    assert (
+        run(["check", MODEL, "--input", files[0], "--input", files[1], "--expected", files[2], "--expected", files[3]])
+        == 0
+    )
     assert "2 sample(s)" in capsys.readouterr().out
     assert run(["run", MODEL, "--input", files[0], "--write-input", inp, "--output", out]) == 2
 

@@ -120,7 +120,9 @@ def test_layers_without_a_chain_do_not_resort_the_graph_per_fold(monkeypatch):
     x = n.input("ifm", [1, 2, 2, 4])
     for i in range(20):
         w = n.const(f"w{i}", [4, 1, 1, 4])
-        x = n.op("CONV_2D", [x, w, n.const(f"b{i}", [4])], f"c{i}", [1, 2, 2, 4], padding="VALID", stride_w=1, stride_h=1)
+        x = n.op(
+            "CONV_2D", [x, w, n.const(f"b{i}", [4])], f"c{i}", [1, 2, 2, 4], padding="VALID", stride_w=1, stride_h=1
+        )
         if i % 2 == 0:
             m = n.op("MUL", [x, n.const(f"s{i}", [4])], f"m{i}", [1, 2, 2, 4])
             x = n.op("ADD", [m, n.const(f"t{i}", [4])], f"a{i}", [1, 2, 2, 4])
@@ -148,19 +150,27 @@ def _fc_scaled(weights: list[float], scale: list[float], dtype: str) -> Net:
 
 
 @pytest.mark.parametrize("dtype, top", [("FLOAT32", 3.0e38), ("FLOAT16", 60000.0)])
-@pytest.mark.parametrize("scale, folds", [
-    ((1.05, 1.0), True),      # the largest product stays below the dtype's largest value: proven by the bound
-    ((1.0, 1000.0), True),    # the bound overflows (largest weight x largest scale), no product does
-    ((1.2, 1.0), False),      # one product overflows: refused as before
-])
+@pytest.mark.parametrize(
+    "scale, folds",
+    [
+        ((1.05, 1.0), True),  # the largest product stays below the dtype's largest value: proven by the bound
+        ((1.0, 1000.0), True),  # the bound overflows (largest weight x largest scale), no product does
+        ((1.2, 1.0), False),  # one product overflows: refused as before
+    ],
+)
 def test_folds_near_the_largest_value_are_taken_exactly_when_every_product_is_finite(dtype, top, scale, folds):
     weights = [top, 1.0, 0.5, -1.0]
     graph = _fc_scaled(weights, list(scale), dtype).model().graphs[0]
     result = fold_backward(graph, "fuse_batchnorm_with_fc")
     assert result.changed == folds
     if not folds:
-        assert result.skips == [{"at": result.skips[0]["at"], "reason": "the folded weights or bias would not be finite",
-                                 "layer": "fc"}] and result.skips[0]["at"]["kind"] == "MUL"
+        assert (
+            result.skips
+            == [
+                {"at": result.skips[0]["at"], "reason": "the folded weights or bias would not be finite", "layer": "fc"}
+            ]
+            and result.skips[0]["at"]["kind"] == "MUL"
+        )
         return
     w = np.array(weights, np.float16 if dtype == "FLOAT16" else np.float32).reshape(2, 2)
     s = np.array(scale, np.float32).astype(np.float64)  # as the MUL constant holds it

@@ -13,14 +13,24 @@ from bnfold.engine.candidates import broadcast_axis, candidate, candidates, chai
 X = (1, 5, 7, 4)  # NHWC data, every dimension a different size
 
 
-@pytest.mark.parametrize("shape, axis", [
-    ((), None), ((1,), None), ((1, 1, 1, 1), None), ((4,), 3), ((1, 4), 3), ((1, 1, 1, 4), 3),
-    ((1, 5, 1, 1), 1), ((5, 1, 1), 1), ((7, 1), 2),
-    ((1, 1, 7, 4), False),  # varies along two axes
-    ((3,), False),  # does not broadcast onto 4 channels
-    ((1, 1, 1, 1, 4), False),  # more dimensions than the data
-    ((2, 1, 1, 1), False),  # would grow the batch
-])
+@pytest.mark.parametrize(
+    "shape, axis",
+    [
+        ((), None),
+        ((1,), None),
+        ((1, 1, 1, 1), None),
+        ((4,), 3),
+        ((1, 4), 3),
+        ((1, 1, 1, 4), 3),
+        ((1, 5, 1, 1), 1),
+        ((5, 1, 1), 1),
+        ((7, 1), 2),
+        ((1, 1, 7, 4), False),  # varies along two axes
+        ((3,), False),  # does not broadcast onto 4 channels
+        ((1, 1, 1, 1, 4), False),  # more dimensions than the data
+        ((2, 1, 1, 1), False),  # would grow the batch
+    ],
+)
 def test_broadcast_axis(shape, axis):
     assert broadcast_axis(shape, X) is axis
 

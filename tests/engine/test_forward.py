@@ -7,8 +7,14 @@ import pytest
 
 from bnfold.values import interpreter
 from bnfold.ir.ops import LAYERS
-from bnfold.engine.forward import (Crossing, along_input, constant_input_response, find_sinks, fold_input_scale,
-                                   padding_refusal)
+from bnfold.engine.forward import (
+    Crossing,
+    along_input,
+    constant_input_response,
+    find_sinks,
+    fold_input_scale,
+    padding_refusal,
+)
 from bnfold.engine.report import Refusal
 
 from bn_models import Net
@@ -29,8 +35,9 @@ def test_fold_input_scale_is_one_rounding_of_w_times_the_laid_out_scale():
     new_w = np.asarray(fold_input_scale(w, LAYERS["FULLY_CONNECTED"], s))  # a flattened map of 2 positions x 3 channels
     assert np.array_equal(new_w, (w.astype(np.float64) * np.tile(s, 2)).astype(np.float32))
     x = RNG.normal(0, 1, (2, 6))
-    np.testing.assert_allclose(x @ new_w.T.astype(np.float64), (x * np.tile(s, 2)) @ w.T.astype(np.float64),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        x @ new_w.T.astype(np.float64), (x * np.tile(s, 2)) @ w.T.astype(np.float64), rtol=1e-5, atol=1e-6
+    )
 
 
 def conv_net(padding: str, kernel=(3, 2), channels_in=3) -> Net:
@@ -38,8 +45,15 @@ def conv_net(padding: str, kernel=(3, 2), channels_in=3) -> Net:
     n.input("ifm", [1, 6, 7, channels_in])
     h = 6 - kernel[0] + 1 if padding == "VALID" else 6
     w = 7 - kernel[1] + 1 if padding == "VALID" else 7
-    n.op("CONV_2D", ["ifm", n.const("filter", [4, *kernel, channels_in]), n.const("bias", [4])], "y", [1, h, w, 4],
-         padding=padding, stride_w=1, stride_h=1)
+    n.op(
+        "CONV_2D",
+        ["ifm", n.const("filter", [4, *kernel, channels_in]), n.const("bias", [4])],
+        "y",
+        [1, h, w, 4],
+        padding=padding,
+        stride_w=1,
+        stride_h=1,
+    )
     return n
 
 
@@ -53,8 +67,9 @@ def test_constant_input_response_is_what_a_valid_conv_adds_for_a_constant_image(
     np.testing.assert_allclose(got[0, 0, 0], want, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("padding, kernel, pads", [("VALID", (3, 2), False), ("SAME", (1, 1), False),
-                                                   ("SAME", (3, 2), True)])
+@pytest.mark.parametrize(
+    "padding, kernel, pads", [("VALID", (3, 2), False), ("SAME", (1, 1), False), ("SAME", (3, 2), True)]
+)
 def test_padding_refusal(padding, kernel, pads):
     graph = conv_net(padding, kernel).model().graphs[0]
     conv = graph.ops[0]
@@ -68,14 +83,34 @@ def readers_net(between: str | None) -> Net:
     n.input("x", [1, 6, 7, 3])
     v = "x"
     if between == "MAX_POOL_2D":
-        v = n.op("MAX_POOL_2D", [v], "pooled", [1, 6, 7, 3], padding="SAME", stride_w=1, stride_h=1,
-                 filter_width=2, filter_height=2)
+        v = n.op(
+            "MAX_POOL_2D",
+            [v],
+            "pooled",
+            [1, 6, 7, 3],
+            padding="SAME",
+            stride_w=1,
+            stride_h=1,
+            filter_width=2,
+            filter_height=2,
+        )
     if between == "PAD":
-        v = n.op("PAD", [v, n.tensor("pads", [4, 2], "INT32", {"kind": "explicit", "values": [0, 0, 1, 1, 1, 1, 0, 0]})],
-                 "padded", [1, 8, 9, 3])
+        v = n.op(
+            "PAD",
+            [v, n.tensor("pads", [4, 2], "INT32", {"kind": "explicit", "values": [0, 0, 1, 1, 1, 1, 0, 0]})],
+            "padded",
+            [1, 8, 9, 3],
+        )
     shape = n.shapes[v]
-    n.op("CONV_2D", [v, n.const("filter", [4, 3, 3, 3]), n.const("bias", [4])], "y",
-         [1, shape[1] - 2, shape[2] - 2, 4], padding="VALID", stride_w=1, stride_h=1)
+    n.op(
+        "CONV_2D",
+        [v, n.const("filter", [4, 3, 3, 3]), n.const("bias", [4])],
+        "y",
+        [1, shape[1] - 2, shape[2] - 2, 4],
+        padding="VALID",
+        stride_w=1,
+        stride_h=1,
+    )
     return n
 
 
@@ -101,8 +136,15 @@ def test_find_sinks_maps_the_channel_through_a_transpose():
     n = Net()
     n.input("x", [1, 3, 6, 7])  # NCHW
     t = n.op("TRANSPOSE", ["x", n.ints("perm", [0, 2, 3, 1])], "nhwc", [1, 6, 7, 3])
-    n.op("CONV_2D", [t, n.const("filter", [4, 3, 3, 3]), n.const("bias", [4])], "y", [1, 4, 5, 4],
-         padding="VALID", stride_w=1, stride_h=1)
+    n.op(
+        "CONV_2D",
+        [t, n.const("filter", [4, 3, 3, 3]), n.const("bias", [4])],
+        "y",
+        [1, 4, 5, 4],
+        padding="VALID",
+        stride_w=1,
+        stride_h=1,
+    )
     graph = n.model().graphs[0]
     [sink] = find_sinks(graph, graph.inputs[0], 1, AFFINE)
     assert sink.root.kind == "TRANSPOSE" and sink.layer.kind == "CONV_2D"

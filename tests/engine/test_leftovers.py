@@ -49,16 +49,25 @@ def test_a_chain_whose_constants_come_from_dequantize_gets_one_entry_per_op():
     assert set(entries) == {"scaled", "shifted"}
     for s in entries.values():
         assert s["pass"] is None and s["reasons"] == {}  # no pass looks at a chain between two activations
-        assert s["reason"] == ("no conv-like layer produces its input or reads its result, directly or through layout "
-                               "ops (it sits between LOGISTIC #2 and TANH #5)")
+        assert s["reason"] == (
+            "no conv-like layer produces its input or reads its result, directly or through layout "
+            "ops (it sits between LOGISTIC #2 and TANH #5)"
+        )
         assert [c["output"] for c in s["chain"]] == ["scaled", "shifted"]
 
 
 def test_a_chain_refused_by_two_passes_is_listed_once_with_both_reasons():
     n, y = conv2d(act="RELU")  # backward: the conv's RELU sits between it and the chain
     bn = chain(n, y, mul_add())
-    n.op("CONV_2D", [bn, n.const("filter2", [6, 1, 1, 4]), n.const("bias2", [6])], "conv2", [1, 5, 7, 6],
-         padding="VALID", stride_w=1, stride_h=1)
+    n.op(
+        "CONV_2D",
+        [bn, n.const("filter2", [6, 1, 1, 4]), n.const("bias2", [6])],
+        "conv2",
+        [1, 5, 7, 6],
+        padding="VALID",
+        stride_w=1,
+        stride_h=1,
+    )
     n.outputs = ["conv2", bn]  # forward: the batch norm's result is a graph output
     model, report = optimize_and_compare(n.recipe(), None, {"MUL": 1, "ADD": 1})
     entries = _entries(report)
@@ -77,8 +86,15 @@ def test_a_reason_handing_the_chain_to_another_pass_that_spoke_is_not_the_chosen
     n = Net()
     x = n.input("ifm", SHAPE)
     bn = n.bn(x, SHAPE, [4], act="RELU")
-    n.op("CONV_2D", [bn, n.const("filter", [6, 1, 1, 4]), n.const("bias", [6])], "conv", [1, 5, 7, 6],
-         padding="VALID", stride_w=1, stride_h=1)
+    n.op(
+        "CONV_2D",
+        [bn, n.const("filter", [6, 1, 1, 4]), n.const("bias", [6])],
+        "conv",
+        [1, 5, 7, 6],
+        padding="VALID",
+        stride_w=1,
+        stride_h=1,
+    )
     n.outputs = ["conv", bn]  # neither the pre-activation nor the forward fold may change bn_out
     model, report = optimize_and_compare(n.recipe(), None, {"MUL": 1, "ADD": 1})
     for s in _entries(report).values():
@@ -105,7 +121,8 @@ def test_a_candidate_whose_pass_was_not_run_says_so():
     model, report = optimize_and_compare(n.recipe(), ["fuse_batchnorm_forward"], {"MUL": 1, "ADD": 1})
     for s in _entries(report).values():
         assert s["pass"] is None and s["reason"].startswith(
-            "fuse_batchnorm_with_conv, which folds it into the CONV_2D before it, was not run")
+            "fuse_batchnorm_with_conv, which folds it into the CONV_2D before it, was not run"
+        )
 
 
 def test_folded_chains_leave_no_entry():

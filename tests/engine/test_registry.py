@@ -37,8 +37,9 @@ def _bytes(model) -> bytes:
 
 def _shape(graph) -> list:
     """The graph's structure: each op's kind, operands, outputs and options, in order."""
-    return [(op.kind, [t and t.name for t in op.inputs], [t.name for t in op.outputs], repr(op.options))
-            for op in graph.ops]
+    return [
+        (op.kind, [t and t.name for t in op.inputs], [t.name for t in op.outputs], repr(op.options)) for op in graph.ops
+    ]
 
 
 def test_a_pass_finds_nothing_in_a_graph_without_the_kinds_it_needs(models):

@@ -30,10 +30,26 @@ def test_pass_result_and_report():
     report.add("p", 0, result)
     [said] = report.said
     assert said.op is conv and said.record["reason"] == "not now" and said.record["pass"] == "p"
-    report.skips = [{"subgraph": 0, "at": said.record["at"], "pass": "p", "reason": "not now", "reasons": {"p": "not now"},
-                     "chain": [said.record["at"]], "detail": np.float32(1.5)}]  # what leftovers.explain makes
+    report.skips = [
+        {
+            "subgraph": 0,
+            "at": said.record["at"],
+            "pass": "p",
+            "reason": "not now",
+            "reasons": {"p": "not now"},
+            "chain": [said.record["at"]],
+            "detail": np.float32(1.5),
+        }
+    ]  # what leftovers.explain makes
     data = json.loads(report.to_json())
-    assert data["folds"] == [{"pass": "p", "subgraph": 0, "layer": {"index": 0, "kind": "CONV_2D", "output": "conv"},
-                              "removed": [], "scale": [1.0, 2.0]}]
+    assert data["folds"] == [
+        {
+            "pass": "p",
+            "subgraph": 0,
+            "layer": {"index": 0, "kind": "CONV_2D", "output": "conv"},
+            "removed": [],
+            "scale": [1.0, 2.0],
+        }
+    ]
     assert data["skips"][0]["reason"] == "not now" and data["skips"][0]["detail"] == 1.5
     assert report.counts() == {"p": (1, 1)}

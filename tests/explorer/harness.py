@@ -23,8 +23,16 @@ import urllib.request
 from portpicker import pick_unused_port  # a dependency of ai-edge-model-explorer
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 START_TIMEOUT = 90  # seconds: the server imports Flask and the extensions first
 
 
@@ -38,9 +46,21 @@ class Server:
         self.log = log
         self._output = open(log, "w")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "model_explorer", str(model), "--extensions=bnfold.explorer",
-             f"--node_data_paths={node_data}", "--no_open_in_browser", "--host=127.0.0.1", f"--port={self.port}"],
-            stdout=self._output, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "model_explorer",
+                str(model),
+                "--extensions=bnfold.explorer",
+                f"--node_data_paths={node_data}",
+                "--no_open_in_browser",
+                "--host=127.0.0.1",
+                f"--port={self.port}",
+            ],
+            stdout=self._output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
             self.page = self._wait_for_page()
         except BaseException:
@@ -64,8 +84,9 @@ class Server:
             return json.loads(r.read())
 
     def post(self, route: str, body: dict):
-        request = urllib.request.Request(f"{self.base}{route}", data=json.dumps(body).encode(),
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"{self.base}{route}", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(request, timeout=60) as r:
             return json.loads(r.read())
 
@@ -92,10 +113,20 @@ class Browser:
         # Chromium expects the pipe ends at fds 3 and 4 in the child: move them clear of 3 and 4 first.
         commands_r, replies_w = _numbered_above_4(commands_r), _numbered_above_4(replies_w)
         self.process = subprocess.Popen(
-            [CHROMIUM, *FLAGS, "--remote-debugging-pipe", f"--user-data-dir={profile}",
-             f"--window-size={width},{height}", "about:blank"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            pass_fds=(3, 4), preexec_fn=lambda: (os.dup2(commands_r, 3), os.dup2(replies_w, 4)))
+            [
+                CHROMIUM,
+                *FLAGS,
+                "--remote-debugging-pipe",
+                f"--user-data-dir={profile}",
+                f"--window-size={width},{height}",
+                "about:blank",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            pass_fds=(3, 4),
+            preexec_fn=lambda: (os.dup2(commands_r, 3), os.dup2(replies_w, 4)),
+        )
         os.close(commands_r)
         os.close(replies_w)
         self._buffer = b""
@@ -103,8 +134,14 @@ class Browser:
         targets = self.call("Target.getTargets")["targetInfos"]
         page = next(t for t in targets if t["type"] == "page")
         self.session = self.call("Target.attachToTarget", targetId=page["targetId"], flatten=True)["sessionId"]
-        self.call("Emulation.setDeviceMetricsOverride", session=True, width=width, height=height, deviceScaleFactor=1,
-                  mobile=False)
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            session=True,
+            width=width,
+            height=height,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
 
     def call(self, method: str, session: bool = False, **params) -> dict:
         self._next += 1
@@ -132,8 +169,9 @@ class Browser:
         self.call("Page.navigate", session=True, url=url)
 
     def evaluate(self, expression: str):
-        result = self.call("Runtime.evaluate", session=True, expression=expression, returnByValue=True,
-                           awaitPromise=True)
+        result = self.call(
+            "Runtime.evaluate", session=True, expression=expression, returnByValue=True, awaitPromise=True
+        )
         return result.get("result", {}).get("value")
 
     def wait_for(self, expression: str, timeout: float = 60) -> None:

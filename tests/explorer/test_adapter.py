@@ -23,7 +23,9 @@ def while_with_custom_op(tmp_path):
     after the loop, as Circle."""
     recipe = load_recipe(RECIPES / "Foundation_While_000.toml")
     recipe["operand"].append({"name": "final", "shape": [1, 5]})
-    recipe["operation"].append({"type": "CUSTOM", "custom_code": "BnfoldProbe", "inputs": ["ofm"], "outputs": ["final"]})
+    recipe["operation"].append(
+        {"type": "CUSTOM", "custom_code": "BnfoldProbe", "inputs": ["ofm"], "outputs": ["final"]}
+    )
     recipe["output"] = ["final"]
     recipe["signature"][0]["outputs"] = {"y": "final"}
     path = tmp_path / "while_custom.circle"
@@ -40,8 +42,12 @@ def test_circle_subgraphs_signature_and_custom_operator(tmp_path):
     graphs = converted(path)["graphs"]
     assert [g["id"] for g in graphs] == ["main", "cond", "body"]
     main = {n["id"]: n for n in graphs[0]["nodes"]}
-    assert [main[k]["label"] for k in ("GraphInputs", "0", "1", "GraphOutputs")] == ["GraphInputs", "WHILE", "BnfoldProbe",
-                                                                                     "GraphOutputs"]
+    assert [main[k]["label"] for k in ("GraphInputs", "0", "1", "GraphOutputs")] == [
+        "GraphInputs",
+        "WHILE",
+        "BnfoldProbe",
+        "GraphOutputs",
+    ]
     assert main["0"]["subgraphIds"] == ["cond", "body"]
     assert {"key": "custom operator", "value": "BnfoldProbe"} in main["1"]["attrs"]
     assert main["1"]["incomingEdges"] == [{"sourceNodeId": "0", "sourceNodeOutputId": "1", "targetNodeInputId": "0"}]

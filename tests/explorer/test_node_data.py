@@ -20,9 +20,30 @@ RESNET = DATA / "resnet_v2_mini.tflite"
 
 def optimize_with_node_data(src, tmp_path, *extra):
     out, report, nd, nd_in = (tmp_path / n for n in (f"o{src.suffix}", "r.json", "nd.json", "nd_in.json"))
-    assert run(["optimize", str(src), str(out), "-q", "--report", str(report), "--node-data", str(nd),
-                "--node-data-input", str(nd_in), *extra]) == 0
-    return read_model(str(out)), json.loads(report.read_text()), json.loads(nd.read_text()), json.loads(nd_in.read_text())
+    assert (
+        run(
+            [
+                "optimize",
+                str(src),
+                str(out),
+                "-q",
+                "--report",
+                str(report),
+                "--node-data",
+                str(nd),
+                "--node-data-input",
+                str(nd_in),
+                *extra,
+            ]
+        )
+        == 0
+    )
+    return (
+        read_model(str(out)),
+        json.loads(report.read_text()),
+        json.loads(nd.read_text()),
+        json.loads(nd_in.read_text()),
+    )
 
 
 def keyed(node_data: dict) -> dict[tuple[str, str], dict]:
@@ -30,8 +51,9 @@ def keyed(node_data: dict) -> dict[tuple[str, str], dict]:
 
 
 def expected_output_keys(report: dict, ids: list[str]) -> set[tuple[str, str]]:
-    return ({(ids[f["subgraph"]], op["output"]) for f in report["folds"] for op in f["into"]}
-            | {(ids[s["subgraph"]], s["at"]["output"]) for s in report["skips"]})
+    return {(ids[f["subgraph"]], op["output"]) for f in report["folds"] for op in f["into"]} | {
+        (ids[s["subgraph"]], s["at"]["output"]) for s in report["skips"]
+    }
 
 
 def test_resnet_v2_every_fold_with_its_rewrite_check(tmp_path):
@@ -44,24 +66,37 @@ def test_resnet_v2_every_fold_with_its_rewrite_check(tmp_path):
     assert set(results) <= set(outputs)  # keyed by tensor names the optimized model has
     fc = results[(ids[0], "StatefulPartitionedCall_1:0")]
     head = next(f for f in report["folds"] if any(o["output"] == "StatefulPartitionedCall_1:0" for o in f["into"]))
-    (rewrite,) = [r for r in report["check"]["rewrites"] if f"{head['pass']} at {head['layer']['output']!r}" in r["folds"]]
-    assert fc["value"] == (f"absorbed 2 ops (fuse_preactivation_batchnorm); rewrite check: scaled err "
-                           f"{rewrite['scaled_err']:.2e}, max abs err {rewrite['max_abs_err']:.2e}")
+    (rewrite,) = [
+        r for r in report["check"]["rewrites"] if f"{head['pass']} at {head['layer']['output']!r}" in r["folds"]
+    ]
+    assert fc["value"] == (
+        f"absorbed 2 ops (fuse_preactivation_batchnorm); rewrite check: scaled err "
+        f"{rewrite['scaled_err']:.2e}, max abs err {rewrite['max_abs_err']:.2e}"
+    )
     assert fc["bgColor"] == "#a5d6a7"
     assert sum(r["value"].startswith("absorbed 1 op (fuse_activation_function)") for r in results.values()) == 3
     assert all("rewrite check" in r["value"] for r in results.values())  # every rewrite's error is shown
 
     # The input: the 12 MUL/ADD folded away (by position as read), the ops that took them in.
     source = read_model(str(RESNET))
-    gone = {(ids[0], source.graphs[0].ops[r["index"]].outputs[0].name) for f in report["folds"] for r in f["removed"]
-            if r["index"] is not None}
-    took = {(ids[0], source.graphs[0].ops[o["index"]].outputs[0].name) for f in report["folds"] for o in f["into"]
-            if o["index"] is not None}
+    gone = {
+        (ids[0], source.graphs[0].ops[r["index"]].outputs[0].name)
+        for f in report["folds"]
+        for r in f["removed"]
+        if r["index"] is not None
+    }
+    took = {
+        (ids[0], source.graphs[0].ops[o["index"]].outputs[0].name)
+        for f in report["folds"]
+        for o in f["into"]
+        if o["index"] is not None
+    }
     inputs = keyed(nd_in)
     assert len(gone) == 12 and set(inputs) == gone | took
     assert all(inputs[k]["value"].startswith("folded away by fuse_preactivation_batchnorm into ") for k in gone)
-    assert {source.graphs[0].ops[i].kind for i in {r["index"] for f in report["folds"] for r in f["removed"]} - {None}} \
-        == {"MUL", "ADD"}
+    assert {
+        source.graphs[0].ops[i].kind for i in {r["index"] for f in report["folds"] for r in f["removed"]} - {None}
+    } == {"MUL", "ADD"}
 
 
 def test_leftovers_say_why(tmp_path):
@@ -89,8 +124,20 @@ def test_side_file_rules(tmp_path):
     out, model_file = tmp_path / "o.tflite", tmp_path / "other.tflite"
     model_file.write_bytes(src.read_bytes())
     assert run(["optimize", str(src), str(out), "--node-data", str(out)]) == 2  # this run's own output
-    assert run(["optimize", str(src), str(out), "--node-data", str(tmp_path / "a.json"),
-                "--node-data-input", str(tmp_path / "a.json")]) == 2  # the two overlays in one file
+    assert (
+        run(
+            [
+                "optimize",
+                str(src),
+                str(out),
+                "--node-data",
+                str(tmp_path / "a.json"),
+                "--node-data-input",
+                str(tmp_path / "a.json"),
+            ]
+        )
+        == 2
+    )  # the two overlays in one file
     assert run(["optimize", str(src), str(out), "--node-data-input", str(model_file)]) == 2  # a model, no --force
     assert not out.exists() and model_file.read_bytes() == src.read_bytes()  # refused before any work
     assert run(["optimize", str(src), str(out), "-q", "--force", "--node-data-input", str(model_file)]) == 0
@@ -103,15 +150,18 @@ def test_input_overlay_of_an_in_place_run_is_of_the_input(tmp_path):
     src.write_bytes(RESNET.read_bytes())
     nd_in = tmp_path / "nd_in.json"
     assert run(["optimize", str(src), "--in-place", "-q", "--node-data-input", str(nd_in)]) == 0
-    assert json.loads(nd_in.read_text()) == json.loads(bnfold.optimize(str(RESNET)).input_node_data(str(RESNET))
-                                                      .to_json_string())
+    assert json.loads(nd_in.read_text()) == json.loads(
+        bnfold.optimize(str(RESNET)).input_node_data(str(RESNET)).to_json_string()
+    )
 
 
 def test_refused_without_the_extra(tmp_path, monkeypatch, capsys):
     import importlib.util
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "model_explorer" else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "model_explorer" else real(name, *a)
+    )
     src = build_recipe("Net_Conv_Add_Mul_000", tmp_path)
     assert run(["optimize", str(src), str(tmp_path / "o.tflite"), "--node-data", str(tmp_path / "nd.json")]) == 2
     assert "pip install 'bnfold[explorer]'" in capsys.readouterr().err
@@ -140,8 +190,10 @@ def test_every_recipe_every_fold_and_leftover_and_nothing_else(recipe, tmp_path)
         index = described["index"]
         return None if index is None else (ids[gi], source.graphs[gi].ops[index].outputs[0].name)
 
-    marked = ({as_read(f["subgraph"], op) for f in report["folds"] for op in f["removed"] + f["into"]}
-              | {as_read(s["subgraph"], s["at"]) for s in report["skips"]}) - {None}
+    marked = (
+        {as_read(f["subgraph"], op) for f in report["folds"] for op in f["removed"] + f["into"]}
+        | {as_read(s["subgraph"], s["at"]) for s in report["skips"]}
+    ) - {None}
     assert set(keyed(json.loads(result.input_node_data().to_json_string()))) == marked
 
 
@@ -151,8 +203,10 @@ def test_the_core_never_imports_model_explorer(tmp_path):
     import sys
 
     out = tmp_path / "o.circle"
-    code = ("import sys, bnfold; from bnfold.cli import run; "
-            f"assert run(['optimize', {str(RESNET)!r}, {str(out)!r}, '-q', '--check', '1']) == 0; "
-            "import bnfold.explorer; print(sorted(m for m in sys.modules if m.startswith('model_explorer')))")
+    code = (
+        "import sys, bnfold; from bnfold.cli import run; "
+        f"assert run(['optimize', {str(RESNET)!r}, {str(out)!r}, '-q', '--check', '1']) == 0; "
+        "import bnfold.explorer; print(sorted(m for m in sys.modules if m.startswith('model_explorer')))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

@@ -29,8 +29,23 @@ def served(tmp_path_factory):
     """resnet_v2_mini optimized to Circle with its node data, served with the adapter."""
     tmp = tmp_path_factory.mktemp("served")
     out, nd = tmp / "resnet_v2_mini.opt.circle", tmp / "nd.json"
-    assert run(["optimize", str(DATA / "resnet_v2_mini.tflite"), str(out), "-q", "--check", "1", "--check-mode",
-                "local", "--node-data", str(nd)]) == 0
+    assert (
+        run(
+            [
+                "optimize",
+                str(DATA / "resnet_v2_mini.tflite"),
+                str(out),
+                "-q",
+                "--check",
+                "1",
+                "--check-mode",
+                "local",
+                "--node-data",
+                str(nd),
+            ]
+        )
+        == 0
+    )
     server = Server(out, nd, tmp / "server.log")
     yield server, out, nd, tmp
     server.stop()
@@ -44,9 +59,16 @@ def test_page_gets_every_operator_and_every_overlay_key(served):
     # As the page does: the adapter registered for the file's extension, then its convert command.
     adapters = [e for e in server.get("/api/v1/get_extensions") if "circle" in e.get("fileExts", [])]
     assert [a["id"] for a in adapters] == ["bnfold_flatbuffer"]
-    response = server.post("/apipost/v1/send_command", {
-        "cmdId": "convert", "extensionId": adapters[0]["id"], "modelPath": data["models"][0]["url"],
-        "settings": {"const_element_count_limit": 16}, "deleteAfterConversion": False})
+    response = server.post(
+        "/apipost/v1/send_command",
+        {
+            "cmdId": "convert",
+            "extensionId": adapters[0]["id"],
+            "modelPath": data["models"][0]["url"],
+            "settings": {"const_element_count_limit": 16},
+            "deleteAfterConversion": False,
+        },
+    )
     assert "error" not in response
     model = read_model(str(model_path))
     graphs = {g["id"]: g for g in response["graphs"]}
@@ -59,8 +81,13 @@ def test_page_gets_every_operator_and_every_overlay_key(served):
     overlay = json.loads(server.get("/api/v1/read_text_file", path=data["nodeData"][0])["content"])
     assert overlay == json.loads(nd.read_text())
     for gid, results in overlay.items():
-        names = {a["value"] for n in graphs[gid]["nodes"] for item in n["outputsMetadata"] for a in item["attrs"]
-                 if a["key"] == "tensor_name"}
+        names = {
+            a["value"]
+            for n in graphs[gid]["nodes"]
+            for item in n["outputsMetadata"]
+            for a in item["attrs"]
+            if a["key"] == "tensor_name"
+        }
         assert results["results"] and set(results["results"]) <= names
 
 
@@ -68,14 +95,23 @@ def test_unreadable_model_is_an_error_message(served, tmp_path):
     server = served[0]
     bad = tmp_path / "bad.circle"
     bad.write_bytes(b"\x10\x00\x00\x00CIR0" + b"\xff" * 8)
-    response = server.post("/apipost/v1/send_command", {
-        "cmdId": "convert", "extensionId": "bnfold_flatbuffer", "modelPath": str(bad), "settings": {},
-        "deleteAfterConversion": False})
+    response = server.post(
+        "/apipost/v1/send_command",
+        {
+            "cmdId": "convert",
+            "extensionId": "bnfold_flatbuffer",
+            "modelPath": str(bad),
+            "settings": {},
+            "deleteAfterConversion": False,
+        },
+    )
     assert response["error"].startswith("ModelError: ") and str(bad) in response["error"]
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="no headless browser: Debian's chromium is not installed "
-                                              "(.ci/run installs it with apt-get where it can)")
+@pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="no headless browser: Debian's chromium is not installed (.ci/run installs it with apt-get where it can)",
+)
 def test_page_in_headless_chromium(served):
     """The page itself: it converts the model through the adapter, draws the graph and lists the overlay."""
     server, model_path, _, tmp = served
@@ -83,9 +119,11 @@ def test_page_in_headless_chromium(served):
     with Browser(tmp / "profile") as browser:
         browser.open(server.page)
         ops = len(read_model(str(model_path)).graphs[0].ops)
-        browser.wait_for(f"document.body.innerText.includes('{ops + 2} nodes') && "
-                         "document.body.innerText.includes('bnfold: optimized') && !!document.querySelector('canvas')",
-                         timeout=120)
+        browser.wait_for(
+            f"document.body.innerText.includes('{ops + 2} nodes') && "
+            "document.body.innerText.includes('bnfold: optimized') && !!document.querySelector('canvas')",
+            timeout=120,
+        )
         browser.screenshot(png)
     head = png.read_bytes()[:24]
     assert head[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(head[16:20], "big") == 1280

@@ -81,6 +81,7 @@ def test_blocks_cover_the_array_in_order_each_within_the_limit(shape, limit):
 
 # ---- the bound --------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_the_bound_never_calls_an_overflow_finite_near_the_largest_value(dtype):
     """Weights and scales around the dtype's largest value: whenever the bound says finite, every
@@ -144,6 +145,7 @@ def test_finite_does_not_compute_what_the_bound_proves(monkeypatch):
 
 
 # ---- in the IR --------------------------------------------------------------------------------
+
 
 def _weights_graph() -> tuple[Graph, np.ndarray]:
     graph = Model(TFLITE).add_graph(Graph("g"))

@@ -99,8 +99,9 @@ def test_cleanup_removes_a_dead_chain_in_one_call_and_keeps_outputs_and_side_eff
     dead_out = graph.add_tensor("dead", "FLOAT32", [1, 4])
     dead = graph.add_op("TANH", [a.outputs[0]], [dead_out])
     deader = graph.add_op("TANH", [dead_out], [graph.add_tensor("deader", "FLOAT32", [1, 4])])
-    custom = graph.add_op(graph.model.opcode("CUSTOM", custom_code=b"state"), [a.outputs[0]],
-                          [graph.add_tensor("state", "FLOAT32", [1])])
+    custom = graph.add_op(
+        graph.model.opcode("CUSTOM", custom_code=b"state"), [a.outputs[0]], [graph.add_tensor("state", "FLOAT32", [1])]
+    )
     graph.cleanup()
     assert graph.ops == [a, b, c, custom] and not graph.contains(dead) and not graph.contains(deader)
     assert "dead" not in {t.name for t in graph.tensors}

@@ -20,6 +20,10 @@ def test_a_concatenation_axis_outside_its_output_is_refused(axis, refused, tmp_p
     code = cli.run(["recipe", "build", str(recipe), str(tmp_path / "o.tflite")])
     lines = capsys.readouterr().err.strip().splitlines()
     if refused:
-        assert code == 1 and len(lines) == 1 and f"(CONCATENATION) has axis = {axis}, outside its output's 4 axes" in lines[0]
+        assert (
+            code == 1
+            and len(lines) == 1
+            and f"(CONCATENATION) has axis = {axis}, outside its output's 4 axes" in lines[0]
+        )
     else:
         assert code == 0 and lines == []

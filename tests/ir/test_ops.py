@@ -5,8 +5,16 @@ from __future__ import annotations
 import pytest
 
 from bnfold.io.formats import CIRCLE, TFLITE
-from bnfold.ir.ops import (ACTIVATION_KINDS, FUSED_ACTIVATIONS, HOMOGENEOUS_ACTIVATIONS, LAYERS, PADDINGS,
-                           RANGE_ACTIVATIONS, TABLE, info)
+from bnfold.ir.ops import (
+    ACTIVATION_KINDS,
+    FUSED_ACTIVATIONS,
+    HOMOGENEOUS_ACTIVATIONS,
+    LAYERS,
+    PADDINGS,
+    RANGE_ACTIVATIONS,
+    TABLE,
+    info,
+)
 
 
 CIRCLE_ONLY = {"INSTANCE_NORM"}

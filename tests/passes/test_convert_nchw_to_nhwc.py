@@ -59,9 +59,12 @@ def test_ones_regression_holds_with_ones_option_set():
     graph = model.graphs[0]
     assert [(t.name, list(t.shape)) for t in graph.inputs] == [("x", [2, 17, 13, 5])]
     assert [(t.name, list(t.shape)) for t in graph.outputs] == [("y", [2, 16, 14, 6])]
-    assert report.interface == {"parameters": BOTH[1:], "kept": [],
-                                "inputs": [{"name": "x", "shape": [2, 17, 13, 5], "was": [2, 5, 17, 13]}],
-                                "outputs": [{"name": "y", "shape": [2, 16, 14, 6], "was": [2, 6, 16, 14]}]}
+    assert report.interface == {
+        "parameters": BOTH[1:],
+        "kept": [],
+        "inputs": [{"name": "x", "shape": [2, 17, 13, 5], "was": [2, 5, 17, 13]}],
+        "outputs": [{"name": "y", "shape": [2, 16, 14, 6], "was": [2, 6, 16, 14]}],
+    }
     assert_transposed_outputs(original, model, {"x"}, {"y"})
 
 
@@ -75,10 +78,13 @@ def test_without_parameters_the_interface_stays():
     assert_transposed_outputs(original, model, set(), set())
 
 
-@pytest.mark.parametrize("parameter, changed_in, changed_out", [
-    ("nchw_to_nhwc_input_shape", {"x"}, set()),
-    ("nchw_to_nhwc_output_shape", set(), {"y"}),
-])
+@pytest.mark.parametrize(
+    "parameter, changed_in, changed_out",
+    [
+        ("nchw_to_nhwc_input_shape", {"x"}, set()),
+        ("nchw_to_nhwc_output_shape", set(), {"y"}),
+    ],
+)
 def test_one_parameter_changes_only_its_side(parameter, changed_in, changed_out):
     original, model, report = convert(REGRESS, [PASS, parameter])
     assert model.op_counts().get("TRANSPOSE", 0) == 1
@@ -118,8 +124,15 @@ def output_read_in_both_layouts() -> Net:
     n = Net()
     n.input("x", [2, 5, 9, 7])
     t = n.op("TRANSPOSE", ["x", n.ints("to_nhwc", [0, 2, 3, 1])], "x_nhwc", [2, 9, 7, 5])
-    c = n.op("CONV_2D", [t, n.const("w", [4, 3, 2, 5]), n.const("b", [4])], "conv", [2, 9, 7, 4], padding="SAME",
-             stride_w=1, stride_h=1)
+    c = n.op(
+        "CONV_2D",
+        [t, n.const("w", [4, 3, 2, 5]), n.const("b", [4])],
+        "conv",
+        [2, 9, 7, 4],
+        padding="SAME",
+        stride_w=1,
+        stride_h=1,
+    )
     y = n.op("TRANSPOSE", [c, n.ints("to_nchw", [0, 3, 1, 2])], "y", [2, 4, 9, 7])
     n.op("MEAN", [y, n.ints("axes", [2, 3])], "m", [2, 4], keep_dims=False)
     n.outputs = ["y", "m"]
@@ -161,8 +174,12 @@ def test_unit_axis_reshape_that_changes_scale_is_not_a_transpose():
     values the ADD sees: it is not offered as a transpose, so it cannot cancel with the RESHAPE back
     after the ADD (as the two would at one scale) and both stay."""
     n = Net()
-    for name, shape, scale in (("x", [2, 1, 1, 4], 0.1), ("r", [2, 4, 1, 1], 0.2), ("a", [2, 4, 1, 1], 0.4),
-                               ("y", [2, 1, 1, 4], 0.4)):
+    for name, shape, scale in (
+        ("x", [2, 1, 1, 4], 0.1),
+        ("r", [2, 4, 1, 1], 0.2),
+        ("a", [2, 4, 1, 1], 0.4),
+        ("y", [2, 1, 1, 4], 0.4),
+    ):
         n.tensor(name, shape, "INT8")
         n.operands[-1]["quant"] = {"scale": [scale], "zero_point": [0]}
     n.inputs.append("x")
@@ -181,8 +198,15 @@ def test_library_report_names_the_interface_and_the_check_compares_like_with_lik
     from conftest import build_recipe
 
     path = build_recipe("Regress_ONNX_Conv_BN_000", tmp_path)
-    result = bnfold.optimize(path, check=2, check_mode=mode, convert_nchw_to_nhwc=True, nchw_to_nhwc_input_shape=True,
-                             nchw_to_nhwc_output_shape=True, fuse_batchnorm_with_conv=True)
+    result = bnfold.optimize(
+        path,
+        check=2,
+        check_mode=mode,
+        convert_nchw_to_nhwc=True,
+        nchw_to_nhwc_input_shape=True,
+        nchw_to_nhwc_output_shape=True,
+        fuse_batchnorm_with_conv=True,
+    )
     interface = result.report["interface"]
     assert [t["name"] for t in interface["inputs"]] == ["x"] and [t["name"] for t in interface["outputs"]] == ["y"]
     assert result.report["check"]["passed"] and result.report["check"]["mode"] == mode
@@ -200,10 +224,13 @@ def test_an_input_quantized_per_channel_keeps_its_layout():
     assert list(graph.inputs[0].shape) == [2, 5, 7, 3]
 
 
-@pytest.mark.parametrize("name, counts", [
-    ("torch_conv_bn_nchw", {"CONV_2D": 1}),                # read: TRANSPOSE 2, CONV_2D, MUL, ADD
-    ("torch_resblock_nchw", {"CONV_2D": 2, "ADD": 1}),     # read: TRANSPOSE 4, CONV_2D 2, MUL 2, ADD 3
-])
+@pytest.mark.parametrize(
+    "name, counts",
+    [
+        ("torch_conv_bn_nchw", {"CONV_2D": 1}),  # read: TRANSPOSE 2, CONV_2D, MUL, ADD
+        ("torch_resblock_nchw", {"CONV_2D": 2, "ADD": 1}),  # read: TRANSPOSE 4, CONV_2D 2, MUL 2, ADD 3
+    ],
+)
 def test_tico_exports_lose_every_transpose_with_an_nhwc_interface(name, counts):
     from bnfold.io.reader import read_model
     from bnfold.engine import registry

@@ -18,7 +18,9 @@ from bnfold.passes import fuse_activation_function
 PASS = "fuse_activation_function"
 
 
-def _conv_then(tmp_path, acts, *, conv_act="NONE", extra_reader=False, conv_output_is_graph_output=False, producer="CONV_2D"):
+def _conv_then(
+    tmp_path, acts, *, conv_act="NONE", extra_reader=False, conv_output_is_graph_output=False, producer="CONV_2D"
+):
     """x -> producer(conv_act) -> h -> acts[0] -> ... -> y (all shapes different sizes)."""
     rng = np.random.default_rng(11)
     model = Model(TFLITE, version=3)
@@ -26,9 +28,20 @@ def _conv_then(tmp_path, acts, *, conv_act="NONE", extra_reader=False, conv_outp
     x = g.add_tensor("x", "FLOAT32", [1, 5, 7, 3])
     h = g.add_tensor("h", "FLOAT32", [1, 5, 7, 4] if producer == "CONV_2D" else [1, 5, 7, 3])
     if producer == "CONV_2D":
-        g.add_op("CONV_2D", [x, g.add_const("w", rng.normal(size=(4, 3, 3, 3))), g.add_const("b", rng.normal(size=4))], [h],
-                 Options("Conv2DOptions", padding=0, strideW=1, strideH=1, fusedActivationFunction=ACTIVATIONS.index(conv_act),
-                         dilationWFactor=1, dilationHFactor=1))
+        g.add_op(
+            "CONV_2D",
+            [x, g.add_const("w", rng.normal(size=(4, 3, 3, 3))), g.add_const("b", rng.normal(size=4))],
+            [h],
+            Options(
+                "Conv2DOptions",
+                padding=0,
+                strideW=1,
+                strideH=1,
+                fusedActivationFunction=ACTIVATIONS.index(conv_act),
+                dilationWFactor=1,
+                dilationHFactor=1,
+            ),
+        )
     else:  # an op without a fused activation
         g.add_op(producer, [x], [h], None)
     v = h
@@ -62,11 +75,19 @@ def _run(path, passes=(PASS,)):
     return model, report
 
 
-@pytest.mark.parametrize("before, act, after", [
-    ("NONE", "RELU", "RELU"), ("RELU", "RELU", "RELU"), ("RELU6", "RELU", "RELU6"),
-    ("NONE", "RELU6", "RELU6"), ("RELU", "RELU6", "RELU6"), ("RELU6", "RELU6", "RELU6"),
-    ("NONE", "RELU_N1_TO_1", "RELU_N1_TO_1"), ("RELU_N1_TO_1", "RELU_N1_TO_1", "RELU_N1_TO_1"),
-])
+@pytest.mark.parametrize(
+    "before, act, after",
+    [
+        ("NONE", "RELU", "RELU"),
+        ("RELU", "RELU", "RELU"),
+        ("RELU6", "RELU", "RELU6"),
+        ("NONE", "RELU6", "RELU6"),
+        ("RELU", "RELU6", "RELU6"),
+        ("RELU6", "RELU6", "RELU6"),
+        ("NONE", "RELU_N1_TO_1", "RELU_N1_TO_1"),
+        ("RELU_N1_TO_1", "RELU_N1_TO_1", "RELU_N1_TO_1"),
+    ],
+)
 def test_fuses_by_the_combination_table(tmp_path, before, act, after):
     model, report = _run(_conv_then(tmp_path, [act], conv_act=before))
     assert model.op_counts() == {"CONV_2D": 1}

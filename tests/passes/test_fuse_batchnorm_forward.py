@@ -36,10 +36,16 @@ def check(net, **rules):
 
 def bn(n, x, shape, *, scale=None, shift=None, act="NONE"):
     c = shape[-1]
-    s = n.tensor("bn_scale", [c], filler={"kind": "explicit", "values": list(scale)}) if scale is not None \
+    s = (
+        n.tensor("bn_scale", [c], filler={"kind": "explicit", "values": list(scale)})
+        if scale is not None
         else n.const("bn_scale", [c])
-    t = n.tensor("bn_shift", [c], filler={"kind": "explicit", "values": list(shift)}) if shift is not None \
+    )
+    t = (
+        n.tensor("bn_shift", [c], filler={"kind": "explicit", "values": list(shift)})
+        if shift is not None
         else n.const("bn_shift", [c])
+    )
     m = n.op("MUL", [x, s], "bn_mul", shape)
     return n.op("ADD", [m, t], "bn", shape, fused_activation_function=act)
 
@@ -47,11 +53,19 @@ def bn(n, x, shape, *, scale=None, shift=None, act="NONE"):
 def conv(n, x, name, shape, out=5, kernel=(3, 2), padding="VALID", filter_name=None):
     h, w = (shape[1], shape[2]) if padding == "SAME" else (shape[1] - kernel[0] + 1, shape[2] - kernel[1] + 1)
     f = filter_name or n.const(f"{name}_filter", [out, kernel[0], kernel[1], shape[3]])
-    return n.op("CONV_2D", [x, f, n.const(f"{name}_bias", [out])], name, [shape[0], h, w, out],
-                padding=padding, stride_w=1, stride_h=1)
+    return n.op(
+        "CONV_2D",
+        [x, f, n.const(f"{name}_bias", [out])],
+        name,
+        [shape[0], h, w, out],
+        padding=padding,
+        stride_w=1,
+        stride_h=1,
+    )
 
 
 # ---- fixtures -----------------------------------------------------------------------------------
+
 
 def test_bn_conv_valid_fixture_folds_completely():
     path = str(DATA / "bn_conv_valid.tflite")
@@ -79,12 +93,21 @@ def test_bn_relu_conv_fixture_is_left_alone():
 
 # ---- positive cases -----------------------------------------------------------------------------------
 
+
 def test_depthwise_multiplier_valid_folds_completely():
     n = Net()
     x = n.input("ifm", [2, 7, 9, 3])
     y = bn(n, x, [2, 7, 9, 3])
-    n.op("DEPTHWISE_CONV_2D", [y, n.const("filter", [1, 3, 2, 12]), n.const("bias", [12])], "dw", [2, 5, 8, 12],
-         padding="VALID", stride_w=1, stride_h=1, depth_multiplier=4)
+    n.op(
+        "DEPTHWISE_CONV_2D",
+        [y, n.const("filter", [1, 3, 2, 12]), n.const("bias", [12])],
+        "dw",
+        [2, 5, 8, 12],
+        padding="VALID",
+        stride_w=1,
+        stride_h=1,
+        depth_multiplier=4,
+    )
     check(n, MUL=0, ADD=0)
 
 
@@ -168,6 +191,7 @@ def test_data_with_other_readers_and_shared_filter():
 
 # ---- negatives ------------------------------------------------------------------------------------------
 
+
 def test_fused_activation_is_not_folded():
     n = Net()
     x = n.input("ifm", [2, 7, 9, 3])
@@ -182,8 +206,17 @@ def test_other_reader_blocks_the_fold():
     x = n.input("ifm", [2, 7, 9, 3])
     y = bn(n, x, [2, 7, 9, 3])
     a = conv(n, y, "conv", [2, 7, 9, 3])
-    p = n.op("MAX_POOL_2D", [y], "pool", [2, 7, 9, 3], padding="SAME", stride_w=1, stride_h=1,
-             filter_width=2, filter_height=2)
+    p = n.op(
+        "MAX_POOL_2D",
+        [y],
+        "pool",
+        [2, 7, 9, 3],
+        padding="SAME",
+        stride_w=1,
+        stride_h=1,
+        filter_width=2,
+        filter_height=2,
+    )
     original, model = n.model(), n.model()
     for m in (original, model):
         m.graphs[0].outputs = [m.graphs[0].tensor(a), m.graphs[0].tensor(p)]
@@ -218,8 +251,15 @@ def test_grouped_conv_is_skipped():
     n = Net()
     x = n.input("ifm", [2, 7, 9, 4])
     y = bn(n, x, [2, 7, 9, 4])
-    n.op("CONV_2D", [y, n.const("filter", [6, 3, 2, 2]), n.const("bias", [6])], "conv", [2, 5, 8, 6],
-         padding="VALID", stride_w=1, stride_h=1)
+    n.op(
+        "CONV_2D",
+        [y, n.const("filter", [6, 3, 2, 2]), n.const("bias", [6])],
+        "conv",
+        [2, 5, 8, 6],
+        padding="VALID",
+        stride_w=1,
+        stride_h=1,
+    )
     model = n.model()
     report = optimize(model)
     assert model.op_counts()["MUL"] == 1
@@ -238,7 +278,6 @@ def test_reshape_feeding_something_else_is_skipped():
         m.graphs[0].outputs = [m.graphs[0].tensor("fc"), m.graphs[0].tensor("soft")]
     optimize(model)
     assert model.op_counts() == original.op_counts()
-
 
 
 def test_a_kept_shift_with_one_value_stays_a_scalar(tmp_path):

@@ -7,8 +7,21 @@ import sys
 
 import numpy as np
 import pytest
-from bn_models import (ELEMENTWISE_ZERO, FORMS, NEGATIVE, Net, build, chain, channel_shapes, check_negative,
-                       conv2d, inputs_for, mul_add, optimize_and_compare, positive)
+from bn_models import (
+    ELEMENTWISE_ZERO,
+    FORMS,
+    NEGATIVE,
+    Net,
+    build,
+    chain,
+    channel_shapes,
+    check_negative,
+    conv2d,
+    inputs_for,
+    mul_add,
+    optimize_and_compare,
+    positive,
+)
 
 from bnfold import api
 from bnfold.values import litert
@@ -19,7 +32,9 @@ PASS = "fuse_batchnorm_with_conv"
 
 @pytest.mark.parametrize("cshape", channel_shapes(4, 4), ids=str)
 def test_folds_every_constant_shape(cshape):
-    model, report = optimize_and_compare(positive(conv2d, mul_add(), cshape), [PASS], {"CONV_2D": 1, **ELEMENTWISE_ZERO})
+    model, report = optimize_and_compare(
+        positive(conv2d, mul_add(), cshape), [PASS], {"CONV_2D": 1, **ELEMENTWISE_ZERO}
+    )
     assert len(report.folds) == 1
 
 
@@ -29,8 +44,9 @@ def test_folds_every_chain_form(form):
 
 
 def test_creates_bias_when_missing():
-    model, report = optimize_and_compare(positive(lambda: conv2d(bias=False), mul_add()), [PASS],
-                                         {"CONV_2D": 1, **ELEMENTWISE_ZERO})
+    model, report = optimize_and_compare(
+        positive(lambda: conv2d(bias=False), mul_add()), [PASS], {"CONV_2D": 1, **ELEMENTWISE_ZERO}
+    )
     conv = model.graphs[0].ops[0]
     assert conv.input(2) is not None and conv.input(2).shape == (4,)
     assert report.folds[0]["buffers_created"] == ["new bias"]
@@ -103,8 +119,16 @@ def test_report_json_from_the_cli(tmp_path):
 
     n, y = conv2d()
     bn = chain(n, y, mul_add(act="RELU"))
-    n.op("CONV_2D", [bn, "filter2", "bias2"], "conv2", [1, 5, 7, 4], padding="SAME", stride_w=1, stride_h=1,
-         fused_activation_function="RELU")
+    n.op(
+        "CONV_2D",
+        [bn, "filter2", "bias2"],
+        "conv2",
+        [1, 5, 7, 4],
+        padding="SAME",
+        stride_w=1,
+        stride_h=1,
+        fused_activation_function="RELU",
+    )
     n.const("filter2", [4, 1, 1, 4])
     n.const("bias2", [4])
     chain(n, "conv2", mul_add(), name="bn2")
@@ -112,8 +136,11 @@ def test_report_json_from_the_cli(tmp_path):
     src, out, rep = tmp_path / "in.tflite", tmp_path / "out.tflite", tmp_path / "r.json"
     model = build(recipe)
     save_model(model, str(src), model.format)
-    done = subprocess.run([sys.executable, "-m", "bnfold", "optimize", str(src), str(out), "--passes", PASS,
-                           "--report", str(rep)], capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "bnfold", "optimize", str(src), str(out), "--passes", PASS, "--report", str(rep)],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(rep.read_text())
     (fold,) = report["folds"]
@@ -125,7 +152,10 @@ def test_report_json_from_the_cli(tmp_path):
     np.testing.assert_allclose(fold["scale"], scale)
     np.testing.assert_allclose(fold["shift"], shift)
     assert fold["activation"] == "RELU"
-    assert sorted(fold["buffers_replaced"]) == ["bias", "filter"] and sorted(fold["buffers_freed"]) == ["bn_c0", "bn_c1"]
+    assert sorted(fold["buffers_replaced"]) == ["bias", "filter"] and sorted(fold["buffers_freed"]) == [
+        "bn_c0",
+        "bn_c1",
+    ]
     skip, also = report["skips"]  # one entry for each op of the chain left
     assert skip["pass"] == PASS and skip["at"]["kind"] == "MUL" and "fused RELU" in skip["reason"]
     assert skip["layer"] == "conv2" and skip["reasons"] == {PASS: skip["reason"]}
@@ -133,9 +163,14 @@ def test_report_json_from_the_cli(tmp_path):
     assert "fuse_batchnorm_with_conv" in done.stdout + done.stderr
 
 
-NEGATIVE_RECIPES = ["Neg_Conv_BN_Activation_000", "Neg_Conv_BN_Spatial_000",
-                    "Neg_TConv_BN_Activation_000", "Neg_FC_BN_Reshape_000", "Neg_FC_BN_GraphOutput_000",
-                    "Neg_Conv3D_BN_Spatial_000"]
+NEGATIVE_RECIPES = [
+    "Neg_Conv_BN_Activation_000",
+    "Neg_Conv_BN_Spatial_000",
+    "Neg_TConv_BN_Activation_000",
+    "Neg_FC_BN_Reshape_000",
+    "Neg_FC_BN_GraphOutput_000",
+    "Neg_Conv3D_BN_Spatial_000",
+]
 
 
 @pytest.mark.parametrize("name", NEGATIVE_RECIPES)

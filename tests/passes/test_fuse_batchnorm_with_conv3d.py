@@ -1,8 +1,17 @@
 """fuse_batchnorm_with_conv3d: DHWIO filter, output channel on axis 4, 5-D constants."""
 
 import pytest
-from bn_models import (ELEMENTWISE_ZERO, FORMS, NEGATIVE, channel_shapes, check_negative, conv3d, mul_add,
-                       optimize_and_compare, positive)
+from bn_models import (
+    ELEMENTWISE_ZERO,
+    FORMS,
+    NEGATIVE,
+    channel_shapes,
+    check_negative,
+    conv3d,
+    mul_add,
+    optimize_and_compare,
+    positive,
+)
 
 PASS = "fuse_batchnorm_with_conv3d"
 COUNTS = {"CONV_3D": 1, **ELEMENTWISE_ZERO}

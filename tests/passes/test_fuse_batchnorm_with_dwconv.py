@@ -2,8 +2,17 @@
 constant shape; every guard skipped with a reason."""
 
 import pytest
-from bn_models import (ELEMENTWISE_ZERO, FORMS, NEGATIVE, channel_shapes, check_negative, dwconv, mul_add,
-                       optimize_and_compare, positive)
+from bn_models import (
+    ELEMENTWISE_ZERO,
+    FORMS,
+    NEGATIVE,
+    channel_shapes,
+    check_negative,
+    dwconv,
+    mul_add,
+    optimize_and_compare,
+    positive,
+)
 
 PASS = "fuse_batchnorm_with_dwconv"
 COUNTS = {"DEPTHWISE_CONV_2D": 1, **ELEMENTWISE_ZERO}
@@ -40,6 +49,7 @@ def test_constant_of_input_channels_only_is_refused():
     from bn_models import build
 
     from bnfold import api
+
     model = build(recipe)
     report = api.apply_passes(model, [PASS])
     assert not report.folds and model.op_counts()["MUL"] == 1

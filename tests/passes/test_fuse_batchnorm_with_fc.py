@@ -2,8 +2,19 @@
 last axis (the RESHAPE stays); every guard skipped with a reason."""
 
 import pytest
-from bn_models import (ELEMENTWISE_ZERO, FORMS, NEGATIVE, Net, channel_shapes, chain, check_negative, fc, mul_add,
-                       optimize_and_compare, positive)
+from bn_models import (
+    ELEMENTWISE_ZERO,
+    FORMS,
+    NEGATIVE,
+    Net,
+    channel_shapes,
+    chain,
+    check_negative,
+    fc,
+    mul_add,
+    optimize_and_compare,
+    positive,
+)
 
 PASS = "fuse_batchnorm_with_fc"
 COUNTS = {"FULLY_CONNECTED": 1, **ELEMENTWISE_ZERO}
@@ -17,7 +28,9 @@ def test_folds_every_constant_shape(cshape):
 
 @pytest.mark.parametrize("cshape", channel_shapes(3, 4), ids=str)
 def test_folds_with_keep_num_dims(cshape):
-    optimize_and_compare(positive(lambda: fc(in_shape=(2, 3, 6), keep_num_dims=True), mul_add(), cshape), [PASS], COUNTS)
+    optimize_and_compare(
+        positive(lambda: fc(in_shape=(2, 3, 6), keep_num_dims=True), mul_add(), cshape), [PASS], COUNTS
+    )
 
 
 def test_creates_bias_when_missing():

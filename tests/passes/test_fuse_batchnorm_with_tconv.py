@@ -4,8 +4,20 @@ standalone op in Circle; every guard skipped with a reason."""
 
 import numpy as np
 import pytest
-from bn_models import (ELEMENTWISE_ZERO, FORMS, NEGATIVE, build, channel_shapes, chain, check_negative, inputs_for,
-                       mul_add, optimize_and_compare, positive, tconv)
+from bn_models import (
+    ELEMENTWISE_ZERO,
+    FORMS,
+    NEGATIVE,
+    build,
+    channel_shapes,
+    chain,
+    check_negative,
+    inputs_for,
+    mul_add,
+    optimize_and_compare,
+    positive,
+    tconv,
+)
 
 from bnfold import api
 from bnfold.values import litert
@@ -24,8 +36,9 @@ def test_folds_every_constant_shape(cshape):
 @pytest.mark.parametrize("bias", [False, True])
 @pytest.mark.parametrize("channels,kernel", [(5, (3, 3)), (2, (3, 3)), (4, (5, 1))], ids=["5out", "out=in", "5x1"])
 def test_folds_with_and_without_bias(bias, channels, kernel):
-    model, report = optimize_and_compare(positive(lambda: tconv(bias, channels=channels, kernel=kernel), mul_add()),
-                                         [PASS], COUNTS)
+    model, report = optimize_and_compare(
+        positive(lambda: tconv(bias, channels=channels, kernel=kernel), mul_add()), [PASS], COUNTS
+    )
     layer = model.graphs[0].ops[0]
     assert len(layer.inputs) == 4 and layer.input(3).shape == (channels,)
     assert layer.opcode.version == 3 and layer.fused_activation == "NONE"

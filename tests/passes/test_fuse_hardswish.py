@@ -18,7 +18,9 @@ GONE = {"HARD_SWISH": 1, "ADD": 0, "RELU6": 0, "MUL": 0, "DIV": 0}
 def _hardswish(n: Net, x: str, form: str, *, three=3.0, six=6.0, other: str | None = None, act="NONE") -> str:
     """x -> the decomposition `form` -> 'y'; `other` multiplies instead of x (a gate, not a swish)."""
     c3 = n.const("three", [], values=[three])
-    scale = n.const("six", [], values=[six]) if "div" in form else n.const("sixth", [], values=[float(np.float32(1 / six))])
+    scale = (
+        n.const("six", [], values=[six]) if "div" in form else n.const("sixth", [], values=[float(np.float32(1 / six))])
+    )
     plus3 = [c3, x] if form.endswith("_const_first") else [x, c3]
     if "relu6_op" in form:
         r = n.op("RELU6", [n.op("ADD", plus3, "plus3", SHAPE)], "r", SHAPE)
@@ -73,12 +75,15 @@ def test_values_agree_with_the_kernel_far_from_zero():
         assert np.max(np.abs(have - want)) <= 1e-5 * np.max(np.abs(want))
 
 
-@pytest.mark.parametrize("case, kw", [
-    ("add_2_9", {"three": 2.9}),
-    ("scale_5", {"six": 5.0}),
-    ("relu_not_relu6", {}),
-    ("gate_of_another_tensor", {}),  # z · relu6(x + 3) / 6: a hard-sigmoid gate (squeeze-excite), no builtin
-])
+@pytest.mark.parametrize(
+    "case, kw",
+    [
+        ("add_2_9", {"three": 2.9}),
+        ("scale_5", {"six": 5.0}),
+        ("relu_not_relu6", {}),
+        ("gate_of_another_tensor", {}),  # z · relu6(x + 3) / 6: a hard-sigmoid gate (squeeze-excite), no builtin
+    ],
+)
 def test_near_misses_are_left_alone(case, kw):
     n = Net()
     x = n.input("x", SHAPE)

@@ -93,16 +93,37 @@ def _model_with(tmp_path, graph_output_extra=None, share_filter=False):
     rng = np.random.default_rng(3)
     model = Model(TFLITE, version=3)
     g = model.add_graph(Graph("main"))
-    conv = lambda pad, act: Options("Conv2DOptions", padding=pad, strideW=1, strideH=1, fusedActivationFunction=act,
-                                    dilationWFactor=1, dilationHFactor=1)
+    conv = lambda pad, act: Options(
+        "Conv2DOptions",
+        padding=pad,
+        strideW=1,
+        strideH=1,
+        fusedActivationFunction=act,
+        dilationWFactor=1,
+        dilationHFactor=1,
+    )
     x = g.add_tensor("x", "FLOAT32", [1, 6, 5, 3])
     h = g.add_tensor("h", "FLOAT32", [1, 6, 5, 4])
-    g.add_op("CONV_2D", [x, g.add_const("w0", rng.normal(size=(4, 3, 3, 3))), g.add_const("b0", rng.normal(size=4))],
-             [h], conv(0, 1))
+    g.add_op(
+        "CONV_2D",
+        [x, g.add_const("w0", rng.normal(size=(4, 3, 3, 3))), g.add_const("b0", rng.normal(size=4))],
+        [h],
+        conv(0, 1),
+    )
     m = g.add_tensor("m", "FLOAT32", [1, 6, 5, 4])
-    g.add_op("MUL", [h, g.add_const("s", rng.uniform(0.2, 2, (1, 1, 1, 4)))], [m], Options("MulOptions", fusedActivationFunction=0))
+    g.add_op(
+        "MUL",
+        [h, g.add_const("s", rng.uniform(0.2, 2, (1, 1, 1, 4)))],
+        [m],
+        Options("MulOptions", fusedActivationFunction=0),
+    )
     y = g.add_tensor("y", "FLOAT32", [1, 6, 5, 4])
-    g.add_op("ADD", [m, g.add_const("t", rng.normal(size=(1, 1, 1, 4)))], [y], Options("AddOptions", fusedActivationFunction=1))
+    g.add_op(
+        "ADD",
+        [m, g.add_const("t", rng.normal(size=(1, 1, 1, 4)))],
+        [y],
+        Options("AddOptions", fusedActivationFunction=1),
+    )
     wa = g.add_const("wa", rng.normal(size=(2, 3, 3, 4)))
     wb = wa if share_filter else g.add_const("wb", rng.normal(size=(2, 3, 3, 4)))
     outs = []

@@ -65,11 +65,19 @@ def check_no_fold(net, kind, reason_part):
 
 # ---- the layers -------------------------------------------------------------------------------
 
+
 def conv2d(n, shape=(2, 7, 9, 4), out=5, padding="SAME"):
     x = n.input("ifm", shape)
     h, w = (shape[1], shape[2]) if padding == "SAME" else (shape[1] - 2, shape[2] - 1)
-    return n.op("CONV_2D", [x, n.const("filter", [out, 3, 2, shape[3]]), n.const("bias", [out])], "conv",
-                [shape[0], h, w, out], padding=padding, stride_w=1, stride_h=1), [shape[0], h, w, out]
+    return n.op(
+        "CONV_2D",
+        [x, n.const("filter", [out, 3, 2, shape[3]]), n.const("bias", [out])],
+        "conv",
+        [shape[0], h, w, out],
+        padding=padding,
+        stride_w=1,
+        stride_h=1,
+    ), [shape[0], h, w, out]
 
 
 def nchw(n, x, shape):
@@ -82,7 +90,10 @@ def nchw(n, x, shape):
 
 # ---- fixtures -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name, convs, adds", [("torch_conv_bn_nchw.circle", 1, 0), ("torch_resblock_nchw.circle", 2, 1)])
+
+@pytest.mark.parametrize(
+    "name, convs, adds", [("torch_conv_bn_nchw.circle", 1, 0), ("torch_resblock_nchw.circle", 2, 1)]
+)
 def test_torch_nchw_fixture_folds_and_stays_circle(tmp_path, name, convs, adds):
     path = DATA / name
     original, model = read_model(str(path)), read_model(str(path))
@@ -117,6 +128,7 @@ def test_resblock_transposes_untouched():
 
 # ---- positive cases per layer kind ------------------------------------------------------------------
 
+
 def test_conv2d_through_transpose():
     n = Net()
     y, shape = conv2d(n)
@@ -128,8 +140,15 @@ def test_conv2d_through_transpose():
 def test_conv2d_through_squeeze():
     n = Net()
     x = n.input("ifm", [2, 3, 2, 4])
-    y = n.op("CONV_2D", [x, n.const("filter", [5, 3, 2, 4]), n.const("bias", [5])], "conv", [2, 1, 1, 5],
-             padding="VALID", stride_w=1, stride_h=1)
+    y = n.op(
+        "CONV_2D",
+        [x, n.const("filter", [5, 3, 2, 4]), n.const("bias", [5])],
+        "conv",
+        [2, 1, 1, 5],
+        padding="VALID",
+        stride_w=1,
+        stride_h=1,
+    )
     s = n.op("SQUEEZE", [y], "squeezed", [2, 5], squeeze_dims=[1, 2])
     n.bn(s, [2, 5], [5])
     check_fold(n, "CONV_2D", MUL=0, ADD=0, SQUEEZE=1)
@@ -138,8 +157,16 @@ def test_conv2d_through_squeeze():
 def test_depthwise_multiplier_through_transpose():
     n = Net()
     x = n.input("ifm", [2, 6, 7, 3])
-    y = n.op("DEPTHWISE_CONV_2D", [x, n.const("filter", [1, 3, 2, 6]), n.const("bias", [6])], "dw", [2, 4, 6, 6],
-             padding="VALID", stride_w=1, stride_h=1, depth_multiplier=2)
+    y = n.op(
+        "DEPTHWISE_CONV_2D",
+        [x, n.const("filter", [1, 3, 2, 6]), n.const("bias", [6])],
+        "dw",
+        [2, 4, 6, 6],
+        padding="VALID",
+        stride_w=1,
+        stride_h=1,
+        depth_multiplier=2,
+    )
     t, tshape = nchw(n, y, [2, 4, 6, 6])
     n.bn(t, tshape, [1, 6, 1, 1])
     check_fold(n, "DEPTHWISE_CONV_2D", MUL=0, ADD=0, TRANSPOSE=1)
@@ -148,8 +175,15 @@ def test_depthwise_multiplier_through_transpose():
 def test_transpose_conv_through_transpose():
     n = Net()
     x = n.input("ifm", [2, 4, 5, 3])
-    y = n.op("TRANSPOSE_CONV", [n.ints("out_shape", [2, 8, 10, 6]), n.const("filter", [6, 3, 2, 3]), x,
-                                n.const("bias", [6])], "tconv", [2, 8, 10, 6], padding="SAME", stride_w=2, stride_h=2)
+    y = n.op(
+        "TRANSPOSE_CONV",
+        [n.ints("out_shape", [2, 8, 10, 6]), n.const("filter", [6, 3, 2, 3]), x, n.const("bias", [6])],
+        "tconv",
+        [2, 8, 10, 6],
+        padding="SAME",
+        stride_w=2,
+        stride_h=2,
+    )
     t, tshape = nchw(n, y, [2, 8, 10, 6])
     n.bn(t, tshape, [6, 1, 1])
     check_fold(n, "TRANSPOSE_CONV", MUL=0, ADD=0, TRANSPOSE=1)
@@ -176,9 +210,19 @@ def test_fully_connected_through_reshape_to_4d():
 def test_conv3d_through_transpose():
     n = Net()
     x = n.input("ifm", [1, 4, 5, 6, 2])
-    y = n.op("CONV_3D", [x, n.const("filter", [2, 3, 2, 2, 3]), n.const("bias", [3])], "conv3d", [1, 4, 5, 6, 3],
-             padding="SAME", stride_d=1, stride_w=1, stride_h=1,
-             dilation_d_factor=1, dilation_w_factor=1, dilation_h_factor=1)
+    y = n.op(
+        "CONV_3D",
+        [x, n.const("filter", [2, 3, 2, 2, 3]), n.const("bias", [3])],
+        "conv3d",
+        [1, 4, 5, 6, 3],
+        padding="SAME",
+        stride_d=1,
+        stride_w=1,
+        stride_h=1,
+        dilation_d_factor=1,
+        dilation_w_factor=1,
+        dilation_h_factor=1,
+    )
     t, tshape = nchw(n, y, [1, 4, 5, 6, 3])
     n.bn(t, tshape, [1, 3, 1, 1, 1])
     check_fold(n, "CONV_3D", MUL=0, ADD=0, TRANSPOSE=1)
@@ -187,12 +231,27 @@ def test_conv3d_through_transpose():
 def test_atrous_conv_through_batch_to_space():
     n = Net()
     x = n.input("ifm", [2, 9, 11, 3])
-    s2b = n.op("SPACE_TO_BATCH_ND", [x, n.ints("block", [2, 2]), n.tensor("pads", [2, 2], "INT32",
-               {"kind": "explicit", "values": [2, 3, 2, 1]})], "s2b", [8, 7, 7, 3])
-    y = n.op("CONV_2D", [s2b, n.const("filter", [5, 3, 2, 3]), n.const("bias", [5])], "conv", [8, 5, 6, 5],
-             padding="VALID", stride_w=1, stride_h=1)
-    b2s = n.op("BATCH_TO_SPACE_ND", [y, n.ints("block2", [2, 2]), n.tensor("crops", [2, 2], "INT32",
-               {"kind": "explicit", "values": [0, 1, 1, 0]})], "b2s", [2, 9, 11, 5])
+    s2b = n.op(
+        "SPACE_TO_BATCH_ND",
+        [x, n.ints("block", [2, 2]), n.tensor("pads", [2, 2], "INT32", {"kind": "explicit", "values": [2, 3, 2, 1]})],
+        "s2b",
+        [8, 7, 7, 3],
+    )
+    y = n.op(
+        "CONV_2D",
+        [s2b, n.const("filter", [5, 3, 2, 3]), n.const("bias", [5])],
+        "conv",
+        [8, 5, 6, 5],
+        padding="VALID",
+        stride_w=1,
+        stride_h=1,
+    )
+    b2s = n.op(
+        "BATCH_TO_SPACE_ND",
+        [y, n.ints("block2", [2, 2]), n.tensor("crops", [2, 2], "INT32", {"kind": "explicit", "values": [0, 1, 1, 0]})],
+        "b2s",
+        [2, 9, 11, 5],
+    )
     n.bn(b2s, [2, 9, 11, 5], [5])
     check_fold(n, "CONV_2D", MUL=0, ADD=0, SPACE_TO_BATCH_ND=1, BATCH_TO_SPACE_ND=1)
 
@@ -200,12 +259,28 @@ def test_atrous_conv_through_batch_to_space():
 def test_atrous_depthwise_through_batch_to_space():
     n = Net()
     x = n.input("ifm", [1, 8, 10, 3])
-    s2b = n.op("SPACE_TO_BATCH_ND", [x, n.ints("block", [2, 2]), n.tensor("pads", [2, 2], "INT32",
-               {"kind": "explicit", "values": [2, 2, 1, 1]})], "s2b", [4, 6, 6, 3])
-    y = n.op("DEPTHWISE_CONV_2D", [s2b, n.const("filter", [1, 3, 3, 6]), n.const("bias", [6])], "dw", [4, 4, 4, 6],
-             padding="VALID", stride_w=1, stride_h=1, depth_multiplier=2)
-    b2s = n.op("BATCH_TO_SPACE_ND", [y, n.ints("block2", [2, 2]), n.tensor("crops", [2, 2], "INT32",
-               {"kind": "explicit", "values": [0, 0, 0, 0]})], "b2s", [1, 8, 8, 6])
+    s2b = n.op(
+        "SPACE_TO_BATCH_ND",
+        [x, n.ints("block", [2, 2]), n.tensor("pads", [2, 2], "INT32", {"kind": "explicit", "values": [2, 2, 1, 1]})],
+        "s2b",
+        [4, 6, 6, 3],
+    )
+    y = n.op(
+        "DEPTHWISE_CONV_2D",
+        [s2b, n.const("filter", [1, 3, 3, 6]), n.const("bias", [6])],
+        "dw",
+        [4, 4, 4, 6],
+        padding="VALID",
+        stride_w=1,
+        stride_h=1,
+        depth_multiplier=2,
+    )
+    b2s = n.op(
+        "BATCH_TO_SPACE_ND",
+        [y, n.ints("block2", [2, 2]), n.tensor("crops", [2, 2], "INT32", {"kind": "explicit", "values": [0, 0, 0, 0]})],
+        "b2s",
+        [1, 8, 8, 6],
+    )
     n.bn(b2s, [1, 8, 8, 6], [1, 1, 1, 6], act="RELU6")
     model, _ = check_fold(n, "DEPTHWISE_CONV_2D", MUL=0, ADD=0, BATCH_TO_SPACE_ND=1)
     dw = next(op for op in model.graphs[0].ops if op.kind == "DEPTHWISE_CONV_2D")
@@ -213,6 +288,7 @@ def test_atrous_depthwise_through_batch_to_space():
 
 
 # ---- negatives ------------------------------------------------------------------------------------
+
 
 def test_transpose_moving_channel_where_constant_does_not_follow():
     n = Net()
@@ -235,8 +311,12 @@ def test_batch_to_space_on_a_non_channel_axis():
     n = Net()
     y, shape = conv2d(n, shape=(4, 6, 6, 3), out=6)
     t = n.op("TRANSPOSE", [y, n.ints("perm", [0, 3, 1, 2])], "t", [4, 6, 6, 6])
-    b = n.op("BATCH_TO_SPACE_ND", [t, n.ints("block", [2, 2]), n.tensor("crops", [2, 2], "INT32",
-             {"kind": "explicit", "values": [0, 0, 0, 0]})], "b2s", [1, 12, 12, 6])
+    b = n.op(
+        "BATCH_TO_SPACE_ND",
+        [t, n.ints("block", [2, 2]), n.tensor("crops", [2, 2], "INT32", {"kind": "explicit", "values": [0, 0, 0, 0]})],
+        "b2s",
+        [1, 12, 12, 6],
+    )
     n.bn(b, [1, 12, 12, 6], [6])
     check_no_fold(n, "CONV_2D", "BATCH_TO_SPACE_ND keeps only the last axis")
 
@@ -245,8 +325,12 @@ def test_space_to_batch_after_layer_is_not_a_layout_op():
     # zero padding would see the shift: the chain after SPACE_TO_BATCH_ND must stay
     n = Net()
     y, shape = conv2d(n, shape=(1, 6, 6, 3), out=5)
-    s = n.op("SPACE_TO_BATCH_ND", [y, n.ints("block", [2, 2]), n.tensor("pads", [2, 2], "INT32",
-             {"kind": "explicit", "values": [1, 1, 1, 1]})], "s2b", [4, 4, 4, 5])
+    s = n.op(
+        "SPACE_TO_BATCH_ND",
+        [y, n.ints("block", [2, 2]), n.tensor("pads", [2, 2], "INT32", {"kind": "explicit", "values": [1, 1, 1, 1]})],
+        "s2b",
+        [4, 4, 4, 5],
+    )
     n.bn(s, [4, 4, 4, 5], [5])
     original, model = n.model(), n.model()
     assert not fold(model, "CONV_2D")[0]
@@ -285,15 +369,19 @@ def test_intermediate_layout_tensor_with_two_readers_is_not_folded():
 
 # ---- the axis mapping itself ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("shape_in, shape_out, axis, want", [
-    ((2, 7, 9, 5), (2, 63, 5), 3, 2),
-    ((2, 7, 9, 5), (2, 7, 9, 1, 5), 3, 4),
-    ((2, 1, 1, 5), (2, 5), 3, 1),
-    ((2, 5, 7, 9), (2, 5, 63), 1, 1),
-    ((2, 7, 9, 5), (2, 7, 45), 3, None),
-    ((2, 7, 9, 6), (2, 7, 9, 2, 3), 3, None),
-    ((2, 7, 9, 5), (14, 9, 5), 3, 2),
-])
+
+@pytest.mark.parametrize(
+    "shape_in, shape_out, axis, want",
+    [
+        ((2, 7, 9, 5), (2, 63, 5), 3, 2),
+        ((2, 7, 9, 5), (2, 7, 9, 1, 5), 3, 4),
+        ((2, 1, 1, 5), (2, 5), 3, 1),
+        ((2, 5, 7, 9), (2, 5, 63), 1, 1),
+        ((2, 7, 9, 5), (2, 7, 45), 3, None),
+        ((2, 7, 9, 6), (2, 7, 9, 2, 3), 3, None),
+        ((2, 7, 9, 5), (14, 9, 5), 3, 2),
+    ],
+)
 def test_reshape_axis_mapping(shape_in, shape_out, axis, want):
     from bnfold.ir.graph import Tensor
 
@@ -309,4 +397,3 @@ def test_reshape_with_dynamic_batch_maps_on_the_rest():
     assert layout._reshape_axis("RESHAPE", x, y, 3) == 2
     z = Tensor("z", "FLOAT32", (1, 7, 45), shape_signature=(7, -1, 45))
     assert isinstance(layout._reshape_axis("RESHAPE", x, z, 3), Refusal)
-

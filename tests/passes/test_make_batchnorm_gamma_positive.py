@@ -41,7 +41,9 @@ def test_negative_scales_become_tiny_positive_only_before_relu(tmp_path):
 def test_cli_measures_and_reports_the_error(tmp_path, capsys):
     path = build_recipe("Net_Preactivation_BN_001", tmp_path)
     out, rep = tmp_path / "o.tflite", tmp_path / "r.json"
-    assert run(["optimize", str(path), str(out), "--report", str(rep), f"--{PASS}", "--fuse_preactivation_batchnorm"]) == 0
+    assert (
+        run(["optimize", str(path), str(out), "--report", str(rep), f"--{PASS}", "--fuse_preactivation_batchnorm"]) == 0
+    )
     text = capsys.readouterr().out
     assert f"warning: {PASS} changed the model (LOSSY): max abs err" in text
     [note] = json.loads(rep.read_text())["notes"]

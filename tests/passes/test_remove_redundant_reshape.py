@@ -33,8 +33,9 @@ def test_a_minus_one_in_the_second_shape_is_inferred_from_the_same_size():
 
 
 def test_first_reshape_stays_for_its_other_reader():
-    model, report = optimize_and_compare(two_reshapes([2, 12], [1, 2, 3, 4], middle_also_read=True).recipe(), [PASS],
-                                         {"RESHAPE": 2, "RELU": 1})
+    model, report = optimize_and_compare(
+        two_reshapes([2, 12], [1, 2, 3, 4], middle_also_read=True).recipe(), [PASS], {"RESHAPE": 2, "RELU": 1}
+    )
     last = next(op for op in model.graphs[0].ops if op.kind == "RESHAPE" and op.outputs[0].name == "y")
     assert last.inputs[0].name == "h"
     assert report.folds[0]["removed"] == []

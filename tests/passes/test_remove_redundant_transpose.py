@@ -25,8 +25,15 @@ def head(n: Net, name: str = "c", x: str = "x", channels: int = 4) -> str:
     """x[2,5,7,3] (an input once) -> CONV_2D -> TRANSPOSE to NCHW: the name of the [2,C,5,7] tensor."""
     if x not in n.shapes:
         n.input(x, [2, 5, 7, 3])
-    conv = n.op("CONV_2D", [x, n.const(f"{name}_w", [channels, 1, 1, 3]), n.const(f"{name}_b", [channels])],
-                f"{name}_conv", [2, 5, 7, channels], padding="VALID", stride_w=1, stride_h=1)
+    conv = n.op(
+        "CONV_2D",
+        [x, n.const(f"{name}_w", [channels, 1, 1, 3]), n.const(f"{name}_b", [channels])],
+        f"{name}_conv",
+        [2, 5, 7, channels],
+        padding="VALID",
+        stride_w=1,
+        stride_h=1,
+    )
     return n.op("TRANSPOSE", [conv, n.ints(f"{name}_p", NCHW)], f"{name}_nchw", [2, channels, 5, 7])
 
 
@@ -75,8 +82,14 @@ def net_concat(n):
 def net_split(n):
     a, b = "s0", "s1"
     n.tensor(a, [2, 4, 5, 1]), n.tensor(b, [2, 4, 5, 6])
-    n.operations.append({"type": "SPLIT_V", "inputs": [head(n), n.ints("sizes", [1, -1]), n.ints("axis", [-1])],
-                         "outputs": [a, b], "options": {"num_splits": 2}})
+    n.operations.append(
+        {
+            "type": "SPLIT_V",
+            "inputs": [head(n), n.ints("sizes", [1, -1]), n.ints("axis", [-1])],
+            "outputs": [a, b],
+            "options": {"num_splits": 2},
+        }
+    )
     back(n, a, [2, 4, 5, 1], "out_a"), back(n, b, [2, 4, 5, 6], "out_b")
 
 
@@ -86,8 +99,14 @@ def net_slice(n):
 
 
 def net_strided_slice(n):
-    s = n.op("STRIDED_SLICE", [head(n), n.ints("begin", [1, 0, 3, 1]), n.ints("end", [0, 4, 5, 7]),
-                               n.ints("strides", [1, 1, 2, 3])], "ss", [1, 4, 3, 2], begin_mask=4, end_mask=1)
+    s = n.op(
+        "STRIDED_SLICE",
+        [head(n), n.ints("begin", [1, 0, 3, 1]), n.ints("end", [0, 4, 5, 7]), n.ints("strides", [1, 1, 2, 3])],
+        "ss",
+        [1, 4, 3, 2],
+        begin_mask=4,
+        end_mask=1,
+    )
     back(n, s, [1, 4, 3, 2])
 
 
@@ -146,8 +165,15 @@ def net_fc_reads_nchw(n):
 
 def net_fc_keep_num_dims(n):
     """With keep_num_dims the FC maps the NCHW tensor's last axis (W): no flatten, the layout matters."""
-    n.outputs.append(n.op("FULLY_CONNECTED", [head(n), n.const("fc_w", [6, 7]), n.const("fc_b", [6])], "fc",
-                          [2, 4, 5, 6], keep_num_dims=True))
+    n.outputs.append(
+        n.op(
+            "FULLY_CONNECTED",
+            [head(n), n.const("fc_w", [6, 7]), n.const("fc_b", [6])],
+            "fc",
+            [2, 4, 5, 6],
+            keep_num_dims=True,
+        )
+    )
 
 
 def net_shuffle_block(n):
@@ -159,8 +185,9 @@ def net_shuffle_block(n):
     s = n.op("TRANSPOSE", [r, n.ints("swap", [0, 2, 1, 3, 4])], "shuffled", [2, 3, 2, 5, 7])
     m = n.op("RESHAPE", [s, n.ints("flat", [2, 6, 5, 7])], "merged", [2, 6, 5, 7])
     n.tensor("a", [2, 3, 5, 7]), n.tensor("b", [2, 3, 5, 7])
-    n.operations.append({"type": "SPLIT", "inputs": [n.ints("axis", [1]), m], "outputs": ["a", "b"],
-                         "options": {"num_splits": 2}})
+    n.operations.append(
+        {"type": "SPLIT", "inputs": [n.ints("axis", [1]), m], "outputs": ["a", "b"], "options": {"num_splits": 2}}
+    )
     b = n.op("TRANSPOSE", ["b", n.ints("b_p", NHWC)], "b_nhwc", [2, 5, 7, 3])
     c = head(n, "d", b, channels=3)
     back(n, n.op("CONCATENATION", ["a", c], "cat", [2, 6, 5, 7], axis=1), [2, 6, 5, 7])
@@ -255,8 +282,14 @@ def test_transposes_that_stay_say_why(make):
 def net_split_both_layouts(n):
     a, b = "s0", "s1"
     n.tensor(a, [2, 3, 5, 7]), n.tensor(b, [2, 3, 5, 7])
-    n.operations.append({"type": "SPLIT", "inputs": [n.ints("axis", [1]), head(n, channels=6)], "outputs": [a, b],
-                         "options": {"num_splits": 2}})
+    n.operations.append(
+        {
+            "type": "SPLIT",
+            "inputs": [n.ints("axis", [1]), head(n, channels=6)],
+            "outputs": [a, b],
+            "options": {"num_splits": 2},
+        }
+    )
     back(n, a, [2, 3, 5, 7])
     n.outputs.append(n.op("LOG_SOFTMAX", [b], "nchw_softmax", [2, 3, 5, 7]))  # along W of the NCHW half
 
@@ -330,16 +363,32 @@ def squeeze_excite_net(out_reshape: bool = True) -> Net:
     transpose of unit axes), LOGISTIC, RESHAPEd back into the next conv (or a graph output)."""
     n = Net()
     n.input("x", [2, 1, 1, 3])
-    c = n.op("CONV_2D", ["x", n.const("w", [4, 1, 1, 3]), n.const("b", [4])], "c", [2, 1, 1, 4], padding="VALID",
-             stride_w=1, stride_h=1)
+    c = n.op(
+        "CONV_2D",
+        ["x", n.const("w", [4, 1, 1, 3]), n.const("b", [4])],
+        "c",
+        [2, 1, 1, 4],
+        padding="VALID",
+        stride_w=1,
+        stride_h=1,
+    )
     r = n.op("RESHAPE", [c, n.ints("to_nchw", [2, 4, 1, 1])], "r", [2, 4, 1, 1])
     g = n.op("LOGISTIC", [r], "g", [2, 4, 1, 1])
     if not out_reshape:
         n.outputs = [g]
         return n
     back_ = n.op("RESHAPE", [g, n.ints("to_nhwc", [2, 1, 1, 4])], "gb", [2, 1, 1, 4])
-    n.outputs = [n.op("CONV_2D", [back_, n.const("w2", [5, 1, 1, 4]), n.const("b2", [5])], "y", [2, 1, 1, 5],
-                      padding="VALID", stride_w=1, stride_h=1)]
+    n.outputs = [
+        n.op(
+            "CONV_2D",
+            [back_, n.const("w2", [5, 1, 1, 4]), n.const("b2", [5])],
+            "y",
+            [2, 1, 1, 5],
+            padding="VALID",
+            stride_w=1,
+            stride_h=1,
+        )
+    ]
     return n
 
 
@@ -350,8 +399,9 @@ def test_unit_axis_reshapes_move_like_transposes():
 
 def test_unit_axis_reshape_with_nothing_to_meet_stays_a_reshape():
     # moving it would only trade the RESHAPE for a TRANSPOSE at the graph output: it is left as it was
-    model, _ = optimize_and_compare(squeeze_excite_net(out_reshape=False).recipe(), ["remove_redundant_transpose"],
-                                    {"RESHAPE": 1, "TRANSPOSE": 0})
+    model, _ = optimize_and_compare(
+        squeeze_excite_net(out_reshape=False).recipe(), ["remove_redundant_transpose"], {"RESHAPE": 1, "TRANSPOSE": 0}
+    )
 
 
 def twin_transposes_net(twin_is_output: bool = False) -> Net:
@@ -359,8 +409,15 @@ def twin_transposes_net(twin_is_output: bool = False) -> Net:
     a unary op whose NCHW result is a graph output."""
     n = Net()
     n.input("x", [2, 5, 7, 3])
-    c = n.op("CONV_2D", ["x", n.const("w", [4, 1, 1, 3]), n.const("b", [4])], "c", [2, 5, 7, 4], padding="VALID",
-             stride_w=1, stride_h=1)
+    c = n.op(
+        "CONV_2D",
+        ["x", n.const("w", [4, 1, 1, 3]), n.const("b", [4])],
+        "c",
+        [2, 5, 7, 4],
+        padding="VALID",
+        stride_w=1,
+        stride_h=1,
+    )
     a = n.op("TRANSPOSE", [c, n.ints("pa", NCHW)], "ta", T)
     b = n.op("TRANSPOSE", [c, n.ints("pb", NCHW)], "tb", T)
     n.outputs = [n.op("RELU", [a], "ra", T), n.op("ABS", [b], "rb", T)] + ([b] if twin_is_output else [])
@@ -368,14 +425,16 @@ def twin_transposes_net(twin_is_output: bool = False) -> Net:
 
 
 def test_transposes_of_one_tensor_by_one_permutation_are_one():
-    model, report = optimize_and_compare(twin_transposes_net().recipe(), ["remove_redundant_transpose"],
-                                         {"TRANSPOSE": 1, "RELU": 1, "ABS": 1})
+    model, report = optimize_and_compare(
+        twin_transposes_net().recipe(), ["remove_redundant_transpose"], {"TRANSPOSE": 1, "RELU": 1, "ABS": 1}
+    )
     assert [f["duplicate_of"]["output"] for f in report.folds if "duplicate_of" in f] == ["ta"]
 
 
 def test_a_twin_that_is_a_graph_output_stays():
-    optimize_and_compare(twin_transposes_net(twin_is_output=True).recipe(), ["remove_redundant_transpose"],
-                         {"TRANSPOSE": 2})
+    optimize_and_compare(
+        twin_transposes_net(twin_is_output=True).recipe(), ["remove_redundant_transpose"], {"TRANSPOSE": 2}
+    )
 
 
 def test_inverse_undoes_every_permutation_up_to_six_axes():
@@ -404,12 +463,14 @@ def requantizing_transpose_net(out_scale: float) -> Net:
 
 
 def test_quantized_transposes_cancel_when_they_only_permute():
-    optimize_and_compare(requantizing_transpose_net(0.1).recipe(), ["remove_redundant_transpose"], {"TRANSPOSE": 0},
-                         numerics=False)
+    optimize_and_compare(
+        requantizing_transpose_net(0.1).recipe(), ["remove_redundant_transpose"], {"TRANSPOSE": 0}, numerics=False
+    )
 
 
 def test_a_transpose_that_changes_scale_stays_and_says_why():
-    model, report = optimize_and_compare(requantizing_transpose_net(0.2).recipe(), ["remove_redundant_transpose"],
-                                         {"TRANSPOSE": 2}, numerics=False)
+    model, report = optimize_and_compare(
+        requantizing_transpose_net(0.2).recipe(), ["remove_redundant_transpose"], {"TRANSPOSE": 2}, numerics=False
+    )
     reasons = {t["at"]["output"]: t["reason"] for t in report.transposes}
     assert "another scale or zero point" in reasons["t"], reasons

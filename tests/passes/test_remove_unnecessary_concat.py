@@ -26,13 +26,18 @@ def test_a_one_input_concatenation_goes():
     assert model.graphs[0].ops[1].inputs[0].name == "r" and report.folds[0]["pass"] == PASS
 
 
-@pytest.mark.parametrize("case, kw, reason", [
-    ("activation", {"act": "RELU6"}, "fused RELU6"),
-    ("graph_output", {"output_too": True}, "graph output"),
-])
+@pytest.mark.parametrize(
+    "case, kw, reason",
+    [
+        ("activation", {"act": "RELU6"}, "fused RELU6"),
+        ("graph_output", {"output_too": True}, "graph output"),
+    ],
+)
 def test_it_stays_with_a_reason(case, kw, reason):
     # LiteRT refuses to load a CONCATENATION with a fused activation: that case is not run
-    model, report = optimize_and_compare(_net(**kw).recipe(), [PASS], {"CONCATENATION": 1}, numerics=case != "activation")
+    model, report = optimize_and_compare(
+        _net(**kw).recipe(), [PASS], {"CONCATENATION": 1}, numerics=case != "activation"
+    )
     assert not report.folds
     assert reason in remove_unnecessary_concat.run(model.graphs[0]).skips[0]["reason"]
 

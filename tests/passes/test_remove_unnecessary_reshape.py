@@ -50,11 +50,19 @@ def flatten_net(x_shape, *, units=4, keep_num_dims=False, other_reader=False, fl
     n.input("x", x_shape)
     h = n.op("ADD", ["x", n.const("c", [x_shape[-1]])], "h", x_shape)
     k = int(np.prod(x_shape[1:]))
-    flat = n.op("RESHAPE", [h, n.ints("new_shape", [x_shape[0], k])], "flat", [x_shape[0], k],
-                new_shape=[x_shape[0], k])
+    flat = n.op(
+        "RESHAPE", [h, n.ints("new_shape", [x_shape[0], k])], "flat", [x_shape[0], k], new_shape=[x_shape[0], k]
+    )
     fc_shape = [x_shape[0], units]
-    n.outputs = [n.op("FULLY_CONNECTED", [flat, n.const("w", [units, k]), n.const("b", [units])], "y", fc_shape,
-                      keep_num_dims=keep_num_dims)]
+    n.outputs = [
+        n.op(
+            "FULLY_CONNECTED",
+            [flat, n.const("w", [units, k]), n.const("b", [units])],
+            "y",
+            fc_shape,
+            keep_num_dims=keep_num_dims,
+        )
+    ]
     if other_reader:
         n.outputs.append(n.op("RELU", [flat], "r", [x_shape[0], k]))
     if flat_is_output:
@@ -67,8 +75,9 @@ def flatten_net(x_shape, *, units=4, keep_num_dims=False, other_reader=False, fl
 def test_flatten_only_fully_connected_reads_goes(x_shape, keep_num_dims):
     # FC reads any rank as the [-1, K] matrix: the RESHAPE to [N, K] says it twice; keep_num_dims
     # (no difference on the rank-2 input) is cleared, else the output would become [..., 4]
-    model, report = optimize_and_compare(flatten_net(x_shape, keep_num_dims=keep_num_dims).recipe(), [PASS],
-                                         {"RESHAPE": 0, "FULLY_CONNECTED": 1})
+    model, report = optimize_and_compare(
+        flatten_net(x_shape, keep_num_dims=keep_num_dims).recipe(), [PASS], {"RESHAPE": 0, "FULLY_CONNECTED": 1}
+    )
     fc = next(op for op in model.graphs[0].ops if op.kind == "FULLY_CONNECTED")
     assert fc.inputs[0].name == "h" and fc.outputs[0].shape == (x_shape[0], 4) and not fc.options.keepNumDims
     assert [f["flattened_by"] for f in report.folds] == [["y"]]

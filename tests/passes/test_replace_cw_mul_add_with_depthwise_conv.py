@@ -34,7 +34,9 @@ def test_replaces_every_chain_form_of_two_or_more_ops(form):
 
 
 def test_a_single_op_is_left_alone():
-    _, report = optimize_and_compare(standalone([("MUL", None, False, "NONE")]), [PASS], {"MUL": 1, "DEPTHWISE_CONV_2D": 0})
+    _, report = optimize_and_compare(
+        standalone([("MUL", None, False, "NONE")]), [PASS], {"MUL": 1, "DEPTHWISE_CONV_2D": 0}
+    )
     assert not report.folds and report.counts()[PASS] == (0, 0)
     assert [(s["at"]["kind"], s["pass"]) for s in report.skips] == [("MUL", None)]  # the candidate left, no pass spoke
 
@@ -53,5 +55,7 @@ def test_a_chain_after_a_conv_with_an_activation_is_replaced():
 
 
 def test_data_that_is_not_4d_is_refused():
-    _, report = optimize_and_compare(standalone(mul_add(), shape=(3, 6)), [PASS], {"MUL": 1, "ADD": 1, "DEPTHWISE_CONV_2D": 0})
+    _, report = optimize_and_compare(
+        standalone(mul_add(), shape=(3, 6)), [PASS], {"MUL": 1, "ADD": 1, "DEPTHWISE_CONV_2D": 0}
+    )
     assert any("needs 4-D NHWC" in s["reason"] for s in report.skips), report.skips

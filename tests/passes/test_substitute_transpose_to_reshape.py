@@ -25,12 +25,15 @@ def transpose_net(shape, perm, *, perm_is_input=False) -> Net:
     return n
 
 
-@pytest.mark.parametrize("shape, perm", [
-    ([6, 1, 5, 1], [1, 0, 3, 2]),      # unit axes anywhere
-    ([2, 13, 11, 1], [0, 3, 1, 2]),    # NHWC -> NCHW of a one-channel tensor
-    ([2, 1, 13, 11], [0, 2, 3, 1]),    # and back
-    ([1, 1, 7], [2, 0, 1]),
-])
+@pytest.mark.parametrize(
+    "shape, perm",
+    [
+        ([6, 1, 5, 1], [1, 0, 3, 2]),  # unit axes anywhere
+        ([2, 13, 11, 1], [0, 3, 1, 2]),  # NHWC -> NCHW of a one-channel tensor
+        ([2, 1, 13, 11], [0, 2, 3, 1]),  # and back
+        ([1, 1, 7], [2, 0, 1]),
+    ],
+)
 def test_unit_axis_transpose_becomes_reshape(shape, perm):
     model, report = optimize_and_compare(transpose_net(shape, perm).recipe(), [PASS], {"TRANSPOSE": 0, "RESHAPE": 1})
     graph = model.graphs[0]
@@ -40,10 +43,13 @@ def test_unit_axis_transpose_becomes_reshape(shape, perm):
     assert [f["permutation"] for f in report.folds] == [perm]
 
 
-@pytest.mark.parametrize("shape, perm", [
-    ([6, 5, 1, 1], [2, 1, 3, 0]),      # 5 before 6: the elements move (ONE's negative case, other sizes)
-    ([2, 13, 11, 3], [0, 3, 1, 2]),    # a real NHWC -> NCHW
-])
+@pytest.mark.parametrize(
+    "shape, perm",
+    [
+        ([6, 5, 1, 1], [2, 1, 3, 0]),  # 5 before 6: the elements move (ONE's negative case, other sizes)
+        ([2, 13, 11, 3], [0, 3, 1, 2]),  # a real NHWC -> NCHW
+    ],
+)
 def test_transpose_that_moves_elements_stays(shape, perm):
     model, report = optimize_and_compare(transpose_net(shape, perm).recipe(), [PASS], {"TRANSPOSE": 1, "RESHAPE": 0})
     assert report.folds == []

@@ -20,8 +20,16 @@ def main():
     """Fold batch normalization and its neighbours into conv-like layers of TFLite and Circle models."""
 
 
-for command in (optimize.optimize, model.convert, model.inspect, model.list_passes, values.check, values.run_model,
-                values.h5diff, recipe.recipe):
+for command in (
+    optimize.optimize,
+    model.convert,
+    model.inspect,
+    model.list_passes,
+    values.check,
+    values.run_model,
+    values.h5diff,
+    recipe.recipe,
+):
     main.add_command(command)
 
 

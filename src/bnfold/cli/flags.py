@@ -11,8 +11,10 @@ from .. import api, one
 
 PARAMETERS = {name: (spec.name, what) for spec in api.PASSES for name, what in spec.parameters.items()}
 # ONE's options bnfold does not implement: accepted (and warned about) as hidden flags of optimize
-NOT_IMPLEMENTED = {f"--{name}": name for name in sorted((one.PASS_OPTIONS | set(one.UTILITY_OPTIONS))
-                                                        - {p.name for p in api.PASSES} - set(PARAMETERS))}
+NOT_IMPLEMENTED = {
+    f"--{name}": name
+    for name in sorted((one.PASS_OPTIONS | set(one.UTILITY_OPTIONS)) - {p.name for p in api.PASSES} - set(PARAMETERS))
+}
 
 
 class Optimize(click.Command):
@@ -30,8 +32,10 @@ class Optimize(click.Command):
         try:
             return super().parse_args(ctx, list(args))  # a copy: click's parser consumes its list
         except click.NoSuchOption:
-            self.params += [click.Option([flag, name], is_flag=True, default=False, hidden=True)
-                            for flag, name in NOT_IMPLEMENTED.items()]
+            self.params += [
+                click.Option([flag, name], is_flag=True, default=False, hidden=True)
+                for flag, name in NOT_IMPLEMENTED.items()
+            ]
             self.one_flags_declared = True
             return super().parse_args(ctx, args)
 
@@ -40,10 +44,12 @@ def pass_flags(function):
     """One boolean --<pass_name> flag per registered pass and per pass parameter (ONE's options
     bnfold does not implement: see Optimize)."""
     for name, (qualified, what) in sorted(PARAMETERS.items(), reverse=True):
-        function = click.option(f"--{name}", name, is_flag=True, default=False,
-                                help=f"[with --{qualified}] {what}")(function)
+        function = click.option(f"--{name}", name, is_flag=True, default=False, help=f"[with --{qualified}] {what}")(
+            function
+        )
     for spec in reversed(api.PASSES):
         kind = "exact" if spec.exact else "LOSSY"
-        function = click.option(f"--{spec.name}", spec.name, is_flag=True, default=False,
-                                help=f"[{kind}] {spec.summary}")(function)
+        function = click.option(
+            f"--{spec.name}", spec.name, is_flag=True, default=False, help=f"[{kind}] {spec.summary}"
+        )(function)
     return function

@@ -12,7 +12,9 @@ from .options import echo_lines
 @click.command()
 @click.argument("input_path", metavar="IN")
 @click.argument("output_path", metavar="OUT")
-@click.option("--external-buffers", is_flag=True, help="Store weights after the flatbuffer (Buffer.offset/size layout).")
+@click.option(
+    "--external-buffers", is_flag=True, help="Store weights after the flatbuffer (Buffer.offset/size layout)."
+)
 @click.option("--in-place", is_flag=True, help="Allow OUT to be IN and overwrite it.")
 def convert(input_path, output_path, external_buffers, in_place):
     """Write IN as OUT, in the format OUT's extension names (.tflite or .circle)."""
@@ -25,11 +27,19 @@ def convert(input_path, output_path, external_buffers, in_place):
 @click.argument("model_path", metavar="MODEL")
 @click.option("--operators", is_flag=True, help="List every operator with its inputs and outputs.")
 @click.option("--tensors", is_flag=True, help="List every tensor.")
-@click.option("--leftovers", is_flag=True,
-              help="List the batch-norm candidates (MUL/ADD/SUB/DIV by a per-channel or scalar constant) and the "
-                   "TRANSPOSEs, and where they sit.")
-@click.option("--report", "report_path", default=None, metavar="R.json",
-              help="With --leftovers: the report of the optimize run that wrote MODEL, to say why each candidate stayed.")
+@click.option(
+    "--leftovers",
+    is_flag=True,
+    help="List the batch-norm candidates (MUL/ADD/SUB/DIV by a per-channel or scalar constant) and the "
+    "TRANSPOSEs, and where they sit.",
+)
+@click.option(
+    "--report",
+    "report_path",
+    default=None,
+    metavar="R.json",
+    help="With --leftovers: the report of the optimize run that wrote MODEL, to say why each candidate stayed.",
+)
 def inspect(model_path, operators, tensors, leftovers, report_path):
     """Print operator counts of MODEL (and, optionally, its operators, tensors and batch-norm leftovers)."""
     if report_path and not leftovers:

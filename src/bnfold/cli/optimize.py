@@ -20,35 +20,139 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
 
 @click.command(cls=Optimize)
 @click.argument("paths", nargs=-1, metavar="IN OUT | --out-dir DIR PATH...")
-@click.option("-i", "--input_path", "--input", "input_option", metavar="IN", help="The input model (one-optimize's spelling of IN).")
-@click.option("-o", "--output_path", "--output", "output_option", metavar="OUT", help="The output model (one-optimize's spelling of OUT).")
-@click.option("--passes", default=None, metavar="A,B", help="Comma-separated passes to run ('' runs none). Default: the exact default set.")
-@click.option("-O", "group", default=None, metavar="1",
-              help="-O1: run the passes of ONE's O1 group that bnfold implements (the others are listed).")
+@click.option(
+    "-i",
+    "--input_path",
+    "--input",
+    "input_option",
+    metavar="IN",
+    help="The input model (one-optimize's spelling of IN).",
+)
+@click.option(
+    "-o",
+    "--output_path",
+    "--output",
+    "output_option",
+    metavar="OUT",
+    help="The output model (one-optimize's spelling of OUT).",
+)
+@click.option(
+    "--passes",
+    default=None,
+    metavar="A,B",
+    help="Comma-separated passes to run ('' runs none). Default: the exact default set.",
+)
+@click.option(
+    "-O",
+    "group",
+    default=None,
+    metavar="1",
+    help="-O1: run the passes of ONE's O1 group that bnfold implements (the others are listed).",
+)
 @pass_flags
-@click.option("-C", "--config", "config_path", type=str, default=None, metavar="ONE.cfg",
-              help="one-cmds configuration file; reads its [one-optimize] section (and [onecc] include=O1).")
-@click.option("--strict", is_flag=True, help="Refuse (exit 2) ONE options bnfold does not implement, instead of warning.")
-@click.option("--force", is_flag=True, help="Let --report/--node-data/--node-data-input replace an existing model file (never this run's own).")
-@click.option("--report", "report_path", default=None, metavar="R.json",
-              help="Write the report (passes, folds, refusals, operator counts, times) as JSON; '-' for stdout.")
-@click.option("--external-buffers", is_flag=True, help="Store weights after the flatbuffer (Buffer.offset/size layout).")
+@click.option(
+    "-C",
+    "--config",
+    "config_path",
+    type=str,
+    default=None,
+    metavar="ONE.cfg",
+    help="one-cmds configuration file; reads its [one-optimize] section (and [onecc] include=O1).",
+)
+@click.option(
+    "--strict", is_flag=True, help="Refuse (exit 2) ONE options bnfold does not implement, instead of warning."
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Let --report/--node-data/--node-data-input replace an existing model file (never this run's own).",
+)
+@click.option(
+    "--report",
+    "report_path",
+    default=None,
+    metavar="R.json",
+    help="Write the report (passes, folds, refusals, operator counts, times) as JSON; '-' for stdout.",
+)
+@click.option(
+    "--external-buffers", is_flag=True, help="Store weights after the flatbuffer (Buffer.offset/size layout)."
+)
 @click.option("--in-place", is_flag=True, help="Allow OUT to be IN (or omit OUT) and overwrite it.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
-@click.option("--check", "check_samples", type=SAMPLES, default=None, metavar="N",
-              help="Value-check the result against IN on N random samples before writing; write nothing if it fails.")
-@click.option("--rtol", type=TOLERANCE, default=None,
-              help="--check: |a-b| <= atol + rtol*max|a| per output. Default 1e-5 (1e-2 when float16 weights were rewritten).")
+@click.option(
+    "--check",
+    "check_samples",
+    type=SAMPLES,
+    default=None,
+    metavar="N",
+    help="Value-check the result against IN on N random samples before writing; write nothing if it fails.",
+)
+@click.option(
+    "--rtol",
+    type=TOLERANCE,
+    default=None,
+    help="--check: |a-b| <= atol + rtol*max|a| per output. Default 1e-5 (1e-2 when float16 weights were rewritten).",
+)
 @click.option("--atol", type=TOLERANCE, default=None, help="--check: absolute tolerance. Default 1e-5.")
-@click.option("--node-data", default=None, metavar="ND.json", help="Write Model Explorer node data of OUT: what each op absorbed, why each candidate stayed.")
-@click.option("--node-data-input", default=None, metavar="ND.json", help="Write Model Explorer node data of IN: what was folded away, into what.")
-@click.option("--check-mode", type=click.Choice(api.CHECK_MODES), default="auto", show_default=True,
-              help="--check: the whole model, each rewrite on its own, or auto (whole when a backend runs the model, else local).")
-@click.option("--out-dir", metavar="DIR", help="Optimize each PATH (model, or directory of them) into DIR; exit: worst model's, 3>2>1>4>0.")
-@click.option("-j", "--jobs", type=click.IntRange(1), default=None, metavar="N", help="--out-dir: N worker processes (default: the CPUs).")
-@click.option("--shard", default=None, metavar="K/N", help="--out-dir: only the K-th of N equal shares of the models (K = 1..N).")
-def optimize(paths, input_option, output_option, passes, group, config_path, strict, force, report_path, external_buffers,
-             in_place, quiet, check_samples, rtol, atol, node_data, node_data_input, check_mode, out_dir, jobs, shard, **flags):
+@click.option(
+    "--node-data",
+    default=None,
+    metavar="ND.json",
+    help="Write Model Explorer node data of OUT: what each op absorbed, why each candidate stayed.",
+)
+@click.option(
+    "--node-data-input",
+    default=None,
+    metavar="ND.json",
+    help="Write Model Explorer node data of IN: what was folded away, into what.",
+)
+@click.option(
+    "--check-mode",
+    type=click.Choice(api.CHECK_MODES),
+    default="auto",
+    show_default=True,
+    help="--check: the whole model, each rewrite on its own, or auto (whole when a backend runs the model, else local).",
+)
+@click.option(
+    "--out-dir",
+    metavar="DIR",
+    help="Optimize each PATH (model, or directory of them) into DIR; exit: worst model's, 3>2>1>4>0.",
+)
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(1),
+    default=None,
+    metavar="N",
+    help="--out-dir: N worker processes (default: the CPUs).",
+)
+@click.option(
+    "--shard", default=None, metavar="K/N", help="--out-dir: only the K-th of N equal shares of the models (K = 1..N)."
+)
+def optimize(
+    paths,
+    input_option,
+    output_option,
+    passes,
+    group,
+    config_path,
+    strict,
+    force,
+    report_path,
+    external_buffers,
+    in_place,
+    quiet,
+    check_samples,
+    rtol,
+    atol,
+    node_data,
+    node_data_input,
+    check_mode,
+    out_dir,
+    jobs,
+    shard,
+    **flags,
+):
     """Run passes over IN and write the result to OUT (format from OUT's extension), or over every model of PATH... into DIR."""
     config = api.read_config(config_path) if config_path else None
     switches = dict(config.switches) if config else {}
@@ -62,19 +166,45 @@ def optimize(paths, input_option, output_option, passes, group, config_path, str
     echo = functools.partial(click.echo, err=to_stdout)  # stdout carries the JSON then
     echo_lines([f"bnfold: {line}" for line in chosen.warnings()], functools.partial(click.echo, err=True))
     echo_lines([] if quiet else chosen.notes(), echo)
-    same = dict(force=force, external_buffers=external_buffers, check=check_samples, check_mode=check_mode, rtol=rtol, atol=atol)
+    same = dict(
+        force=force, external_buffers=external_buffers, check=check_samples, check_mode=check_mode, rtol=rtol, atol=atol
+    )
     if out_dir is not None:  # progress.py: a bar on a terminal, the failures in input order, one table
         from .. import progress  # only for --out-dir: it loads the batch machinery (~2 ms)
+
         one_model = (input_option, output_option, in_place, node_data, node_data_input)
-        click.get_current_context().exit(progress.optimize_many(paths, out_dir, chosen, quiet, one_model, jobs=jobs, shard=shard,
-                                                                report=report_path, run_files=[config_path], **same))
+        click.get_current_context().exit(
+            progress.optimize_many(
+                paths,
+                out_dir,
+                chosen,
+                quiet,
+                one_model,
+                jobs=jobs,
+                shard=shard,
+                report=report_path,
+                run_files=[config_path],
+                **same,
+            )
+        )
     input_path = _one_path("IN", (*paths, None)[0], input_option) or (config and config.input_path)
     output_path = _one_path("OUT", (*paths, None, None)[1], output_option) or (config and config.output_path)
     if not input_path or not (output_path or in_place) or len(paths) > 2 or jobs or shard:
-        raise UsageError("need IN and OUT (as arguments, -i/-o, or input_path/output_path in --config); several models, -j, --shard: --out-dir")
+        raise UsageError(
+            "need IN and OUT (as arguments, -i/-o, or input_path/output_path in --config); several models, -j, --shard: --out-dir"
+        )
     try:
-        result = api.optimize_file(input_path, output_path, chosen, in_place=in_place, node_data=node_data, node_data_input=node_data_input,
-                                   report=None if to_stdout else report_path, run_files=[config_path], **same)
+        result = api.optimize_file(
+            input_path,
+            output_path,
+            chosen,
+            in_place=in_place,
+            node_data=node_data,
+            node_data_input=node_data_input,
+            report=None if to_stdout else report_path,
+            run_files=[config_path],
+            **same,
+        )
     except CheckFailed as e:
         if getattr(e, "result", None) is not None:
             click.echo(e.result.table(), err=to_stdout)

@@ -48,15 +48,40 @@ def echo_lines(lines, echo=click.echo) -> None:
 
 def value_options(function):
     """The options `check` and `run` share: inputs, casting, backend, time limit, samples, seed."""
-    for option in reversed([
-        click.option("--input", "input_files", multiple=True, metavar="in.h5",
-                     help="Inputs in ONE's h5 layout (repeatable; a record-minmax file holds several samples)."),
-        click.option("--cast", is_flag=True, help="Convert --input data of another dtype (refused if a value would change)."),
-        click.option("--backend", type=BACKEND, default="auto", show_default=True,
-                     help="auto: LiteRT when it loads the model(s), else the reference interpreter."),
-        click.option("--timeout", type=Seconds(), default=None, metavar="SECONDS", help="Give up (exit 4) after this long."),
-        click.option("--samples", type=SAMPLES, default=1, show_default=True, metavar="N", help="Random samples when no --input is given."),
-        click.option("--seed", type=SEED, default=0, show_default=True, metavar="S", help="Seed of the random inputs."),
-    ]):
+    for option in reversed(
+        [
+            click.option(
+                "--input",
+                "input_files",
+                multiple=True,
+                metavar="in.h5",
+                help="Inputs in ONE's h5 layout (repeatable; a record-minmax file holds several samples).",
+            ),
+            click.option(
+                "--cast", is_flag=True, help="Convert --input data of another dtype (refused if a value would change)."
+            ),
+            click.option(
+                "--backend",
+                type=BACKEND,
+                default="auto",
+                show_default=True,
+                help="auto: LiteRT when it loads the model(s), else the reference interpreter.",
+            ),
+            click.option(
+                "--timeout", type=Seconds(), default=None, metavar="SECONDS", help="Give up (exit 4) after this long."
+            ),
+            click.option(
+                "--samples",
+                type=SAMPLES,
+                default=1,
+                show_default=True,
+                metavar="N",
+                help="Random samples when no --input is given.",
+            ),
+            click.option(
+                "--seed", type=SEED, default=0, show_default=True, metavar="S", help="Seed of the random inputs."
+            ),
+        ]
+    ):
         function = option(function)
     return function

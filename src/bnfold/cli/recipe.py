@@ -28,14 +28,32 @@ def recipe_build(recipe_path, output_path):
 @click.option("--junit", "junit_path", default=None, metavar="report.xml", help="Also write the results as JUnit XML.")
 @click.option("--force", is_flag=True, help="Let --junit replace an existing model file.")
 @click.option("--samples", type=SAMPLES, default=2, show_default=True, metavar="N", help="Random samples per recipe.")
-@click.option("--seed", type=SEED, default=1, show_default=True, metavar="S",
-              help="Seed of the random inputs (1, the seed the project's recipe tests were measured with).")
-@click.option("--backend", type=BACKEND, default="auto", show_default=True,
-              help="auto: LiteRT when it loads the model, else the reference interpreter.")
+@click.option(
+    "--seed",
+    type=SEED,
+    default=1,
+    show_default=True,
+    metavar="S",
+    help="Seed of the random inputs (1, the seed the project's recipe tests were measured with).",
+)
+@click.option(
+    "--backend",
+    type=BACKEND,
+    default="auto",
+    show_default=True,
+    help="auto: LiteRT when it loads the model, else the reference interpreter.",
+)
 def recipe_test(recipes, junit_path, force, samples, seed, backend):
     """Value-test recipes as CI would: build, store input/expected h5, optimize, check rules and values."""
-    outcomes = api.test_recipes(recipes, samples=samples, seed=seed, backend=backend, junit=junit_path, force=force,
-                                on_outcome=lambda outcome: click.echo(outcome.line()))
+    outcomes = api.test_recipes(
+        recipes,
+        samples=samples,
+        seed=seed,
+        backend=backend,
+        junit=junit_path,
+        force=force,
+        on_outcome=lambda outcome: click.echo(outcome.line()),
+    )
     bad = [o for o in outcomes if not o.passed]
     click.echo(f"{len(outcomes) - len(bad)} passed, {len(bad)} failed")
     if bad:

@@ -13,20 +13,71 @@ from .options import TOLERANCE, value_options
 @click.argument("model_a", metavar="MODEL")
 @click.argument("model_b", metavar="[MODEL_B]", required=False)
 @value_options
-@click.option("--expected", "expected_files", multiple=True, metavar="expected.h5",
-              help="Stored outputs to compare MODEL's with (one per --input file, in order), instead of MODEL_B.")
-@click.option("--write-input", metavar="in.h5", default=None, help="Write the inputs used (file.N.h5 per sample when N > 1).")
-@click.option("--write-expected", metavar="expected.h5", default=None, help="Write MODEL's outputs (file.N.h5 per sample when N > 1).")
-@click.option("--force", is_flag=True, help="Let --write-input/--write-expected replace existing model files (never this run's own).")
-@click.option("--rtol", type=TOLERANCE, default=1e-5, show_default=True, help="Relative tolerance: |a-b| <= atol + rtol*max|a| per output.")
-@click.option("--atol", type=TOLERANCE, default=1e-5, show_default=True, help="Absolute tolerance. Integers must match exactly.")
-def check(model_a, model_b, input_files, cast, backend, timeout, samples, seed, expected_files, write_input, write_expected,
-          force, rtol, atol):
+@click.option(
+    "--expected",
+    "expected_files",
+    multiple=True,
+    metavar="expected.h5",
+    help="Stored outputs to compare MODEL's with (one per --input file, in order), instead of MODEL_B.",
+)
+@click.option(
+    "--write-input", metavar="in.h5", default=None, help="Write the inputs used (file.N.h5 per sample when N > 1)."
+)
+@click.option(
+    "--write-expected",
+    metavar="expected.h5",
+    default=None,
+    help="Write MODEL's outputs (file.N.h5 per sample when N > 1).",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Let --write-input/--write-expected replace existing model files (never this run's own).",
+)
+@click.option(
+    "--rtol",
+    type=TOLERANCE,
+    default=1e-5,
+    show_default=True,
+    help="Relative tolerance: |a-b| <= atol + rtol*max|a| per output.",
+)
+@click.option(
+    "--atol", type=TOLERANCE, default=1e-5, show_default=True, help="Absolute tolerance. Integers must match exactly."
+)
+def check(
+    model_a,
+    model_b,
+    input_files,
+    cast,
+    backend,
+    timeout,
+    samples,
+    seed,
+    expected_files,
+    write_input,
+    write_expected,
+    force,
+    rtol,
+    atol,
+):
     """Compare MODEL's outputs with MODEL_B's on the same inputs, or with stored --expected outputs;
     exit 0 only if all match (1: they differ, 4: no backend could run them)."""
-    result = api.check(model_a, model_b, inputs=input_files, expected=expected_files, samples=samples, seed=seed,
-                       write_input=write_input, write_expected=write_expected, force=force, rtol=rtol, atol=atol,
-                       backend=backend, timeout=timeout, cast=cast)
+    result = api.check(
+        model_a,
+        model_b,
+        inputs=input_files,
+        expected=expected_files,
+        samples=samples,
+        seed=seed,
+        write_input=write_input,
+        write_expected=write_expected,
+        force=force,
+        rtol=rtol,
+        atol=atol,
+        backend=backend,
+        timeout=timeout,
+        cast=cast,
+    )
     click.echo(result.table())
     click.echo(f"backend {result.backend}, {result.samples} sample(s), {api.CRITERION}, {result.tolerance}")
     if not result.passed:
@@ -36,13 +87,33 @@ def check(model_a, model_b, input_files, cast, backend, timeout, samples, seed, 
 @click.command(name="run")
 @click.argument("model_path", metavar="MODEL")
 @value_options
-@click.option("--output", "output_path", required=True, metavar="out.h5", help="Where to write the outputs (out.N.h5 per sample when N > 1).")
-@click.option("--write-input", metavar="in.h5", default=None, help="Write the random inputs too (TestDataGenerator's role).")
-@click.option("--force", is_flag=True, help="Let --output/--write-input replace existing model files (never this run's own).")
+@click.option(
+    "--output",
+    "output_path",
+    required=True,
+    metavar="out.h5",
+    help="Where to write the outputs (out.N.h5 per sample when N > 1).",
+)
+@click.option(
+    "--write-input", metavar="in.h5", default=None, help="Write the random inputs too (TestDataGenerator's role)."
+)
+@click.option(
+    "--force", is_flag=True, help="Let --output/--write-input replace existing model files (never this run's own)."
+)
 def run_model(model_path, input_files, cast, backend, timeout, samples, seed, output_path, write_input, force):
     """Run MODEL on --input h5 files (or random inputs) and write its outputs in ONE's h5 layout."""
-    ran = api.run(model_path, output_path, inputs=input_files, samples=samples, seed=seed, write_input=write_input,
-                  force=force, backend=backend, timeout=timeout, cast=cast)
+    ran = api.run(
+        model_path,
+        output_path,
+        inputs=input_files,
+        samples=samples,
+        seed=seed,
+        write_input=write_input,
+        force=force,
+        backend=backend,
+        timeout=timeout,
+        cast=cast,
+    )
     inputs = f" and {text.files(ran.inputs)}" if ran.inputs else ""
     click.echo(f"wrote {text.files(ran.outputs)}{inputs} ({ran.backend})")
 
@@ -50,9 +121,21 @@ def run_model(model_path, input_files, cast, backend, timeout, samples, seed, ou
 @click.command()
 @click.argument("file_a", metavar="A.h5")
 @click.argument("file_b", metavar="B.h5")
-@click.option("--rtol", type=TOLERANCE, default=1e-5, show_default=True, help="Relative tolerance: |a-b| <= atol + rtol*max|a| per value.")
+@click.option(
+    "--rtol",
+    type=TOLERANCE,
+    default=1e-5,
+    show_default=True,
+    help="Relative tolerance: |a-b| <= atol + rtol*max|a| per value.",
+)
 @click.option("--atol", type=TOLERANCE, default=1e-5, show_default=True, help="Absolute tolerance.")
-@click.option("-d", "--delta", type=TOLERANCE, default=None, help="Like h5diff -d: absolute tolerance only, for every value, integers too (overrides --rtol/--atol).")
+@click.option(
+    "-d",
+    "--delta",
+    type=TOLERANCE,
+    default=None,
+    help="Like h5diff -d: absolute tolerance only, for every value, integers too (overrides --rtol/--atol).",
+)
 def h5diff(file_a, file_b, rtol, atol, delta):
     """Compare two h5 files in ONE's layout value by value; exit 0 only if all are within tolerance."""
     result = api.h5diff(file_a, file_b, rtol=rtol, atol=atol, delta=delta)

@@ -25,6 +25,7 @@ from ..ir.const import Scaled
 from ..ir.graph import Graph, Op, Tensor, float_source
 from ..ir.ops import AFFINE_KINDS
 from .report import Refusal
+
 # Per-channel vectors are float64 [C]; a channel count beyond this comes from a corrupt shape, and
 # matching it would allocate gigabytes for a file of kilobytes.
 MAX_CHANNELS = 1 << 22
@@ -36,8 +37,16 @@ class AffineChain:
 
     __slots__ = ("input", "axis", "ops", "scale", "shift", "activation", "constants")
 
-    def __init__(self, input: Tensor, axis: int, ops: list[Op], scale: np.ndarray, shift: np.ndarray,
-                 activation: str, constants: list[Tensor]):
+    def __init__(
+        self,
+        input: Tensor,
+        axis: int,
+        ops: list[Op],
+        scale: np.ndarray,
+        shift: np.ndarray,
+        activation: str,
+        constants: list[Tensor],
+    ):
         self.input, self.axis, self.ops, self.scale, self.shift = input, axis, ops, scale, shift
         self.activation, self.constants = activation, constants
 
@@ -57,18 +66,24 @@ def channel_vector(const: Tensor, x_shape: tuple[int, ...], axis: int) -> np.nda
     if source is None and not const.is_const:
         return Refusal(f"operand {const.name!r} is not a constant")
     if source is None:
-        return Refusal(f"constant {const.name!r} is {const.dtype}{' (quantized)' if const.is_quantized else ''}, not float32")
+        return Refusal(
+            f"constant {const.name!r} is {const.dtype}{' (quantized)' if const.is_quantized else ''}, not float32"
+        )
     shape, rank = const.shape, len(x_shape)
     channels = x_shape[axis]
     if len(shape) > rank:
-        return Refusal(f"constant {const.name!r} of shape {list(shape)} has more dimensions than the data {list(x_shape)}")
+        return Refusal(
+            f"constant {const.name!r} of shape {list(shape)} has more dimensions than the data {list(x_shape)}"
+        )
     aligned = (1,) * (rank - len(shape)) + tuple(shape)
     for i, d in enumerate(aligned):
         if i == axis:
             if d not in (1, channels):
                 return Refusal(f"constant {const.name!r} of shape {list(shape)} does not match {channels} channels")
         elif d != 1:
-            return Refusal(f"constant {const.name!r} of shape {list(shape)} varies along axis {i}, not only the channel axis {axis}")
+            return Refusal(
+                f"constant {const.name!r} of shape {list(shape)} varies along axis {i}, not only the channel axis {axis}"
+            )
     values = np.asarray(source.data, dtype=np.float64).reshape(-1)
     return np.broadcast_to(values, (channels,)).copy() if values.size == 1 else values.copy()
 
@@ -99,8 +114,9 @@ def _step(kind: str, value_first: bool, c: np.ndarray, s: np.ndarray, t: np.ndar
     return Refusal(f"{kind} is not an affine op")
 
 
-def match_chain(graph: Graph, x: Tensor, axis: int, *, start: Op | None = None,
-                kinds: frozenset[str] = AFFINE_KINDS) -> AffineChain | Refusal | None:
+def match_chain(
+    graph: Graph, x: Tensor, axis: int, *, start: Op | None = None, kinds: frozenset[str] = AFFINE_KINDS
+) -> AffineChain | Refusal | None:
     """The longest affine chain reading `x` (None if x does not feed one), of ops of `kinds`
     only (the ONE passes that fold just a MUL or just an ADD end their chain at any other op).
 
@@ -131,7 +147,13 @@ def match_chain(graph: Graph, x: Tensor, axis: int, *, start: Op | None = None,
         if float_source(const) is None and (const is None or not const.is_const):
             break
         out = op.outputs[0]
-        if out.shape != value.shape or out.dtype != "FLOAT32" or value.dtype != "FLOAT32" or out.is_quantized or value.is_quantized:
+        if (
+            out.shape != value.shape
+            or out.dtype != "FLOAT32"
+            or value.dtype != "FLOAT32"
+            or out.is_quantized
+            or value.is_quantized
+        ):
             refusal = Refusal("the elementwise op changes the shape or is not float32")
             return _at(refusal, op) if not ops else _finish(x, axis, ops, s, t, activation, constants)
         c = channel_vector(const, value.shape, axis)
@@ -172,8 +194,13 @@ def _continues_chain(graph: Graph, x: Tensor, op: Op) -> bool:
     """op is the middle of a longer chain (x made by an activation-free affine op with a constant,
     read only by op): the chain is matched from its start instead."""
     p = x.producer
-    return (p is not None and p.kind in AFFINE_KINDS and p.fused_activation == "NONE" and data_input(p) is not None
-            and graph.has_single_use(x, op))
+    return (
+        p is not None
+        and p.kind in AFFINE_KINDS
+        and p.fused_activation == "NONE"
+        and data_input(p) is not None
+        and graph.has_single_use(x, op)
+    )
 
 
 def chains_from_starts(graph: Graph) -> Iterator[AffineChain | Refusal]:
@@ -215,8 +242,11 @@ def remove_chain(graph: Graph, chain: AffineChain) -> None:
 def freed_constants(graph: Graph, chain: AffineChain) -> list[str]:
     """Names of the chain's constants that nothing else reads (freed once the chain goes)."""
     chain_ops = {id(op) for op in chain.ops}
-    return [c.name for c in chain.constants
-            if all(id(u) in chain_ops for u in graph.consumers(c)) and not graph.is_observed(c)]
+    return [
+        c.name
+        for c in chain.constants
+        if all(id(u) in chain_ops for u in graph.consumers(c)) and not graph.is_observed(c)
+    ]
 
 
 def finite(*arrays: np.ndarray | Scaled) -> bool:

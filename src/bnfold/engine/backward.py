@@ -45,8 +45,10 @@ from .report import PassResult, Refusal, float16_note
 
 # ---- the math -------------------------------------------------------------------------------
 
-def fold_output_affine(weights: np.ndarray | Scaled, bias: np.ndarray | None, scale: np.ndarray, shift: np.ndarray,
-                       out_axis: int) -> tuple[Scaled, np.ndarray]:
+
+def fold_output_affine(
+    weights: np.ndarray | Scaled, bias: np.ndarray | None, scale: np.ndarray, shift: np.ndarray, out_axis: int
+) -> tuple[Scaled, np.ndarray]:
     """(W', b') for y = s·layer(x) + t: W scaled along `out_axis` (pending: affine.scale_along),
     b' = s·b + t, each rounded once to its own dtype (float32, or float16 weights stay float16; a
     created bias is float32)."""
@@ -56,6 +58,7 @@ def fold_output_affine(weights: np.ndarray | Scaled, bias: np.ndarray | None, sc
 
 
 # ---- the IR: where it applies ---------------------------------------------------------------
+
 
 def weights_refusal(layer: Op, spec: Layer) -> Refusal | None:
     """Why the layer's weights or bias are not float constants a fold may rewrite (float32, or
@@ -90,8 +93,13 @@ def out_channels(layer: Op, spec: Layer) -> int:
     return layer.input(spec.weights).shape[spec.out_axis]
 
 
-def fold_backward(graph: Graph, pass_name: str, *, finish: Callable[[Graph, Op], dict] | None = None,
-                  chain_kinds: frozenset[str] = AFFINE_KINDS) -> PassResult:
+def fold_backward(
+    graph: Graph,
+    pass_name: str,
+    *,
+    finish: Callable[[Graph, Op], dict] | None = None,
+    chain_kinds: frozenset[str] = AFFINE_KINDS,
+) -> PassResult:
     """Fold every affine chain that follows a layer of a kind `pass_name` folds (ir/ops.py) into
     that layer; every refused candidate reported.
 
@@ -182,12 +190,15 @@ def _report_unmatched(graph: Graph, result: PassResult, out: Tensor, chain_kinds
         way.append(layout[0].outputs[0])
     # the reader the skip is about: a batch-norm candidate if there is one (a conv's output read by
     # a swish MUL and a scalar ADD: the ADD)
-    affine = min((op for op in graph.consumers(way[-1]) if op.kind in chain_kinds), key=lambda op: candidate(op) is None)
+    affine = min(
+        (op for op in graph.consumers(way[-1]) if op.kind in chain_kinds), key=lambda op: candidate(op) is None
+    )
     for t in way:
         if graph.is_observed(t) or len(graph.consumers(t)) > 1:
             what = "is a graph output (or named by a signature)" if graph.is_observed(t) else "has other readers"
-            result.skip(affine, f"{t.name!r} on the way to the chain {what}, which must keep the unscaled value",
-                        layer=out.name)
+            result.skip(
+                affine, f"{t.name!r} on the way to the chain {what}, which must keep the unscaled value", layer=out.name
+            )
             return
     problem = (c := candidate(affine)) and dtype_refusal(c)
     if problem:  # e.g. int8 weights behind a DEQUANTIZE (hybrid), a quantized chain
@@ -206,28 +217,43 @@ def _output_refusal(graph: Graph, layer: Op, chain: AffineChain) -> Refusal | No
     if len(graph.consumers(out)) != 1:
         return Refusal("the layer's output has other readers, which must keep the unscaled value")
     if graph.is_observed(chain.input):
-        return Refusal(f"{chain.input.name!r} between the layer and the chain is a graph output, and must keep its value")
+        return Refusal(
+            f"{chain.input.name!r} between the layer and the chain is a graph output, and must keep its value"
+        )
     return None
 
 
 # ---- the IR: the rewrite ----------------------------------------------------------------------
 
+
 def apply_backward(graph: Graph, result: PassResult, layer: Op, spec: Layer, chain: AffineChain) -> dict | None:
     """Rewrite one matched fold; its report entry, or None (and a skip) when the result is unusable."""
     w, b = float_source(layer.input(spec.weights)), float_source(layer.input(spec.bias))
-    new_w, new_b = fold_output_affine(w.pending_data, None if b is None else b.data, chain.scale, chain.shift, spec.out_axis)
+    new_w, new_b = fold_output_affine(
+        w.pending_data, None if b is None else b.data, chain.scale, chain.shift, spec.out_axis
+    )
     if not finite(new_w, new_b):
         result.skip(chain.ops[0], "the folded weights or bias would not be finite", layer=layer.outputs[0].name)
         return None
     if not layer.has_fused_activation_slot:  # no options table (LiteRT runs it with defaults)
-        result.skip(chain.ops[0], "the layer has no options table to carry the chain's activation",
-                    layer=layer.outputs[0].name)
+        result.skip(
+            chain.ops[0], "the layer has no options table to carry the chain's activation", layer=layer.outputs[0].name
+        )
         return None
-    record = result.fold(layer, chain.ops, scale=chain.scale, shift=chain.shift, activation=chain.activation,
-                         output=chain.output.name, **_buffer_changes(graph, layer, spec, freed_constants(graph, chain)))
-    written = [f"{chain.output.name}/{what}" for index, values, what in
-               ((spec.weights, new_w, "weights"), (spec.bias, new_b, "bias"))
-               if graph.set_const_input(layer, index, values, f"{chain.output.name}/{what}")]
+    record = result.fold(
+        layer,
+        chain.ops,
+        scale=chain.scale,
+        shift=chain.shift,
+        activation=chain.activation,
+        output=chain.output.name,
+        **_buffer_changes(graph, layer, spec, freed_constants(graph, chain)),
+    )
+    written = [
+        f"{chain.output.name}/{what}"
+        for index, values, what in ((spec.weights, new_w, "weights"), (spec.bias, new_b, "bias"))
+        if graph.set_const_input(layer, index, values, f"{chain.output.name}/{what}")
+    ]
     record.update(float16_note(written))
     layer.fused_activation = chain.activation
     remove_chain(graph, chain)

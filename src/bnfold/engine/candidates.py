@@ -48,8 +48,10 @@ def dtype_refusal(c: Candidate) -> str | None:
     if float_source(c.constant) is None:
         how = " behind a DEQUANTIZE" if c.dequantized else ""
         quantized = " (quantized)" if stored.is_quantized else ""
-        return (f"its constant {stored.name!r} is {stored.dtype}{quantized}{how}; folds read float32 constants "
-                "(or float16 ones behind a DEQUANTIZE) only")
+        return (
+            f"its constant {stored.name!r} is {stored.dtype}{quantized}{how}; folds read float32 constants "
+            "(or float16 ones behind a DEQUANTIZE) only"
+        )
     if data.dtype != "FLOAT32" or data.is_quantized:
         return f"its data {data.name!r} is {data.dtype}{' (quantized)' if data.is_quantized else ''}, not float32"
     return None
@@ -69,8 +71,15 @@ def _stored_constant(t: Tensor | None) -> Tensor | None:
 
 
 def _is_constant(t: Tensor | None) -> bool:
-    return t is not None and (t.is_const or (t.producer is not None and t.producer.kind == "DEQUANTIZE"
-                                             and t.producer.input(0) is not None and t.producer.input(0).is_const))
+    return t is not None and (
+        t.is_const
+        or (
+            t.producer is not None
+            and t.producer.kind == "DEQUANTIZE"
+            and t.producer.input(0) is not None
+            and t.producer.input(0).is_const
+        )
+    )
 
 
 def broadcast_axis(const_shape: tuple[int, ...], data_shape: tuple[int, ...]) -> int | None | bool:
@@ -124,8 +133,12 @@ def chains(graph: Graph) -> list[list[Op]]:
 
     def follows(op: Op) -> bool:  # op continues the chain its data's producer is in (a fused activation ends it)
         data = steps[id(op)][0]
-        return (data.producer is not None and id(data.producer) in steps and data.producer.fused_activation == "NONE"
-                and graph.has_single_use(data, op))
+        return (
+            data.producer is not None
+            and id(data.producer) in steps
+            and data.producer.fused_activation == "NONE"
+            and graph.has_single_use(data, op)
+        )
 
     found = []
     for op in graph.ops:
@@ -144,6 +157,7 @@ def chains(graph: Graph) -> list[list[Op]]:
 
 
 # ---- where a candidate sits -------------------------------------------------------------------
+
 
 def source(graph: Graph, chain: list[Op]) -> tuple[Op | None, bool]:
     """What makes the chain's data, looking back through layout ops: (that op, None for a graph

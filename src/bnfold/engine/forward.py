@@ -38,6 +38,7 @@ from .report import Refusal
 
 # ---- the math ---------------------------------------------------------------------------------
 
+
 def along_input(weights: np.ndarray | Scaled, spec: Layer, per_channel: np.ndarray, inner: int = 1) -> np.ndarray:
     """A per-channel vector laid out as the weights' input-channel axis holds the channels; `inner`
     is how many consecutive entries of a flattened FC row share a channel (NCHW flattens: H·W)."""
@@ -55,7 +56,9 @@ def fold_input_scale(weights: np.ndarray | Scaled, spec: Layer, scale: np.ndarra
     return scale_along(weights, along_input(weights, spec, scale, inner), spec.in_axis)
 
 
-def constant_input_response(weights: np.ndarray | Scaled, spec: Layer, constant: np.ndarray, inner: int = 1) -> np.ndarray:
+def constant_input_response(
+    weights: np.ndarray | Scaled, spec: Layer, constant: np.ndarray, inner: int = 1
+) -> np.ndarray:
     """What a constant per-channel input adds to each output channel (float64): Σ W·c over the
     kernel taps and input channels."""
     w = np.asarray(weights, dtype=np.float64)
@@ -66,6 +69,7 @@ def constant_input_response(weights: np.ndarray | Scaled, spec: Layer, constant:
 
 
 # ---- the IR: which layers read a tensor -------------------------------------------------------
+
 
 class Sink(NamedTuple):
     """A layer that takes a scale into its input channels. `root` is the op reading the batch
@@ -114,8 +118,9 @@ def padding_refusal(layer: Op, x: Tensor) -> Refusal | None:
     for d in range(2):
         size, out_size, k = x.shape[1 + d], out.shape[1 + d], w.shape[1 + d]
         if (out_size - 1) * strides[d] + (k - 1) * dilations[d] + 1 > size:
-            return Refusal(f"{layer.kind} {out.name!r} has SAME padding that pads its {w.shape[1]}x{w.shape[2]} "
-                           "kernel's input")
+            return Refusal(
+                f"{layer.kind} {out.name!r} has SAME padding that pads its {w.shape[1]}x{w.shape[2]} kernel's input"
+            )
     return None
 
 
@@ -160,8 +165,13 @@ def find_sinks(graph: Graph, y: Tensor, axis: int, crossing: Crossing) -> list[S
             if u.kind == "RESHAPE" and a != UNIFORM:  # a flatten (the channel no whole axis) into an FC
                 fc, flat = _flattened_reader(graph, u)
                 if fc is None:
-                    return moved if moved is not None else Refusal(
-                        "a RESHAPE of the batch norm's result feeds something other than a single FULLY_CONNECTED")
+                    return (
+                        moved
+                        if moved is not None
+                        else Refusal(
+                            "a RESHAPE of the batch norm's result feeds something other than a single FULLY_CONNECTED"
+                        )
+                    )
                 sink = _sink(fc, flat, v.shape[a], _inner(v, a), u, step_root, padded)
             elif moved is not None:
                 return moved
@@ -174,7 +184,7 @@ def find_sinks(graph: Graph, y: Tensor, axis: int, crossing: Crossing) -> list[S
 
 
 def _inner(v: Tensor, axis: int) -> int:
-    return int(np.prod(v.shape[axis + 1:], dtype=np.int64))
+    return int(np.prod(v.shape[axis + 1 :], dtype=np.int64))
 
 
 def _cross(graph: Graph, op: Op, axis: int, crossing: Crossing) -> int | Refusal | None:
@@ -258,8 +268,9 @@ def _direct_sink(layer: Op, v: Tensor, axis: int, root: Op, padded: bool) -> Sin
         return _sink(layer, v, channels, 1, None, root, padded)
     if spec is not None and spec.forward and axis != len(v.shape) - 1:
         if spec.input_channels != "tile":
-            return Refusal(f"{layer.kind} {layer.outputs[0].name!r} reads the channel on axis {axis}, not its "
-                           "channel axis")
+            return Refusal(
+                f"{layer.kind} {layer.outputs[0].name!r} reads the channel on axis {axis}, not its channel axis"
+            )
         inner = _inner(v, axis)
     return _sink(layer, v, v.shape[axis], inner, None, root, padded)
 

@@ -106,7 +106,9 @@ def map_axis(op: Op, axis: int) -> int | Refusal:
         return _transpose_axis(op, axis)
     if op.kind == "BATCH_TO_SPACE_ND":
         if axis != len(x.shape) - 1 or len(y.shape) != len(x.shape) or y.shape[-1] != x.shape[axis]:
-            return Refusal(f"BATCH_TO_SPACE_ND keeps only the last axis (channels) in place, the channel is on axis {axis}")
+            return Refusal(
+                f"BATCH_TO_SPACE_ND keeps only the last axis (channels) in place, the channel is on axis {axis}"
+            )
         return len(y.shape) - 1
     return _reshape_axis(op.kind, x, y, axis)
 
@@ -132,8 +134,10 @@ def _transpose_axis(op: Op, axis: int) -> int | Refusal:
         return Refusal("the TRANSPOSE permutation is not an int32/int64 constant")
     perm = transpose_perm(op)
     if perm is None:
-        return Refusal(f"the TRANSPOSE permutation {np.asarray(perm_t.data).reshape(-1).tolist()} is not a "
-                       f"permutation of {len(op.input(0).shape)} axes")
+        return Refusal(
+            f"the TRANSPOSE permutation {np.asarray(perm_t.data).reshape(-1).tolist()} is not a "
+            f"permutation of {len(op.input(0).shape)} axes"
+        )
     return perm.index(axis)
 
 
@@ -149,8 +153,10 @@ def _reshape_axis(kind: str, x: Tensor, y: Tensor, axis: int) -> int | Refusal:
     for b in range(len(o)):
         if int(np.prod(o[:b], dtype=np.int64)) == before and o[b] == channels:
             return b + offset
-    return Refusal(f"{kind} from {list(x.shape)} to {list(y.shape)} merges or splits the channel axis {axis} "
-                   f"({channels} channels) with others, so the constant is not per layer channel")
+    return Refusal(
+        f"{kind} from {list(x.shape)} to {list(y.shape)} merges or splits the channel axis {axis} "
+        f"({channels} channels) with others, so the constant is not per layer channel"
+    )
 
 
 def _static_shapes(x: Tensor, y: Tensor) -> tuple[tuple, tuple, int] | Refusal:
@@ -159,7 +165,14 @@ def _static_shapes(x: Tensor, y: Tensor) -> tuple[tuple, tuple, int] | Refusal:
     sy = y.signature
     if all(d >= 0 for d in sx) and all(d >= 0 for d in sy):
         return x.shape, y.shape, 0
-    if (sx and sy and sx[0] < 0 and sy[0] < 0 and all(d >= 0 for d in sx[1:]) and all(d >= 0 for d in sy[1:])
-            and np.prod(sx[1:], dtype=np.int64) == np.prod(sy[1:], dtype=np.int64)):
+    if (
+        sx
+        and sy
+        and sx[0] < 0
+        and sy[0] < 0
+        and all(d >= 0 for d in sx[1:])
+        and all(d >= 0 for d in sy[1:])
+        and np.prod(sx[1:], dtype=np.int64) == np.prod(sy[1:], dtype=np.int64)
+    ):
         return x.shape[1:], y.shape[1:], 1
     return Refusal("shapes with dynamic dimensions other than a leading batch")

@@ -64,8 +64,9 @@ def transposes_left(model: Model, said: list[Said], passes: list[str]) -> list[d
             if op.kind != "TRANSPOSE":
                 continue
             s = heard.get(id(op))
-            reason = (s.record["reason"] if s else
-                      f"{TRANSPOSE_PASS}, which moves transposes until they cancel, was not run")
+            reason = (
+                s.record["reason"] if s else f"{TRANSPOSE_PASS}, which moves transposes until they cancel, was not run"
+            )
             entries.append({"subgraph": gi, "at": describe(op), "pass": s.pass_name if s else None, "reason": reason})
     return entries
 
@@ -82,8 +83,18 @@ def _entries(gi: int, graph: Graph, chain: list[Op], heard: list[Said], passes: 
     found = [c for c in map(candidate, chain) if c is not None]
     reason = reasons[chosen] if chosen else position_reason(graph, chain, found, passes)
     members = [describe(op) for op in chain]
-    return [{"subgraph": gi, "at": describe(c.op), "pass": chosen, "reason": reason, "reasons": reasons,
-             "chain": members, **details} for c in found]
+    return [
+        {
+            "subgraph": gi,
+            "at": describe(c.op),
+            "pass": chosen,
+            "reason": reason,
+            "reasons": reasons,
+            "chain": members,
+            **details,
+        }
+        for c in found
+    ]
 
 
 def _most_specific(reasons: dict[str, str]) -> str | None:
@@ -105,8 +116,10 @@ def position_reason(graph: Graph, chain: list[Op], found: list[Candidate], passe
     readers, observed = sinks(graph, chain)
     where = _between(producer, readers, observed)
     if producer is not None and (producer.kind in LAYERS or producer.kind == "CONCATENATION") and shared:
-        return (f"the {producer.kind} output on the way to it has other readers or is a graph output, which must "
-                f"keep the unscaled value ({where})")
+        return (
+            f"the {producer.kind} output on the way to it has other readers or is a graph output, which must "
+            f"keep the unscaled value ({where})"
+        )
     if producer is not None and producer.kind in LAYERS and LAYERS[producer.kind].backward_pass not in passes:
         return f"{LAYERS[producer.kind].backward_pass}, which folds it into the {producer.kind} before it, was not run ({where})"
     if producer is not None and producer.kind == "CONCATENATION" and CONCAT_PASS not in passes:
@@ -126,6 +139,7 @@ def _between(producer: Op | None, readers: list[Op], observed: bool) -> str:
 
 # ---- listing the candidates of any model (bnfold inspect --leftovers) -------------------------
 
+
 def listing(model: Model, report: dict | None = None) -> tuple[list[dict], list[tuple]]:
     """(every candidate of `model` with where it sits — and, given the report of the optimize run
     that wrote `model`, why it stayed —, the report's entries that name no candidate of `model`
@@ -139,18 +153,30 @@ def listing(model: Model, report: dict | None = None) -> tuple[list[dict], list[
         for chain in chains(graph):
             for c in filter(None, map(candidate, chain)):
                 key = (gi, c.op.kind, c.op.outputs[0].name)
-                row = {"subgraph": gi, "index": c.op.index, "kind": c.op.kind, "activation": c.op.fused_activation,
-                       "output": key[2], "constant": c.stored.name, "dtype": c.stored.dtype,
-                       "shape": list(c.constant.shape), "dequantized": c.dequantized, "axis": c.axis,
-                       "data_shape": list(c.data.shape), "data_from": name_op(c.data.producer),
-                       "read_by": [name_op(u) for u in graph.consumers(c.op.outputs[0])]
-                       + (["the graph output"] if graph.is_observed(c.op.outputs[0]) else []),
-                       "chain": [name_op(op) for op in chain]}
+                row = {
+                    "subgraph": gi,
+                    "index": c.op.index,
+                    "kind": c.op.kind,
+                    "activation": c.op.fused_activation,
+                    "output": key[2],
+                    "constant": c.stored.name,
+                    "dtype": c.stored.dtype,
+                    "shape": list(c.constant.shape),
+                    "dequantized": c.dequantized,
+                    "axis": c.axis,
+                    "data_shape": list(c.data.shape),
+                    "data_from": name_op(c.data.producer),
+                    "read_by": [name_op(u) for u in graph.consumers(c.op.outputs[0])]
+                    + (["the graph output"] if graph.is_observed(c.op.outputs[0]) else []),
+                    "chain": [name_op(op) for op in chain],
+                }
                 if report is not None:
                     entry = entries.get(key)
                     used.add(key)
-                    row.update(reason=None if entry is None else entry["reason"],
-                               passes=None if entry is None else entry.get("reasons", {}))
+                    row.update(
+                        reason=None if entry is None else entry["reason"],
+                        passes=None if entry is None else entry.get("reasons", {}),
+                    )
                 rows.append(row)
     return rows, [k for k in entries if k not in used]
 
@@ -165,11 +191,15 @@ def transpose_listing(model: Model, report: dict | None = None) -> list[dict]:
             if op.kind != "TRANSPOSE":
                 continue
             perm = op.input(1)
-            row = {"subgraph": gi, "index": op.index, "output": op.outputs[0].name,
-                   "perm": None if perm is None or not perm.is_const else [int(v) for v in perm.data.reshape(-1)],
-                   "data_from": name_op(op.inputs[0].producer),
-                   "read_by": [name_op(u) for u in graph.consumers(op.outputs[0])]
-                   + (["the graph output"] if graph.is_observed(op.outputs[0]) else [])}
+            row = {
+                "subgraph": gi,
+                "index": op.index,
+                "output": op.outputs[0].name,
+                "perm": None if perm is None or not perm.is_const else [int(v) for v in perm.data.reshape(-1)],
+                "data_from": name_op(op.inputs[0].producer),
+                "read_by": [name_op(u) for u in graph.consumers(op.outputs[0])]
+                + (["the graph output"] if graph.is_observed(op.outputs[0]) else []),
+            }
             if report is not None:
                 row["reason"] = reasons.get((gi, row["output"]))
             rows.append(row)

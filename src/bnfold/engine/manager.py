@@ -20,8 +20,9 @@ from .report import Report
 MAX_ROUNDS = 50
 
 
-def run_passes(model: Model, specs: list[PassSpec], *, parameters: set[str] = frozenset(),
-               max_rounds: int = MAX_ROUNDS) -> Report:
+def run_passes(
+    model: Model, specs: list[PassSpec], *, parameters: set[str] = frozenset(), max_rounds: int = MAX_ROUNDS
+) -> Report:
     """Run `specs` to a fixpoint; a pass named with its `parameters` first changes the model's
     interface, once (its module's change_interface)."""
     report = Report([s.name for s in specs])

@@ -39,8 +39,15 @@ class Crossing:
 
     __slots__ = ("perm", "data", "outputs", "consts", "options")
 
-    def __init__(self, perm: Perm, data: list[int], outputs: list[Perm | None], *,
-                 consts: dict[int, np.ndarray] | None = None, options: dict | None = None):
+    def __init__(
+        self,
+        perm: Perm,
+        data: list[int],
+        outputs: list[Perm | None],
+        *,
+        consts: dict[int, np.ndarray] | None = None,
+        options: dict | None = None,
+    ):
         self.perm, self.data, self.outputs = perm, data, outputs
         self.consts = {} if consts is None else consts
         self.options = {} if options is None else options
@@ -228,7 +235,9 @@ def _reshape(op: Op, t: Tensor, p: Perm) -> Crossing | str:
     out = op.outputs[0]
     if any(d < 0 for d in t.signature + out.signature):
         return f"{op.kind} with dynamic dimensions"
-    mixes = f"{op.kind} from {list(t.shape)} to {list(out.shape)} merges or splits axes the permutation {list(p)} separates"
+    mixes = (
+        f"{op.kind} from {list(t.shape)} to {list(out.shape)} merges or splits axes the permutation {list(p)} separates"
+    )
     order = moved_groups(t.shape, p, out.shape)
     if order is None:
         return mixes
@@ -259,7 +268,9 @@ def reshape_target(op: Op, shape) -> tuple[dict[int, np.ndarray], dict]:
     stated = getattr(op.options, "newShape", None) if op.options is not None else None
     options = {"newShape": list(shape)} if stated is not None and len(stated) else {}
     shape_input = op.input(1)
-    consts = {1: np.array(shape, dtype=shape_input.data.dtype)} if shape_input is not None and shape_input.is_const else {}
+    consts = (
+        {1: np.array(shape, dtype=shape_input.data.dtype)} if shape_input is not None and shape_input.is_const else {}
+    )
     return consts, options
 
 

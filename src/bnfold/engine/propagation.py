@@ -99,9 +99,11 @@ def _move(graph: Graph, seed: Op, scope, result: PassResult, reasons: dict[Op, s
     p = transpose_perm(seed)
     if p is None:
         x = seed.input(0)
-        reasons[seed] = ("its output has another scale or zero point than its input: it changes the values too"
-                         if x is not None and not same_quantization(x, seed.outputs[0]) else
-                         "its permutation is not a constant permutation of the input's axes")
+        reasons[seed] = (
+            "its output has another scale or zero point than its input: it changes the values too"
+            if x is not None and not same_quantization(x, seed.outputs[0])
+            else "its permutation is not a constant permutation of the input's axes"
+        )
         return
     if is_identity(p):
         if not _remove_identity(graph, seed, result):
@@ -109,15 +111,24 @@ def _move(graph: Graph, seed: Op, scope, result: PassResult, reasons: dict[Op, s
         return
     if scope is None and _into_reshape(graph, seed, p, result):
         return
-    narrow, wide, back = (grow(graph, seed, scope, sides, absorb)
-                          for sides, absorb in ((False, False), (True, False), (True, scope is None)))
+    narrow, wide, back = (
+        grow(graph, seed, scope, sides, absorb)
+        for sides, absorb in ((False, False), (True, False), (True, scope is None))
+    )
     best = max(narrow, wide, back, key=lambda r: r.gain(graph))
     if best.gain(graph) > 0:
-        result.fold(seed, [*best.seeds, *(u for u in best.merges if best.cancels(graph, u))],
-                    into=[*best.crossed, *(u for u in best.merges if not best.cancels(graph, u)),
-                          *(fc for fcs in best.flattens.values() for fc in fcs)],
-                    crossed=[describe(op) for op in best.crossed], removed_transposes=best.removed(graph),
-                    added_transposes=best.added())
+        result.fold(
+            seed,
+            [*best.seeds, *(u for u in best.merges if best.cancels(graph, u))],
+            into=[
+                *best.crossed,
+                *(u for u in best.merges if not best.cancels(graph, u)),
+                *(fc for fcs in best.flattens.values() for fc in fcs),
+            ],
+            crossed=[describe(op) for op in best.crossed],
+            removed_transposes=best.removed(graph),
+            added_transposes=best.added(),
+        )
         _rewrite(graph, best)
     elif scope is None and _pull(graph, seed, p, result):
         return
@@ -139,7 +150,12 @@ def _pull(graph: Graph, seed: Op, q: Perm, result: PassResult) -> bool:
     leaves u's output carrying argsort(q), i.e. u'(transposed inputs) = transpose(x, q)."""
     x = seed.inputs[0]
     u = x.producer
-    if u is None or len(u.outputs) != 1 or not graph.has_single_use(x, seed) or info(u.kind).layout in (None, "transpose"):
+    if (
+        u is None
+        or len(u.outputs) != 1
+        or not graph.has_single_use(x, seed)
+        or info(u.kind).layout in (None, "transpose")
+    ):
         return False
     found = crossing_giving(u, inverse(q))
     if found is None or quantization_problem(u, found[1]):
@@ -150,8 +166,19 @@ def _pull(graph: Graph, seed: Op, q: Perm, result: PassResult) -> bool:
         return False
     result.fold(seed, [seed], into=[u], pulled_before=describe(u))
     opcode = seed.opcode
-    new = {d: _transpose(graph, opcode, d, inverse(s), f"{d.name}/permuted", moved_shape(d.shape, s),
-                         after=d.producer, before=None if d.producer is not None else u) for d in data}
+    new = {
+        d: _transpose(
+            graph,
+            opcode,
+            d,
+            inverse(s),
+            f"{d.name}/permuted",
+            moved_shape(d.shape, s),
+            after=d.producer,
+            before=None if d.producer is not None else u,
+        )
+        for d in data
+    }
     for i in crossing.data:
         graph.set_input(u, i, new[u.inputs[i]])
     _apply_constants(graph, u, crossing)
@@ -197,8 +224,12 @@ def _into_reshape(graph: Graph, seed: Op, p: Perm, result: PassResult) -> bool:
     if not keeps_data_order(x.shape, p) or any(d < 0 for d in x.signature + y.signature):
         return False
     producer, readers = x.producer, graph.consumers(y)
-    if (producer is not None and producer.kind == "RESHAPE" and graph.has_single_use(x, seed)
-            and all(d >= 0 for d in producer.inputs[0].signature)):
+    if (
+        producer is not None
+        and producer.kind == "RESHAPE"
+        and graph.has_single_use(x, seed)
+        and all(d >= 0 for d in producer.inputs[0].signature)
+    ):
         result.fold(seed, [seed], into=[producer], merged_into=describe(producer))
         graph.remove_op(seed)
         graph.set_output(producer, 0, y)
@@ -235,6 +266,7 @@ def _drop_if_identity(graph: Graph, op: Op) -> None:
 
 # ---- the rewrite -------------------------------------------------------------------------------
 
+
 def _rewrite(graph: Graph, region: Region) -> None:
     opcode = next(iter(region.seeds)).opcode
     new: dict[Tensor, Tensor] = {op.outputs[0]: op.inputs[0] for op in region.seeds}
@@ -254,8 +286,16 @@ def _rewrite(graph: Graph, region: Region) -> None:
         if out in region.stops:
             _transpose(graph, opcode, new[out], region.carried[out], out, None, after=op)
     for s, p in region.sides.items():
-        new[s] = _transpose(graph, opcode, s, inverse(p), f"{s.name}/permuted", moved_shape(s.shape, p),
-                            after=s.producer, before=None if s.producer is not None else graph.ops[0])
+        new[s] = _transpose(
+            graph,
+            opcode,
+            s,
+            inverse(p),
+            f"{s.name}/permuted",
+            moved_shape(s.shape, p),
+            after=s.producer,
+            before=None if s.producer is not None else graph.ops[0],
+        )
     for u, crossing in region.crossed.items():
         for i in crossing.data:
             graph.set_input(u, i, new[u.inputs[i]])
@@ -303,13 +343,19 @@ def _merge(graph: Graph, u: Op, source: Tensor, q: Perm) -> None:
         _remove_identity(graph, u, PassResult())
 
 
-def _transpose(graph: Graph, opcode, x: Tensor, perm: Perm, out: Tensor | str, shape, *, after: Op | None,
-               before: Op | None = None) -> Tensor:
+def _transpose(
+    graph: Graph, opcode, x: Tensor, perm: Perm, out: Tensor | str, shape, *, after: Op | None, before: Op | None = None
+) -> Tensor:
     """A new TRANSPOSE of `x` by `perm` writing `out` (a tensor, or the name of a new one), with the
     operator code (version) of the seed's: what the model already asks of the runtime."""
     if isinstance(out, str):
-        out = graph.add_tensor(out, x.dtype, shape, shape_signature=_moved_signature(x, inverse(perm)),
-                               quantization=_moved_quantization(x.quantization, inverse(perm)))
+        out = graph.add_tensor(
+            out,
+            x.dtype,
+            shape,
+            shape_signature=_moved_signature(x, inverse(perm)),
+            quantization=_moved_quantization(x.quantization, inverse(perm)),
+        )
     perm_t = graph.add_const(f"{out.name}/perm", np.array(perm, dtype=np.int32), "INT32")
     graph.add_op(opcode, [x, perm_t], [out], Options("TransposeOptions"), after=after, before=before)
     return out
@@ -317,8 +363,13 @@ def _transpose(graph: Graph, opcode, x: Tensor, perm: Perm, out: Tensor | str, s
 
 def _moved_tensor(graph: Graph, t: Tensor, q: Perm) -> Tensor:
     """A new tensor t' for t carrying q."""
-    return graph.add_tensor(f"{t.name}/permuted", t.dtype, moved_shape(t.shape, q), shape_signature=_moved_signature(t, q),
-                            quantization=_moved_quantization(t.quantization, q))
+    return graph.add_tensor(
+        f"{t.name}/permuted",
+        t.dtype,
+        moved_shape(t.shape, q),
+        shape_signature=_moved_signature(t, q),
+        quantization=_moved_quantization(t.quantization, q),
+    )
 
 
 def _moved_signature(t: Tensor, q: Perm) -> tuple[int, ...] | None:

@@ -32,8 +32,9 @@ class Region:
         self.conflict: str | None = None
 
     def removed(self, graph: Graph) -> int:
-        return (sum(op.outputs[0] not in self.stops for op in self.seeds)
-                + sum(self.cancels(graph, u) for u in self.merges))
+        return sum(op.outputs[0] not in self.stops for op in self.seeds) + sum(
+            self.cancels(graph, u) for u in self.merges
+        )
 
     def cancels(self, graph: Graph, u: Op) -> bool:
         """Whether TRANSPOSE reader `u` goes: its permutation composes to the identity, and its output
@@ -62,7 +63,9 @@ class Region:
             return "; ".join(self.stops[seed.outputs[0]])
         reasons = list(dict.fromkeys(r for rs in self.stops.values() for r in rs))
         reasons += [f"{t.name!r} would need a transpose into the layout" for t in self.sides]
-        return f"moving it would add {added} transpose(s) to remove {removed} ({'; '.join(reasons) or 'nothing meets it'})"
+        return (
+            f"moving it would add {added} transpose(s) to remove {removed} ({'; '.join(reasons) or 'nothing meets it'})"
+        )
 
 
 def crossing_giving(u: Op, wanted: Perm, output: int = 0) -> tuple[Perm, Crossing] | None:
@@ -106,8 +109,9 @@ def grow(graph: Graph, seed: Op, scope, sides_allowed: bool, absorb: bool = Fals
     return region
 
 
-def _visit(graph, region: Region, u: Op, t: Tensor, p: Perm, scope, sides_allowed, add_seed, carry,
-           absorb: bool) -> str | None:
+def _visit(
+    graph, region: Region, u: Op, t: Tensor, p: Perm, scope, sides_allowed, add_seed, carry, absorb: bool
+) -> str | None:
     """Take reader `u` of carried `t` into the region; the reason it cannot take the layout."""
     where = f"reader {u.kind}{'' if u.index is None else f' #{u.index}'}"
     if u.kind == TRANSPOSE:
@@ -211,8 +215,13 @@ def _plan_back(graph: Graph, region: Region, s: Tensor, p: Perm):
 
 def _seedable(region: Region, s: Tensor, p: Perm) -> bool:
     producer = s.producer
-    return (producer is not None and producer.kind == TRANSPOSE and producer not in region.merges
-            and producer.inputs[0] not in region.carried and transpose_perm(producer) == p)
+    return (
+        producer is not None
+        and producer.kind == TRANSPOSE
+        and producer not in region.merges
+        and producer.inputs[0] not in region.carried
+        and transpose_perm(producer) == p
+    )
 
 
 def quantization_problem(u: Op, crossing: Crossing) -> str | None:
@@ -229,8 +238,10 @@ def _collect_sides(region: Region) -> None:
             s = u.inputs[i]
             want = region.carried.get(s, region.sides.get(s, crossing.perm))
             if want != crossing.perm:
-                region.conflict = (f"{u.kind} -> {u.outputs[0].name!r} would read {s.name!r} in two layouts "
-                                   f"({list(want)} and {list(crossing.perm)})")
+                region.conflict = (
+                    f"{u.kind} -> {u.outputs[0].name!r} would read {s.name!r} in two layouts "
+                    f"({list(want)} and {list(crossing.perm)})"
+                )
                 return
             if s not in region.carried:
                 region.sides[s] = crossing.perm
@@ -246,13 +257,20 @@ def _flatten_readers(graph: Graph, u: Op, t: Tensor, p: Perm) -> list[Op] | None
         flat = u.input(0) is t and not getattr(u.options, "keepNumDims", False)
         return [u] if flat and _takes_columns(u, t, int(np.prod(t.shape[1:], dtype=np.int64))) else None
     out = u.outputs[0] if len(u.outputs) == 1 else None
-    if (u.kind != "RESHAPE" or u.input(0) is not t or out is None or len(out.shape) != 2
-            or out.shape[0] != t.shape[0] or graph.is_observed(out)
-            or int(np.prod(t.shape[1:])) != out.shape[1]):  # shapes that disagree (a corrupt file): no flatten
+    if (
+        u.kind != "RESHAPE"
+        or u.input(0) is not t
+        or out is None
+        or len(out.shape) != 2
+        or out.shape[0] != t.shape[0]
+        or graph.is_observed(out)
+        or int(np.prod(t.shape[1:])) != out.shape[1]
+    ):  # shapes that disagree (a corrupt file): no flatten
         return None
     readers = graph.consumers(out)
-    if not all(fc.kind == "FULLY_CONNECTED" and fc.input(0) is out and _takes_columns(fc, out, out.shape[1])
-               for fc in readers):
+    if not all(
+        fc.kind == "FULLY_CONNECTED" and fc.input(0) is out and _takes_columns(fc, out, out.shape[1]) for fc in readers
+    ):
         return None
     return readers or None
 
@@ -260,8 +278,14 @@ def _flatten_readers(graph: Graph, u: Op, t: Tensor, p: Perm) -> list[Op] | None
 def _takes_columns(fc: Op, x: Tensor, features: int) -> bool:
     """fc reads x as data only and has constant [units, features] weights, not quantized per column."""
     w = fc.input(1)
-    return (w is not None and w.is_const and len(w.shape) == 2 and w.shape[1] == features and x not in fc.inputs[1:]
-            and getattr(w.quantization, "quantizedDimension", 0) in (0, None))
+    return (
+        w is not None
+        and w.is_const
+        and len(w.shape) == 2
+        and w.shape[1] == features
+        and x not in fc.inputs[1:]
+        and getattr(w.quantization, "quantizedDimension", 0) in (0, None)
+    )
 
 
 def feature_order(shape, p: Perm) -> np.ndarray:

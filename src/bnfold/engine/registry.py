@@ -79,97 +79,215 @@ RESHAPES = frozenset({"RESHAPE"})
 # - fuse_pad_with_conv after them: the folds and the propagation see the PAD as exported;
 # - fuse_activation_function last, to absorb standalone activations the folds leave behind.
 PASSES: tuple[PassSpec, ...] = (
-    PassSpec("remove_unnecessary_concat", "remove a CONCATENATION of a single tensor (PyTorch's torch.cat([x]))",
-             True, True, needs=frozenset({"CONCATENATION"})),
+    PassSpec(
+        "remove_unnecessary_concat",
+        "remove a CONCATENATION of a single tensor (PyTorch's torch.cat([x]))",
+        True,
+        True,
+        needs=frozenset({"CONCATENATION"}),
+    ),
     # matched from its ADD, but every form (refused ones too, which are refused once matched whole)
     # holds a MUL, which a model whose batch norms are folded rarely still has, unlike a residual ADD
-    PassSpec("fuse_hardswish", "replace the decomposed hard swish x·relu6(x+3)/6 by one HARD_SWISH",
-             True, True, needs=frozenset({"MUL"})),
-    PassSpec("fuse_batchnorm_with_conv",
-             "fold a Mul/Add/Sub/Div batch-norm chain after CONV_2D into its filter and bias",
-             True, True, needs=_layers_of("fuse_batchnorm_with_conv")),
+    PassSpec(
+        "fuse_hardswish",
+        "replace the decomposed hard swish x·relu6(x+3)/6 by one HARD_SWISH",
+        True,
+        True,
+        needs=frozenset({"MUL"}),
+    ),
+    PassSpec(
+        "fuse_batchnorm_with_conv",
+        "fold a Mul/Add/Sub/Div batch-norm chain after CONV_2D into its filter and bias",
+        True,
+        True,
+        needs=_layers_of("fuse_batchnorm_with_conv"),
+    ),
     # the other layer kinds, same algebra (backward.py); independent of each other, so any order
-    PassSpec("fuse_batchnorm_with_dwconv",
-             "fold a batch-norm chain after DEPTHWISE_CONV_2D (any depth multiplier) into its filter and bias",
-             True, True, needs=_layers_of("fuse_batchnorm_with_dwconv")),
-    PassSpec("fuse_batchnorm_with_tconv",
-             "fold a batch-norm chain after TRANSPOSE_CONV into its filter and (created if missing) bias",
-             True, True, needs=_layers_of("fuse_batchnorm_with_tconv")),
-    PassSpec("fuse_batchnorm_with_fc",
-             "fold a batch-norm chain after FULLY_CONNECTED (also through a RESHAPE keeping the last axis)",
-             True, True, needs=_layers_of("fuse_batchnorm_with_fc")),
-    PassSpec("fuse_batchnorm_with_conv3d",
-             "fold a batch-norm chain after CONV_3D or CONV_3D_TRANSPOSE into its filter and bias",
-             True, True, needs=_layers_of("fuse_batchnorm_with_conv3d")),
+    PassSpec(
+        "fuse_batchnorm_with_dwconv",
+        "fold a batch-norm chain after DEPTHWISE_CONV_2D (any depth multiplier) into its filter and bias",
+        True,
+        True,
+        needs=_layers_of("fuse_batchnorm_with_dwconv"),
+    ),
+    PassSpec(
+        "fuse_batchnorm_with_tconv",
+        "fold a batch-norm chain after TRANSPOSE_CONV into its filter and (created if missing) bias",
+        True,
+        True,
+        needs=_layers_of("fuse_batchnorm_with_tconv"),
+    ),
+    PassSpec(
+        "fuse_batchnorm_with_fc",
+        "fold a batch-norm chain after FULLY_CONNECTED (also through a RESHAPE keeping the last axis)",
+        True,
+        True,
+        needs=_layers_of("fuse_batchnorm_with_fc"),
+    ),
+    PassSpec(
+        "fuse_batchnorm_with_conv3d",
+        "fold a batch-norm chain after CONV_3D or CONV_3D_TRANSPOSE into its filter and bias",
+        True,
+        True,
+        needs=_layers_of("fuse_batchnorm_with_conv3d"),
+    ),
     # a batch norm after a concatenation: each channel slice into the layer that made that part
-    PassSpec("fuse_batchnorm_with_concat",
-             "fold a batch-norm chain after a CONCATENATION of conv-like layers into each layer's slice of channels "
-             "(and its activation into every layer)", True, True, needs=frozenset({"CONCATENATION"})),
+    PassSpec(
+        "fuse_batchnorm_with_concat",
+        "fold a batch-norm chain after a CONCATENATION of conv-like layers into each layer's slice of channels "
+        "(and its activation into every layer)",
+        True,
+        True,
+        needs=frozenset({"CONCATENATION"}),
+    ),
     # ONE's single-op folds: the backward fold restricted to a MUL or an ADD (opt-in, for ONE's
     # flags and O1; the fuse_batchnorm_with_* passes above already fold these and more)
-    PassSpec("fuse_mul_with_conv", "fold a MUL by a per-channel or scalar constant after CONV_2D into its filter and bias",
-             True, False, needs=_layers_of("fuse_batchnorm_with_conv")),
-    PassSpec("fuse_add_with_conv", "fold an ADD of a per-channel constant after CONV_2D into its bias",
-             True, False, needs=_layers_of("fuse_batchnorm_with_conv")),
-    PassSpec("fuse_add_with_tconv", "fold an ADD of a per-channel constant after TRANSPOSE_CONV into its bias",
-             True, False, needs=_layers_of("fuse_batchnorm_with_tconv")),
-    PassSpec("fuse_mul_with_fullyconnected",
-             "fold a MUL by a per-feature or scalar constant after FULLY_CONNECTED into its weights and bias",
-             True, False, needs=_layers_of("fuse_batchnorm_with_fc")),
-    PassSpec("fuse_add_with_fully_connected", "fold an ADD of a per-feature constant after FULLY_CONNECTED into its bias",
-             True, False, needs=_layers_of("fuse_batchnorm_with_fc")),
-    PassSpec("make_batchnorm_gamma_positive",
-             "replace negative scales of a Mul -> Add(RELU) batch norm by 1e-10 (as ONE does) so the "
-             "pre-activation fold can proceed; the output error is measured and reported",
-             False, False, needs=frozenset({"MUL"})),
-    PassSpec("fuse_preactivation_batchnorm",
-             "fold a batch norm + ReLU before conv/FC layers (ResNetV2): scale forward into the layers' "
-             "input channels, shift back into the preceding bias",
-             True, True, needs=AFFINE_KINDS),
-    PassSpec("fuse_batchnorm_forward",
-             "fold a batch-norm chain before CONV_2D/DEPTHWISE_CONV_2D/FULLY_CONNECTED (also through a flatten "
-             "to FC) into their input channels; the shift into the bias where padding cannot see it, else "
-             "kept as one ADD",
-             True, True, needs=AFFINE_KINDS),
+    PassSpec(
+        "fuse_mul_with_conv",
+        "fold a MUL by a per-channel or scalar constant after CONV_2D into its filter and bias",
+        True,
+        False,
+        needs=_layers_of("fuse_batchnorm_with_conv"),
+    ),
+    PassSpec(
+        "fuse_add_with_conv",
+        "fold an ADD of a per-channel constant after CONV_2D into its bias",
+        True,
+        False,
+        needs=_layers_of("fuse_batchnorm_with_conv"),
+    ),
+    PassSpec(
+        "fuse_add_with_tconv",
+        "fold an ADD of a per-channel constant after TRANSPOSE_CONV into its bias",
+        True,
+        False,
+        needs=_layers_of("fuse_batchnorm_with_tconv"),
+    ),
+    PassSpec(
+        "fuse_mul_with_fullyconnected",
+        "fold a MUL by a per-feature or scalar constant after FULLY_CONNECTED into its weights and bias",
+        True,
+        False,
+        needs=_layers_of("fuse_batchnorm_with_fc"),
+    ),
+    PassSpec(
+        "fuse_add_with_fully_connected",
+        "fold an ADD of a per-feature constant after FULLY_CONNECTED into its bias",
+        True,
+        False,
+        needs=_layers_of("fuse_batchnorm_with_fc"),
+    ),
+    PassSpec(
+        "make_batchnorm_gamma_positive",
+        "replace negative scales of a Mul -> Add(RELU) batch norm by 1e-10 (as ONE does) so the "
+        "pre-activation fold can proceed; the output error is measured and reported",
+        False,
+        False,
+        needs=frozenset({"MUL"}),
+    ),
+    PassSpec(
+        "fuse_preactivation_batchnorm",
+        "fold a batch norm + ReLU before conv/FC layers (ResNetV2): scale forward into the layers' "
+        "input channels, shift back into the preceding bias",
+        True,
+        True,
+        needs=AFFINE_KINDS,
+    ),
+    PassSpec(
+        "fuse_batchnorm_forward",
+        "fold a batch-norm chain before CONV_2D/DEPTHWISE_CONV_2D/FULLY_CONNECTED (also through a flatten "
+        "to FC) into their input channels; the shift into the bias where padding cannot see it, else "
+        "kept as one ADD",
+        True,
+        True,
+        needs=AFFINE_KINDS,
+    ),
     # after every fold that removes a batch norm outright: only what none of them took is replaced
-    PassSpec("replace_cw_mul_add_with_depthwise_conv",
-             "replace a channel-wise MUL/ADD chain no layer absorbs by one 1x1 DEPTHWISE_CONV_2D",
-             True, False, needs=AFFINE_KINDS),
-    PassSpec("remove_unnecessary_transpose", "remove TRANSPOSEs with the identity permutation",
-             True, False, needs=TRANSPOSES),
-    PassSpec("forward_transpose_op",
-             "move TRANSPOSEs forward through elementwise ops (constants permuted) where they then cancel or merge",
-             True, False, needs=TRANSPOSES),
-    PassSpec("fuse_transpose_with_mean",
-             "absorb a TRANSPOSE before MEAN (and other reductions) into their axes where nothing else needs it",
-             True, False, needs=TRANSPOSES),
-    PassSpec("convert_nchw_to_nhwc",
-             "compute an NCHW graph in NHWC inside: unit-axis RESHAPEs count as transposes and move through the "
-             "NCHW ops until they cancel; with nchw_to_nhwc_input_shape / _output_shape the 4-D inputs / outputs "
-             "become NHWC", True, False, needs=LAYOUT_MOVES,
-             parameters=MappingProxyType({
-                 "nchw_to_nhwc_input_shape": "make the model's 4-D inputs NHWC (its interface changes)",
-                 "nchw_to_nhwc_output_shape": "make the model's 4-D outputs NHWC (its interface changes)"})),
-    PassSpec("remove_redundant_transpose",
-             "move TRANSPOSEs (and RESHAPEs moving only unit axes) through elementwise ops, reductions, "
-             "concat/split/slice/pad, reshapes and a flatten into FC until they cancel or merge, where that "
-             "removes more transposes than it adds",
-             True, True, needs=LAYOUT_MOVES),
+    PassSpec(
+        "replace_cw_mul_add_with_depthwise_conv",
+        "replace a channel-wise MUL/ADD chain no layer absorbs by one 1x1 DEPTHWISE_CONV_2D",
+        True,
+        False,
+        needs=AFFINE_KINDS,
+    ),
+    PassSpec(
+        "remove_unnecessary_transpose", "remove TRANSPOSEs with the identity permutation", True, False, needs=TRANSPOSES
+    ),
+    PassSpec(
+        "forward_transpose_op",
+        "move TRANSPOSEs forward through elementwise ops (constants permuted) where they then cancel or merge",
+        True,
+        False,
+        needs=TRANSPOSES,
+    ),
+    PassSpec(
+        "fuse_transpose_with_mean",
+        "absorb a TRANSPOSE before MEAN (and other reductions) into their axes where nothing else needs it",
+        True,
+        False,
+        needs=TRANSPOSES,
+    ),
+    PassSpec(
+        "convert_nchw_to_nhwc",
+        "compute an NCHW graph in NHWC inside: unit-axis RESHAPEs count as transposes and move through the "
+        "NCHW ops until they cancel; with nchw_to_nhwc_input_shape / _output_shape the 4-D inputs / outputs "
+        "become NHWC",
+        True,
+        False,
+        needs=LAYOUT_MOVES,
+        parameters=MappingProxyType(
+            {
+                "nchw_to_nhwc_input_shape": "make the model's 4-D inputs NHWC (its interface changes)",
+                "nchw_to_nhwc_output_shape": "make the model's 4-D outputs NHWC (its interface changes)",
+            }
+        ),
+    ),
+    PassSpec(
+        "remove_redundant_transpose",
+        "move TRANSPOSEs (and RESHAPEs moving only unit axes) through elementwise ops, reductions, "
+        "concat/split/slice/pad, reshapes and a flatten into FC until they cancel or merge, where that "
+        "removes more transposes than it adds",
+        True,
+        True,
+        needs=LAYOUT_MOVES,
+    ),
     # opt-in: a TRANSPOSE of unit axes may still cancel with another across the ops between them
     # (remove_redundant_transpose), which a RESHAPE would not
-    PassSpec("substitute_transpose_to_reshape", "replace a TRANSPOSE that moves only unit axes by a RESHAPE",
-             True, False, needs=TRANSPOSES),
-    PassSpec("remove_redundant_reshape", "make RESHAPE -> RESHAPE one RESHAPE of the first one's input",
-             True, True, needs=RESHAPES),
-    PassSpec("remove_unnecessary_reshape",
-             "remove a RESHAPE whose output shape is its input shape, or a flatten only FULLY_CONNECTED layers read",
-             True, True, needs=RESHAPES),
-    PassSpec("fuse_pad_with_conv",
-             "remove a zero PAD before a VALID CONV_2D/DEPTHWISE_CONV_2D that pads what SAME would (SAME instead)",
-             True, True, needs=frozenset({"PAD", "PADV2"})),
-    PassSpec("fuse_activation_function",
-             "fuse a standalone RELU/RELU6/RELU_N1_TO_1 into the fused activation of its producer",
-             True, True, needs=frozenset(RANGE_ACTIVATIONS)),
+    PassSpec(
+        "substitute_transpose_to_reshape",
+        "replace a TRANSPOSE that moves only unit axes by a RESHAPE",
+        True,
+        False,
+        needs=TRANSPOSES,
+    ),
+    PassSpec(
+        "remove_redundant_reshape",
+        "make RESHAPE -> RESHAPE one RESHAPE of the first one's input",
+        True,
+        True,
+        needs=RESHAPES,
+    ),
+    PassSpec(
+        "remove_unnecessary_reshape",
+        "remove a RESHAPE whose output shape is its input shape, or a flatten only FULLY_CONNECTED layers read",
+        True,
+        True,
+        needs=RESHAPES,
+    ),
+    PassSpec(
+        "fuse_pad_with_conv",
+        "remove a zero PAD before a VALID CONV_2D/DEPTHWISE_CONV_2D that pads what SAME would (SAME instead)",
+        True,
+        True,
+        needs=frozenset({"PAD", "PADV2"}),
+    ),
+    PassSpec(
+        "fuse_activation_function",
+        "fuse a standalone RELU/RELU6/RELU_N1_TO_1 into the fused activation of its producer",
+        True,
+        True,
+        needs=frozenset(RANGE_ACTIVATIONS),
+    ),
 )
 
 BY_NAME = {p.name: p for p in PASSES}

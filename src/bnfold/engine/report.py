@@ -35,16 +35,18 @@ class Refusal:
 
 
 # One float16 rounding of a weight that was already float16: the error a fold adds to it.
-FLOAT16_ROUNDING = 2.0 ** -11
+FLOAT16_ROUNDING = 2.0**-11
 
 
 def float16_note(written: list[str]) -> dict:
     """Report details for a fold that rewrote float16 weights (empty when it rewrote none)."""
     if not written:
         return {}
-    return {"float16_weights": written,
-            "added_error_bound": f"each rewritten float16 weight is rounded once more: relative error <= "
-                                 f"2^-11 ({FLOAT16_ROUNDING:.2e}) per weight"}
+    return {
+        "float16_weights": written,
+        "added_error_bound": f"each rewritten float16 weight is rounded once more: relative error <= "
+        f"2^-11 ({FLOAT16_ROUNDING:.2e}) per weight",
+    }
 
 
 def describe(op: Op) -> dict:
@@ -149,15 +151,25 @@ class Report:
             record["into"] = [describe(op) for op in {id(op): op for op in ops}.values() if graph.contains(op)]
 
     def counts(self) -> dict[str, tuple[int, int]]:
-        return pass_counts({"passes": self.passes, "folds": self.folds, "skips": self.skips,
-                            "transposes": self.transposes})
+        return pass_counts(
+            {"passes": self.passes, "folds": self.folds, "skips": self.skips, "transposes": self.transposes}
+        )
 
     def to_dict(self) -> dict:
         """The report as plain JSON-ready values (numpy arrays and scalars made lists and numbers)."""
         interface = {} if self.interface is None else {"interface": self.interface}
-        return _plain({"passes": self.passes, "rounds": self.rounds, "converged": self.converged,
-                       "folds": self.folds, "skips": self.skips, "transposes": self.transposes, "notes": self.notes,
-                       **interface})
+        return _plain(
+            {
+                "passes": self.passes,
+                "rounds": self.rounds,
+                "converged": self.converged,
+                "folds": self.folds,
+                "skips": self.skips,
+                "transposes": self.transposes,
+                "notes": self.notes,
+                **interface,
+            }
+        )
 
     def to_json(self) -> str:
         import json  # only a report asked for needs it (~3 ms of a start)

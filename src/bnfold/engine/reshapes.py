@@ -21,8 +21,10 @@ def same_quantization(a: Tensor, b: Tensor) -> bool:
     if a.is_quantized != b.is_quantized:
         return False
     qa, qb = a.quantization, b.quantization
-    return all(np.array_equal(np.asarray(getattr(qa, f, None)), np.asarray(getattr(qb, f, None)))
-               for f in ("scale", "zeroPoint", "quantizedDimension"))
+    return all(
+        np.array_equal(np.asarray(getattr(qa, f, None)), np.asarray(getattr(qb, f, None)))
+        for f in ("scale", "zeroPoint", "quantizedDimension")
+    )
 
 
 def add_reshape(graph: Graph, x: Tensor, y: Tensor, *, after: Op) -> Op:

@@ -24,4 +24,3 @@ def require() -> None:
 
     if importlib.util.find_spec("model_explorer") is None:
         raise UsageError(MISSING)
-

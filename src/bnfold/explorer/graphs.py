@@ -38,13 +38,22 @@ def model_graphs(model: Model) -> list[gb.Graph]:
 
 def _graph(model: Model, graph: Graph, gid: str, ids: list[str]) -> gb.Graph:
     source = {id(t): (INPUTS, str(i)) for i, t in enumerate(graph.inputs)}
-    nodes = [gb.GraphNode(id=INPUTS, label=INPUTS, outputsMetadata=[_tensor_item(str(i), t) for i, t in enumerate(graph.inputs)])]
+    nodes = [
+        gb.GraphNode(
+            id=INPUTS, label=INPUTS, outputsMetadata=[_tensor_item(str(i), t) for i, t in enumerate(graph.inputs)]
+        )
+    ]
     for position, op in enumerate(graph.ops):
         nodes.append(_op_node(model, op, str(position), source, ids))
         for j, t in enumerate(op.outputs):
             source[id(t)] = (str(position), str(j))
-    nodes.append(gb.GraphNode(id=OUTPUTS, label=OUTPUTS,
-                              incomingEdges=[_edge(source[id(t)], i) for i, t in enumerate(graph.outputs) if id(t) in source]))
+    nodes.append(
+        gb.GraphNode(
+            id=OUTPUTS,
+            label=OUTPUTS,
+            incomingEdges=[_edge(source[id(t)], i) for i, t in enumerate(graph.outputs) if id(t) in source],
+        )
+    )
     return gb.Graph(id=gid, nodes=nodes, groupNodeAttributes={"": _graph_attributes(model, graph)})
 
 
@@ -63,8 +72,15 @@ def _op_node(model: Model, op: Op, node_id: str, source: dict, ids: list[str]) -
         if id(t) in source:
             edges.append(_edge(source[id(t)], i))
     subgraphs = [ids[v] for k, v in _option_fields(op) if k.endswith("SubgraphIndex") and 0 <= v < len(ids)]
-    return gb.GraphNode(id=node_id, label=label, attrs=attrs, incomingEdges=edges, inputsMetadata=inputs,
-                        outputsMetadata=[_tensor_item(str(j), t) for j, t in enumerate(op.outputs)], subgraphIds=subgraphs)
+    return gb.GraphNode(
+        id=node_id,
+        label=label,
+        attrs=attrs,
+        incomingEdges=edges,
+        inputsMetadata=inputs,
+        outputsMetadata=[_tensor_item(str(j), t) for j, t in enumerate(op.outputs)],
+        subgraphIds=subgraphs,
+    )
 
 
 def _option_fields(op: Op) -> list[tuple[str, object]]:
@@ -83,7 +99,10 @@ def _options(op: Op) -> list[tuple[str, str]]:
 
 
 def _tensor_item(item_id: str, t: Tensor) -> gb.MetadataItem:
-    attrs = [gb.KeyValue("tensor_name", t.name), gb.KeyValue("tensor_shape", f"{t.dtype.lower()}[{','.join(map(str, t.shape))}]")]
+    attrs = [
+        gb.KeyValue("tensor_name", t.name),
+        gb.KeyValue("tensor_shape", f"{t.dtype.lower()}[{','.join(map(str, t.shape))}]"),
+    ]
     if t.is_const:
         attrs.append(gb.KeyValue("constant", "yes"))
     if t.is_quantized:
@@ -102,5 +121,7 @@ def _graph_attributes(model: Model, graph: Graph) -> dict[str, str]:
     for sig in model.signatures:
         if sig.graph is graph:
             ends = lambda pairs: ", ".join(f"{(k or b'').decode(errors='replace')}={t.name}" for k, t in pairs)  # noqa: E731
-            attrs[f"signature {(sig.key or b'').decode(errors='replace')}"] = f"inputs: {ends(sig.inputs)}; outputs: {ends(sig.outputs)}"
+            attrs[f"signature {(sig.key or b'').decode(errors='replace')}"] = (
+                f"inputs: {ends(sig.inputs)}; outputs: {ends(sig.outputs)}"
+            )
     return attrs

@@ -18,10 +18,13 @@ ADAPTER_ID = "bnfold_flatbuffer"
 
 
 class BnfoldAdapter(Adapter):
-    metadata = AdapterMetadata(id=ADAPTER_ID, name="bnfold (Circle, TFLite)",
-                               description="Circle and TFLite models read by bnfold: subgraphs, signatures and custom "
-                                           "operators as bnfold sees them.",
-                               fileExts=["circle", "tflite"])
+    metadata = AdapterMetadata(
+        id=ADAPTER_ID,
+        name="bnfold (Circle, TFLite)",
+        description="Circle and TFLite models read by bnfold: subgraphs, signatures and custom "
+        "operators as bnfold sees them.",
+        fileExts=["circle", "tflite"],
+    )
 
     def convert(self, model_path: str, settings: dict) -> ModelExplorerGraphs:
         return {"graphs": model_graphs(read_model(model_path))}

@@ -144,7 +144,7 @@ def written_together() -> Iterator[None]:
                 try:
                     p.commit()
                 except WriteFailed:
-                    for rest in pending[i + 1:]:
+                    for rest in pending[i + 1 :]:
                         rest.discard()
                     raise
     finally:
@@ -278,7 +278,7 @@ def _create_member(anchor: str, start: int) -> tuple[int, str]:
     """A new file named after its group's anchor (`anchor` less .tmp, then .M.tmp), not locked:
     the anchor's lock covers it."""
     for number in range(start, start + 1000):
-        tmp = f"{anchor[:-len('.tmp')]}.{number}.tmp"
+        tmp = f"{anchor[: -len('.tmp')]}.{number}.tmp"
         try:
             return os.open(tmp, NEW_FILE, 0o666), tmp
         except FileExistsError:
@@ -314,7 +314,9 @@ def signals_interrupt():
     previous = {}
     try:
         for signum in CAUGHT_SIGNALS + IGNORED_SIGNALS:
-            previous[signum] = signal.signal(signum, signal.SIG_IGN if signum in IGNORED_SIGNALS else _raise_interrupted)
+            previous[signum] = signal.signal(
+                signum, signal.SIG_IGN if signum in IGNORED_SIGNALS else _raise_interrupted
+            )
     except ValueError:  # not the main thread: signals cannot be caught here
         pass
     try:

@@ -33,7 +33,7 @@ class Builder(fb.Builder):
             self.GrowByteBuffer()
             head += len(self.Bytes) - old
         if align:
-            self.Bytes[head - align:head] = _ZEROS[:align] if align <= 16 else bytes(align)
+            self.Bytes[head - align : head] = _ZEROS[:align] if align <= 16 else bytes(align)
             head -= align
         self.head = head
 
@@ -76,7 +76,7 @@ class Builder(fb.Builder):
         n = len(s)
         self.Prep(4, n + 1)
         head = self.head - n - 1
-        self.Bytes[head:head + n + 1] = s + b"\0"  # the bytes and their NUL
+        self.Bytes[head : head + n + 1] = s + b"\0"  # the bytes and their NUL
         head -= 4
         _U32.pack_into(self.Bytes, head, n)
         self.head = head
@@ -88,7 +88,7 @@ class Builder(fb.Builder):
         payload = (x if x.dtype.str[0] == "<" else x.byteswap()).tobytes()
         self.StartVector(x.itemsize, x.size, x.dtype.alignment)
         head = self.head - len(payload)
-        self.Bytes[head:self.head] = payload
+        self.Bytes[head : self.head] = payload
         self.head = head
         self.vectorNumElems = x.size
         return self.EndVector()

@@ -88,7 +88,7 @@ class Copier:
         input's mapping."""
         done = self._splice(offset, n, at)
         done += copy_range(self.src, self.dst, offset + done, n - done, at + done)
-        rest, at = self.source[offset + done:offset + n], at + done
+        rest, at = self.source[offset + done : offset + n], at + done
         while rest:
             written = os.pwrite(self.dst, rest, at)
             rest, at = rest[written:], at + written

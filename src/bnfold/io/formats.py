@@ -29,11 +29,23 @@ PLACEHOLDER_FOR_GREATER_OP_CODES = 127
 # Fields of each table that the IR models: the reader lifts them, the writer rebuilds them from the
 # IR; every other field rides along in the object's `record`.
 MODELED_FIELDS = {
-    "ModelT": frozenset({"operatorCodes", "subgraphs", "buffers", "metadata", "signatureDefs", "metadataBuffer",
-                         "description", "version"}),
+    "ModelT": frozenset(
+        {
+            "operatorCodes",
+            "subgraphs",
+            "buffers",
+            "metadata",
+            "signatureDefs",
+            "metadataBuffer",
+            "description",
+            "version",
+        }
+    ),
     "SubGraphT": frozenset({"tensors", "operators", "inputs", "outputs", "name"}),
     "TensorT": frozenset({"name", "type", "shape", "shapeSignature", "buffer", "quantization"}),
-    "OperatorT": frozenset({"opcodeIndex", "inputs", "outputs", "intermediates", "builtinOptions", "builtinOptionsType"}),
+    "OperatorT": frozenset(
+        {"opcodeIndex", "inputs", "outputs", "intermediates", "builtinOptions", "builtinOptionsType"}
+    ),
     "SignatureDefT": frozenset({"inputs", "outputs", "signatureKey", "subgraphIndex"}),
     "MetadataT": frozenset({"name", "buffer"}),
     "TensorMapT": frozenset({"name", "tensorIndex"}),
@@ -45,8 +57,16 @@ class Format:
     tools write (LiteRT accepts only 3), `binding` the distribution that ships its generated
     bindings, `module` the bindings' module."""
 
-    def __init__(self, name: str, identifier: bytes, extension: str, schema_version: int, binding: str, module: str,
-                 per_class_modules: bool):
+    def __init__(
+        self,
+        name: str,
+        identifier: bytes,
+        extension: str,
+        schema_version: int,
+        binding: str,
+        module: str,
+        per_class_modules: bool,
+    ):
         self.name, self.identifier, self.extension, self.schema_version = name, identifier, extension, schema_version
         self.binding, self._module, self._per_class_modules = binding, module, per_class_modules
 
@@ -119,7 +139,9 @@ class Format:
         """A new OperatorCode record for `code`, written the way each format's own tools write it."""
         record = self.record("OperatorCode")
         record.builtinCode = code if code >= 0 else 0
-        record.deprecatedBuiltinCode = code if code < PLACEHOLDER_FOR_GREATER_OP_CODES else PLACEHOLDER_FOR_GREATER_OP_CODES
+        record.deprecatedBuiltinCode = (
+            code if code < PLACEHOLDER_FOR_GREATER_OP_CODES else PLACEHOLDER_FOR_GREATER_OP_CODES
+        )
         if self is CIRCLE and code < 0:
             record.builtinCode = 0  # Circle-only operators live in deprecated_builtin_code
         record.customCode = custom_code
@@ -145,4 +167,6 @@ def format_from_extension(path: str) -> Format:
     for fmt in FORMATS:
         if suffix == fmt.extension:
             return fmt
-    raise UsageError(f"cannot tell the output format from the extension {suffix or '(none)'!r}: use .tflite or .circle", path)
+    raise UsageError(
+        f"cannot tell the output format from the extension {suffix or '(none)'!r}: use .tflite or .circle", path
+    )

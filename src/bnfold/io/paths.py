@@ -25,8 +25,13 @@ from typing import BinaryIO
 from ..errors import UsageError
 from .formats import FORMATS
 
-FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-              (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+FILE_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def special_kind(path: str) -> str | None:
@@ -164,7 +169,9 @@ def numbered(path: str, index: int, count: int) -> str:
     return f"{stem}.{index}{ext or '.h5'}"
 
 
-def refuse_numbered_clobber(outputs: dict[str, str | None], count: int, run_files: list[str | None], force: bool) -> None:
+def refuse_numbered_clobber(
+    outputs: dict[str, str | None], count: int, run_files: list[str | None], force: bool
+) -> None:
     """refuse_side_file_clobber for every file of a numbered series (`outputs`: option -> the
     path it numbers, `count` files each): none may be a file of this run or of another option,
     nor, without --force, an existing model file. Linear and in bulk: one listing per directory
@@ -187,15 +194,19 @@ def refuse_numbered_clobber(outputs: dict[str, str | None], count: int, run_file
             except (OSError, ValueError):  # a dangling symlink: a new file
                 continue
             if inodes.setdefault((st.st_dev, st.st_ino), option) != option:
-                raise UsageError(f"{option} names a file this run also reads or writes; refusing to overwrite it",
-                                 os.path.join(directory, name))
+                raise UsageError(
+                    f"{option} names a file this run also reads or writes; refusing to overwrite it",
+                    os.path.join(directory, name),
+                )
             if option:
                 refuse_side_file_clobber(os.path.join(directory, name), option, [], force)
         by_option = claimed.setdefault(resolved, {})
         taken = [n for other, theirs in by_option.items() if other != option for n in theirs & series]
         if taken:
-            raise UsageError(f"{option} names a file this run also reads or writes; refusing to overwrite it",
-                             os.path.join(directory, min(taken)))
+            raise UsageError(
+                f"{option} names a file this run also reads or writes; refusing to overwrite it",
+                os.path.join(directory, min(taken)),
+            )
         by_option.setdefault(option, set()).update(series)
 
     for path in filter(None, run_files):
@@ -206,7 +217,9 @@ def refuse_numbered_clobber(outputs: dict[str, str | None], count: int, run_file
             directory, name, resolved, names = place(path)
             series = {name} if count == 1 else _series(name, count)
             claim(option, directory, resolved, names, series)
-            refuse_unwritable(os.path.join(directory, max(series, key=len)), UsageError)  # its directory, the longest name
+            refuse_unwritable(
+                os.path.join(directory, max(series, key=len)), UsageError
+            )  # its directory, the longest name
 
 
 def _series(name: str, count: int) -> set[str]:

@@ -36,8 +36,18 @@ from .tables import SCALAR, STRING, TABLE, UNION, VECTOR, unpack
 from .validate import validate
 
 # What a corrupt flatbuffer makes the generated unpacking code raise.
-_DECODE_ERRORS = (struct.error, IndexError, ValueError, TypeError, OverflowError, KeyError, AttributeError,
-                  UnicodeDecodeError, RecursionError, MemoryError)
+_DECODE_ERRORS = (
+    struct.error,
+    IndexError,
+    ValueError,
+    TypeError,
+    OverflowError,
+    KeyError,
+    AttributeError,
+    UnicodeDecodeError,
+    RecursionError,
+    MemoryError,
+)
 _I32 = struct.Struct("<i").unpack_from
 _U16 = struct.Struct("<H").unpack_from
 _U32 = struct.Struct("<I").unpack_from
@@ -131,7 +141,7 @@ class _Fields:
             if kind == "table":
                 out[i] = target
             elif kind == "string":
-                out[i] = bytes(buf[target + 4:target + 4 + _U32(buf, target)[0]])
+                out[i] = bytes(buf[target + 4 : target + 4 + _U32(buf, target)[0]])
             else:
                 out[i] = np.frombuffer(buf, how, _U32(buf, target)[0], target + 4)
         return out
@@ -157,8 +167,15 @@ def _field_plan(fmt: Format, table: str, fields: tuple[str, ...], positions: fro
     """(vtable offset, how it is read, struct or dtype, default) of each field, from the layout;
     the fields in `positions` are read as where their vector, string or table starts."""
     by_name = fmt.layout.table(table).by_name
-    return tuple((f.voffset, "table" if f.name in positions else _HOW[f.kind], f.struct if f.kind == SCALAR else f.dtype,
-                  f.default) for f in (by_name[name] for name in fields))
+    return tuple(
+        (
+            f.voffset,
+            "table" if f.name in positions else _HOW[f.kind],
+            f.struct if f.kind == SCALAR else f.dtype,
+            f.default,
+        )
+        for f in (by_name[name] for name in fields)
+    )
 
 
 class _Plain:
@@ -183,8 +200,15 @@ class _Plain:
             size = _U16(buf, vtable)[0]
             slots = struct.unpack_from(f"<{(size - 4) // 2}H", buf, vtable + 4)
             present = {4 + 2 * i for i, off in enumerate(slots) if off}
-            kind = self.by_vtable[vtable] = (PLAIN if present <= self.modeled else SCALARS if present <= self.scalar
-                                             else FLAT if present <= self.flat else OTHER)
+            kind = self.by_vtable[vtable] = (
+                PLAIN
+                if present <= self.modeled
+                else SCALARS
+                if present <= self.scalar
+                else FLAT
+                if present <= self.flat
+                else OTHER
+            )
         return kind
 
     def read_extras(self, buf, pos: int) -> dict:
@@ -219,9 +243,14 @@ class _Lift:
         self.buf = source.mapping
         self.root = _U32(source.mapping, 0)[0]
         self.plain_tensor = _Plain(fmt, "Tensor")
-        self.tensor_fields = _Fields(fmt, "Tensor", ("name", "type", "buffer", "shape", "shapeSignature", "quantization"))
-        self.operator_fields = _Fields(fmt, "Operator", ("opcodeIndex", "inputs", "outputs", "intermediates",
-                                                         "builtinOptionsType", "builtinOptions"))
+        self.tensor_fields = _Fields(
+            fmt, "Tensor", ("name", "type", "buffer", "shape", "shapeSignature", "quantization")
+        )
+        self.operator_fields = _Fields(
+            fmt,
+            "Operator",
+            ("opcodeIndex", "inputs", "outputs", "intermediates", "builtinOptionsType", "builtinOptions"),
+        )
         self.buffer_fields = _Fields(fmt, "Buffer", ("offset", "size", "data"), positions=frozenset({"data"}))
         self.options_fields: dict[str, tuple | None] = {}
         self.plain_operator = _Plain(fmt, "Operator")
@@ -231,8 +260,14 @@ class _Lift:
         fmt, root, path = self.fmt, self.root, self.path
         record = unpack(fmt.layout.table("Model"), self.buf, root, skip=frozenset({"subgraphs", "buffers"}))
         buffers = [self._buffer(pos, i) for i, pos in enumerate(self._positions(root, "Model", "buffers") or ())]
-        model = Model(fmt, buffers=buffers, description=record.description, version=record.version, record=record,
-                      source=self.source)
+        model = Model(
+            fmt,
+            buffers=buffers,
+            description=record.description,
+            version=record.version,
+            record=record,
+            source=self.source,
+        )
         self.model_ = model
         for oc in record.operatorCodes or []:
             code = fmt.decode_opcode(oc)
@@ -280,10 +315,12 @@ class _Lift:
         offset, size, data_at = self.buffer_fields.read(self.buf, pos)
         if offset > 1:  # weights stored after the flatbuffer (the >2 GB layout)
             if offset + size > source.size:
-                raise ModelError(f"buffer {index} points outside the file (offset {offset}, size {size}, file {source.size} bytes)",
-                                 source.path)
+                raise ModelError(
+                    f"buffer {index} points outside the file (offset {offset}, size {size}, file {source.size} bytes)",
+                    source.path,
+                )
             source.offset_layout = True
-            return Buffer(source.array[offset:offset + size], source=offset)
+            return Buffer(source.array[offset : offset + size], source=offset)
         if data_at is None:
             return Buffer()
         start = data_at + 4
@@ -297,7 +334,9 @@ class _Lift:
         empty = self.empty_tables.get(vtable)
         if empty is None:
             size = _U16(self.buf, vtable)[0]
-            empty = self.empty_tables[vtable] = not any(struct.unpack_from(f"<{(size - 4) // 2}H", self.buf, vtable + 4))
+            empty = self.empty_tables[vtable] = not any(
+                struct.unpack_from(f"<{(size - 4) // 2}H", self.buf, vtable + 4)
+            )
         layout = self.fmt.layout.table(table)
         return layout.record() if empty else unpack(layout, self.buf, pos)
 
@@ -350,9 +389,15 @@ class _Lift:
         dtype = self.fmt.dtype_names.get(code)
         if dtype is None:
             raise ModelError(f"{where} has unknown type {code}", self.path)
-        return Tensor(_text(name) or "", dtype, () if shape is None else shape.tolist(), self._buffer_at(buffer, where),
-                      shape_signature=None if signature is None else signature.tolist(), quantization=quantization,
-                      record=record)
+        return Tensor(
+            _text(name) or "",
+            dtype,
+            () if shape is None else shape.tolist(),
+            self._buffer_at(buffer, where),
+            shape_signature=None if signature is None else signature.tolist(),
+            quantization=quantization,
+            record=record,
+        )
 
     def _operator(self, graph: Graph, pos: int, where: str, tensor_at) -> None:
         model = self.model_
@@ -361,12 +406,18 @@ class _Lift:
             raise ModelError(f"{where} has operator code index {index} out of range", self.path)
         record = None
         kind = self.plain_operator(self.buf, pos)
-        if kind == OTHER:  # sub-tables beyond the IR's (builtin_options_2): keep them all (the options are lifted apart)
-            record = self.fmt.cls("OperatorT").InitFromObj(_Hide(self._accessor("Operator", pos), tables=("BuiltinOptions",)))
+        if (
+            kind == OTHER
+        ):  # sub-tables beyond the IR's (builtin_options_2): keep them all (the options are lifted apart)
+            record = self.fmt.cls("OperatorT").InitFromObj(
+                _Hide(self._accessor("Operator", pos), tables=("BuiltinOptions",))
+            )
         elif kind != PLAIN or any(v is not None and v.size == 0 for v in (inputs, outputs, inter)):
             record = unpack(self.fmt.layout.table("Operator"), self.buf, pos, skip=frozenset({"builtinOptions"}))
         if record is not None and record.largeCustomOptionsSize > 0:
-            raise ModelError(f"{where} stores custom options outside the flatbuffer, which bnfold does not support", self.path)
+            raise ModelError(
+                f"{where} stores custom options outside the flatbuffer, which bnfold does not support", self.path
+            )
         ins = [tensor_at(i, where, optional=True) for i in (inputs.tolist() if inputs is not None else ())]
         outs = [tensor_at(i, where) for i in (outputs.tolist() if outputs is not None else ())]
         ir_op = graph.add_op(model.opcodes[index], ins, outs, self._options(options_type, options), record=record)
@@ -395,14 +446,19 @@ class _Lift:
     def _signature(self, sd, s_index: int) -> Signature:
         graphs = self.model_.graphs
         if not 0 <= sd.subgraphIndex < len(graphs):
-            raise ModelError(f"signature {s_index} refers to subgraph {sd.subgraphIndex}, but the model has {len(graphs)}", self.path)
+            raise ModelError(
+                f"signature {s_index} refers to subgraph {sd.subgraphIndex}, but the model has {len(graphs)}", self.path
+            )
         graph = graphs[sd.subgraphIndex]
 
         def named(maps):
             out = []
             for m in maps or []:
                 if not 0 <= m.tensorIndex < len(graph.tensors):
-                    raise ModelError(f"signature {s_index} names tensor {m.tensorIndex}, but its subgraph has {len(graph.tensors)}", self.path)
+                    raise ModelError(
+                        f"signature {s_index} names tensor {m.tensorIndex}, but its subgraph has {len(graph.tensors)}",
+                        self.path,
+                    )
                 out.append((m.name, graph.tensors[m.tensorIndex]))
             return out
 

@@ -28,8 +28,19 @@ if TYPE_CHECKING:
 # The schema's scalar types as flatbuffers' number_types has them (each one's struct format; its
 # numpy type is its name in lower case), written here so that reading a model does not import
 # flatbuffers (3 ms), which only packing needs; tests/test_plain_path.py compares the two
-SCALAR_FORMATS = {"Bool": "?", "Uint8": "<B", "Int8": "<b", "Uint16": "<H", "Int16": "<h", "Uint32": "<I",
-                  "Int32": "<i", "Uint64": "<Q", "Int64": "<q", "Float32": "<f", "Float64": "<d"}
+SCALAR_FORMATS = {
+    "Bool": "?",
+    "Uint8": "<B",
+    "Int8": "<b",
+    "Uint16": "<H",
+    "Int16": "<h",
+    "Uint32": "<I",
+    "Int32": "<i",
+    "Uint64": "<Q",
+    "Int64": "<q",
+    "Float32": "<f",
+    "Float64": "<d",
+}
 
 SCALAR, STRING, VECTOR, STRINGS, TABLE, TABLES, UNION = range(7)
 _I32 = struct.Struct("<i").unpack_from
@@ -42,8 +53,20 @@ class Field:
     bytes), `kind`, and how it is stored: a scalar's struct, default and builder call, a vector's
     numpy dtype, element size, alignment and builder call, a table's or union's name."""
 
-    __slots__ = ("name", "slot", "voffset", "kind", "arg", "default", "struct", "bounds", "dtype", "size", "align",
-                 "type")
+    __slots__ = (
+        "name",
+        "slot",
+        "voffset",
+        "kind",
+        "arg",
+        "default",
+        "struct",
+        "bounds",
+        "dtype",
+        "size",
+        "align",
+        "type",
+    )
 
     def __init__(self, name: str, slot: int, kind: str, type_: str | None, extra):
         self.name, self.slot, self.voffset, self.type = name, slot, 4 + 2 * slot, type_
@@ -135,9 +158,11 @@ class Layout:
     @cached_property
     def members(self) -> dict[str, dict[int, str]]:
         """{union enum: {type code: member table}}, without NONE."""
-        return {enum: {code: name for name, code in self.enums[enum].items() if code}
-                for enum in ("BuiltinOptions", "BuiltinOptions2", "QuantizationDetails", "SparseIndexVector")
-                if enum in self.enums}
+        return {
+            enum: {code: name for name, code in self.enums[enum].items() if code}
+            for enum in ("BuiltinOptions", "BuiltinOptions2", "QuantizationDetails", "SparseIndexVector")
+            if enum in self.enums
+        }
 
 
 @lru_cache(maxsize=None)
@@ -188,7 +213,7 @@ def unpack(table: Table, buf, pos: int, skip: frozenset[str] = frozenset()) -> R
 
 
 def _string(buf, at: int) -> bytes:
-    return bytes(buf[at + 4:at + 4 + _U32(buf, at)[0]])
+    return bytes(buf[at + 4 : at + 4 + _U32(buf, at)[0]])
 
 
 def pack(record: Record, builder: Builder) -> int:

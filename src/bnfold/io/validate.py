@@ -75,8 +75,10 @@ def _compile(spec: str) -> tuple:
 def field_tables() -> dict[str, dict[str, str]]:
     """{format name: {table: slot kinds}} for the tables that have fields, as derived from the
     bindings bnfold pins (schemas/derive_fields.py compares them with the installed ones)."""
-    return {name: {t: k for t in layout(name).table_names() if (k := layout(name).kinds(t)) is not None}
-            for name in ("tflite", "circle")}
+    return {
+        name: {t: k for t in layout(name).table_names() if (k := layout(name).kinds(t)) is not None}
+        for name in ("tflite", "circle")
+    }
 
 
 @lru_cache(maxsize=None)
@@ -92,15 +94,19 @@ def validate(data, fmt, path: str) -> None:
     size = len(data)
     (root,) = _U32(data, 0)
     if root < 8 or root + 4 > size:
-        raise ModelError(f"root table offset {root} is outside the file ({size} bytes); the file is truncated or not a flatbuffer", path)
+        raise ModelError(
+            f"root table offset {root} is outside the file ({size} bytes); the file is truncated or not a flatbuffer",
+            path,
+        )
     try:
         _walk(data, size, root, fmt.name, fmt.layout.members)
     except _Unknown as e:
         from importlib import metadata  # only for this message: ~30 ms to import
 
         binding = f"{fmt.binding} {metadata.version(fmt.binding)}"
-        raise ModelError(f"{e}, newer than the {fmt.name} schema bnfold reads ({binding}); "
-                         "a rewrite would drop it", path) from None
+        raise ModelError(
+            f"{e}, newer than the {fmt.name} schema bnfold reads ({binding}); a rewrite would drop it", path
+        ) from None
     except _Malformed as e:
         raise ModelError(f"malformed {fmt.name} flatbuffer: {e}", path) from None
 
@@ -114,7 +120,9 @@ def _walk(buf, size: int, root: int, fmt_name: str, unions: dict) -> None:
         pos, name = stack.pop()
         budget -= 4
         if budget < 0:
-            raise _Malformed("absurd structure: it describes more data than the file holds (shared or overlapping offsets)")
+            raise _Malformed(
+                "absurd structure: it describes more data than the file holds (shared or overlapping offsets)"
+            )
         if pos + 4 > size:
             raise _Malformed(f"{name} at byte {pos} is outside the file")
         vt = pos - _I32(buf, pos)[0]
@@ -148,7 +156,9 @@ def _walk(buf, size: int, root: int, fmt_name: str, unions: dict) -> None:
                 item = arg if kind == VECTOR else 1 if kind == STRING else 4
                 end = target + 4 + count * item
                 if end > size:
-                    raise _Malformed(f"{name} at byte {pos}: field {slot} ({count} elements) runs past the end of the file")
+                    raise _Malformed(
+                        f"{name} at byte {pos}: field {slot} ({count} elements) runs past the end of the file"
+                    )
                 budget -= 4 + count * item
                 if kind == TABLES or kind == STRINGS:
                     _elements(buf, size, target, count, kind, arg, stack)

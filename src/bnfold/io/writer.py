@@ -114,7 +114,9 @@ class WriteInfo(NamedTuple):
     written: bool = True  # False when the output is the input file itself, left untouched
 
 
-def save_model(model: Model, path: str, fmt: Format, *, external: bool = False, keep_unchanged: bool = False) -> WriteInfo:
+def save_model(
+    model: Model, path: str, fmt: Format, *, external: bool = False, keep_unchanged: bool = False
+) -> WriteInfo:
     """Write `model` to `path` atomically (io/atomic.py: a temporary file beside it, then rename).
 
     With `keep_unchanged`, a model no pass changed that would be written in its own format and
@@ -368,8 +370,11 @@ class _Plan:
     def set_layout(self, external: bool) -> None:
         """Keep the buffer_location metadata truthful when the layout changes."""
         source_external = bool(self.model.source) and any(
-            getattr(m, "name", None) == BUFFER_LOCATION and m.buffer.data is not None
-            and bytes(m.buffer.data).rstrip(b"\0") == OUTSIDE for m in self.metadata)
+            getattr(m, "name", None) == BUFFER_LOCATION
+            and m.buffer.data is not None
+            and bytes(m.buffer.data).rstrip(b"\0") == OUTSIDE
+            for m in self.metadata
+        )
         if external and not source_external:
             from ..ir.model import Metadata
 
@@ -409,8 +414,9 @@ class _Plan:
             rec.metadataBuffer = [self.buffer_index[id(b)] for b in model.metadata_buffer]
         original = model.record
         rec.metadata = _list_or_none(self._metadata_records(), original and original.metadata)
-        rec.signatureDefs = _list_or_none([self._signature_record(s) for s in model.signatures],
-                                          original and original.signatureDefs)
+        rec.signatureDefs = _list_or_none(
+            [self._signature_record(s) for s in model.signatures], original and original.signatureDefs
+        )
         return rec
 
     def _opcode_record(self, oc):
@@ -418,8 +424,13 @@ class _Plan:
         if code is None:
             self._refuse(f"operator {oc.kind} does not exist in {self.fmt.name}")
         rec = oc.record
-        if (self.same and rec is not None and self.fmt.decode_opcode(rec) == code and rec.version == oc.version
-                and rec.customCode == oc.custom_code):
+        if (
+            self.same
+            and rec is not None
+            and self.fmt.decode_opcode(rec) == code
+            and rec.version == oc.version
+            and rec.customCode == oc.custom_code
+        ):
             return rec
         return self.fmt.encode_opcode(code, oc.custom_code, oc.version)
 
@@ -449,7 +460,9 @@ class _Plan:
         original = graph.record
         rec.inputs = _indices([idx(t) for t in graph.inputs], original and original.inputs)
         rec.outputs = _indices([idx(t) for t in graph.outputs], original and original.outputs)
-        rec.operators = _list_or_none(_Records(graph.ops, lambda op: self._op_record(op, idx)), original and original.operators)
+        rec.operators = _list_or_none(
+            _Records(graph.ops, lambda op: self._op_record(op, idx)), original and original.operators
+        )
         return rec
 
     def _tensor_record(self, t):
@@ -517,8 +530,13 @@ class _Plan:
 
     def _tensor_maps(self, named, index, original):
         old = original or []
-        return _list_or_none([self._tensor_map(name, index[id(t)], old[i] if i < len(old) else None)
-                              for i, (name, t) in enumerate(named)], original)
+        return _list_or_none(
+            [
+                self._tensor_map(name, index[id(t)], old[i] if i < len(old) else None)
+                for i, (name, t) in enumerate(named)
+            ],
+            original,
+        )
 
     def _tensor_map(self, name, tensor_index, record):
         rec = self._base(record, "TensorMapT")

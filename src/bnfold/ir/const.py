@@ -87,11 +87,11 @@ class Scaled:
         """The product's bytes in order, as consecutive blocks computed into `scratch` (a uint8
         array of at least one element's size; each block is valid until the next is asked for)."""
         itemsize = self.dtype.itemsize
-        typed = scratch[:len(scratch) // itemsize * itemsize].view(self.dtype)
+        typed = scratch[: len(scratch) // itemsize * itemsize].view(self.dtype)
         multipliers = self._multipliers()
         for key in _blocks(self.shape, len(typed)):
             block = self.weights[key]
-            out = typed[:block.size].reshape(block.shape)
+            out = typed[: block.size].reshape(block.shape)
             self._product(block, [m[key] for m in multipliers], out)
             yield memoryview(out.reshape(-1).view(np.uint8))
 

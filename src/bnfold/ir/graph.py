@@ -48,8 +48,17 @@ class Options:
 class Tensor:
     __slots__ = ("name", "dtype", "shape", "shape_signature", "buffer", "quantization", "record", "producer", "_uses")
 
-    def __init__(self, name: str, dtype: str, shape: Sequence[int], buffer: Buffer | None = None, *,
-                 shape_signature: Sequence[int] | None = None, quantization=None, record=None):
+    def __init__(
+        self,
+        name: str,
+        dtype: str,
+        shape: Sequence[int],
+        buffer: Buffer | None = None,
+        *,
+        shape_signature: Sequence[int] | None = None,
+        quantization=None,
+        record=None,
+    ):
         self.name = name
         self.dtype = dtype
         self.shape = tuple(map(int, shape))
@@ -109,8 +118,16 @@ class Tensor:
 class Op:
     __slots__ = ("opcode", "inputs", "outputs", "options", "record", "intermediates", "index")
 
-    def __init__(self, opcode, inputs: Sequence[Tensor | None], outputs: Sequence[Tensor], options: Options | None = None,
-                 *, record=None, intermediates: Sequence[Tensor] = ()):
+    def __init__(
+        self,
+        opcode,
+        inputs: Sequence[Tensor | None],
+        outputs: Sequence[Tensor],
+        options: Options | None = None,
+        *,
+        record=None,
+        intermediates: Sequence[Tensor] = (),
+    ):
         self.index: int | None = None  # position in the graph as read or built; None for ops passes make
         self.opcode = opcode
         self.inputs: tuple[Tensor | None, ...] = tuple(inputs)
@@ -239,9 +256,18 @@ class Graph:
         values = as_stored(values, NUMPY_DTYPES[dtype])
         return self.add_tensor(name, dtype, values.shape, Buffer.holding(values))
 
-    def add_op(self, kind_or_opcode, inputs: Sequence[Tensor | None], outputs: Sequence[Tensor],
-               options: Options | None = None, *, after: Op | None = None, before: Op | None = None,
-               version: int = 1, record=None) -> Op:
+    def add_op(
+        self,
+        kind_or_opcode,
+        inputs: Sequence[Tensor | None],
+        outputs: Sequence[Tensor],
+        options: Options | None = None,
+        *,
+        after: Op | None = None,
+        before: Op | None = None,
+        version: int = 1,
+        record=None,
+    ) -> Op:
         """A new op at the end of the execution order, or right after the op `after`, or right
         before the op `before` (for a value that has no producer to follow: a graph input)."""
         opcode = kind_or_opcode

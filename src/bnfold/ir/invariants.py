@@ -24,8 +24,16 @@ from .ops import FUSED_ACTIVATIONS, OUTPUT_AXIS_KINDS, info
 # have no per-element size and are not size-checked.
 EXTRA_ITEM_SIZES = {"BFLOAT16": 2, "FLOAT8E4M3FN": 1, "FLOAT8E5M2": 1}
 # Option fields that divide or step: zero or negative would make a kernel (and a pass) divide by zero.
-POSITIVE_FIELDS = ("strideW", "strideH", "strideD", "dilationWFactor", "dilationHFactor", "dilationDFactor",
-                   "filterWidth", "filterHeight")
+POSITIVE_FIELDS = (
+    "strideW",
+    "strideH",
+    "strideD",
+    "dilationWFactor",
+    "dilationHFactor",
+    "dilationDFactor",
+    "filterWidth",
+    "filterHeight",
+)
 # No tensor of a real model holds more elements than this (8 GB of float32); a larger shape is a
 # corrupt one, and passes size arrays by shapes.
 MAX_ELEMENTS = 2**31
@@ -58,7 +66,9 @@ def _check_tensor(t, where: str, path: str) -> None:
         raise ModelError(f"{where} has a negative dimension in shape {list(shape)}", path)
     signature = t.shape_signature
     if signature is not None and len(signature) != len(shape) and len(signature) > 0:
-        raise ModelError(f"{where} has shape signature {list(signature)} of another rank than its shape {list(shape)}", path)
+        raise ModelError(
+            f"{where} has shape signature {list(signature)} of another rank than its shape {list(shape)}", path
+        )
     count = math.prod(shape)
     bound = count or math.prod(d or 1 for d in shape)  # a zero dimension does not make the others sane
     if bound > MAX_ELEMENTS:
@@ -70,7 +80,9 @@ def _check_tensor(t, where: str, path: str) -> None:
         return
     expected, actual = count * item, t.buffer.nbytes
     if expected != actual:
-        raise ModelError(f"{where}: its buffer holds {actual} bytes but shape {list(t.shape)} of {t.dtype} needs {expected}", path)
+        raise ModelError(
+            f"{where}: its buffer holds {actual} bytes but shape {list(t.shape)} of {t.dtype} needs {expected}", path
+        )
 
 
 def _check_ops(graph, where: str, n_graphs: int, path: str) -> list[tuple[int, str]]:
@@ -82,25 +94,34 @@ def _check_ops(graph, where: str, n_graphs: int, path: str) -> list[tuple[int, s
     for o_index, op in enumerate(graph.ops):
         for t in op.outputs:
             if id(t) in producers:
-                raise ModelError(f"{where}: tensor {t.name!r} is written by operators {producers[id(t)]} and {o_index}", path)
+                raise ModelError(
+                    f"{where}: tensor {t.name!r} is written by operators {producers[id(t)]} and {o_index}", path
+                )
             producers[id(t)] = o_index
         at = f"{where} operator {o_index} ({op.kind})"
-        calls += [(index, f"{at}: {name} = {index}")
-                  for name, index in _check_options(op, at, n_graphs, len(FUSED_ACTIVATIONS), path)]
+        calls += [
+            (index, f"{at}: {name} = {index}")
+            for name, index in _check_options(op, at, n_graphs, len(FUSED_ACTIVATIONS), path)
+        ]
     sources = {id(t) for t in graph.inputs}
     for o_index, op in enumerate(graph.ops):
         for t in op.inputs:
             if t is None or id(t) in producers or id(t) in sources or t.is_const or _is_variable(t) or _is_empty(t):
                 continue
-            raise ModelError(f"{where} operator {o_index} ({op.kind}) reads tensor {t.name!r}, which no operator "
-                             "produces and which is neither an input, a constant nor a variable", path)
+            raise ModelError(
+                f"{where} operator {o_index} ({op.kind}) reads tensor {t.name!r}, which no operator "
+                "produces and which is neither an input, a constant nor a variable",
+                path,
+            )
     _check_acyclic(graph, producers, where, path)
     return calls
 
 
 def _is_variable(t) -> bool:
     record = t.record
-    return record is not None and (bool(getattr(record, "isVariable", False)) or bool(getattr(record, "externalBuffer", 0)))
+    return record is not None and (
+        bool(getattr(record, "isVariable", False)) or bool(getattr(record, "externalBuffer", 0))
+    )
 
 
 def _is_empty(t) -> bool:
@@ -113,20 +134,26 @@ def _check_options(op, where: str, n_graphs: int, n_activations: int, path: str)
     facts = info(op.kind)
     required, n_outputs = facts.arity or (0, None)
     if len(op.inputs) < required or any(t is None for t in op.inputs[:required]):
-        raise ModelError(f"{where} needs {required} inputs, has {sum(t is not None for t in op.inputs[:required])}", path)
+        raise ModelError(
+            f"{where} needs {required} inputs, has {sum(t is not None for t in op.inputs[:required])}", path
+        )
     if n_outputs is not None and len(op.outputs) != n_outputs:
         raise ModelError(f"{where} has {len(op.outputs)} outputs, expected {n_outputs}", path)
     if facts.same_input_types and len(op.inputs) >= 2 and None not in op.inputs[:2]:
         a, b = op.inputs[:2]
         if a.dtype != b.dtype:
-            raise ModelError(f"{where} combines {a.dtype} {a.name!r} with {b.dtype} {b.name!r}; both inputs must have one type", path)
+            raise ModelError(
+                f"{where} combines {a.dtype} {a.name!r} with {b.dtype} {b.name!r}; both inputs must have one type", path
+            )
     layer = facts.layer
     if layer is not None:
         weights, bias, dim = op.inputs[layer.weights], op.input(layer.bias), layer.out_axis
         if len(weights.shape) != layer.rank:
             raise ModelError(f"{where} has weights of rank {len(weights.shape)}, expected {layer.rank}", path)
         if bias is not None and math.prod(bias.shape) != weights.shape[dim]:
-            raise ModelError(f"{where} has a bias of shape {list(bias.shape)} for {weights.shape[dim]} output channels", path)
+            raise ModelError(
+                f"{where} has a bias of shape {list(bias.shape)} for {weights.shape[dim]} output channels", path
+            )
     options = op.options
     if options is None:
         if facts.needs_options:

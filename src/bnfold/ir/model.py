@@ -30,8 +30,14 @@ class OpCode:
 class Signature:
     __slots__ = ("key", "graph", "inputs", "outputs", "record")
 
-    def __init__(self, key: bytes | None, graph: Graph, inputs: list[tuple[bytes | None, Tensor]],
-                 outputs: list[tuple[bytes | None, Tensor]], record: object = None):
+    def __init__(
+        self,
+        key: bytes | None,
+        graph: Graph,
+        inputs: list[tuple[bytes | None, Tensor]],
+        outputs: list[tuple[bytes | None, Tensor]],
+        record: object = None,
+    ):
         self.key, self.graph, self.inputs, self.outputs, self.record = key, graph, inputs, outputs, record
 
 
@@ -48,11 +54,31 @@ class Model:
     from, for zero-copy writes; `changed`: set by the pass manager (the writer drops unused
     entries only then)."""
 
-    __slots__ = ("format", "graphs", "buffers", "opcodes", "signatures", "metadata", "metadata_buffer", "description",
-                 "version", "record", "source", "changed")
+    __slots__ = (
+        "format",
+        "graphs",
+        "buffers",
+        "opcodes",
+        "signatures",
+        "metadata",
+        "metadata_buffer",
+        "description",
+        "version",
+        "record",
+        "source",
+        "changed",
+    )
 
-    def __init__(self, format: object, *, buffers: list[Buffer] | None = None, description: bytes | None = None,
-                 version: int = 3, record: object = None, source: object = None):
+    def __init__(
+        self,
+        format: object,
+        *,
+        buffers: list[Buffer] | None = None,
+        description: bytes | None = None,
+        version: int = 3,
+        record: object = None,
+        source: object = None,
+    ):
         self.format = format
         self.graphs: list[Graph] = []
         self.buffers: list[Buffer] = [] if buffers is None else buffers
@@ -84,8 +110,11 @@ class Model:
         return oc
 
     def op_counts(self) -> Counter:
-        return Counter(op.kind if op.kind != "CUSTOM" else f"CUSTOM({(op.opcode.custom_code or b'').decode(errors='replace')})"
-                       for g in self.graphs for op in g.ops)
+        return Counter(
+            op.kind if op.kind != "CUSTOM" else f"CUSTOM({(op.opcode.custom_code or b'').decode(errors='replace')})"
+            for g in self.graphs
+            for op in g.ops
+        )
 
     def graph_index(self, graph: Graph) -> int:
         return self.graphs.index(graph)

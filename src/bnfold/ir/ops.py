@@ -57,8 +57,21 @@ PADDINGS = ("SAME", "VALID")
 # Fused activations with act(s·v) = s·act(v) for s > 0: a positive scale crosses them.
 HOMOGENEOUS_ACTIVATIONS = frozenset({"NONE", "RELU"})
 # Standalone activation operators: elementwise and not affine, so no batch norm crosses them.
-ACTIVATION_KINDS = frozenset({"RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "LEAKY_RELU", "PRELU", "TANH",
-                              "LOGISTIC", "HARD_SWISH", "GELU", "ELU"})
+ACTIVATION_KINDS = frozenset(
+    {
+        "RELU",
+        "RELU6",
+        "RELU_N1_TO_1",
+        "RELU_0_TO_1",
+        "LEAKY_RELU",
+        "PRELU",
+        "TANH",
+        "LOGISTIC",
+        "HARD_SWISH",
+        "GELU",
+        "ELU",
+    }
+)
 # Standalone activations a producer can take as its fused activation. LiteRT computes fused
 # activations as an output *range*, so only the clamping ones; TANH is loaded and then ignored by
 # CONV_2D/ADD and refused by FULLY_CONNECTED (LiteRT 2.3), so it never moves into a producer.
@@ -123,12 +136,19 @@ class OpInfo(NamedTuple):
 
 
 def _pool(kind: str) -> OpInfo:
-    return OpInfo(kind, "Pool2DOptions", (1, 1), needs_options=True, fused_output=kind != "L2_POOL_2D",
-                  commutes_with_scale=kind != "L2_POOL_2D")
+    return OpInfo(
+        kind,
+        "Pool2DOptions",
+        (1, 1),
+        needs_options=True,
+        fused_output=kind != "L2_POOL_2D",
+        commutes_with_scale=kind != "L2_POOL_2D",
+    )
 
 
-def _binary(kind: str, options: str | None, fused: bool = False, same_types: bool = True,
-            layout: str | None = "elementwise") -> OpInfo:
+def _binary(
+    kind: str, options: str | None, fused: bool = False, same_types: bool = True, layout: str | None = "elementwise"
+) -> OpInfo:
     return OpInfo(kind, options, (2, 1), fused_output=fused, same_input_types=same_types, layout=layout)
 
 
@@ -142,38 +162,126 @@ def _reducer(kind: str, **facts) -> OpInfo:
 
 TABLE: tuple[OpInfo, ...] = (
     # conv-like layers
-    OpInfo("CONV_2D", "Conv2DOptions", (2, 1), True, True,
-           Layer("fuse_batchnorm_with_conv", 1, 2, 4, out_axis=0, in_axis=3)),
-    OpInfo("DEPTHWISE_CONV_2D", "DepthwiseConv2DOptions", (2, 1), True, True,
-           Layer("fuse_batchnorm_with_dwconv", 1, 2, 4, out_axis=3, in_axis=3, input_channels="repeat")),
-    OpInfo("TRANSPOSE_CONV", "TransposeConvOptions", (3, 1), True, False,
-           Layer("fuse_batchnorm_with_tconv", 1, 3, 4, out_axis=0, in_axis=3, forward=False,
-                 versions=(("bias", 3), ("activation", 4)), standalone_activation_in_circle=True)),
-    OpInfo("FULLY_CONNECTED", "FullyConnectedOptions", (2, 1), False, True,
-           Layer("fuse_batchnorm_with_fc", 1, 2, 2, out_axis=0, in_axis=1, input_channels="tile")),
-    OpInfo("CONV_3D", "Conv3DOptions", (2, 1), True, True,
-           Layer("fuse_batchnorm_with_conv3d", 1, 2, 5, out_axis=4, in_axis=3, forward=False)),
-    OpInfo("CONV_3D_TRANSPOSE", "Conv3DOptions", (3, 1), True, True,
-           Layer("fuse_batchnorm_with_conv3d", 1, 3, 5, out_axis=3, in_axis=4, forward=False)),
+    OpInfo(
+        "CONV_2D",
+        "Conv2DOptions",
+        (2, 1),
+        True,
+        True,
+        Layer("fuse_batchnorm_with_conv", 1, 2, 4, out_axis=0, in_axis=3),
+    ),
+    OpInfo(
+        "DEPTHWISE_CONV_2D",
+        "DepthwiseConv2DOptions",
+        (2, 1),
+        True,
+        True,
+        Layer("fuse_batchnorm_with_dwconv", 1, 2, 4, out_axis=3, in_axis=3, input_channels="repeat"),
+    ),
+    OpInfo(
+        "TRANSPOSE_CONV",
+        "TransposeConvOptions",
+        (3, 1),
+        True,
+        False,
+        Layer(
+            "fuse_batchnorm_with_tconv",
+            1,
+            3,
+            4,
+            out_axis=0,
+            in_axis=3,
+            forward=False,
+            versions=(("bias", 3), ("activation", 4)),
+            standalone_activation_in_circle=True,
+        ),
+    ),
+    OpInfo(
+        "FULLY_CONNECTED",
+        "FullyConnectedOptions",
+        (2, 1),
+        False,
+        True,
+        Layer("fuse_batchnorm_with_fc", 1, 2, 2, out_axis=0, in_axis=1, input_channels="tile"),
+    ),
+    OpInfo(
+        "CONV_3D",
+        "Conv3DOptions",
+        (2, 1),
+        True,
+        True,
+        Layer("fuse_batchnorm_with_conv3d", 1, 2, 5, out_axis=4, in_axis=3, forward=False),
+    ),
+    OpInfo(
+        "CONV_3D_TRANSPOSE",
+        "Conv3DOptions",
+        (3, 1),
+        True,
+        True,
+        Layer("fuse_batchnorm_with_conv3d", 1, 3, 5, out_axis=3, in_axis=4, forward=False),
+    ),
     # elementwise
-    _binary("ADD", "AddOptions", fused=True), _binary("SUB", "SubOptions", fused=True),
-    _binary("MUL", "MulOptions", fused=True), _binary("DIV", "DivOptions", fused=True),
-    _binary("MAXIMUM", "MaximumMinimumOptions"), _binary("MINIMUM", "MaximumMinimumOptions"),
-    _binary("LESS", "LessOptions"), _binary("PRELU", None, same_types=False),
+    _binary("ADD", "AddOptions", fused=True),
+    _binary("SUB", "SubOptions", fused=True),
+    _binary("MUL", "MulOptions", fused=True),
+    _binary("DIV", "DivOptions", fused=True),
+    _binary("MAXIMUM", "MaximumMinimumOptions"),
+    _binary("MINIMUM", "MaximumMinimumOptions"),
+    _binary("LESS", "LessOptions"),
+    _binary("PRELU", None, same_types=False),
     _binary("BATCH_MATMUL", "BatchMatMulOptions", same_types=False, layout=None),  # hybrid float x int8 is allowed
     # elementwise kinds the folds do not read; the layout propagation moves permutations across them
-    *(OpInfo(kind, layout="elementwise") for kind in (
-        "POW", "SQUARED_DIFFERENCE", "FLOOR_DIV", "FLOOR_MOD", "LESS_EQUAL", "GREATER", "GREATER_EQUAL", "EQUAL",
-        "NOT_EQUAL", "LOGICAL_AND", "LOGICAL_OR", "SELECT_V2", "ADD_N")),
-    *(OpInfo(kind, layout="unary") for kind in (
-        "RELU_0_TO_1", "HARD_SWISH", "GELU", "ELU", "ABS", "NEG", "EXP", "LOG", "SQRT", "RSQRT", "SQUARE", "SIN",
-        "COS", "FLOOR", "CEIL", "ROUND", "SIGN", "LOGICAL_NOT")),
+    *(
+        OpInfo(kind, layout="elementwise")
+        for kind in (
+            "POW",
+            "SQUARED_DIFFERENCE",
+            "FLOOR_DIV",
+            "FLOOR_MOD",
+            "LESS_EQUAL",
+            "GREATER",
+            "GREATER_EQUAL",
+            "EQUAL",
+            "NOT_EQUAL",
+            "LOGICAL_AND",
+            "LOGICAL_OR",
+            "SELECT_V2",
+            "ADD_N",
+        )
+    ),
+    *(
+        OpInfo(kind, layout="unary")
+        for kind in (
+            "RELU_0_TO_1",
+            "HARD_SWISH",
+            "GELU",
+            "ELU",
+            "ABS",
+            "NEG",
+            "EXP",
+            "LOG",
+            "SQRT",
+            "RSQRT",
+            "SQUARE",
+            "SIN",
+            "COS",
+            "FLOOR",
+            "CEIL",
+            "ROUND",
+            "SIGN",
+            "LOGICAL_NOT",
+        )
+    ),
     # pools and reductions
-    _pool("AVERAGE_POOL_2D"), _pool("MAX_POOL_2D"), _pool("L2_POOL_2D"),
-    _reducer("MEAN", arity=(2, 1), commutes_with_scale=True), _reducer("SUM"),
+    _pool("AVERAGE_POOL_2D"),
+    _pool("MAX_POOL_2D"),
+    _pool("L2_POOL_2D"),
+    _reducer("MEAN", arity=(2, 1), commutes_with_scale=True),
+    _reducer("SUM"),
     *(_reducer(kind) for kind in ("REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD", "REDUCE_ANY", "REDUCE_ALL")),
     # the index along one axis: a reduction without keep_dims
-    OpInfo("ARG_MAX", "ArgMaxOptions", layout="reduce"), OpInfo("ARG_MIN", "ArgMinOptions", layout="reduce"),
+    OpInfo("ARG_MAX", "ArgMaxOptions", layout="reduce"),
+    OpInfo("ARG_MIN", "ArgMinOptions", layout="reduce"),
     # layout
     OpInfo("TRANSPOSE", "TransposeOptions", (2, 1), moves_elements=True, values_from=(0,), layout="transpose"),
     OpInfo("RESHAPE", "ReshapeOptions", (1, 1), moves_elements=True, values_from=(0,), layout="reshape"),
@@ -183,10 +291,13 @@ TABLE: tuple[OpInfo, ...] = (
     # SPACE_TO_BATCH_ND pads with zeros, which a shift would see: not a layout op for folds
     OpInfo("SPACE_TO_BATCH_ND", "SpaceToBatchNDOptions"),
     OpInfo("PAD", "PadOptions", (2, 1), commutes_with_scale=True, layout="pad"),
-    OpInfo("PADV2", None, commutes_with_scale=True, layout="pad"), OpInfo("MIRROR_PAD", "MirrorPadOptions", layout="pad"),
-    OpInfo("TILE", "TileOptions", layout="pad"), OpInfo("BROADCAST_TO", "BroadcastToOptions", layout="pad"),
+    OpInfo("PADV2", None, commutes_with_scale=True, layout="pad"),
+    OpInfo("MIRROR_PAD", "MirrorPadOptions", layout="pad"),
+    OpInfo("TILE", "TileOptions", layout="pad"),
+    OpInfo("BROADCAST_TO", "BroadcastToOptions", layout="pad"),
     OpInfo("CONCATENATION", "ConcatenationOptions", (1, 1), values_from="*", layout="concat"),
-    OpInfo("SPLIT", "SplitOptions", layout="split"), OpInfo("SPLIT_V", "SplitVOptions", layout="split_v"),
+    OpInfo("SPLIT", "SplitOptions", layout="split"),
+    OpInfo("SPLIT_V", "SplitVOptions", layout="split_v"),
     OpInfo("SLICE", "SliceOptions", values_from=(0,), layout="slice"),
     OpInfo("STRIDED_SLICE", "StridedSliceOptions", values_from=(0,), layout="strided_slice"),
     OpInfo("CAST", "CastOptions", values_from=(0,), layout="unary"),
@@ -195,12 +306,20 @@ TABLE: tuple[OpInfo, ...] = (
     OpInfo("GATHER_ND", "GatherNdOptions", values_from=(0,), indexes=Indexing(1, 0, "leading")),
     OpInfo("EMBEDDING_LOOKUP", values_from=(1,), indexes=Indexing(0, 1, "first")),
     # activations and the rest
-    _unary("RELU"), _unary("RELU6"), _unary("RELU_N1_TO_1"), _unary("TANH"), _unary("LOGISTIC"),
-    _unary("LEAKY_RELU", "LeakyReluOptions"), _unary("SOFTMAX", "SoftmaxOptions", layout="last_axis"),
-    _unary("LOG_SOFTMAX", "LogSoftmaxOptions", layout="last_axis"), _unary("L2_NORMALIZATION", "L2NormOptions", layout="last_axis"),
-    _unary("DEQUANTIZE", "DequantizeOptions"), _unary("QUANTIZE", "QuantizeOptions"),
+    _unary("RELU"),
+    _unary("RELU6"),
+    _unary("RELU_N1_TO_1"),
+    _unary("TANH"),
+    _unary("LOGISTIC"),
+    _unary("LEAKY_RELU", "LeakyReluOptions"),
+    _unary("SOFTMAX", "SoftmaxOptions", layout="last_axis"),
+    _unary("LOG_SOFTMAX", "LogSoftmaxOptions", layout="last_axis"),
+    _unary("L2_NORMALIZATION", "L2NormOptions", layout="last_axis"),
+    _unary("DEQUANTIZE", "DequantizeOptions"),
+    _unary("QUANTIZE", "QuantizeOptions"),
     OpInfo("INSTANCE_NORM", "InstanceNormOptions", (3, 1)),
-    OpInfo("WHILE", "WhileOptions"), OpInfo("IF", "IfOptions"),
+    OpInfo("WHILE", "WhileOptions"),
+    OpInfo("IF", "IfOptions"),
 )
 
 OPS: dict[str, OpInfo] = {info.kind: info for info in TABLE}

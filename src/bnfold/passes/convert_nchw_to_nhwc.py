@@ -101,8 +101,12 @@ def _as_transpose(graph: Graph, reshape: Op, perm) -> Op:
 
 def _unmoved(graph: Graph, transpose: Op, reshape: Op, perm) -> bool:
     """The propagation left this TRANSPOSE as it was offered: the RESHAPE's input, output and move."""
-    return (graph.contains(transpose) and transpose.inputs[0] is reshape.inputs[0]
-            and transpose.outputs[0] is reshape.outputs[0] and transpose_perm(transpose) == perm)
+    return (
+        graph.contains(transpose)
+        and transpose.inputs[0] is reshape.inputs[0]
+        and transpose.outputs[0] is reshape.outputs[0]
+        and transpose_perm(transpose) == perm
+    )
 
 
 def _forget(graph: Graph, perms: set[int], opcodes: int) -> None:
@@ -111,8 +115,9 @@ def _forget(graph: Graph, perms: set[int], opcodes: int) -> None:
 
 
 def _restore(graph: Graph, transpose: Op, reshape: Op) -> None:
-    graph.add_op(reshape.opcode, reshape.inputs, reshape.outputs, reshape.options, record=reshape.record,
-                 after=transpose)
+    graph.add_op(
+        reshape.opcode, reshape.inputs, reshape.outputs, reshape.options, record=reshape.record, after=transpose
+    )
     graph.remove_op(transpose)
 
 
@@ -153,8 +158,9 @@ def _permute(t: Tensor, perm) -> None:
 
 def _nchw_copy(graph: Graph, t: Tensor) -> Tensor:
     """A new tensor with t's NCHW shape, type and quantization."""
-    return graph.add_tensor(f"{t.name}/nchw", t.dtype, t.shape, shape_signature=t.shape_signature,
-                            quantization=t.quantization)
+    return graph.add_tensor(
+        f"{t.name}/nchw", t.dtype, t.shape, shape_signature=t.shape_signature, quantization=t.quantization
+    )
 
 
 def _transpose(graph: Graph, x: Tensor, y: Tensor, perm, **where):
@@ -180,4 +186,3 @@ def _output_to_nhwc(graph: Graph, y: Tensor) -> None:
     graph.set_output(producer, producer.outputs.index(y), nchw)
     _permute(y, TO_NHWC)
     _transpose(graph, nchw, y, TO_NHWC, after=producer)
-

@@ -22,9 +22,14 @@ from ..ir.ops import RANGE_ACTIVATIONS, info
 from ..engine.report import PassResult, Refusal
 
 COMBINE = {
-    ("NONE", "RELU"): "RELU", ("RELU", "RELU"): "RELU", ("RELU6", "RELU"): "RELU6",
-    ("NONE", "RELU6"): "RELU6", ("RELU", "RELU6"): "RELU6", ("RELU6", "RELU6"): "RELU6",
-    ("NONE", "RELU_N1_TO_1"): "RELU_N1_TO_1", ("RELU_N1_TO_1", "RELU_N1_TO_1"): "RELU_N1_TO_1",
+    ("NONE", "RELU"): "RELU",
+    ("RELU", "RELU"): "RELU",
+    ("RELU6", "RELU"): "RELU6",
+    ("NONE", "RELU6"): "RELU6",
+    ("RELU", "RELU6"): "RELU6",
+    ("RELU6", "RELU6"): "RELU6",
+    ("NONE", "RELU_N1_TO_1"): "RELU_N1_TO_1",
+    ("RELU_N1_TO_1", "RELU_N1_TO_1"): "RELU_N1_TO_1",
 }
 
 

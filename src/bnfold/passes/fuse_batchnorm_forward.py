@@ -63,11 +63,19 @@ def _fold(graph: Graph, result: PassResult, chain: AffineChain) -> None:
         return
     sinks, updates, kept_shift = plan
     kept_for = [k for k in sinks if _keeps_shift(k, sinks, kept_shift)]
-    record = result.fold(sinks[0].layer, chain.ops, into=[k.layer for k in sinks], direction="forward", layers=[k.name for k in sinks],
-                         scale=chain.scale, shift=chain.shift, shift_kept=kept_shift is not None,
-                         shift_kept_for=[k.name for k in kept_for],
-                         reasons_shift_kept=[_root_padding(k.root, sinks).reason for k in kept_for],
-                         buffers_freed=freed_constants(graph, chain))
+    record = result.fold(
+        sinks[0].layer,
+        chain.ops,
+        into=[k.layer for k in sinks],
+        direction="forward",
+        layers=[k.name for k in sinks],
+        scale=chain.scale,
+        shift=chain.shift,
+        shift_kept=kept_shift is not None,
+        shift_kept_for=[k.name for k in kept_for],
+        reasons_shift_kept=[_root_padding(k.root, sinks).reason for k in kept_for],
+        buffers_freed=freed_constants(graph, chain),
+    )
     written = []
     for k, new_w, new_b in updates:
         if graph.set_const_input(k.layer, k.spec.weights, new_w, f"{k.name}/weights"):
@@ -92,13 +100,16 @@ def _plan(graph: Graph, chain: AffineChain):
     """(sinks, [(sink, W', b' or None)], shift kept as an ADD or None), or a Refusal."""
     y, s, t = chain.output, chain.scale, chain.shift
     if chain.activation != "NONE":
-        return Refusal(f"activation {chain.activation} on the chain's last op sits between the batch norm and the "
-                       f"layers (a batch norm -> ReLU -> layer is fuse_preactivation_batchnorm's)")
+        return Refusal(
+            f"activation {chain.activation} on the chain's last op sits between the batch norm and the "
+            f"layers (a batch norm -> ReLU -> layer is fuse_preactivation_batchnorm's)"
+        )
     if graph.is_observed(y):
         return Refusal(f"the batch norm's result {y.name!r} is a graph output (or named by a signature)")
     uniform = np.ptp(s) == 0 and np.ptp(t) == 0  # one scale and shift for all: any layout carries it
-    sinks = find_sinks(graph, y, UNIFORM if uniform else chain.axis,
-                       Crossing(frozenset({"NONE"}), nonnegative=bool(np.all(s >= 0))))
+    sinks = find_sinks(
+        graph, y, UNIFORM if uniform else chain.axis, Crossing(frozenset({"NONE"}), nonnegative=bool(np.all(s >= 0)))
+    )
     if isinstance(sinks, Refusal):
         return sinks
     kept_shift = None
@@ -148,7 +159,9 @@ def _rewire(graph: Graph, chain: AffineChain, sinks: list[Sink], kept_shift: np.
     if kept_shift is not None:
         shifted = graph.add_tensor(f"{y.name}/shifted", "FLOAT32", x.shape, shape_signature=x.shape_signature)
         d = graph.add_const(f"{y.name}/shift", kept_constant(kept_shift, chain))
-        add = graph.add_op("ADD", [x, d], [shifted], Options("AddOptions", fusedActivationFunction=0), after=chain.ops[-1])
+        add = graph.add_op(
+            "ADD", [x, d], [shifted], Options("AddOptions", fusedActivationFunction=0), after=chain.ops[-1]
+        )
     for k in sinks:
         graph.replace_uses(y, shifted if _keeps_shift(k, sinks, kept_shift) else x, only=[k.root])
     for op in chain.ops:

@@ -96,8 +96,9 @@ def _part(graph: Graph, concat: Op, x: Tensor, axis: int, activation: str) -> tu
         return Refusal(f"made by {'a graph input' if layer is None else layer.kind}, not a conv-like layer")
     spec = LAYERS[layer.kind]
     if not info(layer.kind).fused_output:
-        return Refusal(f"{layer.kind} is run without a fused activation by some runtimes, so it cannot take the "
-                       "batch norm's")
+        return Refusal(
+            f"{layer.kind} is run without a fused activation by some runtimes, so it cannot take the batch norm's"
+        )
     if origin_axis != len(origin.shape) - 1:
         return Refusal(f"the concatenation axis is axis {origin_axis} of {layer.kind}'s output, not its channels")
     if not graph.has_single_use(origin, via or concat):
@@ -110,20 +111,30 @@ def _part(graph: Graph, concat: Op, x: Tensor, axis: int, activation: str) -> tu
     return layer, spec
 
 
-def _fold(graph: Graph, result: PassResult, concat: Op, chain: AffineChain,
-          parts: list[tuple[Op, Layer, slice]]) -> None:
+def _fold(
+    graph: Graph, result: PassResult, concat: Op, chain: AffineChain, parts: list[tuple[Op, Layer, slice]]
+) -> None:
     updates = []
     for layer, spec, channels in parts:
         w, b = float_source(layer.input(spec.weights)), float_source(layer.input(spec.bias))
-        new_w, new_b = fold_output_affine(w.pending_data, None if b is None else b.data, chain.scale[channels],
-                                          chain.shift[channels], spec.out_axis)
+        new_w, new_b = fold_output_affine(
+            w.pending_data, None if b is None else b.data, chain.scale[channels], chain.shift[channels], spec.out_axis
+        )
         if not finite(new_w, new_b):
             result.skip(chain.ops[0], f"the folded weights or bias of {layer.outputs[0].name!r} would not be finite")
             return
         updates.append((layer, spec, new_w, new_b))
-    record = result.fold(concat, chain.ops, into=[concat, *(layer for layer, *_ in parts)], scale=chain.scale, shift=chain.shift, activation=chain.activation,
-                         output=chain.output.name, layers=[layer.outputs[0].name for layer, *_ in parts],
-                         buffers_freed=freed_constants(graph, chain))
+    record = result.fold(
+        concat,
+        chain.ops,
+        into=[concat, *(layer for layer, *_ in parts)],
+        scale=chain.scale,
+        shift=chain.shift,
+        activation=chain.activation,
+        output=chain.output.name,
+        layers=[layer.outputs[0].name for layer, *_ in parts],
+        buffers_freed=freed_constants(graph, chain),
+    )
     written = []
     for layer, spec, new_w, new_b in updates:
         name = layer.outputs[0].name

@@ -43,8 +43,14 @@ def _same_pad(graph: Graph, layer: Op) -> Op | None:
     """The PAD before `layer` that pads what SAME would, or None."""
     y = layer.input(0)
     pad = None if y is None else y.producer
-    if (pad is None or pad.kind not in ("PAD", "PADV2") or getattr(layer.options, "padding", None) != PADDINGS.index("VALID")
-            or graph.is_observed(y) or graph.consumers(y) != [layer] or y in layer.inputs[1:]):
+    if (
+        pad is None
+        or pad.kind not in ("PAD", "PADV2")
+        or getattr(layer.options, "padding", None) != PADDINGS.index("VALID")
+        or graph.is_observed(y)
+        or graph.consumers(y) != [layer]
+        or y in layer.inputs[1:]
+    ):
         return None
     x, w, out = pad.inputs[0], layer.input(1), layer.outputs[0]
     if x.dtype != "FLOAT32" or x.is_quantized or w is None or len(w.shape) != 4:

@@ -74,6 +74,7 @@ def run(graph: Graph) -> PassResult:
 
 # ---- the fold -------------------------------------------------------------------------------
 
+
 def _fold(graph: Graph, result: PassResult, chain: AffineChain) -> None:
     s, t, y = chain.scale, chain.shift, chain.output
     anchor = chain.ops[0]
@@ -85,8 +86,12 @@ def _fold(graph: Graph, result: PassResult, chain: AffineChain) -> None:
         result.skip(anchor, "the scale or shift is not finite", **groups)
         return
     if np.any(s < 0):
-        result.skip(anchor, "channels with a negative scale cannot cross the ReLU (relu(-v) != -relu(v)); "
-                            "the batch norm is left as it is", **groups)
+        result.skip(
+            anchor,
+            "channels with a negative scale cannot cross the ReLU (relu(-v) != -relu(v)); "
+            "the batch norm is left as it is",
+            **groups,
+        )
         return
     sinks = find_sinks(graph, y, chain.axis, SCALE_CROSSING)
     if isinstance(sinks, Refusal):
@@ -97,8 +102,12 @@ def _fold(graph: Graph, result: PassResult, chain: AffineChain) -> None:
     if np.any(constant != 0):
         blocked = [f"{k.layer.kind} -> {k.name}: {k.padding}" for k in sinks if k.padding]
         if blocked:
-            result.skip(anchor, "channels with scale 0 output the constant relu(t) > 0, which a reader cannot absorb "
-                                "exactly: " + "; ".join(blocked), **groups)
+            result.skip(
+                anchor,
+                "channels with scale 0 output the constant relu(t) > 0, which a reader cannot absorb "
+                "exactly: " + "; ".join(blocked),
+                **groups,
+            )
             return
     with np.errstate(divide="ignore", invalid="ignore"):
         d = np.where(zero, 0.0, t / np.where(zero, 1.0, s))
@@ -112,19 +121,30 @@ def _fold(graph: Graph, result: PassResult, chain: AffineChain) -> None:
         result.skip(anchor, "the folded weights, biases or shift would not be finite in float32", **groups)
         return
     into = [k.layer for k in sinks] + ([] if isinstance(plan, Refusal) else [e.layer for e in plan])
-    record = result.fold(anchor, chain.ops, into=into, scale=s, shift=t, output=y.name,
-                         scale_into=[k.name for k in sinks],
-                         shift_into=None if isinstance(plan, Refusal) else [e.layer.outputs[0].name for e in plan],
-                         shift_kept=plan.reason if isinstance(plan, Refusal) else None,
-                         constant_channels=np.flatnonzero(constant).tolist(), **groups)
+    record = result.fold(
+        anchor,
+        chain.ops,
+        into=into,
+        scale=s,
+        shift=t,
+        output=y.name,
+        scale_into=[k.name for k in sinks],
+        shift_into=None if isinstance(plan, Refusal) else [e.layer.outputs[0].name for e in plan],
+        shift_kept=plan.reason if isinstance(plan, Refusal) else None,
+        constant_channels=np.flatnonzero(constant).tolist(),
+        **groups,
+    )
     written = [name for op, index, values, name in updates if graph.set_const_input(op, index, values, name)]
     record.update(float16_note(written))
     result.made(_replace_chain(graph, chain, None if not isinstance(plan, Refusal) else d))
 
 
 def _channel_groups(s: np.ndarray) -> dict:
-    return {"channels": len(s), "negative_channels": np.flatnonzero(s < 0).tolist(),
-            "zero_channels": np.flatnonzero(s == 0).tolist()}
+    return {
+        "channels": len(s),
+        "negative_channels": np.flatnonzero(s < 0).tolist(),
+        "zero_channels": np.flatnonzero(s == 0).tolist(),
+    }
 
 
 def _replace_chain(graph: Graph, chain: AffineChain, kept_shift: np.ndarray | None) -> Op:
@@ -137,14 +157,20 @@ def _replace_chain(graph: Graph, chain: AffineChain, kept_shift: np.ndarray | No
         if last.kind == "ADD":
             op = graph.add_op(last.opcode, [x, const], [y], last.options.copy(), after=last)
         else:
-            op = graph.add_op("ADD", [x, const], [y], Options("AddOptions", fusedActivationFunction=FUSED_ACTIVATIONS.index("RELU")),
-                              after=last)
+            op = graph.add_op(
+                "ADD",
+                [x, const],
+                [y],
+                Options("AddOptions", fusedActivationFunction=FUSED_ACTIVATIONS.index("RELU")),
+                after=last,
+            )
     for old in chain.ops:
         graph.remove_op(old)
     return op
 
 
 # ---- forward: the scale into the readers' weights -------------------------------------------
+
 
 def _forward_updates(sinks: list[Sink], s: np.ndarray, constant: np.ndarray) -> tuple[list[tuple], list[BiasEdit]]:
     """(op, input index, new float32 values, name) for every sink's weights, and the bias terms
@@ -160,6 +186,7 @@ def _forward_updates(sinks: list[Sink], s: np.ndarray, constant: np.ndarray) -> 
 
 # ---- backward: the shift into the producer's bias -------------------------------------------
 
+
 def _backward_plan(graph: Graph, chain: AffineChain, d: np.ndarray) -> list[BiasEdit] | Refusal:
     x, reader = chain.input, chain.ops[0]
     channels = len(d)
@@ -174,8 +201,11 @@ def _backward_plan(graph: Graph, chain: AffineChain, d: np.ndarray) -> list[Bias
     if p.kind in LAYERS or p.kind == "MAX_POOL_2D":
         if others:
             return Refusal(f"{p.kind} -> {x.name} has other readers, which must keep the unshifted value")
-        edit = _through_pool(graph, p, x, reader, channels, d) if p.kind == "MAX_POOL_2D" and via is None else \
-            _layer_behind(graph, x, chain.axis, reader, channels, d)
+        edit = (
+            _through_pool(graph, p, x, reader, channels, d)
+            if p.kind == "MAX_POOL_2D" and via is None
+            else _layer_behind(graph, x, chain.axis, reader, channels, d)
+        )
         return edit if isinstance(edit, Refusal) else [edit]
     if p.kind == "ADD" and via is None and _is_residual_add(p, x):
         return _residual_plan(graph, p, x, reader, others, channels, d, chain.axis)
@@ -188,8 +218,9 @@ def _backward_plan(graph: Graph, chain: AffineChain, d: np.ndarray) -> list[Bias
     return Refusal(f"it is produced by {p.kind}, which cannot absorb a shift")
 
 
-def _layer_behind(graph: Graph, t: Tensor, axis: int, reader: Op, channels: int, delta: np.ndarray
-                  ) -> BiasEdit | Refusal:
+def _layer_behind(
+    graph: Graph, t: Tensor, axis: int, reader: Op, channels: int, delta: np.ndarray
+) -> BiasEdit | Refusal:
     """The layer producing `t` — directly, or through layout ops (TICO's NCHW transposes) whose
     outputs only lead to `t` — takes `delta` along `axis` of t into its bias. `reader` must be
     t's only reader."""
@@ -216,7 +247,7 @@ def _concat_plan(graph: Graph, concat: Op, axis: int, d: np.ndarray) -> list[Bia
     plan, offset = [], 0
     for part in concat.inputs:
         width = part.shape[axis]
-        edit = _layer_behind(graph, part, axis, concat, width, d[offset:offset + width])
+        edit = _layer_behind(graph, part, axis, concat, width, d[offset : offset + width])
         if isinstance(edit, Refusal):
             return edit.prefixed(f"the CONCATENATION part {part.name!r}: ")
         plan.append(edit)
@@ -250,8 +281,9 @@ def _through_pool(graph: Graph, pool: Op, x: Tensor, reader: Op, channels: int, 
     if q is None:
         return Refusal(f"MAX_POOL_2D -> {x.name} reads a graph input")
     if q.kind in ("PAD", "PADV2", "MIRROR_PAD"):
-        return Refusal(f"MAX_POOL_2D -> {x.name} pools after a {q.kind}: the padded border would become the shift "
-                       "instead of 0")
+        return Refusal(
+            f"MAX_POOL_2D -> {x.name} pools after a {q.kind}: the padded border would become the shift instead of 0"
+        )
     if q.kind not in LAYERS:
         return Refusal(f"MAX_POOL_2D -> {x.name} pools the output of {q.kind}, which cannot absorb a shift")
     return _layer_behind(graph, v, len(v.shape) - 1, pool, channels, d)
@@ -259,12 +291,19 @@ def _through_pool(graph: Graph, pool: Op, x: Tensor, reader: Op, channels: int, 
 
 def _is_residual_add(op: Op, x: Tensor) -> bool:
     a, b = op.input(0), op.input(1)
-    return (a is not None and b is not None and a is not b and not a.is_const and not b.is_const
-            and a.shape == b.shape == x.shape)
+    return (
+        a is not None
+        and b is not None
+        and a is not b
+        and not a.is_const
+        and not b.is_const
+        and a.shape == b.shape == x.shape
+    )
 
 
-def _residual_plan(graph: Graph, add: Op, x: Tensor, reader: Op, others: list[Op], channels: int,
-                   d: np.ndarray, axis: int) -> list[BiasEdit] | Refusal:
+def _residual_plan(
+    graph: Graph, add: Op, x: Tensor, reader: Op, others: list[Op], channels: int, d: np.ndarray, axis: int
+) -> list[BiasEdit] | Refusal:
     """x = ADD(a, b): d into the conv producing b (or a); -d back for every other reader of x."""
     if add.fused_activation != "NONE":
         return Refusal(f"the residual ADD -> {x.name} has a fused {add.fused_activation}")
@@ -282,8 +321,9 @@ def _residual_plan(graph: Graph, add: Op, x: Tensor, reader: Op, others: list[Op
     for u in others:
         edit = _compensation(graph, u, x, channels, -d, axis)
         if isinstance(edit, Refusal):
-            return edit.prefixed(f"the skip-path reader {u.kind} -> {u.outputs[0].name} cannot take back the shift "
-                                 "exactly: ")
+            return edit.prefixed(
+                f"the skip-path reader {u.kind} -> {u.outputs[0].name} cannot take back the shift exactly: "
+            )
         if edit.layer is target.layer:
             return Refusal("the skip path ends in the layer that takes the shift")
         plan.append(edit)
@@ -319,6 +359,12 @@ def _bias_updates(plan: list[BiasEdit]) -> list[tuple]:
     for e, delta in total.values():
         b = float_source(e.layer.input(e.spec.bias))
         old = np.zeros(len(delta)) if b is None else np.asarray(b.data, dtype=np.float64).reshape(-1)
-        updates.append((e.layer, e.spec.bias, as_float32(old + delta, like=None if b is None else b.data),
-                        f"{e.layer.outputs[0].name}/bias"))
+        updates.append(
+            (
+                e.layer,
+                e.spec.bias,
+                as_float32(old + delta, like=None if b is None else b.data),
+                f"{e.layer.outputs[0].name}/bias",
+            )
+        )
     return updates

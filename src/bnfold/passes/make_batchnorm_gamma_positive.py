@@ -35,7 +35,11 @@ def run(graph: Graph) -> PassResult:
         if len(x.shape) == 0:
             continue
         chain = match_chain(graph, x, len(x.shape) - 1, start=mul)
-        if not isinstance(chain, AffineChain) or [op.kind for op in chain.ops] != ["MUL", "ADD"] or chain.activation != "RELU":
+        if (
+            not isinstance(chain, AffineChain)
+            or [op.kind for op in chain.ops] != ["MUL", "ADD"]
+            or chain.activation != "RELU"
+        ):
             continue
         gamma = mul.inputs[gamma_index]
         values = channel_vector(gamma, x.shape, len(x.shape) - 1)
@@ -43,8 +47,15 @@ def run(graph: Graph) -> PassResult:
             continue
         negative = np.flatnonzero(values < 0)
         new = np.where(values < 0, REPLACEMENT, values).astype(np.float32)
-        result.fold(mul, [], lossy=True, output=chain.output.name, negative_channels=negative.tolist(),
-                    replaced_values=values[negative], replacement=float(REPLACEMENT))
+        result.fold(
+            mul,
+            [],
+            lossy=True,
+            output=chain.output.name,
+            negative_channels=negative.tolist(),
+            replaced_values=values[negative],
+            replacement=float(REPLACEMENT),
+        )
         shape = (1,) * (len(x.shape) - 1) + (len(new),)  # kept as the old shape when the sizes agree
         graph.set_const_input(mul, gamma_index, new.reshape(shape), f"{gamma.name}/positive")
     return result

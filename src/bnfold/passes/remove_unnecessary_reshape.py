@@ -64,13 +64,18 @@ def _only_flattening_layers_read(graph: Graph, x: Tensor, y: Tensor) -> bool:
     any input to [-1, K] once keep_num_dims is off)."""
     sig = y.signature
     readers = graph.consumers(y)
-    if (len(sig) != 2 or sig[1] < 0 or (sig[0] >= 0 and -1 in x.signature) or graph.is_observed(y)
-            or not readers):
+    if len(sig) != 2 or sig[1] < 0 or (sig[0] >= 0 and -1 in x.signature) or graph.is_observed(y) or not readers:
         return False
     for fc in readers:
         w = fc.input(1)
-        if (fc.kind != "FULLY_CONNECTED" or fc.input(0) is not y or y in fc.inputs[1:] or w is None
-                or len(w.shape) != 2 or w.shape[1] != sig[1]):
+        if (
+            fc.kind != "FULLY_CONNECTED"
+            or fc.input(0) is not y
+            or y in fc.inputs[1:]
+            or w is None
+            or len(w.shape) != 2
+            or w.shape[1] != sig[1]
+        ):
             return False
     return True
 

@@ -54,8 +54,9 @@ def _refusal(graph: Graph, chain: AffineChain) -> Refusal | None:
     if layer is not None:
         taken = foldable_chain(graph, layer)
         if not isinstance(taken, Refusal) and taken is not None and taken.ops[0] is chain.ops[0]:
-            return Refusal(f"it folds into the {layer.kind} before it (a fuse_batchnorm_with_* pass removes it)",
-                           chain.ops[0])
+            return Refusal(
+                f"it folds into the {layer.kind} before it (a fuse_batchnorm_with_* pass removes it)", chain.ops[0]
+            )
     return None
 
 
@@ -78,13 +79,24 @@ def _replace(graph: Graph, result: PassResult, chain: AffineChain) -> None:
         result.skip(chain.ops[0], "the scale or shift is not finite", output=chain.output.name)
         return
     name = chain.output.name
-    options = Options("DepthwiseConv2DOptions", padding=PADDINGS.index("VALID"), strideW=1, strideH=1,
-                      depthMultiplier=1, dilationWFactor=1, dilationHFactor=1,
-                      fusedActivationFunction=FUSED_ACTIVATIONS.index(chain.activation))
+    options = Options(
+        "DepthwiseConv2DOptions",
+        padding=PADDINGS.index("VALID"),
+        strideW=1,
+        strideH=1,
+        depthMultiplier=1,
+        dilationWFactor=1,
+        dilationHFactor=1,
+        fusedActivationFunction=FUSED_ACTIVATIONS.index(chain.activation),
+    )
     last = chain.ops[-1]
-    conv = graph.add_op("DEPTHWISE_CONV_2D", [chain.input, graph.add_const(f"{name}/dw_weights", weights),
-                                              graph.add_const(f"{name}/dw_bias", bias)],
-                        [chain.output], options, after=last)
+    conv = graph.add_op(
+        "DEPTHWISE_CONV_2D",
+        [chain.input, graph.add_const(f"{name}/dw_weights", weights), graph.add_const(f"{name}/dw_bias", bias)],
+        [chain.output],
+        options,
+        after=last,
+    )
     result.fold(conv, chain.ops, scale=chain.scale, shift=chain.shift, activation=chain.activation, output=name)
     for op in chain.ops:
         graph.remove_op(op)

@@ -101,11 +101,15 @@ def _signature(spec: dict, model: Model, names: list[dict[str, Tensor]], where: 
         out = []
         for key, name in table.items():
             if not isinstance(name, str) or name not in known:
-                raise UsageError(f"{where}: signature {field} {key!r} names unknown operand {name!r} of subgraph {index}")
+                raise UsageError(
+                    f"{where}: signature {field} {key!r} names unknown operand {name!r} of subgraph {index}"
+                )
             out.append((key.encode(), known[name]))
         return out
 
-    sig = Signature(_typed(spec.get("key"), str, "signature key", where).encode(), graph, pairs("inputs"), pairs("outputs"))
+    sig = Signature(
+        _typed(spec.get("key"), str, "signature key", where).encode(), graph, pairs("inputs"), pairs("outputs")
+    )
     graph.pinned.update(t for _, t in sig.inputs + sig.outputs)
     return sig
 
@@ -117,8 +121,14 @@ def _typed(value, kind: type, what: str, where: str):
     raise UsageError(f"{where}: {what} must be {_KIND_NAMES.get(kind, kind)}, not {value!r}"[:300])
 
 
-_KIND_NAMES = {int: "an integer", str: "a string", dict: "a table", list: "a list", (int, float): "a number",
-               (str, type(None)): "a string"}
+_KIND_NAMES = {
+    int: "an integer",
+    str: "a string",
+    dict: "a table",
+    list: "a list",
+    (int, float): "a number",
+    (str, type(None)): "a string",
+}
 
 
 def _numbers(value, what: str, where: str) -> list:
@@ -152,7 +162,9 @@ def _check_keys(table: dict, allowed: set, what: str) -> None:
     unknown = set(table) - allowed
     if unknown:
         # the usual cause: a top-level key (input = [...]) written after a [[table]] header
-        raise UsageError(f"{what} has unknown key(s) {', '.join(sorted(unknown))}; top-level keys must come before any [[table]]")
+        raise UsageError(
+            f"{what} has unknown key(s) {', '.join(sorted(unknown))}; top-level keys must come before any [[table]]"
+        )
 
 
 def _build_graph(model: Model, graph: Graph, spec: dict, rng, where: str) -> dict[str, Tensor]:
@@ -169,7 +181,11 @@ def _build_graph(model: Model, graph: Graph, spec: dict, rng, where: str) -> dic
             raise UsageError(f"{where}: operand {name!r} is declared twice")
         if "filler" in operand:
             filler = _typed(operand["filler"], dict, f"operand {name!r} filler", where)
-            sparse = _sparsity(model.format, operand["sparsity"], shape, f"{where} operand {name!r}") if "sparsity" in operand else None
+            sparse = (
+                _sparsity(model.format, operand["sparsity"], shape, f"{where} operand {name!r}")
+                if "sparsity" in operand
+                else None
+            )
             stored = shape if sparse is None else [sparse[1]]
             t = graph.add_const(name, _fill(filler, stored, dtype, rng, f"{where} operand {name!r}"), dtype)
             if sparse is not None:  # the buffer holds the stored values; the shape is the dense one
@@ -183,7 +199,13 @@ def _build_graph(model: Model, graph: Graph, spec: dict, rng, where: str) -> dic
             quant = _typed(operand["quant"], dict, f"operand {name!r} quant", where)
             q.scale = np.asarray(_numbers(quant.get("scale"), "quant scale", where), dtype=np.float32)
             zero_point = quant.get("zero_point", [0] * len(q.scale))
-            q.zeroPoint = np.asarray([_typed(z, int, "quant zero_point", where) for z in _typed(zero_point, list, "quant zero_point", where)], dtype=np.int64)
+            q.zeroPoint = np.asarray(
+                [
+                    _typed(z, int, "quant zero_point", where)
+                    for z in _typed(zero_point, list, "quant zero_point", where)
+                ],
+                dtype=np.int64,
+            )
             q.quantizedDimension = _typed(quant.get("quantized_dimension", 0), int, "quant quantized_dimension", where)
             t.quantization = q
 
@@ -214,8 +236,13 @@ def _build_graph(model: Model, graph: Graph, spec: dict, rng, where: str) -> dic
         if "custom_options" in op:
             record = model.format.cls("OperatorT")()
             record.customOptions = list(_flexbuffer_map(op["custom_options"], f"{where} {kind} custom_options"))
-        graph.add_op(opcode, tensors(op.get("inputs", []), f"{kind} inputs", optional=True),
-                     tensors(op.get("outputs", []), f"{kind} outputs"), options, record=record)
+        graph.add_op(
+            opcode,
+            tensors(op.get("inputs", []), f"{kind} inputs", optional=True),
+            tensors(op.get("outputs", []), f"{kind} outputs"),
+            options,
+            record=record,
+        )
     graph.inputs = tensors(spec.get("input", []), "input")
     graph.outputs = tensors(spec.get("output", []), "output")
     return known
@@ -242,20 +269,29 @@ def _sparsity(fmt: Format, spec, shape: list[int], where: str):
     dense `shape` holds is refused."""
     spec = _typed(spec, dict, "sparsity", where)
     record = fmt.cls("SparsityParametersT")()
-    record.traversalOrder = [_typed(v, int, "traversal_order", where) for v in _typed(spec.get("traversal_order", []), list, "traversal_order", where)]
-    record.blockMap = [_typed(v, int, "block_map", where) for v in _typed(spec.get("block_map", []), list, "block_map", where)] or None
+    record.traversalOrder = [
+        _typed(v, int, "traversal_order", where)
+        for v in _typed(spec.get("traversal_order", []), list, "traversal_order", where)
+    ]
+    record.blockMap = [
+        _typed(v, int, "block_map", where) for v in _typed(spec.get("block_map", []), list, "block_map", where)
+    ] or None
     record.dimMetadata, count = [], 1
     for dim in _tables(spec, "dim_metadata", where):
         kind = dim.get("format")
         if kind not in DIMENSION_FORMATS:
-            raise UsageError(f"{where}: dim_metadata format must be one of {', '.join(DIMENSION_FORMATS)}, not {kind!r}"[:300])
+            raise UsageError(
+                f"{where}: dim_metadata format must be one of {', '.join(DIMENSION_FORMATS)}, not {kind!r}"[:300]
+            )
         meta = fmt.cls("DimensionMetadataT")()
         meta.format = DIMENSION_FORMATS.index(kind)
         if kind == "DENSE":
             meta.denseSize = _typed(dim.get("dense_size"), int, "dense_size", where)
             count *= max(meta.denseSize, 0)
         else:
-            segments, indices = (_int32_vector(fmt, dim.get(key), key, where) for key in ("array_segments", "array_indices"))
+            segments, indices = (
+                _int32_vector(fmt, dim.get(key), key, where) for key in ("array_segments", "array_indices")
+            )
             meta.arraySegmentsType = meta.arrayIndicesType = 1  # SparseIndexVector.Int32Vector
             meta.arraySegments, meta.arrayIndices = segments, indices
             count = len(indices.values)
@@ -418,4 +454,3 @@ def build_file(recipe_path: str, out_path: str) -> Model:
 
 def recipe_format(recipe: dict) -> Format:
     return CIRCLE if recipe.get("format", "tflite") == "circle" else TFLITE
-

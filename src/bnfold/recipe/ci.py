@@ -49,7 +49,9 @@ class Outcome:
         if not self.passed:
             return f"FAIL  {self.name}: {'; '.join(self.failures)}"
         worst = self.result.worst
-        return f"PASS  {self.name} (scaled err {worst.scaled:.2e}, {self.result.samples} samples, {self.result.backend})"
+        return (
+            f"PASS  {self.name} (scaled err {worst.scaled:.2e}, {self.result.samples} samples, {self.result.backend})"
+        )
 
 
 def recipe_paths(arguments: list[str]) -> list[Path]:
@@ -68,7 +70,9 @@ def recipe_paths(arguments: list[str]) -> list[Path]:
     return paths
 
 
-def run_recipe_test(path: Path, workdir: Path, *, samples: int = SAMPLES, seed: int = SEED, backend: str = "auto") -> Outcome:
+def run_recipe_test(
+    path: Path, workdir: Path, *, samples: int = SAMPLES, seed: int = SEED, backend: str = "auto"
+) -> Outcome:
     """Build, store input/expected h5, optimize, check rules and values (module docstring)."""
     outcome = Outcome(path.stem)
     start = time.monotonic()
@@ -90,15 +94,20 @@ def _run(path: Path, workdir: Path, outcome: Outcome, samples: int, seed: int, b
     names = registry.default_passes() if expect.passes is None else expect.passes
     report = run_passes(model, registry.resolve(names), parameters=registry.parameters_in(names))
     reference = registry.with_interface_of(read_model(str(model_path)), report.interface)
-    inputs, expected = _store_expected(reference, workdir / f"{path.stem}.input.h5",
-                                       workdir / f"{path.stem}.expected.h5", samples, seed, backend)
+    inputs, expected = _store_expected(
+        reference, workdir / f"{path.stem}.input.h5", workdir / f"{path.stem}.expected.h5", samples, seed, backend
+    )
     outcome.failures += broken_rules(model, expect.rules)
     optimized_path = workdir / f"{path.stem}.opt{fmt.extension}"
     save_model(model, str(optimized_path), fmt)
     optimized = read_model(str(optimized_path))
-    outcome.result = compare_to_expected(optimized, input_samples(optimized.graphs[0].inputs, inputs),
-                                         expected_samples(expected), tolerance=Tolerance(expect.rtol, expect.atol),
-                                         backend=backend)
+    outcome.result = compare_to_expected(
+        optimized,
+        input_samples(optimized.graphs[0].inputs, inputs),
+        expected_samples(expected),
+        tolerance=Tolerance(expect.rtol, expect.atol),
+        backend=backend,
+    )
     if not outcome.result.passed:
         outcome.failures.append(outcome.result.failure_message())
     outcome.passed = not outcome.failures
@@ -122,10 +131,14 @@ def junit_xml(outcomes: list[Outcome]) -> str:
     <error> when the test could not be carried out)."""
     from xml.etree import ElementTree as ET
 
-    suite = ET.Element("testsuite", name="bnfold recipe test", tests=str(len(outcomes)),
-                       failures=str(sum(1 for o in outcomes if not o.passed and not o.error)),
-                       errors=str(sum(1 for o in outcomes if o.error)),
-                       time=f"{sum(o.seconds for o in outcomes):.3f}")
+    suite = ET.Element(
+        "testsuite",
+        name="bnfold recipe test",
+        tests=str(len(outcomes)),
+        failures=str(sum(1 for o in outcomes if not o.passed and not o.error)),
+        errors=str(sum(1 for o in outcomes if o.error)),
+        time=f"{sum(o.seconds for o in outcomes):.3f}",
+    )
     for o in outcomes:
         case = ET.SubElement(suite, "testcase", classname="recipes", name=o.name, time=f"{o.seconds:.3f}")
         if o.error:

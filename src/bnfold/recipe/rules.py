@@ -43,4 +43,8 @@ def expectation(recipe: dict) -> Expectation:
 def broken_rules(model: Model, rules: dict[str, int]) -> list[str]:
     """Human-readable list of the operator-count rules `model` does not meet."""
     counts = model.op_counts()
-    return [f"{kind} = {counts.get(kind, 0)}, expected {want}" for kind, want in rules.items() if counts.get(kind, 0) != want]
+    return [
+        f"{kind} = {counts.get(kind, 0)}, expected {want}"
+        for kind, want in rules.items()
+        if counts.get(kind, 0) != want
+    ]

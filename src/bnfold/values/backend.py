@@ -25,7 +25,10 @@ from .index_inputs import caveats
 
 RESOLVER_ORDER = ("plain", "default")  # litert.RESOLVERS keys, tried in this order
 CANDIDATES = {"auto": (*RESOLVER_ORDER, "reference"), "litert": RESOLVER_ORDER, "reference": ("reference",)}
-DESCRIPTIONS = {"plain": "litert (builtin kernels, no delegates)", "default": "litert (default resolver, with delegates)"}
+DESCRIPTIONS = {
+    "plain": "litert (builtin kernels, no delegates)",
+    "default": "litert (default resolver, with delegates)",
+}
 
 
 class Runner:
@@ -63,6 +66,7 @@ def _with_deadline(work, deadline):
             box["value"] = work()
         except BaseException as e:  # handed to the caller's thread
             box["error"] = e
+
     thread = threading.Thread(target=target, daemon=True)
     thread.start()
     thread.join(max(deadline.end - time.monotonic(), 0.0))
@@ -132,8 +136,10 @@ class Backends:
             if missing:
                 raise RunFailed(f"reference interpreter cannot run {', '.join(missing)}")
             return [Runner(m, "reference", deadline=self.deadline) for m in self.models]
-        return [Runner(m, "litert", litert.model_interpreter(m, resolver=candidate), candidate, self.deadline)
-                for m in self.models]
+        return [
+            Runner(m, "litert", litert.model_interpreter(m, resolver=candidate), candidate, self.deadline)
+            for m in self.models
+        ]
 
     def _no_backend(self) -> str:
         """Each candidate's reason once (both resolvers often fail alike), with what bnfold could

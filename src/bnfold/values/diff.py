@@ -112,18 +112,23 @@ class CheckResult:
             if o.problem:
                 lines.append(f"{o.name:<{width}}  {'-':>11}  {'-':>11}  {'-':>11}  FAIL ({o.problem})")
             else:
-                lines.append(f"{o.name:<{width}}  {o.max_abs:>11.3e}  {o.max_rel:>11.3e}  {o.scaled:>11.3e}  "
-                             f"{'ok' if o.passed else 'FAIL'}")
+                lines.append(
+                    f"{o.name:<{width}}  {o.max_abs:>11.3e}  {o.max_rel:>11.3e}  {o.scaled:>11.3e}  "
+                    f"{'ok' if o.passed else 'FAIL'}"
+                )
         note = caveat(self.strengths)
         return "\n".join(lines + ([note] if note else []))
 
     def failure_message(self) -> str:
         bad = self.failing
-        worst = ", ".join(f"{o.name} ({o.problem or f'scaled err {o.scaled:.3e}, max abs err {o.max_abs:.3e}'})" for o in bad)
+        worst = ", ".join(
+            f"{o.name} ({o.problem or f'scaled err {o.scaled:.3e}, max abs err {o.max_abs:.3e}'})" for o in bad
+        )
         return f"{len(bad)} of {len(self.outputs)} outputs outside {self.tolerance}: {worst}"
 
 
 # ---- inputs ----------------------------------------------------------------------------------
+
 
 def random_input(tensor: Tensor, rng: np.random.Generator, rows: int | None = None) -> np.ndarray:
     """One random value for a graph input (see module docstring for the distributions); an
@@ -188,6 +193,7 @@ def conform(tensor: Tensor, value: np.ndarray, *, cast: bool = False, where: str
 
 # ---- comparison ------------------------------------------------------------------------------
 
+
 def compare(name: str, a: np.ndarray, b: np.ndarray, tolerance: Tolerance = Tolerance()) -> OutputDiff:
     """Compare `b` against reference `a` (module docstring: the criterion and its figures)."""
     a, b = _hbool(np.asarray(a), np.asarray(b)), _hbool(np.asarray(b), np.asarray(a))
@@ -236,8 +242,9 @@ def _errors(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return err, np.abs(a64)
 
 
-def compare_all(names: list[str], expected: list[np.ndarray], actual: list[np.ndarray],
-                tolerance: Tolerance = Tolerance()) -> list[OutputDiff]:
+def compare_all(
+    names: list[str], expected: list[np.ndarray], actual: list[np.ndarray], tolerance: Tolerance = Tolerance()
+) -> list[OutputDiff]:
     if len(expected) != len(actual):
         raise ModelError(f"{len(expected)} outputs vs {len(actual)}")
     return [compare(n, a, b, tolerance) for n, a, b in zip(names, expected, actual)]
@@ -245,27 +252,40 @@ def compare_all(names: list[str], expected: list[np.ndarray], actual: list[np.nd
 
 # ---- model against model ---------------------------------------------------------------------
 
+
 def _check_signatures(model_a: Model, model_b: Model) -> None:
     """Refuse two models that cannot take the same inputs, naming both files (when read from one)."""
     a, b = model_a.graphs[0], model_b.graphs[0]
-    name_a, name_b = (getattr(m.source, "path", None) or fallback for m, fallback in
-                      ((model_a, "model A"), (model_b, "model B")))
+    name_a, name_b = (
+        getattr(m.source, "path", None) or fallback for m, fallback in ((model_a, "model A"), (model_b, "model B"))
+    )
     if len(a.inputs) != len(b.inputs) or len(a.outputs) != len(b.outputs):
-        raise UsageError(f"{name_a} has {len(a.inputs)} input(s) and {len(a.outputs)} output(s), "
-                         f"{name_b} {len(b.inputs)} and {len(b.outputs)}")
+        raise UsageError(
+            f"{name_a} has {len(a.inputs)} input(s) and {len(a.outputs)} output(s), "
+            f"{name_b} {len(b.inputs)} and {len(b.outputs)}"
+        )
     for x, y in zip(a.inputs, b.inputs):
         if x.dtype != y.dtype or x.shape != y.shape:
-            raise UsageError(f"input {x.name!r} is {x.dtype}{list(x.shape)} in {name_a} and "
-                             f"{y.dtype}{list(y.shape)} in {name_b}")
+            raise UsageError(
+                f"input {x.name!r} is {x.dtype}{list(x.shape)} in {name_a} and {y.dtype}{list(y.shape)} in {name_b}"
+            )
 
 
 SampleSink = Callable[[int, list[np.ndarray], list[np.ndarray]], None]
 
 
-def check_models(model_a: Model, model_b: Model, *, samples: int = 1, seed: int = 0,
-                 inputs: Iterable[list[np.ndarray]] | None = None, tolerance: Tolerance = Tolerance(),
-                 backend: str = "auto", on_sample: SampleSink | None = None,
-                 deadline: Deadline | None = None) -> CheckResult:
+def check_models(
+    model_a: Model,
+    model_b: Model,
+    *,
+    samples: int = 1,
+    seed: int = 0,
+    inputs: Iterable[list[np.ndarray]] | None = None,
+    tolerance: Tolerance = Tolerance(),
+    backend: str = "auto",
+    on_sample: SampleSink | None = None,
+    deadline: Deadline | None = None,
+) -> CheckResult:
     """Run both models (subgraph 0) on the same inputs and compare B's outputs to A's.
 
     `inputs` (already conformed to the model's inputs) replaces the random samples; each sample
@@ -289,9 +309,15 @@ def check_models(model_a: Model, model_b: Model, *, samples: int = 1, seed: int 
     return result
 
 
-def compare_to_expected(model: Model, inputs: Iterable[list[np.ndarray]], expected: Iterable[list[tuple[str, np.ndarray]]],
-                        *, tolerance: Tolerance = Tolerance(), backend: str = "auto",
-                        deadline: Deadline | None = None) -> CheckResult:
+def compare_to_expected(
+    model: Model,
+    inputs: Iterable[list[np.ndarray]],
+    expected: Iterable[list[tuple[str, np.ndarray]]],
+    *,
+    tolerance: Tolerance = Tolerance(),
+    backend: str = "auto",
+    deadline: Deadline | None = None,
+) -> CheckResult:
     """Run `model` on each sample of `inputs` and compare with the stored outputs of the same
     sample (matched to the model's outputs by name when the names match, else by position)."""
     graph = model.graphs[0]
@@ -345,11 +371,20 @@ def match_names(names: list[str], stored: list[tuple[str, np.ndarray]], *, what:
     return stored
 
 
-def verify(original: Model, optimized: Model, samples: int, *, seed: int = 0, tolerance: Tolerance = Tolerance(),
-           backend: str = "auto", deadline: Deadline | None = None) -> CheckResult:
+def verify(
+    original: Model,
+    optimized: Model,
+    samples: int,
+    *,
+    seed: int = 0,
+    tolerance: Tolerance = Tolerance(),
+    backend: str = "auto",
+    deadline: Deadline | None = None,
+) -> CheckResult:
     """check_models, raising CheckFailed (naming the failing outputs) when it does not pass."""
-    result = check_models(original, optimized, samples=samples, seed=seed, tolerance=tolerance, backend=backend,
-                          deadline=deadline)
+    result = check_models(
+        original, optimized, samples=samples, seed=seed, tolerance=tolerance, backend=backend, deadline=deadline
+    )
     if not result.passed:
         error = CheckFailed(result.failure_message())
         error.result = result

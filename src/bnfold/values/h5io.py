@@ -121,7 +121,7 @@ def _name(names, key: str) -> str:
 
 
 def _layout(f, path: str) -> str:
-    """"one" (one sample) or "records" (record-minmax: /value/<record>/<input>)."""
+    """ "one" (one sample) or "records" (record-minmax: /value/<record>/<input>)."""
     import h5py
 
     values = f.get("value")
@@ -153,7 +153,10 @@ def read_samples(path: str) -> Iterator[Named]:
         values = f["value"]
         if layout == "one":
             names = f["name"].attrs if isinstance(f.get("name"), h5py.Group) else {}
-            yield [(_name(names, k), _read_array(values[k], path, f"/value/{k}")) for k in _numbered(values, path, "/value")]
+            yield [
+                (_name(names, k), _read_array(values[k], path, f"/value/{k}"))
+                for k in _numbered(values, path, "/value")
+            ]
             return
         for record in _numbered(values, path, "/value"):
             group = values[record]

@@ -49,8 +49,11 @@ def index_uses(graph: Graph) -> dict[int, IndexUse]:
 def caveats(graph: Graph) -> list[str]:
     """One sentence per input whose valid range bnfold cannot tell, pointing at --input."""
     uses = index_uses(graph)
-    return [f"input {t.name!r} {uses[id(t)].unknown[0]}, so bnfold cannot tell its valid range: give its values with --input"
-            for t in graph.inputs if id(t) in uses and uses[id(t)].unknown]
+    return [
+        f"input {t.name!r} {uses[id(t)].unknown[0]}, so bnfold cannot tell its valid range: give its values with --input"
+        for t in graph.inputs
+        if id(t) in uses and uses[id(t)].unknown
+    ]
 
 
 def _follow(graph: Graph, start: Tensor) -> IndexUse:
@@ -89,7 +92,9 @@ def _index_site(op: Op, graph: Graph, through: str | None, use: IndexUse) -> Non
     lengths = signature if signature is not None and len(signature) == len(params.shape) else params.shape
     dynamic = [a for a in axes if lengths[a] < 0 or params.shape[a] <= 0]
     if dynamic:
-        use.unknown.append(f"indexes {where}, whose params {params.name!r} have no fixed length along axis {dynamic[0]}")
+        use.unknown.append(
+            f"indexes {where}, whose params {params.name!r} have no fixed length along axis {dynamic[0]}"
+        )
     elif axes:
         use.bound(min(params.shape[a] for a in axes))
 

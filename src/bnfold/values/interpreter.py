@@ -30,6 +30,7 @@ __all__ = ["Interpreter", "UnsupportedOperator", "run", "unsupported_kinds"]
 
 # ---- the interpreter -------------------------------------------------------------------------
 
+
 def _integer_quantized(t) -> bool:
     """A tensor holding quantized integers (whose arithmetic the float kernels must not do)."""
     return t is not None and t.is_quantized and t.dtype not in ("FLOAT32", "FLOAT16", "FLOAT64")
@@ -59,7 +60,9 @@ class Interpreter:
             kernel = KERNELS.get(op.kind)
             if kernel is None:
                 raise UnsupportedOperator(f"reference interpreter cannot run {op_name(op)} (op {index})")
-            if op.kind not in ("DEQUANTIZE", "QUANTIZE") and any(_integer_quantized(t) for t in (*op.inputs, *op.outputs)):
+            if op.kind not in ("DEQUANTIZE", "QUANTIZE") and any(
+                _integer_quantized(t) for t in (*op.inputs, *op.outputs)
+            ):
                 kernel = QUANTIZED_KERNELS.get(op.kind)
                 if kernel is None:
                     raise UnsupportedOperator(f"reference interpreter cannot run quantized {op.kind} (op {index})")

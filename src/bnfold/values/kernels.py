@@ -38,6 +38,7 @@ class UnsupportedOperator(RunFailed):
 
 # ---- helpers ---------------------------------------------------------------------------------
 
+
 def opt(op: Op, name: str, default):
     """An option field, or `default` when the op has no options or the field is absent/None."""
     value = getattr(op.options, name, None) if op.options is not None else None
@@ -104,8 +105,12 @@ def windows(x: np.ndarray, kernel, strides, dilations, padding: int, fill=0.0) -
     outs = [out_size(s, k, st, d, padding) for s, k, st, d in zip(spatial, kernel, strides, dilations)]
     st = x.strides
     shape = (x.shape[0], *outs, *kernel, x.shape[-1])
-    strides_ = (st[0], *(st[1 + i] * strides[i] for i in range(len(kernel))),
-                *(st[1 + i] * dilations[i] for i in range(len(kernel))), st[-1])
+    strides_ = (
+        st[0],
+        *(st[1 + i] * strides[i] for i in range(len(kernel))),
+        *(st[1 + i] * dilations[i] for i in range(len(kernel))),
+        st[-1],
+    )
     return as_strided(x, shape=shape, strides=strides_, writeable=False)
 
 
@@ -118,6 +123,7 @@ def float32_only(x: np.ndarray, op: Op, index: int) -> np.ndarray:
 # ---- kernels ---------------------------------------------------------------------------------
 # Each kernel is f(interp, op, index, args) -> list of outputs; args are the input arrays
 # (None for an absent optional input).
+
 
 def conv_nd(x, w, bias, strides, dilations, padding):
     """N-d convolution. x [N, *S, C]; w [*K, I, O] with C = I * groups; out [N, *S', O]."""
@@ -136,8 +142,8 @@ def conv_nd(x, w, bias, strides, dilations, padding):
         per = cout // groups
         parts = []
         for g in range(groups):
-            c = np.ascontiguousarray(cols[..., g * cin:(g + 1) * cin]).reshape(-1, int(np.prod(kernel)) * cin)
-            parts.append(c @ w[..., g * per:(g + 1) * per].reshape(-1, per))
+            c = np.ascontiguousarray(cols[..., g * cin : (g + 1) * cin]).reshape(-1, int(np.prod(kernel)) * cin)
+            parts.append(c @ w[..., g * per : (g + 1) * per].reshape(-1, per))
         out = np.concatenate(parts, axis=-1)
     out = out.reshape(*lead, cout)
     if bias is not None:
@@ -201,8 +207,8 @@ def k_transpose_conv(interp, op, index, args):
     full = np.zeros((n, full_h, full_w, co), np.float32)
     for i in range(kh):
         for j in range(kw):
-            full[:, i:i + (h - 1) * sh + 1:sh, j:j + (wd - 1) * sw + 1:sw, :] += taps[..., i, j]
-    out = full[:, ph:ph + oh, pw:pw + ow, :].copy()
+            full[:, i : i + (h - 1) * sh + 1 : sh, j : j + (wd - 1) * sw + 1 : sw, :] += taps[..., i, j]
+    out = full[:, ph : ph + oh, pw : pw + ow, :].copy()
     if bias is not None:
         out += bias
     return [fused(op, out)]
@@ -220,10 +226,19 @@ def k_conv_3d_transpose(interp, op, index, args):
     padding = opt(op, "padding", 0)
     sizes = x.shape[1:4]
     front = [pads(o, k, s, d, padding)[0] for o, k, s, d in zip(out_sizes, kernel, strides, dilations)]
-    taps = (x.reshape(-1, ci) @ np.moveaxis(w, 3, 0).reshape(co, -1, ci).reshape(-1, ci).T)
+    taps = x.reshape(-1, ci) @ np.moveaxis(w, 3, 0).reshape(co, -1, ci).reshape(-1, ci).T
     taps = taps.reshape(n, *sizes, co, *kernel)
-    full = np.zeros((n, *[max((i - 1) * s + (k - 1) * d + 1, f + o) for i, s, k, d, f, o in
-                          zip(sizes, strides, kernel, dilations, front, out_sizes)], co), np.float32)
+    full = np.zeros(
+        (
+            n,
+            *[
+                max((i - 1) * s + (k - 1) * d + 1, f + o)
+                for i, s, k, d, f, o in zip(sizes, strides, kernel, dilations, front, out_sizes)
+            ],
+            co,
+        ),
+        np.float32,
+    )
     for tap in np.ndindex(*kernel):
         where = tuple(slice(t * d, t * d + (i - 1) * s + 1, s) for t, d, i, s in zip(tap, dilations, sizes, strides))
         full[(slice(None), *where)] += taps[(Ellipsis, *tap)]
@@ -251,6 +266,7 @@ def _binary(fn):
         a, b = args[0], args[1]
         out = fn(a, b)
         return [fused(op, np.asarray(out, dtype=np.result_type(a, b)))]
+
     return kernel
 
 
@@ -278,6 +294,7 @@ def _unary(fn):
     def kernel(interp, op, index, args):
         x = args[0]
         return [np.asarray(fn(x), dtype=x.dtype)]
+
     return kernel
 
 
@@ -311,6 +328,7 @@ def _reducer(fn):
         x = args[0]
         out = fn(x, axis=_axes(args[1], x.ndim), keepdims=bool(opt(op, "keepDims", False)))
         return [np.asarray(out, dtype=x.dtype)]
+
     return kernel
 
 
@@ -328,6 +346,7 @@ def _pool(kind):
             count = windows(ones, k, s, (1, 1), padding).sum(axis=(3, 4))
             out = total / count
         return [fused(op, out.astype(np.float32))]
+
     return kernel
 
 
@@ -392,14 +411,16 @@ def k_space_to_batch_nd(interp, op, index, args):
     paddings = np.asarray(args[2]).reshape(-1, 2)
     m = len(block)
     x = np.pad(x, [(0, 0)] + [(int(a), int(b)) for a, b in paddings] + [(0, 0)] * (x.ndim - 1 - m))
-    batch, spatial, rest = x.shape[0], x.shape[1:1 + m], x.shape[1 + m:]
+    batch, spatial, rest = x.shape[0], x.shape[1 : 1 + m], x.shape[1 + m :]
     split = [batch]
     for s, b in zip(spatial, block):
         split += [s // b, b]
     x = x.reshape(*split, *rest)
     order = [2 + 2 * i for i in range(m)] + [0] + [1 + 2 * i for i in range(m)] + list(range(1 + 2 * m, x.ndim))
     x = x.transpose(order)
-    return [np.ascontiguousarray(x).reshape(batch * int(np.prod(block)), *[s // b for s, b in zip(spatial, block)], *rest)]
+    return [
+        np.ascontiguousarray(x).reshape(batch * int(np.prod(block)), *[s // b for s, b in zip(spatial, block)], *rest)
+    ]
 
 
 def k_batch_to_space_nd(interp, op, index, args):
@@ -408,7 +429,7 @@ def k_batch_to_space_nd(interp, op, index, args):
     crops = np.asarray(args[2]).reshape(-1, 2)
     m = len(block)
     batch = x.shape[0] // int(np.prod(block))
-    spatial, rest = x.shape[1:1 + m], x.shape[1 + m:]
+    spatial, rest = x.shape[1 : 1 + m], x.shape[1 + m :]
     x = x.reshape(*block, batch, *spatial, *rest)
     order = [m]
     for i in range(m):
@@ -483,8 +504,9 @@ def k_while(interp, op, index, args):
         if not bool(np.asarray(interp.run_graph(cond, values)[0]).reshape(-1)[0]):
             return values
         values = interp.run_graph(body, values)
-    raise CannotVerify(f"WHILE (op {index}) did not stop after {MAX_WHILE_ITERATIONS} iterations "
-                       "(the reference interpreter's cap)")
+    raise CannotVerify(
+        f"WHILE (op {index}) did not stop after {MAX_WHILE_ITERATIONS} iterations (the reference interpreter's cap)"
+    )
 
 
 def k_batch_matmul(interp, op, index, args):

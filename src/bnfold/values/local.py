@@ -73,10 +73,17 @@ class RegionResult:
         return max((o.max_abs for o in self.outputs), default=0.0)
 
     def as_note(self) -> dict:
-        return {"subgraph": self.region.subgraph, "rewrite": self.region.describe(), "folds": self.folds,
-                "inputs": self.region.inputs, "outputs": self.region.outputs, "passed": self.passed,
-                "scaled_err": self.scaled, "max_abs_err": self.max_abs,
-                "strength": {s.name: s.as_note() for s in self.strengths}}
+        return {
+            "subgraph": self.region.subgraph,
+            "rewrite": self.region.describe(),
+            "folds": self.folds,
+            "inputs": self.region.inputs,
+            "outputs": self.region.outputs,
+            "passed": self.passed,
+            "scaled_err": self.scaled,
+            "max_abs_err": self.max_abs,
+            "strength": {s.name: s.as_note() for s in self.strengths},
+        }
 
 
 @dataclass
@@ -117,6 +124,7 @@ class LocalResult:
 
 # ---- finding the regions ---------------------------------------------------------------------
 
+
 def _same_value(a, b) -> bool:
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return np.array_equal(np.asarray(a), np.asarray(b))
@@ -138,9 +146,14 @@ def _same_input(x, y) -> bool:
 
 
 def _unchanged(op: Op, other: Op | None) -> bool:
-    return (other is not None and other.kind == op.kind and [t.name for t in op.outputs] == [t.name for t in other.outputs]
-            and len(op.inputs) == len(other.inputs) and all(_same_input(x, y) for x, y in zip(op.inputs, other.inputs))
-            and _same_value(op.options, other.options))
+    return (
+        other is not None
+        and other.kind == op.kind
+        and [t.name for t in op.outputs] == [t.name for t in other.outputs]
+        and len(op.inputs) == len(other.inputs)
+        and all(_same_input(x, y) for x, y in zip(op.inputs, other.inputs))
+        and _same_value(op.options, other.options)
+    )
 
 
 def _producers(graph: Graph) -> dict[str, Op]:
@@ -188,12 +201,18 @@ def find_regions(before: Graph, after: Graph, subgraph: int = 0) -> list[Region]
 def _boundary(ops: list[Op], graph: Graph) -> tuple[list[str], list[str]]:
     inside = set(map(id, ops))
     made = {t.name for op in ops for t in op.outputs}
-    inputs = list(dict.fromkeys(t.name for op in ops for t in op.inputs
-                                if t is not None and not t.is_const and t.name not in made))
+    inputs = list(
+        dict.fromkeys(
+            t.name for op in ops for t in op.inputs if t is not None and not t.is_const and t.name not in made
+        )
+    )
     graph_outputs = {t.name for t in graph.outputs}
     produced = list(dict.fromkeys(t for op in ops for t in op.outputs))
-    outputs = [t.name for t in produced
-               if t.name in graph_outputs or any(id(user) not in inside for user in graph.consumers(t))]
+    outputs = [
+        t.name
+        for t in produced
+        if t.name in graph_outputs or any(id(user) not in inside for user in graph.consumers(t))
+    ]
     return inputs, outputs
 
 
@@ -203,8 +222,10 @@ def _set_boundary(region: Region, before: Graph, after: Graph) -> None:
     if set(in_a) != set(in_b) and _take_shared_producers(region, set(in_a) ^ set(in_b), before, after):
         return _set_boundary(region, before, after)
     if set(out_a) != set(out_b):
-        raise CannotVerify(f"the rewrite {region.describe()} changes which tensors leave it "
-                           f"({sorted(set(out_a) ^ set(out_b))}): it cannot be checked on its own")
+        raise CannotVerify(
+            f"the rewrite {region.describe()} changes which tensors leave it "
+            f"({sorted(set(out_a) ^ set(out_b))}): it cannot be checked on its own"
+        )
     region.inputs = list(dict.fromkeys(in_a + in_b))
     region.outputs = out_a
 
@@ -228,11 +249,13 @@ def _take_shared_producers(region: Region, names: set[str], before: Graph, after
 
 # ---- running them ----------------------------------------------------------------------------
 
+
 def _run_side(model: Model, graph: Graph, ops: list[Op], inputs: dict[str, np.ndarray], outputs: list[str]):
     """The region's ops as a small graph of their own, run in the reference interpreter."""
     tensors = {t.name: t for t in graph.tensors}
-    region = SimpleNamespace(ops=ops, inputs=[tensors[n] for n in inputs if n in tensors],
-                             outputs=[tensors[n] for n in outputs])
+    region = SimpleNamespace(
+        ops=ops, inputs=[tensors[n] for n in inputs if n in tensors], outputs=[tensors[n] for n in outputs]
+    )
     values = [inputs[t.name] for t in region.inputs]
     return Interpreter(model).run_graph(region, values)
 
@@ -254,9 +277,16 @@ def _folds_of(region: Region, folds: list[dict]) -> list[str]:
     return tied
 
 
-def check_rewrites(original: Model, optimized: Model, *, samples: int = 1, seed: int = 0,
-                   tolerance: Tolerance = Tolerance(), folds: list[dict] | None = None,
-                   under: set[str] | None = None) -> LocalResult:
+def check_rewrites(
+    original: Model,
+    optimized: Model,
+    *,
+    samples: int = 1,
+    seed: int = 0,
+    tolerance: Tolerance = Tolerance(),
+    folds: list[dict] | None = None,
+    under: set[str] | None = None,
+) -> LocalResult:
     """Check every rewritten region of every subgraph on its own (module docstring); with
     `under`, only the regions of subgraph 0 that feed one of those graph outputs (and every
     region of the other subgraphs, which reach the outputs only through control flow).
@@ -298,8 +328,11 @@ def _check_graph(original, optimized, ga, gb, index, rng, samples, tolerance, fo
     regions = find_regions(ga, gb, index)
     owner = {id(op): region for region in regions for op in region.before + region.after}
     if wanted is not None:  # only the rewrites under some outputs (`under`)
-        regions = [r for r in regions if any(id(op) in wanted[0] for op in r.before)
-                   or any(id(op) in wanted[1] for op in r.after)]
+        regions = [
+            r
+            for r in regions
+            if any(id(op) in wanted[0] for op in r.before) or any(id(op) in wanted[1] for op in r.after)
+        ]
     positions = tuple({id(op): i for i, op in enumerate(g.ops)} for g in (ga, gb))
 
     def alive(region: Region) -> bool:
@@ -348,8 +381,9 @@ def _grow(region: Region, names: list[str], graphs, tensors, owner, positions) -
     return absorbed
 
 
-def _run_region(original, optimized, ga, gb, region, tensors_a, tensors_b, rng, samples,
-                tolerance) -> tuple[list[OutputDiff], list[Spread]]:
+def _run_region(
+    original, optimized, ga, gb, region, tensors_a, tensors_b, rng, samples, tolerance
+) -> tuple[list[OutputDiff], list[Spread]]:
     for name in region.inputs:
         if name not in tensors_a or name not in tensors_b:
             raise CannotVerify(f"the rewrite {region.describe()} reads {name!r}, which only one model has")
@@ -364,8 +398,15 @@ def _run_region(original, optimized, ga, gb, region, tensors_a, tensors_b, rng, 
     return diffs, spreads
 
 
-def verify_rewrites(original: Model, optimized: Model, samples: int, *, tolerance: Tolerance = Tolerance(),
-                    folds: list[dict] | None = None, under: set[str] | None = None) -> LocalResult:
+def verify_rewrites(
+    original: Model,
+    optimized: Model,
+    samples: int,
+    *,
+    tolerance: Tolerance = Tolerance(),
+    folds: list[dict] | None = None,
+    under: set[str] | None = None,
+) -> LocalResult:
     """check_rewrites, raising CheckFailed (naming the failing rewrites) when one does not pass."""
     result = check_rewrites(original, optimized, samples=samples, tolerance=tolerance, folds=folds, under=under)
     if not result.passed:

@@ -22,7 +22,9 @@ def lossy_passes_that_changed(report: Report) -> list[str]:
     return sorted({f["pass"] for f in report.folds if not exact.get(f["pass"], True)})
 
 
-def measure_lossy(reference: Callable[[], Model], optimized: Model, report: Report, *, samples: int = SAMPLES) -> dict | None:
+def measure_lossy(
+    reference: Callable[[], Model], optimized: Model, report: Report, *, samples: int = SAMPLES
+) -> dict | None:
     """When a lossy pass changed the model: its output error against `reference()` (called only
     then, so the common case never reads the input twice) on `samples` random inputs (LiteRT,
     else the reference interpreter), added to the report as a note and returned. None when no
@@ -38,10 +40,18 @@ def measure_lossy(reference: Callable[[], Model], optimized: Model, report: Repo
     except BnfoldError as e:
         note.update(measured=False, reason=str(e))
     else:
-        note.update(measured=True, backend=result.backend,
-                    max_abs=max((o.max_abs for o in result.outputs), default=0.0),
-                    max_rel=max((o.max_rel for o in result.outputs), default=0.0), scaled_err=result.worst.scaled,
-                    outputs=[{"name": o.name, "max_abs": o.max_abs, "max_rel": o.max_rel, "scaled_err": o.scaled}
-                             for o in result.outputs])
-    report.notes.append({"pass": ",".join(names), "note": "lossy passes changed the model; measured output error", **note})
+        note.update(
+            measured=True,
+            backend=result.backend,
+            max_abs=max((o.max_abs for o in result.outputs), default=0.0),
+            max_rel=max((o.max_rel for o in result.outputs), default=0.0),
+            scaled_err=result.worst.scaled,
+            outputs=[
+                {"name": o.name, "max_abs": o.max_abs, "max_rel": o.max_rel, "scaled_err": o.scaled}
+                for o in result.outputs
+            ],
+        )
+    report.notes.append(
+        {"pass": ",".join(names), "note": "lossy passes changed the model; measured output error", **note}
+    )
     return note

@@ -87,6 +87,7 @@ def _qrange(t, fused: str) -> tuple[int, int]:
     def q(f):
         v = np.float32(f) / scale[0]
         return int(zero[0]) + int(np.sign(v) * np.floor(np.abs(v) + np.float32(0.5)))
+
     b_lo, b_hi = bounds[fused]
     if b_lo is not None:
         lo = max(lo, q(b_lo))
@@ -124,8 +125,10 @@ def _accumulated(acc: np.ndarray, bias) -> np.ndarray:
 def _check_integer(op, index, *tensors):
     for t in tensors:
         if t is not None and (not t.is_quantized or t.dtype != "INT8"):
-            raise UnsupportedOperator(f"reference interpreter cannot run quantized {op.kind} with "
-                                      f"{t.dtype}{'' if t.is_quantized else ' unquantized'} tensor {t.name!r} (op {index})")
+            raise UnsupportedOperator(
+                f"reference interpreter cannot run quantized {op.kind} with "
+                f"{t.dtype}{'' if t.is_quantized else ' unquantized'} tensor {t.name!r} (op {index})"
+            )
 
 
 def q_conv_2d(interp, op, index, args):
@@ -162,8 +165,10 @@ def _int16_safe(op, index, bound):
     the output zero point in int16 (wrapping), its scalar tail does not; the two agree only when
     |result| + 128 stays in int16, so a model whose scales allow more is refused."""
     if bound + 130 >= 1 << 15:
-        raise UnsupportedOperator(f"reference interpreter cannot run quantized {op.kind} whose input/output "
-                                  f"scales allow results beyond int16 (op {index})")
+        raise UnsupportedOperator(
+            f"reference interpreter cannot run quantized {op.kind} whose input/output "
+            f"scales allow results beyond int16 (op {index})"
+        )
 
 
 def _q_add_sub(sign):
@@ -183,6 +188,7 @@ def _q_add_sub(sign):
         b = _rescale((args[1].astype(np.int64) - zb[0]) << left, mb, shb)
         fused = ACTIVATIONS[opt(op, "fusedActivationFunction", 0)]
         return [_requantize(a + sign * b, mo, sho, out_t, fused)]
+
     return kernel
 
 
@@ -207,6 +213,7 @@ def _q_relu(fused):
         (si, zi, _), (so, _, _) = quant_params(x_t), quant_params(out_t)
         m, shift = quantize_multiplier(np.float64(si[0]) / np.float64(so[0]))
         return [_requantize(args[0].astype(np.int64) - zi[0], m, shift, out_t, fused)]
+
     return kernel
 
 
@@ -230,6 +237,7 @@ def _q_pool(kind):
             out = np.sign(num) * (np.abs(num) // count)  # C division truncates toward zero
         lo, hi = _qrange(out_t, ACTIVATIONS[opt(op, "fusedActivationFunction", 0)])
         return [np.clip(out, lo, hi).astype(NUMPY_DTYPES[out_t.dtype])]
+
     return kernel
 
 

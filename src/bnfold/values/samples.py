@@ -17,7 +17,6 @@ from .diff import conform, match_names
 from .h5io import count_samples, read_samples, write_h5
 
 
-
 def count_files(paths: list[str]) -> int:
     return sum(count_samples(p) for p in paths)
 
@@ -68,4 +67,5 @@ def sample_sink(graph, count: int, input_path: str | None, output_path: str | No
             write_in(index, inputs)
         if write_out:
             write_out(index, outputs)
+
     return sink

@@ -75,7 +75,9 @@ def k_strided_slice(interp, op, index, args):
     x = args[0]
     begin, end, strides = (np.asarray(a).reshape(-1).astype(np.int64) for a in args[1:4])
     if opt(op, "ellipsisMask", 0) or opt(op, "newAxisMask", 0):
-        raise UnsupportedOperator(f"reference interpreter cannot run STRIDED_SLICE with ellipsis or new-axis masks (op {index})")
+        raise UnsupportedOperator(
+            f"reference interpreter cannot run STRIDED_SLICE with ellipsis or new-axis masks (op {index})"
+        )
     begin_mask, end_mask, shrink = (int(opt(op, n, 0)) for n in ("beginMask", "endMask", "shrinkAxisMask"))
     offset = bool(opt(op, "offset", False))
     index_, squeeze = [], []
@@ -97,12 +99,18 @@ def k_strided_slice(interp, op, index, args):
 def k_slice(interp, op, index, args):
     x = args[0]
     begin, size = (np.asarray(a).reshape(-1).astype(np.int64) for a in args[1:3])
-    return [np.ascontiguousarray(x[tuple(slice(int(b), x.shape[i] if s == -1 else int(b + s)) for i, (b, s) in enumerate(zip(begin, size)))])]
+    return [
+        np.ascontiguousarray(
+            x[tuple(slice(int(b), x.shape[i] if s == -1 else int(b + s)) for i, (b, s) in enumerate(zip(begin, size)))]
+        )
+    ]
 
 
 def k_split(interp, op, index, args):
     axis, x = int(np.asarray(args[0]).reshape(-1)[0]), args[1]
-    return [np.ascontiguousarray(p) for p in np.split(x, int(opt(op, "numSplits", len(op.outputs))), axis=axis % x.ndim)]
+    return [
+        np.ascontiguousarray(p) for p in np.split(x, int(opt(op, "numSplits", len(op.outputs))), axis=axis % x.ndim)
+    ]
 
 
 def k_split_v(interp, op, index, args):
@@ -115,6 +123,7 @@ def _arg(select):
     def kernel(interp, op, index, args):
         axis = int(np.asarray(args[1]).reshape(-1)[0]) % args[0].ndim
         return [select(args[0], axis=axis).astype(NUMPY_DTYPES[op.outputs[0].dtype])]
+
     return kernel
 
 
@@ -139,8 +148,10 @@ def _in_range(indices: np.ndarray, dims, op, index) -> np.ndarray:
     dims = np.broadcast_to(np.asarray(dims, dtype=np.int64), indices.shape)
     bad = (indices < 0) | (indices >= dims)
     if bad.any():
-        raise RunFailed(f"reference interpreter failed to run the model: {op.kind} (op {index}) index "
-                        f"{int(indices[bad][0])} out of range [0, {int(dims[bad][0])})")
+        raise RunFailed(
+            f"reference interpreter failed to run the model: {op.kind} (op {index}) index "
+            f"{int(indices[bad][0])} out of range [0, {int(dims[bad][0])})"
+        )
     return indices
 
 

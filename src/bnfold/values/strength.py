@@ -88,7 +88,9 @@ class Spread:
         return _judge(self.name, varied, self.distinct, self.discrete, self.samples, self.low.size)
 
 
-def _judge(name: str, varied: float | None, distinct: float | None, discrete: bool, samples: int, size: int) -> Strength:
+def _judge(
+    name: str, varied: float | None, distinct: float | None, discrete: bool, samples: int, size: int
+) -> Strength:
     if varied == 0.0:
         return Strength(name, "none", varied, distinct, f"does not change across the {samples} samples")
     reasons = []
@@ -106,5 +108,7 @@ def caveat(strengths: list[Strength]) -> str | None:
     weak = [s for s in strengths if s.weak]
     if not weak:
         return None
-    listed = "; ".join(f"{s.name!r} {'proves nothing' if s.level == 'none' else 'barely varies'} ({s.why})" for s in weak)
+    listed = "; ".join(
+        f"{s.name!r} {'proves nothing' if s.level == 'none' else 'barely varies'} ({s.why})" for s in weak
+    )
     return f"weak check: {listed}"

@@ -33,8 +33,15 @@ def check_tolerance(folds: list[dict], rtol: float | None = None, atol: float | 
     return Tolerance(rtol, DEFAULT_ATOL if atol is None else atol)
 
 
-def verify_optimized(original: Model, optimized: Model, samples: int, *, tolerance: Tolerance = Tolerance(),
-                     mode: str = "auto", folds: list[dict] | None = None) -> tuple[CheckResult | LocalResult, dict]:
+def verify_optimized(
+    original: Model,
+    optimized: Model,
+    samples: int,
+    *,
+    tolerance: Tolerance = Tolerance(),
+    mode: str = "auto",
+    folds: list[dict] | None = None,
+) -> tuple[CheckResult | LocalResult, dict]:
     """The passing check's result and its entry for the report (mode, backend, measured errors)."""
     why_local = None
     if mode != "local":
@@ -45,23 +52,43 @@ def verify_optimized(original: Model, optimized: Model, samples: int, *, toleran
                 raise
             why_local = str(e)
         else:
-            note = {"mode": "whole", "backend": result.backend, "samples": result.samples,
-                    "scaled_err": result.worst.scaled, "max_abs_err": result.worst.max_abs,
-                    "outputs": [{"name": o.name, "max_abs": o.max_abs, "max_rel": o.max_rel, "scaled_err": o.scaled,
-                                 "strength": s.as_note()} for o, s in zip(result.outputs, result.strengths)]}
+            note = {
+                "mode": "whole",
+                "backend": result.backend,
+                "samples": result.samples,
+                "scaled_err": result.worst.scaled,
+                "max_abs_err": result.worst.max_abs,
+                "outputs": [
+                    {
+                        "name": o.name,
+                        "max_abs": o.max_abs,
+                        "max_rel": o.max_rel,
+                        "scaled_err": o.scaled,
+                        "strength": s.as_note(),
+                    }
+                    for o, s in zip(result.outputs, result.strengths)
+                ],
+            }
             if mode == "auto":
                 note.update(_under_weak_outputs(original, optimized, result, samples, tolerance, folds))
             return result, note
     result = verify_rewrites(original, optimized, samples, tolerance=tolerance, folds=folds)
     if why_local:
         result.backend += f" (no whole-model run: {why_local})"
-    return result, {"mode": "local", "backend": result.backend, "why": why_local, "samples": samples,
-                    "scaled_err": result.worst.scaled, "max_abs_err": result.worst.max_abs,
-                    "rewrites": [r.as_note() for r in result.regions]}
+    return result, {
+        "mode": "local",
+        "backend": result.backend,
+        "why": why_local,
+        "samples": samples,
+        "scaled_err": result.worst.scaled,
+        "max_abs_err": result.worst.max_abs,
+        "rewrites": [r.as_note() for r in result.regions],
+    }
 
 
-def _under_weak_outputs(original: Model, optimized: Model, result: CheckResult, samples: int, tolerance: Tolerance,
-                        folds: list[dict] | None) -> dict:
+def _under_weak_outputs(
+    original: Model, optimized: Model, result: CheckResult, samples: int, tolerance: Tolerance, folds: list[dict] | None
+) -> dict:
     """The per-rewrite check of the rewrites under the outputs the whole check proved little
     about, for the report ({} when every output varied); raises CheckFailed if one differs."""
     weak = {s.name for s in result.strengths if s.weak}
@@ -75,4 +102,3 @@ def _under_weak_outputs(original: Model, optimized: Model, result: CheckResult, 
     else:
         entry["checked"], entry["rewrites"] = True, [r.as_note() for r in local.regions]
     return {"weak_outputs": entry}
-
