@@ -34,9 +34,7 @@ from fuzzing import fuzz, load_seed  # noqa: E402
 
 def _seeds(tmp: Path):
     from bnfold.errors import BnfoldError
-    from conftest import build_recipe
-
-    from conftest import TEST_RECIPES
+    from conftest import TEST_RECIPES, build_recipe
 
     data, zoo = ROOT / "tests" / "data", ROOT / "tests" / "data" / "zoo"  # zoo: real exporters' output
     paths = [p for d in (data, zoo) for p in sorted(d.glob("*.tflite")) + sorted(d.glob("*.circle"))]

@@ -63,8 +63,8 @@ def main():
     )
     args = ap.parse_args()
 
-    import tensorflow as tf
     import keras
+    import tensorflow as tf
 
     keras.utils.set_random_seed(args.seed)
     rng = np.random.default_rng(args.seed)

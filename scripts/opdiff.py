@@ -17,8 +17,8 @@ from collections import Counter
 
 def counts(path: str, optimize: bool) -> Counter:
     from bnfold import api
-    from bnfold.io.reader import read_model
     from bnfold.engine.registry import default_passes
+    from bnfold.io.reader import read_model
 
     model = read_model(path)
     if optimize:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from bnfold import api
-from bnfold.values import litert
 from bnfold.recipe.chef import build
+from bnfold.values import litert
 
 RTOL = ATOL = 1e-5
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bnfold.values import litert
 from bnfold.io.reader import read_model
 from bnfold.recipe.chef import build, load_recipe, recipe_format
+from bnfold.values import litert
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"

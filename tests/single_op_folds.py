@@ -4,8 +4,8 @@ backward fold restricted to a MUL or to an ADD. Each test module names its pass,
 from __future__ import annotations
 
 import numpy as np
-from bn_models import chain, optimize_and_compare
 
+from bn_models import chain, optimize_and_compare
 from bnfold.ir.ops import LAYERS
 
 

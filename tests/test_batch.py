@@ -13,12 +13,10 @@ import time
 
 import pytest
 
-from bnfold import batch
-from bnfold import optimize_many
+from bnfold import batch, optimize_many
 from bnfold.batch import Job, ModelResult, collect, parse_shard, take_shard
 from bnfold.cli import run
 from bnfold.errors import UsageError
-
 from conftest import DATA
 
 GOOD = [

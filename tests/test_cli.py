@@ -8,9 +8,8 @@ import shutil
 import pytest
 
 from bnfold.cli import run
-from bnfold.io.reader import read_model
 from bnfold.engine import registry
-
+from bnfold.io.reader import read_model
 from conftest import DATA, build_recipe, object_tree, tree_diff
 
 

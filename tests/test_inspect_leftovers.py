@@ -12,7 +12,6 @@ from bnfold.io.formats import TFLITE
 from bnfold.io.writer import save_model
 from bnfold.ir.graph import Graph, Options
 from bnfold.ir.model import Model
-
 from conftest import DATA, build_recipe
 
 FIXTURE = str(DATA / "conv_relu_bn.tflite")  # Keras Conv2D(RELU) -> BN: the batch norm must stay

@@ -13,7 +13,6 @@ import pytest
 import bnfold
 from bnfold import api
 from bnfold.cli import run
-
 from conftest import DATA, build_recipe
 
 SRC = Path(bnfold.__file__).parent

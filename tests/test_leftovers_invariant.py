@@ -15,12 +15,11 @@ from collections import Counter
 import pytest
 
 from bnfold import api
+from bnfold.engine.candidates import candidates
 from bnfold.io.reader import read_model
 from bnfold.io.writer import save_model
-from bnfold.engine.candidates import candidates
 from bnfold.recipe.chef import build, load_recipe, recipe_format
 from bnfold.recipe.rules import expectation
-
 from conftest import DATA, RECIPES
 
 RECIPE_NAMES = sorted(p.stem for p in RECIPES.glob("*.toml"))

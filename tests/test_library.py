@@ -8,10 +8,9 @@ import numpy as np
 import pytest
 
 import bnfold
+from bnfold.engine import registry
 from bnfold.errors import UsageError
 from bnfold.io.reader import read_model
-from bnfold.engine import registry
-
 from conftest import DATA, build_recipe, fixture_input, run_litert
 
 

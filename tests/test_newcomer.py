@@ -15,7 +15,6 @@ import h5py
 import numpy as np
 
 from bnfold.cli import run
-
 from conftest import DATA, RECIPES, build_recipe
 
 FIXTURE = str(DATA / "bn_conv_valid.tflite")

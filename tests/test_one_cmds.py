@@ -16,9 +16,8 @@ import pytest
 import bnfold
 from bnfold import one, selection
 from bnfold.cli import run
-from bnfold.io.reader import read_model
 from bnfold.engine import registry
-
+from bnfold.io.reader import read_model
 from conftest import DATA, build_recipe
 
 CFG = DATA / "one-cmds"

@@ -14,7 +14,6 @@ import pytest
 from bnfold.io.builder import Builder
 from bnfold.io.formats import format_from_identifier
 from bnfold.io.tables import SCALAR_FORMATS, scalar_bounds, unpack
-
 from conftest import DATA, FIXTURES, ROOT, TEST_RECIPES, build_recipe
 
 sys.path.insert(0, str(ROOT / "schemas"))

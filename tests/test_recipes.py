@@ -9,15 +9,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bnfold.recipe import ci as recipe_ci
-from bnfold.values import interpreter
-from bnfold.values.backend import Backends
-from bnfold.values.diff import random_inputs
 from bnfold.errors import CannotVerify
 from bnfold.io.reader import read_model
 from bnfold.io.writer import save_model
+from bnfold.recipe import ci as recipe_ci
 from bnfold.recipe.chef import build, load_recipe, recipe_format
-
+from bnfold.values import interpreter
+from bnfold.values.backend import Backends
+from bnfold.values.diff import random_inputs
 from conftest import RECIPES
 
 RECIPE_NAMES = sorted(p.stem for p in RECIPES.glob("*.toml"))

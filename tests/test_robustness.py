@@ -12,13 +12,12 @@ import numpy as np
 import pytest
 
 from bnfold import cli
-from bnfold.errors import ModelError
-from bnfold.io import validate, writer
-from bnfold.io.reader import read_model
 from bnfold.engine import registry
 from bnfold.engine.leftovers import explain
 from bnfold.engine.report import Report
-
+from bnfold.errors import ModelError
+from bnfold.io import writer
+from bnfold.io.reader import read_model
 from conftest import DATA, ROOT, build_recipe, object_tree, run_litert, tree_diff, unpacked
 
 FIXTURE = DATA / "conv_relu_bn.tflite"
@@ -938,10 +937,10 @@ def test_fuzzer_found_fold_inputs_are_refused(recipe, damage, tmp_path, capsys):
 
 def test_a_transpose_permutation_of_another_type_is_not_followed(tmp_path):
     """Its raw bytes could spell a valid permutation by chance; only int32/int64 are indices."""
+    from bnfold.engine.layout import map_axis
+    from bnfold.io.formats import TFLITE
     from bnfold.ir.graph import Graph
     from bnfold.ir.model import Model
-    from bnfold.io.formats import TFLITE
-    from bnfold.engine.layout import map_axis
 
     graph = Model(TFLITE).add_graph(Graph("g"))
     x, y = graph.add_tensor("x", "FLOAT32", [1, 2, 3, 4]), graph.add_tensor("y", "FLOAT32", [1, 4, 2, 3])

@@ -6,11 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bnfold.errors import ModelError
+from bnfold.io.formats import CIRCLE, TFLITE
 from bnfold.io.reader import read_model
 from bnfold.io.writer import BUFFER_LOCATION, OUTSIDE, save_model
-from bnfold.io.formats import CIRCLE, TFLITE
-from bnfold.errors import ModelError
-
 from conftest import (
     DATA,
     FIXTURES,

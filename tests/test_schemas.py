@@ -15,7 +15,6 @@ from ai_edge_litert.interpreter import Interpreter
 from bnfold import cli
 from bnfold.io.reader import read_model
 from bnfold.io.validate import field_tables
-
 from conftest import DATA, ROOT
 
 sys.path.insert(0, str(ROOT / "schemas"))

@@ -22,7 +22,6 @@ from bnfold.errors import WriteFailed
 from bnfold.io import copier, writer
 from bnfold.io.reader import read_model
 from bnfold.io.writer import save_model, serialize
-
 from conftest import DATA, build_recipe
 
 FIXTURES = sorted(p.name for p in DATA.glob("*.*") if p.suffix in (".tflite", ".circle"))

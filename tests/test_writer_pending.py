@@ -9,13 +9,13 @@ import tracemalloc
 import numpy as np
 import pytest
 
+from bnfold.engine.affine import scale_along
 from bnfold.io import writer
 from bnfold.io.formats import TFLITE
 from bnfold.io.reader import read_model
 from bnfold.io.writer import save_model, serialize
 from bnfold.ir.graph import Graph, Options
 from bnfold.ir.model import Model
-from bnfold.engine.affine import scale_along
 
 RNG = np.random.default_rng(23)
 

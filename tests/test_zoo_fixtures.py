@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 
 from bnfold.api import apply_passes
-from bnfold.values import litert
 from bnfold.io.reader import read_model
-
+from bnfold.values import litert
 from conftest import DATA
 
 ZOO = DATA / "zoo"

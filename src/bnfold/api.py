@@ -39,11 +39,12 @@ import time
 from collections.abc import Callable, Iterable
 
 from . import __version__, arguments
-from .values import BACKENDS, CHECK_MODES, CRITERION, DEFAULT_ATOL, DEFAULT_RTOL
-from .values.lossy import measure_lossy
+from .engine import registry
+from .engine.manager import run_passes
+from .engine.report import Report
 from .errors import ModelError, UsageError
-from .io.formats import Format, format_from_extension
 from .io.atomic import write_text, written_together
+from .io.formats import Format, format_from_extension
 from .io.paths import (
     open_input,
     refuse_input_overwrite,
@@ -55,11 +56,13 @@ from .io.paths import (
 from .io.reader import read_model
 from .io.writer import WriteInfo, save_model
 from .ir.model import Model
-from .engine import registry
-from .engine.manager import run_passes
-from .engine.report import Report
 from .results import Inspection, Optimized, Ran
 from .selection import Selection, read_config, select
+from .values import BACKENDS as BACKENDS  # re-exported: the CLI offers them
+from .values import CHECK_MODES as CHECK_MODES
+from .values import CRITERION as CRITERION
+from .values import DEFAULT_ATOL, DEFAULT_RTOL
+from .values.lossy import measure_lossy
 
 MAX_SAMPLES, MAX_SEED = arguments.MAX_SAMPLES, arguments.MAX_SEED
 PASSES = registry.PASSES  # every pass, in run order (name, summary, exact, default)
@@ -395,7 +398,8 @@ def check(
     store the inputs used and `model`'s outputs (file.N.h5 per sample when there are several).
     CannotVerify when no backend ("auto", "litert", "reference") runs the models or `timeout`
     seconds pass."""
-    from .values import diff, samples as sample_files
+    from .values import diff
+    from .values import samples as sample_files
     from .values.deadline import Deadline
 
     inputs, expected = [os.fspath(p) for p in inputs], [os.fspath(p) for p in expected]

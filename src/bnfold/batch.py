@@ -322,8 +322,8 @@ def _import_for_workers(jobs: list[Job], settings: Settings) -> None:
     itself: the library, the selected passes' modules and the bindings of the formats the
     collection's names say it holds."""
     from . import api  # noqa: F401
-    from .io.formats import FORMATS
     from .engine import registry
+    from .io.formats import FORMATS
 
     for spec in registry.resolve(settings.chosen.passes):
         spec.module  # the property imports the pass's module: once here, not once in every worker

@@ -14,7 +14,6 @@ optional pass. `-O1` (and `[onecc] include=O1`) adds the O1 group.
 
 from __future__ import annotations
 
-
 # Keys of a [one-optimize] section that are not optimization switches.
 PATH_KEYS = ("input_path", "output_path")
 # one-optimize's own (non-pass) options: a value, a log or a check switch; bnfold has no use for them.

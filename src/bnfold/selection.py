@@ -19,9 +19,9 @@ from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 from . import one
+from .engine import registry
 from .errors import UsageError
 from .io.paths import open_input
-from .engine import registry
 
 CONFIG_SECTION = "one-optimize"
 ONECC_SECTIONS = ("onecc", "one-build")  # one-build: the older name ONE still reads

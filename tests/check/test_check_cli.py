@@ -10,13 +10,12 @@ import numpy as np
 import pytest
 
 from bnfold import api
-from bnfold.values import diff
-from bnfold.values.h5io import read_h5, write_h5
 from bnfold.cli import run
 from bnfold.errors import CannotVerify, UsageError
 from bnfold.io.reader import read_model
 from bnfold.io.writer import save_model
-
+from bnfold.values import diff
+from bnfold.values.h5io import read_h5, write_h5
 from conftest import DATA, FIXTURES
 
 
@@ -262,8 +261,8 @@ def test_auto_uses_the_reference_interpreter_where_litert_cannot_run(tmp_path, c
 
 
 def test_depthwise_without_bias_never_reaches_litert():
-    from bnfold.values.backend import Backends
     from bnfold.recipe.chef import build
+    from bnfold.values.backend import Backends
 
     recipe = {
         "input": ["x"],

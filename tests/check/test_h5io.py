@@ -6,8 +6,8 @@ import h5py
 import numpy as np
 import pytest
 
-from bnfold.values.h5io import read_h5, write_h5
 from bnfold.errors import ModelError, UsageError
+from bnfold.values.h5io import read_h5, write_h5
 
 
 def test_layout_is_what_ones_test_data_generator_writes(tmp_path):

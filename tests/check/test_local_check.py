@@ -10,13 +10,12 @@ import numpy as np
 import pytest
 
 from bnfold import api
-from bnfold.values.diff import verify
-from bnfold.values.local import check_rewrites, find_regions
 from bnfold.cli import run
 from bnfold.errors import CannotVerify, CheckFailed
 from bnfold.io.writer import save_model
 from bnfold.recipe.chef import build
-
+from bnfold.values.diff import verify
+from bnfold.values.local import check_rewrites, find_regions
 from conftest import DATA, RECIPES, build_recipe
 
 
@@ -112,9 +111,9 @@ def test_a_folded_weight_off_by_one_part_in_a_thousand_fails_whole_and_local(sou
 def test_every_recipes_rewrites_pass_the_local_check(name, tmp_path):
     """Kept names whose values change (a scale folded into the layers before a CONCATENATION, a
     pre-activation batch norm moved backward) grow their regions until the outputs agree."""
-    from bnfold.values.diff import Tolerance
     from bnfold.recipe.chef import load_recipe
     from bnfold.recipe.rules import expectation
+    from bnfold.values.diff import Tolerance
 
     path = str(build_recipe(name, tmp_path))
     model = api.load(path)

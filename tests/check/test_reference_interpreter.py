@@ -8,13 +8,12 @@ import copy
 import numpy as np
 import pytest
 
-from bnfold.values import interpreter, litert
-from bnfold.values.interpreter import UnsupportedOperator
-from bnfold.values.kernels import pads
 from bnfold.io.reader import read_model
 from bnfold.ir.const import NUMPY_DTYPES
 from bnfold.recipe.chef import build
-
+from bnfold.values import interpreter, litert
+from bnfold.values.interpreter import UnsupportedOperator
+from bnfold.values.kernels import pads
 from conftest import DATA, FIXTURES, fixture_input
 
 RTOL = ATOL = 1e-5

@@ -7,16 +7,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bnfold.values import diff
-from bnfold.values.backend import Backends
-from bnfold.values.h5io import read_h5, write_h5
-from bnfold.values.index_inputs import caveats, index_uses
 from bnfold.cli import run
 from bnfold.errors import CannotVerify
 from bnfold.io.reader import read_model
 from bnfold.io.writer import save_model
 from bnfold.recipe.chef import build
-
+from bnfold.values import diff
+from bnfold.values.backend import Backends
+from bnfold.values.h5io import read_h5, write_h5
+from bnfold.values.index_inputs import caveats, index_uses
 from conftest import build_recipe
 
 
@@ -146,8 +145,8 @@ def test_a_dynamic_params_axis_is_named_in_the_caveat():
 
 
 def test_a_backend_that_fails_mid_way_hands_the_sample_to_the_next_for_every_model(tmp_path, monkeypatch):
-    from bnfold.values import litert
     from bnfold.errors import RunFailed
+    from bnfold.values import litert
 
     graph_model = read_model(str(build_recipe("Foundation_EmbeddingLookup_000", tmp_path)))
     calls = []

@@ -8,14 +8,13 @@ import xml.etree.ElementTree as ET
 import h5py
 import numpy as np
 import pytest
+from test_check_cli import broken_copy
 
-from bnfold.values import diff
-from bnfold.values.h5io import read_h5, write_h5
 from bnfold.cli import run
 from bnfold.io.reader import read_model
-
+from bnfold.values import diff
+from bnfold.values.h5io import read_h5, write_h5
 from conftest import DATA, RECIPES, build_recipe
-from test_check_cli import broken_copy
 
 MODEL = str(DATA / "bn_conv_valid.tflite")
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bnfold.values import interpreter
-from bnfold.ir.ops import LAYERS
+from bn_models import ACTIVATION_ENDS_CHAIN, Net, conv2d, dwconv, fc, optimize_and_compare, positive
+from bn_models import LAYERS as BUILDERS
 from bnfold.engine.backward import chain_after, fold_backward, fold_output_affine, layer_refusal
 from bnfold.engine.report import Refusal
-
-from bn_models import ACTIVATION_ENDS_CHAIN, LAYERS as BUILDERS, Net, conv2d, dwconv, fc, optimize_and_compare, positive
+from bnfold.ir.ops import LAYERS
+from bnfold.values import interpreter
 
 RNG = np.random.default_rng(11)
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bnfold.engine.candidates import broadcast_axis, candidate, candidates, chains, dtype_refusal
 from bnfold.io.formats import TFLITE
 from bnfold.ir.graph import Graph
 from bnfold.ir.model import Model
-from bnfold.engine.candidates import broadcast_axis, candidate, candidates, chains, dtype_refusal
 
 X = (1, 5, 7, 4)  # NHWC data, every dimension a different size
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bnfold.values import interpreter
-from bnfold.ir.ops import LAYERS
+from bn_models import Net
 from bnfold.engine.forward import (
     Crossing,
     along_input,
@@ -16,8 +15,8 @@ from bnfold.engine.forward import (
     padding_refusal,
 )
 from bnfold.engine.report import Refusal
-
-from bn_models import Net
+from bnfold.ir.ops import LAYERS
+from bnfold.values import interpreter
 
 RNG = np.random.default_rng(12)
 

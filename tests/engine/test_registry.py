@@ -8,14 +8,14 @@ from __future__ import annotations
 import io
 
 import pytest
-from conftest import DATA, RECIPES, build_recipe
 
-from bnfold.io.reader import read_model
-from bnfold.io.writer import serialize
-from bnfold.ir.ops import OPS
 from bnfold.engine import manager
 from bnfold.engine.manager import op_kinds, run_passes
 from bnfold.engine.registry import PASSES, resolve
+from bnfold.io.reader import read_model
+from bnfold.io.writer import serialize
+from bnfold.ir.ops import OPS
+from conftest import DATA, RECIPES, build_recipe
 
 FIXTURES = sorted(p for ext in ("tflite", "circle") for p in [*DATA.glob(f"*.{ext}"), *DATA.glob(f"zoo/*.{ext}")])
 EVERY_KIND = frozenset(OPS) | frozenset().union(*(p.needs for p in PASSES))  # what no pass lacks

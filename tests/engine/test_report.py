@@ -6,9 +6,8 @@ import json
 
 import numpy as np
 
-from bnfold.engine.report import PassResult, Refusal, Report
-
 from bn_models import conv2d
+from bnfold.engine.report import PassResult, Refusal, Report
 
 
 def test_refusal_prefix_keeps_the_op():

@@ -14,7 +14,6 @@ from bnfold.io.formats import CIRCLE  # noqa: E402
 from bnfold.io.reader import read_model  # noqa: E402
 from bnfold.io.writer import save_model  # noqa: E402
 from bnfold.recipe.chef import build, load_recipe  # noqa: E402
-
 from conftest import DATA, RECIPES  # noqa: E402
 
 

@@ -12,7 +12,6 @@ import bnfold  # noqa: E402
 from bnfold.cli import run  # noqa: E402
 from bnfold.explorer.graphs import graph_ids  # noqa: E402
 from bnfold.io.reader import read_model  # noqa: E402
-
 from conftest import DATA, RECIPES, build_recipe  # noqa: E402
 
 RESNET = DATA / "resnet_v2_mini.tflite"

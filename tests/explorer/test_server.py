@@ -16,12 +16,12 @@ import pytest
 
 pytest.importorskip("model_explorer")
 
+from harness import CHROMIUM, Browser, Server  # noqa: E402
+
 from bnfold.cli import run  # noqa: E402
 from bnfold.explorer.graphs import graph_ids  # noqa: E402
 from bnfold.io.reader import read_model  # noqa: E402
-
 from conftest import DATA  # noqa: E402
-from harness import CHROMIUM, Browser, Server  # noqa: E402
 
 
 @pytest.fixture(scope="module")

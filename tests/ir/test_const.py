@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bnfold.engine.affine import finite, scale_along
 from bnfold.io.formats import TFLITE
 from bnfold.ir.const import Buffer, Scaled, _blocks
 from bnfold.ir.graph import Graph
 from bnfold.ir.model import Model
-from bnfold.engine.affine import finite, scale_along
 
 RNG = np.random.default_rng(7)
 

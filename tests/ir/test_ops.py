@@ -16,7 +16,6 @@ from bnfold.ir.ops import (
     info,
 )
 
-
 CIRCLE_ONLY = {"INSTANCE_NORM"}
 
 

@@ -7,12 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bn_models import Net, build_copy
 from bnfold import api
-from bnfold.values import litert
 from bnfold.passes import convert_nchw_to_nhwc
 from bnfold.recipe.chef import build, load_recipe
-
-from bn_models import Net, build_copy
+from bnfold.values import litert
 from conftest import RECIPES
 
 PASS = "convert_nchw_to_nhwc"
@@ -194,7 +193,6 @@ def test_unit_axis_reshape_that_changes_scale_is_not_a_transpose():
 @pytest.mark.parametrize("mode", ["whole", "local"])
 def test_library_report_names_the_interface_and_the_check_compares_like_with_like(mode, tmp_path):
     import bnfold
-
     from conftest import build_recipe
 
     path = build_recipe("Regress_ONNX_Conv_BN_000", tmp_path)
@@ -232,9 +230,8 @@ def test_an_input_quantized_per_channel_keeps_its_layout():
     ],
 )
 def test_tico_exports_lose_every_transpose_with_an_nhwc_interface(name, counts):
-    from bnfold.io.reader import read_model
     from bnfold.engine import registry
-
+    from bnfold.io.reader import read_model
     from conftest import DATA
 
     model = read_model(str(DATA / f"{name}.circle"))

@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 
 from bnfold import api
-from bnfold.values import litert
 from bnfold.io.formats import TFLITE
 from bnfold.io.reader import read_model
 from bnfold.ir.graph import Graph, Options
-from bnfold.ir.ops import FUSED_ACTIVATIONS as ACTIVATIONS
 from bnfold.ir.model import Model
+from bnfold.ir.ops import FUSED_ACTIVATIONS as ACTIVATIONS
 from bnfold.passes import fuse_activation_function
+from bnfold.values import litert
 
 PASS = "fuse_activation_function"
 

@@ -1,7 +1,8 @@
 """fuse_add_with_conv: an ADD after CONV_2D into its bias (the backward fold restricted to ADD)."""
 
 import pytest
-from bn_models import conv2d, channel_shapes
+
+from bn_models import channel_shapes, conv2d
 from single_op_folds import fold_one, leaves_other_kind, only_the_first_op, refuses_activation_on_layer
 
 PASS = "fuse_add_with_conv"

@@ -1,7 +1,8 @@
 """fuse_add_with_fully_connected: an ADD after FULLY_CONNECTED into its bias (the backward fold restricted to ADD)."""
 
 import pytest
-from bn_models import fc, channel_shapes
+
+from bn_models import channel_shapes, fc
 from single_op_folds import fold_one, leaves_other_kind, only_the_first_op, refuses_activation_on_layer
 
 PASS = "fuse_add_with_fully_connected"

@@ -1,7 +1,8 @@
 """fuse_add_with_tconv: an ADD after TRANSPOSE_CONV into its (created) bias (the backward fold restricted to ADD)."""
 
 import pytest
-from bn_models import tconv, channel_shapes
+
+from bn_models import channel_shapes, tconv
 from single_op_folds import fold_one, leaves_other_kind, only_the_first_op, refuses_activation_on_layer
 
 PASS = "fuse_add_with_tconv"

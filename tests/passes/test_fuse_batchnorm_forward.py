@@ -7,13 +7,13 @@ original on normal(0, 2) inputs within rtol = atol = 1e-5 (helpers from test_lay
 from __future__ import annotations
 
 import numpy as np
-from conftest import DATA
-from bn_models import Net
 from test_layout_folds import TOL, assert_same_outputs
 
+from bn_models import Net
 from bnfold import api
-from bnfold.values import litert
 from bnfold.io.reader import read_model
+from bnfold.values import litert
+from conftest import DATA
 
 PASS = "fuse_batchnorm_forward"
 
@@ -284,7 +284,6 @@ def test_a_kept_shift_with_one_value_stays_a_scalar(tmp_path):
     """keras' Rescaling (recipe Net_Forward_KeptScalar_000): the shift padding would see stays as
     an ADD of a scalar, never a per-channel vector (a slower kernel in LiteRT)."""
     from bnfold.recipe.chef import build, load_recipe
-
     from conftest import RECIPES
 
     model = build(load_recipe(RECIPES / "Net_Forward_KeptScalar_000.toml"))

@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+
 from bn_models import (
     ELEMENTWISE_ZERO,
     FORMS,
@@ -22,7 +23,6 @@ from bn_models import (
     optimize_and_compare,
     positive,
 )
-
 from bnfold import api
 from bnfold.values import litert
 from conftest import DATA, fixture_input, run_litert

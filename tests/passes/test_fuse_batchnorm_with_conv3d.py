@@ -1,6 +1,7 @@
 """fuse_batchnorm_with_conv3d: DHWIO filter, output channel on axis 4, 5-D constants."""
 
 import pytest
+
 from bn_models import (
     ELEMENTWISE_ZERO,
     FORMS,

@@ -2,6 +2,7 @@
 constant shape; every guard skipped with a reason."""
 
 import pytest
+
 from bn_models import (
     ELEMENTWISE_ZERO,
     FORMS,
@@ -47,7 +48,6 @@ def test_constant_of_input_channels_only_is_refused():
     """A [I] constant after an M=2 depthwise conv does not broadcast per output channel."""
     recipe = positive(dwconv, mul_add(), [3])
     from bn_models import build
-
     from bnfold import api
 
     model = build(recipe)

@@ -2,13 +2,14 @@
 last axis (the RESHAPE stays); every guard skipped with a reason."""
 
 import pytest
+
 from bn_models import (
     ELEMENTWISE_ZERO,
     FORMS,
     NEGATIVE,
     Net,
-    channel_shapes,
     chain,
+    channel_shapes,
     check_negative,
     fc,
     mul_add,

@@ -4,13 +4,14 @@ standalone op in Circle; every guard skipped with a reason."""
 
 import numpy as np
 import pytest
+
 from bn_models import (
     ELEMENTWISE_ZERO,
     FORMS,
     NEGATIVE,
     build,
-    channel_shapes,
     chain,
+    channel_shapes,
     check_negative,
     inputs_for,
     mul_add,
@@ -18,10 +19,9 @@ from bn_models import (
     positive,
     tconv,
 )
-
 from bnfold import api
-from bnfold.values import litert
 from bnfold.io.formats import CIRCLE
+from bnfold.values import litert
 
 PASS = "fuse_batchnorm_with_tconv"
 COUNTS = {"TRANSPOSE_CONV": 1, **ELEMENTWISE_ZERO}

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from bn_models import Net, conv2d, mul_add, chain, optimize_and_compare
 
+from bn_models import Net, chain, conv2d, mul_add, optimize_and_compare
 from bnfold.passes import fuse_hardswish
 
 PASS = "fuse_hardswish"
@@ -64,8 +64,8 @@ def test_after_a_batch_norm_everything_folds():
 def test_values_agree_with_the_kernel_far_from_zero():
     """LiteRT's HARD_SWISH against the decomposition on large inputs (|x| ~ 100): the difference
     is float rounding, within the check's rtol/atol 1e-5 of the largest output."""
-    from bnfold.values import litert
     from bnfold.recipe.chef import build
+    from bnfold.values import litert
 
     original, fused = build(_net("product_div").recipe()), build(_net("product_div").recipe())
     fuse_hardswish.run(fused.graphs[0])

@@ -1,7 +1,8 @@
 """fuse_mul_with_conv: a MUL after CONV_2D into its filter and bias (the backward fold restricted to MUL)."""
 
 import pytest
-from bn_models import conv2d, channel_shapes
+
+from bn_models import channel_shapes, conv2d
 from single_op_folds import fold_one, leaves_other_kind, only_the_first_op, refuses_activation_on_layer
 
 PASS = "fuse_mul_with_conv"

@@ -1,7 +1,8 @@
 """fuse_mul_with_fullyconnected: a MUL after FULLY_CONNECTED into its weights and bias (the backward fold restricted to MUL)."""
 
 import pytest
-from bn_models import fc, channel_shapes
+
+from bn_models import channel_shapes, fc
 from single_op_folds import fold_one, leaves_other_kind, only_the_first_op, refuses_activation_on_layer
 
 PASS = "fuse_mul_with_fullyconnected"

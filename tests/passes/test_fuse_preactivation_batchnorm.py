@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from bnfold import api
-from bnfold.values import litert
 from bnfold.io.reader import read_model
-
+from bnfold.values import litert
 from conftest import DATA, build_recipe, fixture_input
 
 TOL = dict(rtol=1e-5, atol=1e-5)
@@ -86,9 +84,9 @@ def test_recipe_with_negative_and_zero_scales_leaves_what_cannot_fold(tmp_path, 
 
 def _model_with(tmp_path, graph_output_extra=None, share_filter=False):
     """x -> CONV_2D(RELU) -> MUL -> ADD(RELU) -> y -> {CONV_2D a, CONV_2D b}."""
+    from bnfold.io.formats import TFLITE
     from bnfold.ir.graph import Graph, Options
     from bnfold.ir.model import Model
-    from bnfold.io.formats import TFLITE
 
     rng = np.random.default_rng(3)
     model = Model(TFLITE, version=3)

@@ -11,16 +11,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bn_models import Net
 from bnfold import api
-from bnfold.values import litert
-from bnfold.io.reader import read_model
-from bnfold.ir.ops import LAYERS
 from bnfold.engine import layout
 from bnfold.engine.backward import fold_backward
 from bnfold.engine.leftovers import explain
 from bnfold.engine.report import Refusal, Report
-
-from bn_models import Net
+from bnfold.io.reader import read_model
+from bnfold.ir.ops import LAYERS
+from bnfold.values import litert
 from conftest import DATA
 
 TOL = 1e-5

@@ -9,9 +9,8 @@ import numpy as np
 
 from bnfold import api
 from bnfold.cli import run
-from bnfold.io.reader import read_model
 from bnfold.engine import registry
-
+from bnfold.io.reader import read_model
 from conftest import build_recipe
 
 PASS = "make_batchnorm_gamma_positive"

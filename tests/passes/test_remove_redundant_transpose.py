@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import pytest
 
+from bn_models import Net, optimize_and_compare
 from bnfold.engine.permute import compose, inverse
 from bnfold.engine.propagation import _moved_quantization, propagate
 from bnfold.recipe.chef import build
-
-from bn_models import Net, optimize_and_compare
 
 NCHW, NHWC = (0, 3, 1, 2), (0, 2, 3, 1)
 T = [2, 4, 5, 7]  # the NCHW tensor

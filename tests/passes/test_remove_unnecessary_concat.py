@@ -4,8 +4,8 @@ equal in LiteRT); with an activation, as a graph output, or with two inputs it s
 from __future__ import annotations
 
 import pytest
-from bn_models import Net, optimize_and_compare
 
+from bn_models import Net, optimize_and_compare
 from bnfold.passes import remove_unnecessary_concat
 
 PASS = "remove_unnecessary_concat"

@@ -3,6 +3,7 @@ DEPTHWISE_CONV_2D whose weights are the chain's scale and whose bias is its shif
 
 import numpy as np
 import pytest
+
 from bn_models import FORMS, Net, chain, channel_shapes, conv2d, mul_add, optimize_and_compare
 
 PASS = "replace_cw_mul_add_with_depthwise_conv"

@@ -42,7 +42,6 @@ from .candidates import candidate, dtype_refusal
 from .layout import follow
 from .report import PassResult, Refusal, float16_note
 
-
 # ---- the math -------------------------------------------------------------------------------
 
 

@@ -35,7 +35,6 @@ from .backward import weights_refusal
 from .layout import map_axis
 from .report import Refusal
 
-
 # ---- the math ---------------------------------------------------------------------------------
 
 

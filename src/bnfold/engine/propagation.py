@@ -63,8 +63,8 @@ from ..ir.graph import Graph, Op, Options, Tensor
 from ..ir.ops import info
 from .layout import transpose_perm
 from .permute import Crossing, Perm, compose, inverse, is_identity, keeps_data_order, moved_shape, reshape_target
-from .report import PassResult, describe
 from .region import TRANSPOSE, Region, crossing_giving, feature_order, grow, quantization_problem
+from .report import PassResult, describe
 from .reshapes import same_quantization
 
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 
 from model_explorer import node_data_builder as ndb
 
-from ..values.local import fold_label
 from ..ir.model import Model
+from ..values.local import fold_label
 from .graphs import graph_ids
 
 ABSORBED, GONE, LEFT = "#a5d6a7", "#90caf9", "#ffcc80"

@@ -27,8 +27,8 @@ import numpy as np
 from ..errors import ModelError
 from ..ir.const import Buffer
 from ..ir.graph import Graph, Options, Tensor
-from ..ir.model import Metadata, Model, OpCode, Signature
 from ..ir.invariants import validate_model
+from ..ir.model import Metadata, Model, OpCode, Signature
 from .formats import MODELED_FIELDS, Format, format_from_identifier
 from .gcpause import paused_gc
 from .paths import open_input

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import importlib
 import struct
-from functools import cached_property, lru_cache
+from functools import cache, cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -165,7 +165,7 @@ class Layout:
         }
 
 
-@lru_cache(maxsize=None)
+@cache
 def layout(format_name: str) -> Layout:
     # a Python module per format (schemas/derive_fields.py writes them): its cached bytecode loads
     # in ~1 ms, where importing json and parsing the same data took ~4 ms of every run

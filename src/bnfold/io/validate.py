@@ -30,7 +30,7 @@ it, so a rewrite would silently drop it.
 from __future__ import annotations
 
 import struct
-from functools import lru_cache
+from functools import cache
 
 from ..errors import ModelError
 from .tables import SCALAR, STRING, STRINGS, TABLE, TABLES, UNION, VECTOR, layout
@@ -81,7 +81,7 @@ def field_tables() -> dict[str, dict[str, str]]:
     }
 
 
-@lru_cache(maxsize=None)
+@cache
 def _known(fmt_name: str, table: str) -> tuple[int, tuple]:
     """The number of slots the binding knows in `table` and its compiled fields (compiled when a
     file first holds such a table: a model uses a few of the schema's ~100 tables)."""

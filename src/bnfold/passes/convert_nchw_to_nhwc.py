@@ -30,12 +30,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.graph import Graph, Op, Options, Tensor
-from ..engine.layout import transpose_perm
 from ..engine import registry
+from ..engine.layout import transpose_perm
 from ..engine.propagation import propagate
 from ..engine.report import PassResult
 from ..engine.reshapes import same_quantization
+from ..ir.graph import Graph, Op, Options, Tensor
 
 # the parameters' names and what each does are in the registry's table (asked for before any pass runs)
 INPUT_PARAMETER, OUTPUT_PARAMETER = registry.BY_NAME["convert_nchw_to_nhwc"].parameters

@@ -13,9 +13,9 @@ number of transposes: one that would meet nothing stays where it is, with its re
 
 from __future__ import annotations
 
-from ..ir.graph import Graph
 from ..engine.propagation import propagate
 from ..engine.report import PassResult
+from ..ir.graph import Graph
 
 ELEMENTWISE = frozenset({"unary", "elementwise"})
 

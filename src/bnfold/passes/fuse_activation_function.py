@@ -17,9 +17,9 @@ one); float tensors only, since a quantized activation may carry its own output 
 
 from __future__ import annotations
 
+from ..engine.report import PassResult, Refusal
 from ..ir.graph import Graph
 from ..ir.ops import RANGE_ACTIVATIONS, info
-from ..engine.report import PassResult, Refusal
 
 COMBINE = {
     ("NONE", "RELU"): "RELU",

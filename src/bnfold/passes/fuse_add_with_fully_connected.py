@@ -15,9 +15,9 @@ non-feature axis, non-float32 operands.
 
 from __future__ import annotations
 
-from ..ir.graph import Graph
 from ..engine.backward import fold_backward
 from ..engine.report import PassResult
+from ..ir.graph import Graph
 
 
 def run(graph: Graph) -> PassResult:

@@ -17,10 +17,10 @@ non-float32 operand, a constant varying along a spatial axis.
 
 from __future__ import annotations
 
-from ..ir.graph import Graph
 from ..engine.backward import fold_backward
-from .fuse_batchnorm_with_tconv import finish
 from ..engine.report import PassResult
+from ..ir.graph import Graph
+from .fuse_batchnorm_with_tconv import finish
 
 
 def run(graph: Graph) -> PassResult:

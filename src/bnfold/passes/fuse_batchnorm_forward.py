@@ -40,11 +40,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.graph import Graph, Op, Options, Tensor, float_source
-from ..ir.ops import LAYERS
 from ..engine.affine import AffineChain, as_float32, chains_from_starts, finite, freed_constants, kept_constant
 from ..engine.forward import UNIFORM, Crossing, Sink, constant_input_response, find_sinks, fold_input_scale
 from ..engine.report import PassResult, Refusal, float16_note
+from ..ir.graph import Graph, Op, Options, Tensor, float_source
+from ..ir.ops import LAYERS
 
 
 def run(graph: Graph) -> PassResult:

@@ -27,12 +27,12 @@ A weight or bias tensor shared with another op is copied (Graph.set_const_input)
 
 from __future__ import annotations
 
-from ..ir.graph import Graph, Op, Tensor, float_source
-from ..ir.ops import LAYERS, Layer, info
 from ..engine.affine import AffineChain, finite, freed_constants, match_chain, remove_chain
 from ..engine.backward import fold_output_affine, layer_refusal
 from ..engine.layout import concatenation_axis, follow, layout_source
 from ..engine.report import PassResult, Refusal, float16_note
+from ..ir.graph import Graph, Op, Tensor, float_source
+from ..ir.ops import LAYERS, Layer, info
 
 
 def run(graph: Graph) -> PassResult:

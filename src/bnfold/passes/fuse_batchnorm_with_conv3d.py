@@ -17,9 +17,9 @@ non-channel axis, a non-finite result. A filter shared with another op is copied
 
 from __future__ import annotations
 
-from ..ir.graph import Graph
 from ..engine.backward import fold_backward
 from ..engine.report import PassResult
+from ..ir.graph import Graph
 
 
 def run(graph: Graph) -> PassResult:

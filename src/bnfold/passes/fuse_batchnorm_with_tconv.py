@@ -27,10 +27,10 @@ A filter shared with another op is copied, never edited.
 
 from __future__ import annotations
 
-from ..ir.graph import Graph, Op
-from ..ir.ops import ACTIVATION_KINDS, LAYERS
 from ..engine.backward import fold_backward
 from ..engine.report import PassResult
+from ..ir.graph import Graph, Op
+from ..ir.ops import ACTIVATION_KINDS, LAYERS
 
 SPEC = LAYERS["TRANSPOSE_CONV"]
 

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.graph import Graph, Op, Tensor
 from ..engine.report import PassResult, Refusal
+from ..ir.graph import Graph, Op, Tensor
 
 SIXTH = float(np.float32(1 / 6))
 

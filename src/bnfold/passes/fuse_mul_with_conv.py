@@ -17,9 +17,9 @@ or non-float32 operands, a constant varying along a spatial axis, a non-finite r
 
 from __future__ import annotations
 
-from ..ir.graph import Graph
 from ..engine.backward import fold_backward
 from ..engine.report import PassResult
+from ..ir.graph import Graph
 
 
 def run(graph: Graph) -> PassResult:

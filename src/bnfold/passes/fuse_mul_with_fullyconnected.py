@@ -16,9 +16,9 @@ non-feature axis, a non-finite result.
 
 from __future__ import annotations
 
-from ..ir.graph import Graph
 from ..engine.backward import fold_backward
 from ..engine.report import PassResult
+from ..ir.graph import Graph
 
 
 def run(graph: Graph) -> PassResult:

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..engine.report import PassResult
 from ..ir.graph import Graph, Op
 from ..ir.ops import INDEX_DTYPES, PADDINGS
-from ..engine.report import PassResult
 
 LAYERS = ("CONV_2D", "DEPTHWISE_CONV_2D")
 

@@ -46,13 +46,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..ir.graph import Graph, Op, Options, Tensor, float_source
-from ..ir.ops import FUSED_ACTIVATIONS, HOMOGENEOUS_ACTIVATIONS, LAYERS, Layer
 from ..engine.affine import AffineChain, as_float32, chains_from_starts, finite, kept_constant
 from ..engine.backward import layer_refusal
 from ..engine.forward import Crossing, Sink, constant_input_response, find_sinks, fold_input_scale
 from ..engine.layout import concatenation_axis, layout_source
 from ..engine.report import PassResult, Refusal, float16_note
+from ..ir.graph import Graph, Op, Options, Tensor, float_source
+from ..ir.ops import FUSED_ACTIVATIONS, HOMOGENEOUS_ACTIVATIONS, LAYERS, Layer
 
 # a scale alone (s ≥ 0 once negative channels are refused) crosses ops fused with NONE or RELU
 SCALE_CROSSING = Crossing(HOMOGENEOUS_ACTIVATIONS, nonnegative=True)

@@ -8,9 +8,9 @@ absorbed by remapping the reduced axes when nothing after it needs the transpose
 
 from __future__ import annotations
 
-from ..ir.graph import Graph
 from ..engine.propagation import propagate
 from ..engine.report import PassResult
+from ..ir.graph import Graph
 
 REDUCTIONS = frozenset({"reduce"})
 

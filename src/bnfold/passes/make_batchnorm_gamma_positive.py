@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.graph import Graph
 from ..engine.affine import AffineChain, channel_vector, match_chain
 from ..engine.report import PassResult, Refusal
+from ..ir.graph import Graph
 
 REPLACEMENT = np.float32(1e-10)
 

@@ -14,9 +14,9 @@ reader or the outside sees changes.
 
 from __future__ import annotations
 
-from ..ir.graph import Graph
 from ..engine.report import PassResult
 from ..engine.reshapes import same_quantization
+from ..ir.graph import Graph
 
 
 def run(graph: Graph) -> PassResult:

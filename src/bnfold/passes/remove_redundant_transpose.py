@@ -25,11 +25,11 @@ transposes than it adds; every TRANSPOSE left gets one reason in the report.
 
 from __future__ import annotations
 
-from ..ir.graph import Graph
-from .convert_nchw_to_nhwc import propagate_with_unit_reshapes
 from ..engine.layout import transpose_perm
 from ..engine.report import PassResult, describe
 from ..engine.reshapes import same_quantization
+from ..ir.graph import Graph
+from .convert_nchw_to_nhwc import propagate_with_unit_reshapes
 
 
 def run(graph: Graph) -> PassResult:

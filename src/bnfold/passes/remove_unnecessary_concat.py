@@ -11,8 +11,8 @@ may requantize); no fused activation; y is not a graph output (its name must sta
 
 from __future__ import annotations
 
-from ..ir.graph import Graph, Op
 from ..engine.report import PassResult, Refusal
+from ..ir.graph import Graph, Op
 
 
 def run(graph: Graph) -> PassResult:

@@ -26,9 +26,9 @@ given as an operand, is a constant; the same quantization on both sides.
 
 from __future__ import annotations
 
-from ..ir.graph import Graph, Op, Tensor
 from ..engine.report import PassResult
 from ..engine.reshapes import same_quantization
+from ..ir.graph import Graph, Op, Tensor
 
 
 def run(graph: Graph) -> PassResult:

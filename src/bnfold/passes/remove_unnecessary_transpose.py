@@ -7,9 +7,9 @@ copies, so it goes (propagation.remove_identities):
 
 from __future__ import annotations
 
-from ..ir.graph import Graph
 from ..engine.propagation import remove_identities
 from ..engine.report import PassResult
+from ..ir.graph import Graph
 
 
 def run(graph: Graph) -> PassResult:

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.graph import Graph, Op, Options
-from ..ir.ops import FUSED_ACTIVATIONS, LAYERS, LAYOUT_KINDS, PADDINGS, RANGE_ACTIVATIONS
 from ..engine.affine import AffineChain, chains_from_starts, finite
 from ..engine.backward import fold_output_affine, foldable_chain
 from ..engine.report import PassResult, Refusal
+from ..ir.graph import Graph, Op, Options
+from ..ir.ops import FUSED_ACTIVATIONS, LAYERS, LAYOUT_KINDS, PADDINGS, RANGE_ACTIVATIONS
 
 MIN_CHAIN = 2  # ops; one op replaced by one op gains nothing
 

@@ -16,11 +16,11 @@ input (a RESHAPE copies bytes).
 
 from __future__ import annotations
 
-from ..ir.graph import Graph
 from ..engine.layout import transpose_perm
 from ..engine.permute import keeps_data_order
 from ..engine.report import PassResult
 from ..engine.reshapes import add_reshape, same_quantization
+from ..ir.graph import Graph
 
 
 def run(graph: Graph) -> PassResult:

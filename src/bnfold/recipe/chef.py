@@ -34,11 +34,11 @@ import numpy as np
 from ..errors import UsageError
 from ..io.formats import CIRCLE, TFLITE, Format
 from ..io.paths import open_input
-from ..ir.invariants import MAX_ELEMENTS, validate_model
 from ..ir.const import NUMPY_DTYPES, Buffer
 from ..ir.graph import Graph, Options, Tensor
-from ..ir.ops import FUSED_ACTIVATIONS, PADDINGS, info
+from ..ir.invariants import MAX_ELEMENTS, validate_model
 from ..ir.model import Metadata, Model, Signature
+from ..ir.ops import FUSED_ACTIVATIONS, PADDINGS, info
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 # option fields whose values are given by enum name

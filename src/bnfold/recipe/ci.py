@@ -15,15 +15,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..values.backend import Backends
-from ..values.diff import CheckResult, Tolerance, compare_to_expected, iter_random_inputs
-from ..values.samples import SampleWriter, expected_samples, input_samples
+from ..engine import registry
+from ..engine.manager import run_passes
 from ..errors import BnfoldError, UsageError
 from ..io.paths import open_input
 from ..io.reader import read_model
 from ..io.writer import save_model
-from ..engine import registry
-from ..engine.manager import run_passes
+from ..values.backend import Backends
+from ..values.diff import CheckResult, Tolerance, compare_to_expected, iter_random_inputs
+from ..values.samples import SampleWriter, expected_samples, input_samples
 from .chef import build, load_recipe, recipe_format
 from .rules import broken_rules, expectation
 

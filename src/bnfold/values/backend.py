@@ -18,9 +18,8 @@ import numpy as np
 
 from ..errors import CannotVerify, ModelError, RunFailed, UsageError
 from ..ir.model import Model
-from . import BACKENDS
+from . import BACKENDS, litert
 from . import interpreter as reference
-from . import litert
 from .index_inputs import caveats
 
 RESOLVER_ORDER = ("plain", "default")  # litert.RESOLVERS keys, tried in this order

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..errors import BnfoldError
-from ..ir.model import Model
 from ..engine import registry
 from ..engine.report import Report
+from ..errors import BnfoldError
+from ..ir.model import Model
 
 SAMPLES = 3  # random inputs: normal(0, 2), seed 0
 

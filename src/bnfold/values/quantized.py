@@ -20,7 +20,7 @@ import numpy as np
 
 from ..ir.const import NUMPY_DTYPES
 from ..ir.ops import FUSED_ACTIVATIONS as ACTIVATIONS
-from .kernels import UnsupportedOperator, conv_nd, k_reshape, opt, positive, quant_params, per_axis, windows
+from .kernels import UnsupportedOperator, conv_nd, k_reshape, opt, per_axis, positive, quant_params, windows
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
