@@ -173,6 +173,22 @@ def test_events_tell_each_model_start_steps_and_result(collection, tmp_path):
     assert [what for kind, what in events if kind == "step"] == ["reading", "passes", "writing"]
 
 
+def test_workers_tell_each_step_under_its_own_models_index(collection, tmp_path):
+    events = []
+    optimize_many([collection], tmp_path / "out", jobs=2, on_event=lambda *event: events.append(event))
+    running, steps = set(), {}
+    for kind, index, what in events[1:]:
+        if kind == "start":
+            running.add(index)
+        elif kind == "step":
+            assert index in running, (index, what)
+            steps.setdefault(index, []).append(what)
+        else:
+            running.remove(index)
+    assert sorted(steps) == list(range(len(GOOD)))
+    assert all(s == ["reading", "passes", "writing"] for s in steps.values())
+
+
 def test_report_has_every_model_and_the_totals(collection, tmp_path):
     result = optimize_many([collection], tmp_path / "out", jobs=2)
     data = json.loads(result.to_json())

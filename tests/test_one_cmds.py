@@ -177,7 +177,8 @@ def test_unimplemented_one_flags_are_declared_only_for_a_command_line_that_needs
         from bnfold import cli
         command = cli.main.commands["optimize"]
         context = command.make_context("optimize", sys.argv[1:])
-        print(command.one_flags_declared, sum(getattr(p, "hidden", False) for p in command.params), context.params.get("fuse_bcq"))
+        hidden = sum(getattr(p, "hidden", False) for p in command.params)
+        print(command.one_flags_declared, hidden, context.params.get("fuse_bcq"))
     """)
     lines = {
         args: subprocess.run(

@@ -37,6 +37,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from . import __version__, arguments
 from .engine import registry
@@ -63,6 +64,9 @@ from .values import CHECK_MODES as CHECK_MODES
 from .values import CRITERION as CRITERION
 from .values import DEFAULT_ATOL, DEFAULT_RTOL
 from .values.lossy import measure_lossy
+
+if TYPE_CHECKING:  # at run time __getattr__ below imports it on first use
+    from .batch import optimize_many
 
 MAX_SAMPLES, MAX_SEED = arguments.MAX_SAMPLES, arguments.MAX_SEED
 PASSES = registry.PASSES  # every pass, in run order (name, summary, exact, default)

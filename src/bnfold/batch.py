@@ -326,11 +326,11 @@ def _import_for_workers(jobs: list[Job], settings: Settings) -> None:
     from .io.formats import FORMATS
 
     for spec in registry.resolve(settings.chosen.passes):
-        spec.module  # the property imports the pass's module: once here, not once in every worker
+        _ = spec.module  # the property imports the pass's module: once here, not once in every worker
 
     for fmt in FORMATS:
         if any(job.input.lower().endswith(fmt.extension) for job in jobs):
-            fmt.op_codes  # the generated bindings' module, and its enums
+            _ = fmt.op_codes  # the generated bindings' module, and its enums
 
 
 def _in_process(index: int, job: Job, settings: Settings, on_event: Event) -> ModelResult:
@@ -362,7 +362,7 @@ def _serve(conn, settings: Settings, inherited: list) -> None:
     try:
         while (message := conn.recv()) is not None:
             index, job = message
-            result = optimize_one(job, settings, lambda step: conn.send(("step", index, step)))
+            result = optimize_one(job, settings, _step_sender(conn, index))
             conn.send(("done", index, result))
     except (EOFError, BrokenPipeError):  # the parent is gone
         pass
@@ -372,6 +372,13 @@ def _serve(conn, settings: Settings, inherited: list) -> None:
     # multiprocessing gives a child would run the caller's registered finalizers here (those of
     # its own pools among them, which terminate processes); they are not the worker's to run.
     os._exit(code)
+
+
+def _step_sender(conn, index: int) -> Callable[[str], None]:
+    """The on_step of job `index`: tells the parent each step under the index bound here. A lambda
+    in _serve's loop would read the loop's `index` when called: right only while every step is sent
+    before the next job arrives."""
+    return lambda step: conn.send(("step", index, step))
 
 
 class _Pool:

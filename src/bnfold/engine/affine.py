@@ -82,7 +82,8 @@ def channel_vector(const: Tensor, x_shape: tuple[int, ...], axis: int) -> np.nda
                 return Refusal(f"constant {const.name!r} of shape {list(shape)} does not match {channels} channels")
         elif d != 1:
             return Refusal(
-                f"constant {const.name!r} of shape {list(shape)} varies along axis {i}, not only the channel axis {axis}"
+                f"constant {const.name!r} of shape {list(shape)} varies along axis {i}, "
+                f"not only the channel axis {axis}"
             )
     values = np.asarray(source.data, dtype=np.float64).reshape(-1)
     return np.broadcast_to(values, (channels,)).copy() if values.size == 1 else values.copy()

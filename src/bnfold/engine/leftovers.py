@@ -121,7 +121,8 @@ def position_reason(graph: Graph, chain: list[Op], found: list[Candidate], passe
             f"keep the unscaled value ({where})"
         )
     if producer is not None and producer.kind in LAYERS and LAYERS[producer.kind].backward_pass not in passes:
-        return f"{LAYERS[producer.kind].backward_pass}, which folds it into the {producer.kind} before it, was not run ({where})"
+        fold = LAYERS[producer.kind].backward_pass
+        return f"{fold}, which folds it into the {producer.kind} before it, was not run ({where})"
     if producer is not None and producer.kind == "CONCATENATION" and CONCAT_PASS not in passes:
         return f"{CONCAT_PASS}, which folds it into the layers before the CONCATENATION, was not run ({where})"
     layer_readers = [u for u in readers if u.kind in LAYERS and LAYERS[u.kind].forward]

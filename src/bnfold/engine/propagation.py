@@ -42,7 +42,8 @@ channel shuffle's transpose after the reshape merging the channels back).
 
 Each rewrite lowers the number of transposes, so repeated rounds end. Three regions are measured per
 seed — through operators whose other operands need a new transpose, stopping there, and reaching
-those operands backward first — and the best one is taken. Cost is linear: a seed's region is visited once per run, and seeds a
+those operands backward first — and the best one is taken. Cost is linear: a seed's region is
+visited once per run, and seeds a
 rejected region reached are not tried again in that run.
 
 Exact for every type: data is only moved. Constants are copied, never edited (another reader keeps

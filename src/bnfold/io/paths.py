@@ -11,7 +11,8 @@ Writing: every output is checked before any work (`refuse_unwritable`): its dire
 exist and be writable, the target must be a regular file or new, and a read-only file (no write
 permission bit, `chmod a-w`, or none for this user) is never replaced, not even by root: the
 mode is the user's statement that the file is not to change. The model output may replace the
-input only with --in-place (the user named it twice on purpose). A side file (JSON report, h5 inputs/expected outputs) never replaces a file the
+input only with --in-place (the user named it twice on purpose). A side file (JSON report, h5
+inputs/expected outputs) never replaces a file the
 same run reads or writes, and replaces an existing model file only with --force: a report or
 h5 file landing on a model is a typo that would destroy the model.
 """

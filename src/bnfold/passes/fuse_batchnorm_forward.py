@@ -26,7 +26,8 @@ Algebra, per channel i of the last axis (y = s·x + t, any affine chain form, se
   (its weights become 0): skipped.
 
 The scale and the bias term are forward.py's (shared with fuse_preactivation_batchnorm); this
-module decides where the shift goes. Guards (skipped with a reason): a fused activation on the chain (act(s·x+t) is not affine; the
+module decides where the shift goes. Guards (skipped with a reason): a fused activation on the
+chain (act(s·x+t) is not affine; the
 BN -> ReLU -> layer case is fuse_preactivation_batchnorm's), or a standalone activation or any
 other op reading y; y a graph output; a RESHAPE on the way to an FC that has other readers or is a
 graph output; y read as anything but the layer's data input; non-constant or non-float32 weights

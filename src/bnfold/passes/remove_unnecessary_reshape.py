@@ -16,7 +16,8 @@ itself, so reading x gives the same rows. On y's rank-2 input keep_num_dims chan
 graph output (or a signature names it), its name must stay: then x's producer writes y directly,
 which needs x to have no other reader and to be seen by no one; otherwise the RESHAPE stays.
 
-Guards for the flatten: y is [N, K] with K the weights' columns of every reader; a static N only from a static x (a dynamic x's size is checked by the RESHAPE);
+Guards for the flatten: y is [N, K] with K the weights' columns of every reader; a static N only
+from a static x (a dynamic x's size is checked by the RESHAPE);
 the same quantization on both sides; y no graph output.
 
 Guards for the identity: both shapes known the same, dynamic dimensions in the same places (a RESHAPE to a static

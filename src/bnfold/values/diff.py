@@ -291,7 +291,7 @@ def check_models(
     `inputs` (already conformed to the model's inputs) replaces the random samples; each sample
     is generated, run, compared and handed to `on_sample(index, inputs, expected)` before the
     next one exists."""
-    graph_a, graph_b = model_a.graphs[0], model_b.graphs[0]
+    graph_a = model_a.graphs[0]
     _check_signatures(model_a, model_b)
     if inputs is None:
         inputs = iter_random_inputs(graph_a, samples, seed)

@@ -50,7 +50,8 @@ def caveats(graph: Graph) -> list[str]:
     """One sentence per input whose valid range bnfold cannot tell, pointing at --input."""
     uses = index_uses(graph)
     return [
-        f"input {t.name!r} {uses[id(t)].unknown[0]}, so bnfold cannot tell its valid range: give its values with --input"
+        f"input {t.name!r} {uses[id(t)].unknown[0]}, so bnfold cannot tell its valid range: "
+        "give its values with --input"
         for t in graph.inputs
         if id(t) in uses and uses[id(t)].unknown
     ]
