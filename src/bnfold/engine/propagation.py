@@ -67,7 +67,15 @@ from .layout import transpose_perm
 from .permute import Crossing, Perm, compose, inverse, is_identity, keeps_data_order, moved_shape, reshape_target
 from .region import TRANSPOSE, Region, crossing_giving, feature_order, grow, quantization_problem
 from .report import PassResult, describe
-from .reshapes import HAZARD, aliasing_hazard, chain_hazard, references, same_quantization
+from .reshapes import (
+    HAZARD,
+    aliasing_hazard,
+    chain_hazard,
+    in_place_hazard,
+    reading_slots,
+    references,
+    same_quantization,
+)
 
 
 def propagate(graph: Graph, scope: frozenset[str] | None = None) -> PassResult:
@@ -146,11 +154,23 @@ def _aliasing_hazard(graph: Graph, region: Region) -> bool:
     """A seed goes and its readers read its input x instead: when LiteRT runs x in place over an
     upstream buffer, x's new readers could let an op overwrite what another reader of that buffer
     needs (reshapes.py; the TRANSPOSE had a buffer of its own)."""
-    return any(
+    seeds = any(
         chain_hazard(graph, seed.inputs[0], added=references(graph, seed.outputs[0]) - 1)
         for seed in region.seeds
         if seed.outputs[0] not in region.stops
     )
+    return seeds or any(_merge_hazard(graph, region, u) for u in region.merges)
+
+
+def _merge_hazard(graph: Graph, region: Region, u: Op) -> bool:
+    """A cancelling TRANSPOSE reader goes and its readers read what the crossed op makes: when
+    LiteRT runs that op in place, the same hazard (reshapes.py: `in_place_hazard`)."""
+    t, y = u.inputs[0], u.outputs[0]
+    maker = t.producer
+    if maker not in region.crossed or graph.is_observed(y) or not region.cancels(graph, u):
+        return False
+    readers = [r for r in reading_slots(graph, t) if r is not u] + reading_slots(graph, y)
+    return in_place_hazard(graph, maker, readers)
 
 
 def _pull(graph: Graph, seed: Op, q: Perm, result: PassResult) -> bool:
@@ -162,7 +182,8 @@ def _pull(graph: Graph, seed: Op, q: Perm, result: PassResult) -> bool:
         after:   a -> TRANSPOSE(r) -> TRANSPOSE(argsort(s)) -> u' -> y     u' crosses s, giving y
 
     s is found by trying the permutations of u's data rank (at most 6 axes): the one whose crossing
-    leaves u's output carrying argsort(q), i.e. u'(transposed inputs) = transpose(x, q)."""
+    leaves u's output carrying argsort(q), i.e. u'(transposed inputs) = transpose(x, q). Not when
+    LiteRT would run u in place and y has a RESHAPE-like reader besides another (reshapes.py)."""
     x = seed.inputs[0]
     u = x.producer
     if (
@@ -179,6 +200,8 @@ def _pull(graph: Graph, seed: Op, q: Perm, result: PassResult) -> bool:
     data = list(dict.fromkeys(u.inputs[i] for i in crossing.data))
     if sum(_pull_cost(graph, d, u, s) for d in data) >= 1:
         return False
+    if in_place_hazard(graph, u, reading_slots(graph, seed.outputs[0])):
+        return False  # u would write y, read by a RESHAPE-like op and another, over a shared buffer
     result.fold(seed, [seed], into=[u], pulled_before=describe(u))
     opcode = seed.opcode
     new = {

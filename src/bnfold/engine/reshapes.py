@@ -28,8 +28,9 @@ m shares a's buffer (MUL in place), r shares it too (RESHAPE), and DIV, seeing o
 and on the root a, writes d over it: GATHER then reads m divided. So a tensor *inside* such a
 chain (shared with its producer's input, not a root) with a second reader is a hazard as soon as
 a RESHAPE-like op reads it or a tensor sharing its buffer. A rewrite never adds a RESHAPE (or
-makes a RESHAPE-like op read another tensor) where `aliasing_hazard` says so; the original
-model's own hazards are the runtime's business, not bnfold's.
+makes a RESHAPE-like op read another tensor) where `aliasing_hazard` says so, nor makes an op
+LiteRT runs in place write a tensor with such readers (`in_place_hazard`: a fused activation, a
+transpose that cancels); the original model's own hazards are the runtime's business, not bnfold's.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def add_reshape(graph: Graph, x: Tensor, y: Tensor, *, after: Op) -> Op:
 
 ALIASING = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS", "BITCAST"})  # LiteRT shares input 0, unmodified
 IN_PLACE = {"ADD": (0, 1), "SUB": (0, 1), "MUL": (0, 1), "DIV": (0, 1), "SOFTMAX": (0,), "DYNAMIC_UPDATE_SLICE": (0,)}
-HAZARD = "as a RESHAPE, LiteRT would run it in place over a buffer another reader still needs"
+HAZARD = "LiteRT would then run an op in place over a buffer another reader still needs (engine/reshapes.py)"
 SCALAR_BYTES = 4  # LiteRT shares no buffer of this size or less with an op that modifies it
 
 
@@ -84,6 +85,21 @@ def chain_hazard(graph: Graph, x: Tensor, *, added: int) -> bool:
             return True
         t, extra = s, 0
     return False
+
+
+def in_place_hazard(graph: Graph, op: Op, readers: list[Op]) -> bool:
+    """Whether `op`, its output read by `readers` (one entry per input slot), would start such a
+    chain: LiteRT may run op in place, and its output has a second reader besides a RESHAPE-like
+    one (an op after that one may then run in place over the buffer the other reader needs)."""
+    out = op.outputs[0]
+    if out in graph.outputs or len(readers) < 2 or not any(u.kind in ALIASING for u in readers):
+        return False
+    return shared_input_of(graph, op.kind, *op.inputs, out=out) is not None
+
+
+def reading_slots(graph: Graph, t: Tensor) -> list[Op]:
+    """The ops reading `t`, one entry per input slot."""
+    return [u for u in graph.consumers(t) for _ in range(u.inputs.count(t))]
 
 
 def references(graph: Graph, t: Tensor) -> int:
