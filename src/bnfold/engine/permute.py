@@ -243,7 +243,10 @@ def _reshape(op: Op, t: Tensor, p: Perm) -> Crossing | str:
         return mixes
     source, options = moved_shape(t.shape, p), {}
     if op.kind == "SQUEEZE":
-        dims = [p[d] for d in _normalized(getattr(op.options, "squeezeDims", None) or [], len(p))]
+        stated = squeeze_dims(op)
+        if isinstance(stated, str):
+            return stated
+        dims = [p[d] for d in stated]
         target = tuple(d for i, d in enumerate(source) if (source[i] != 1 or (dims and i not in dims)))
         options = {"squeezeDims": sorted(dims)} if dims else {}
     elif op.kind == "EXPAND_DIMS":
@@ -261,6 +264,15 @@ def _reshape(op: Op, t: Tensor, p: Perm) -> Crossing | str:
     if op.kind == "RESHAPE":
         crossing.consts, crossing.options = reshape_target(op, target)
     return crossing
+
+
+def squeeze_dims(op: Op) -> list[int] | str:
+    """A SQUEEZE's squeeze_dims as non-negative axes; [] (squeeze every unit axis) when the
+    option is absent or empty. The reader hands a vector as a numpy array, whose truth value is
+    no test for emptiness ([0] is falsy, [0, 1] ambiguous): only its length is."""
+    stated = getattr(op.options, "squeezeDims", None) if op.options is not None else None
+    rank = len(op.inputs[0].shape)
+    return [] if stated is None or len(stated) == 0 else _normalized(list(stated), rank)
 
 
 def reshape_target(op: Op, shape) -> tuple[dict[int, np.ndarray], dict]:

@@ -43,8 +43,9 @@ channel shuffle's transpose after the reshape merging the channels back).
 Each rewrite lowers the number of transposes, so repeated rounds end. Three regions are measured per
 seed — through operators whose other operands need a new transpose, stopping there, and reaching
 those operands backward first — and the best one is taken. Cost is linear: a seed's region is
-visited once per run, and seeds a
-rejected region reached are not tried again in that run.
+visited once per run, and seeds a rejected region reached are not tried again in that run. A region
+is also rejected when removing its seeds would let LiteRT run an op in place over a buffer another
+reader still needs (reshapes.py: a TRANSPOSE has a buffer of its own, the tensor before it may not).
 
 Exact for every type: data is only moved. Constants are copied, never edited (another reader keeps
 the old one); a tensor quantized per channel keeps its quantized_dimension on the moved axis; a
@@ -66,7 +67,15 @@ from .layout import transpose_perm
 from .permute import Crossing, Perm, compose, inverse, is_identity, keeps_data_order, moved_shape, reshape_target
 from .region import TRANSPOSE, Region, crossing_giving, feature_order, grow, quantization_problem
 from .report import PassResult, describe
-from .reshapes import same_quantization
+from .reshapes import (
+    HAZARD,
+    aliasing_hazard,
+    chain_hazard,
+    in_place_hazard,
+    reading_slots,
+    references,
+    same_quantization,
+)
 
 
 def propagate(graph: Graph, scope: frozenset[str] | None = None) -> PassResult:
@@ -117,7 +126,9 @@ def _move(graph: Graph, seed: Op, scope, result: PassResult, reasons: dict[Op, s
         for sides, absorb in ((False, False), (True, False), (True, scope is None))
     )
     best = max(narrow, wide, back, key=lambda r: r.gain(graph))
-    if best.gain(graph) > 0:
+    if best.gain(graph) > 0 and _aliasing_hazard(graph, best):
+        reasons.update(dict.fromkeys(best.seeds, HAZARD))
+    elif best.gain(graph) > 0:
         result.fold(
             seed,
             [*best.seeds, *(u for u in best.merges if best.cancels(graph, u))],
@@ -139,6 +150,29 @@ def _move(graph: Graph, seed: Op, scope, result: PassResult, reasons: dict[Op, s
         reasons.update(dict.fromkeys(best.seeds, why))
 
 
+def _aliasing_hazard(graph: Graph, region: Region) -> bool:
+    """A seed goes and its readers read its input x instead: when LiteRT runs x in place over an
+    upstream buffer, x's new readers could let an op overwrite what another reader of that buffer
+    needs (reshapes.py; the TRANSPOSE had a buffer of its own)."""
+    seeds = any(
+        chain_hazard(graph, seed.inputs[0], added=references(graph, seed.outputs[0]) - 1)
+        for seed in region.seeds
+        if seed.outputs[0] not in region.stops
+    )
+    return seeds or any(_merge_hazard(graph, region, u) for u in region.merges)
+
+
+def _merge_hazard(graph: Graph, region: Region, u: Op) -> bool:
+    """A cancelling TRANSPOSE reader goes and its readers read what the crossed op makes: when
+    LiteRT runs that op in place, the same hazard (reshapes.py: `in_place_hazard`)."""
+    t, y = u.inputs[0], u.outputs[0]
+    maker = t.producer
+    if maker not in region.crossed or graph.is_observed(y) or not region.cancels(graph, u):
+        return False
+    readers = [r for r in reading_slots(graph, t) if r is not u] + reading_slots(graph, y)
+    return in_place_hazard(graph, maker, readers)
+
+
 def _pull(graph: Graph, seed: Op, q: Perm, result: PassResult) -> bool:
     """Move `seed` back before the op making its input, when that op can take the other layout and
     the transposes this puts on its data operands merge or cancel with the ones making them (fewer
@@ -148,7 +182,8 @@ def _pull(graph: Graph, seed: Op, q: Perm, result: PassResult) -> bool:
         after:   a -> TRANSPOSE(r) -> TRANSPOSE(argsort(s)) -> u' -> y     u' crosses s, giving y
 
     s is found by trying the permutations of u's data rank (at most 6 axes): the one whose crossing
-    leaves u's output carrying argsort(q), i.e. u'(transposed inputs) = transpose(x, q)."""
+    leaves u's output carrying argsort(q), i.e. u'(transposed inputs) = transpose(x, q). Not when
+    LiteRT would run u in place and y has a RESHAPE-like reader besides another (reshapes.py)."""
     x = seed.inputs[0]
     u = x.producer
     if (
@@ -165,6 +200,8 @@ def _pull(graph: Graph, seed: Op, q: Perm, result: PassResult) -> bool:
     data = list(dict.fromkeys(u.inputs[i] for i in crossing.data))
     if sum(_pull_cost(graph, d, u, s) for d in data) >= 1:
         return False
+    if in_place_hazard(graph, u, reading_slots(graph, seed.outputs[0])):
+        return False  # u would write y, read by a RESHAPE-like op and another, over a shared buffer
     result.fold(seed, [seed], into=[u], pulled_before=describe(u))
     opcode = seed.opcode
     new = {
@@ -220,7 +257,8 @@ def _remove_identity(graph: Graph, op: Op, result: PassResult) -> bool:
 
 def _into_reshape(graph: Graph, seed: Op, p: Perm, result: PassResult) -> bool:
     """A TRANSPOSE moving only unit axes is a reshape: next to a RESHAPE (making its input alone,
-    or the only kind of op reading it) the two are one RESHAPE."""
+    or the only kind of op reading it) the two are one RESHAPE — unless LiteRT would then run an
+    op in place over a buffer another reader needs (reshapes.py: the TRANSPOSE had its own)."""
     x, y = seed.inputs[0], seed.outputs[0]
     if not keeps_data_order(x.shape, p) or any(d < 0 for d in x.signature + y.signature):
         return False
@@ -230,13 +268,19 @@ def _into_reshape(graph: Graph, seed: Op, p: Perm, result: PassResult) -> bool:
         and producer.kind == "RESHAPE"
         and graph.has_single_use(x, seed)
         and all(d >= 0 for d in producer.inputs[0].signature)
+        and not aliasing_hazard(graph, x, y, added=0)
     ):
         result.fold(seed, [seed], into=[producer], merged_into=describe(producer))
         graph.remove_op(seed)
         graph.set_output(producer, 0, y)
         _set_reshape(graph, producer, y.shape)
         return True
-    if readers and not graph.is_observed(y) and all(u.kind == "RESHAPE" and u.inputs[0] is y for u in readers):
+    if (
+        readers
+        and not graph.is_observed(y)
+        and all(u.kind == "RESHAPE" and u.inputs[0] is y for u in readers)
+        and not any(aliasing_hazard(graph, x, u.outputs[0], added=len(readers) - 1) for u in readers)
+    ):
         result.fold(seed, [seed], into=readers, merged_into=[describe(u) for u in readers])
         for u in readers:
             graph.set_input(u, 0, x)
@@ -306,8 +350,6 @@ def _rewrite(graph: Graph, region: Region) -> None:
                 graph.set_output(u, i, new[out])
                 if out in region.stops:
                     _transpose(graph, opcode, new[out], region.carried[out], out, None, after=u)
-        if info(u.kind).layout == "reshape":
-            _drop_if_identity(graph, u)
     for flatten, fcs in region.flattens.items():  # a RESHAPE before the FCs, or an FC itself
         t = flatten.inputs[0]
         order = feature_order(t.shape, region.carried[t])
@@ -319,10 +361,16 @@ def _rewrite(graph: Graph, region: Region) -> None:
             graph.set_input(fc, 1, _const_like(graph, w, moved))
     for u, q in region.merges.items():
         if graph.contains(u):
-            _merge(graph, u, new[u.inputs[0]], q)
+            t = u.inputs[0]
+            new[t] = _merge(graph, u, new[t], q)  # the moved tensor may now go by u's output name
     for seed in region.seeds:
         if seed.outputs[0] not in region.stops:
             graph.remove_op(seed)
+    # a reshape the move made an identity goes last: every reader of its output is rewired by now
+    # (dropped earlier, a reader rewired after would read the tensor it no longer writes)
+    for u in region.crossed:
+        if info(u.kind).layout == "reshape" and graph.contains(u):
+            _drop_if_identity(graph, u)
 
 
 def _apply_constants(graph: Graph, u: Op, crossing: Crossing) -> None:
@@ -332,16 +380,21 @@ def _apply_constants(graph: Graph, u: Op, crossing: Crossing) -> None:
         u.options = u.options.copy(**crossing.options)
 
 
-def _merge(graph: Graph, u: Op, source: Tensor, q: Perm) -> None:
+def _merge(graph: Graph, u: Op, source: Tensor, q: Perm) -> Tensor:
+    """TRANSPOSE reader `u` reads `source` (its input moved) by `q`; an identity goes. Returns the
+    tensor holding `source`'s values now: a cancelling graph output the producer of `source`
+    writes under its own name renames `source` for every other reader too (another merge of the
+    same tensor must read that name, not the one no op writes any more)."""
     y = u.outputs[0]
     if is_identity(q) and not graph.is_observed(y):
         graph.replace_uses(y, source)
         graph.remove_op(u)
-        return
+        return source
     graph.set_input(u, 0, source)
     graph.set_input(u, 1, graph.add_const(f"{y.name}/perm", np.array(q, dtype=np.int32), "INT32"))
-    if is_identity(q):
-        _remove_identity(graph, u, PassResult())
+    if is_identity(q) and _remove_identity(graph, u, PassResult()):
+        return y  # y is observed: the producer of `source` writes y, and source's readers read it
+    return source
 
 
 def _transpose(

@@ -127,7 +127,7 @@ def change_interface(graph: Graph, named: set[str]) -> dict:
     sides = [("input", graph.inputs, _input_to_nhwc)] if INPUT_PARAMETER in named else []
     sides += [("output", graph.outputs, _output_to_nhwc)] if OUTPUT_PARAMETER in named else []
     for side, tensors, convert in sides:
-        for t in list(tensors):
+        for t in dict.fromkeys(tensors):  # a tensor listed twice is one tensor: converted once
             reason = _why_kept(graph, t, side)
             if reason:
                 record["kept"].append({"name": t.name, "side": side, "shape": list(t.shape), "reason": reason})
