@@ -111,7 +111,8 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
     type=click.Choice(api.CHECK_MODES),
     default="auto",
     show_default=True,
-    help="--check: the whole model, each rewrite on its own, or auto (whole when a backend runs the model, else local).",
+    help="--check: the whole model, each rewrite on its own, or auto "
+    "(whole when a backend runs the model, else local).",
 )
 @click.option(
     "--out-dir",
@@ -153,7 +154,8 @@ def optimize(
     shard,
     **flags,
 ):
-    """Run passes over IN and write the result to OUT (format from OUT's extension), or over every model of PATH... into DIR."""
+    """Run passes over IN and write the result to OUT (format from OUT's extension), or over every
+    model of PATH... into DIR."""
     config = api.read_config(config_path) if config_path else None
     switches = dict(config.switches) if config else {}
     switches.update({name: True for name, on in flags.items() if on})  # the command line wins, as in ONE
@@ -191,7 +193,8 @@ def optimize(
     output_path = _one_path("OUT", (*paths, None, None)[1], output_option) or (config and config.output_path)
     if not input_path or not (output_path or in_place) or len(paths) > 2 or jobs or shard:
         raise UsageError(
-            "need IN and OUT (as arguments, -i/-o, or input_path/output_path in --config); several models, -j, --shard: --out-dir"
+            "need IN and OUT (as arguments, -i/-o, or input_path/output_path in --config); "
+            "several models, -j, --shard: --out-dir"
         )
     try:
         result = api.optimize_file(
@@ -208,6 +211,10 @@ def optimize(
     except CheckFailed as e:
         if getattr(e, "result", None) is not None:
             click.echo(e.result.table(), err=to_stdout)
+        if to_stdout and getattr(e, "report", None) is not None:  # the failed check's report, as a file gets it
+            import json
+
+            click.echo(json.dumps(e.report, indent=2))
         raise
     if to_stdout:
         click.echo(result.to_json())

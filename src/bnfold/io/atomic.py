@@ -38,7 +38,7 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ..errors import Interrupted, ModelError, WriteFailed
+from ..errors import CAUGHT_SIGNALS, Finished, Interrupted, ModelError, WriteFailed
 from .paths import refuse_unwritable
 
 try:
@@ -47,25 +47,8 @@ except ImportError:  # no flock here: nothing can tell a live file from a stale 
     fcntl = None
 
 TEMP_NAME = re.compile(r"(\.bnfold-\d+-\d+)(\.\d+)?\.tmp")  # an anchor or lone file; a member (.M)
-CAUGHT_SIGNALS = tuple(s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s is not None)
 NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 IGNORED_SIGNALS = tuple(s for s in (getattr(signal, "SIGXFSZ", None),) if s is not None)
-
-
-class Finished:
-    """The files this process has renamed into place (count and last), so an interrupt that
-    comes after a write can say the file is complete (exits.py resets it per command)."""
-
-    count = 0
-    last: str | None = None
-
-    @classmethod
-    def reset(cls) -> None:
-        cls.count, cls.last = 0, None
-
-    @classmethod
-    def note(cls, path: str) -> None:
-        cls.count, cls.last = cls.count + 1, path
 
 
 def target_of(path: str) -> str:
