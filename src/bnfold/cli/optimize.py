@@ -167,7 +167,7 @@ def optimize(
     to_stdout = report_path == "-"
     echo = functools.partial(click.echo, err=to_stdout)  # stdout carries the JSON then
     echo_lines([f"bnfold: {line}" for line in chosen.warnings()], functools.partial(click.echo, err=True))
-    echo_lines([] if quiet else chosen.notes(), echo)
+    echo_lines([] if quiet else [f"bnfold: {line}" for line in chosen.notes()], echo)
     same = dict(
         force=force, external_buffers=external_buffers, check=check_samples, check_mode=check_mode, rtol=rtol, atol=atol
     )

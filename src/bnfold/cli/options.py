@@ -41,6 +41,11 @@ SEED = click.IntRange(0, api.MAX_SEED)
 BACKEND = click.Choice(api.BACKENDS)
 
 
+quiet_option = click.option(
+    "-q", "--quiet", is_flag=True, help="Print nothing on success (a failure's table and line still print)."
+)
+
+
 def echo_lines(lines, echo=click.echo) -> None:
     for line in lines:
         echo(line)

@@ -1,0 +1,93 @@
+"""The command line's small manners (issue 36's friction list): -q on every command that prints,
+one prefix for warnings and notes, singular nouns, no `inf` on a passing row."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bnfold.cli import run
+from bnfold.values.h5io import write_h5
+from conftest import DATA, build_recipe
+
+MODEL = str(DATA / "resnet_v2_mini.tflite")
+ONE_RELU = """
+input = ["x"]
+output = ["y"]
+
+[[operand]]
+name = "x"
+dtype = "FLOAT32"
+shape = [1, 4]
+
+[[operand]]
+name = "y"
+dtype = "FLOAT32"
+shape = [1, 4]
+
+[[operation]]
+type = "RELU"
+inputs = ["x"]
+outputs = ["y"]
+"""
+
+
+@pytest.fixture
+def optimized(tmp_path):
+    assert run(["optimize", MODEL, str(tmp_path / "o.tflite"), "-q"]) == 0
+    return str(tmp_path / "o.tflite")
+
+
+def test_quiet_prints_nothing_on_success_and_everything_on_failure(optimized, tmp_path, capsys):
+    a, b = str(tmp_path / "a.h5"), str(tmp_path / "b.h5")
+    passing = {
+        "check": ["check", MODEL, optimized],
+        "run": ["run", MODEL, "--output", a],
+        "h5diff": ["h5diff", a, a],
+        "recipe test": ["recipe", "test", str(DATA.parent.parent / "recipes" / "Net_Conv3DTranspose_BN_000.toml")],
+    }
+    for name, argv in passing.items():
+        capsys.readouterr()
+        assert run([*argv, "-q"]) == 0, name
+        assert capsys.readouterr() == ("", ""), name
+    assert run(["run", MODEL, "--output", b, "--seed", "1", "-q"]) == 0
+    for argv in (["check", MODEL, optimized, "--rtol", "0", "--atol", "0"], ["h5diff", a, b]):
+        assert run([*argv, "-q"]) == 1
+        out, err = capsys.readouterr()
+        assert "FAIL" in out and err.startswith("bnfold: error: ")  # the table and the verdict still print
+
+
+def test_one_operator_is_singular(tmp_path, capsys):
+    recipe = tmp_path / "relu.toml"
+    recipe.write_text(ONE_RELU)
+    assert run(["recipe", "build", str(recipe), str(tmp_path / "relu.tflite")]) == 0
+    assert capsys.readouterr().out.strip().endswith("(1 operator)")
+
+
+def test_a_passing_row_shows_no_infinite_relative_error(tmp_path, capsys):
+    """A zero in the reference against 1e-7 is an infinite relative error, within the tolerance
+    the verdict uses: the row passes, and says `-` rather than `inf`; a failing row keeps `inf`."""
+    zero, near, far = (str(tmp_path / f"{n}.h5") for n in ("zero", "near", "far"))
+    write_h5(zero, [("y", np.array([0.0, 1.0], np.float32))])
+    write_h5(near, [("y", np.array([1e-7, 1.0], np.float32))])
+    write_h5(far, [("y", np.array([0.5, 1.0], np.float32))])
+    assert run(["h5diff", zero, near]) == 0
+    row = capsys.readouterr().out.splitlines()[1].split()
+    assert row[2] == "-" and row[-1] == "ok" and "inf" not in row
+    assert run(["h5diff", zero, far]) == 1
+    row = capsys.readouterr().out.splitlines()[1].split()
+    assert row[2] == "inf" and row[-1] == "FAIL"
+
+
+def test_every_warning_and_note_has_one_prefix(tmp_path, capsys):
+    cfg = tmp_path / "one.cfg"
+    cfg.write_text(f"[onecc]\ninclude=O1\n[one-optimize]\ninput_path={MODEL}\noutput_path={tmp_path / 'o.tflite'}\n")
+    assert run(["optimize", "-C", str(cfg), "--fold_cast"]) == 0
+    out, err = capsys.readouterr()
+    said = [line for line in (out + err).splitlines() if "warning:" in line or "note:" in line]
+    assert said and all(line.startswith(("bnfold: warning: ", "bnfold: note: ")) for line in said), said
+    negative = str(build_recipe("Net_Preactivation_BN_001", tmp_path))  # negative scales: the lossy pass acts
+    lossy_passes = "make_batchnorm_gamma_positive,fuse_preactivation_batchnorm"
+    assert run(["optimize", negative, str(tmp_path / "g.tflite"), "--passes", lossy_passes]) == 0
+    lossy = [line for line in capsys.readouterr().out.splitlines() if "LOSSY" in line]
+    assert lossy and all(line.startswith("bnfold: warning: ") for line in lossy)
