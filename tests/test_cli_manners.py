@@ -3,6 +3,8 @@ one prefix for warnings and notes, singular nouns, no `inf` on a passing row."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -91,3 +93,40 @@ def test_every_warning_and_note_has_one_prefix(tmp_path, capsys):
     assert run(["optimize", negative, str(tmp_path / "g.tflite"), "--passes", lossy_passes]) == 0
     lossy = [line for line in capsys.readouterr().out.splitlines() if "LOSSY" in line]
     assert lossy and all(line.startswith("bnfold: warning: ") for line in lossy)
+
+
+def test_the_numbered_series_run_wrote_is_the_next_steps_input(tmp_path, capsys):
+    """`run --samples 2 --write-input in.h5` writes in.0.h5 and in.1.h5; `--input in.h5` then
+    reads them, in order, and `--expected out.h5` the outputs beside them."""
+    model, inputs, outputs = str(DATA / "bn_conv_valid.tflite"), str(tmp_path / "in.h5"), str(tmp_path / "out.h5")
+    assert run(["run", model, "--samples", "2", "--write-input", inputs, "--output", outputs, "-q"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.0.h5", "in.1.h5", "out.0.h5", "out.1.h5"]
+    assert run(["check", model, "--input", inputs, "--expected", outputs]) == 0
+    assert "2 sample(s)" in capsys.readouterr().out
+    assert run(["run", model, "--input", inputs, "--output", str(tmp_path / "again.h5"), "-q"]) == 0
+    assert (tmp_path / "again.1.h5").is_file() and not (tmp_path / "again.2.h5").exists()
+    assert run(["check", model, "--input", str(tmp_path / "nothing.h5"), "--expected", outputs]) == 2
+    assert "nothing.h5: no such file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option", [["--samples", "5"], ["--seed", "3"], ["--samples", "1"]])
+@pytest.mark.parametrize("command", ["check", "run"])
+def test_sampling_options_with_input_files_are_refused_not_ignored(command, option, tmp_path, capsys):
+    model, inputs = str(DATA / "bn_conv_valid.tflite"), str(tmp_path / "in.h5")
+    assert run(["run", model, "--write-input", inputs, "--output", str(tmp_path / "o.h5"), "-q"]) == 0
+    argv = ["check", model, model] if command == "check" else ["run", model, "--output", str(tmp_path / "p.h5")]
+    assert run([*argv, "--input", inputs, *option]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and f"{option[0]} is for random inputs" in err[0]
+    assert not (tmp_path / "p.h5").exists()
+
+
+@pytest.mark.parametrize("directory", ["/sys", "/proc"])
+def test_a_directory_that_takes_no_file_is_a_usage_error(directory, capsys):
+    """Even for root, whom the permission bits do not stop: the create is refused, exit 2 as the
+    README's table says for an output that may not be written (not 5, a failed write)."""
+    if not os.path.isdir(directory):
+        pytest.skip(f"no {directory} here")
+    assert run(["optimize", str(DATA / "bn_conv_valid.tflite"), f"{directory}/o.tflite"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"bnfold: error: {directory}/o.tflite: ")

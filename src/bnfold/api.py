@@ -430,13 +430,15 @@ def check(
     `expected` files (one per input file). Returns the CheckResult (`.passed`, `.table()`,
     `.failure_message()`); differing values are not an error here. write_input/write_expected
     store the inputs used and `model`'s outputs (file.N.h5 per sample when there are several).
-    CannotVerify when no backend ("auto", "litert", "reference") runs the models or `timeout`
+    A missing `inputs` or `expected` path whose numbered series exists (in.h5: in.0.h5, in.1.h5,
+    ...) stands for that series. CannotVerify when no backend ("auto", "litert", "reference") runs the models or `timeout`
     seconds pass."""
     from .values import diff
     from .values import samples as sample_files
     from .values.deadline import Deadline
 
-    inputs, expected = [os.fspath(p) for p in inputs], [os.fspath(p) for p in expected]
+    inputs = sample_files.numbered_series([os.fspath(p) for p in inputs])
+    expected = sample_files.numbered_series([os.fspath(p) for p in expected])
     if bool(other) == bool(expected):
         raise UsageError("give MODEL_B or --expected (with --input), not both and not neither")
     if expected and not inputs:
@@ -492,13 +494,14 @@ def run(
     """`bnfold run`: run `model` on the h5 files `inputs` (or `samples` random inputs from
     `seed`, also written to `write_input` if given) and write its outputs to `output` in ONE's
     h5 layout (out.N.h5 per sample when there are several), each sample as it is computed (all
-    renamed into place together at the end)."""
+    renamed into place together at the end). A missing `inputs` path whose numbered series
+    exists stands for that series, as in check()."""
     from .values import samples as sample_files
     from .values.backend import Backends
     from .values.deadline import Deadline
     from .values.diff import iter_random_inputs
 
-    inputs, model = [os.fspath(p) for p in inputs], os.fspath(model)
+    inputs, model = sample_files.numbered_series([os.fspath(p) for p in inputs]), os.fspath(model)
     if not output:
         raise UsageError("--output needs a file name")
     if inputs and write_input:

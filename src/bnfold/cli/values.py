@@ -6,7 +6,7 @@ import click
 
 from .. import api, text
 from ..errors import CheckFailed
-from .options import TOLERANCE, quiet_option, value_options
+from .options import TOLERANCE, quiet_option, refuse_ignored_sampling, value_options
 
 
 @click.command()
@@ -64,6 +64,7 @@ def check(
 ):
     """Compare MODEL's outputs with MODEL_B's on the same inputs, or with stored --expected outputs;
     exit 0 only if all match (1: they differ, 4: no backend could run them)."""
+    refuse_ignored_sampling(input_files)
     result = api.check(
         model_a,
         model_b,
@@ -107,6 +108,7 @@ def check(
 @quiet_option
 def run_model(model_path, input_files, cast, backend, timeout, samples, seed, output_path, write_input, force, quiet):
     """Run MODEL on --input h5 files (or random inputs) and write its outputs in ONE's h5 layout."""
+    refuse_ignored_sampling(input_files)
     ran = api.run(
         model_path,
         output_path,
