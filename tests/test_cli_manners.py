@@ -3,6 +3,7 @@ one prefix for warnings and notes, singular nouns, no `inf` on a passing row."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -130,3 +131,43 @@ def test_a_directory_that_takes_no_file_is_a_usage_error(directory, capsys):
     assert run(["optimize", str(DATA / "bn_conv_valid.tflite"), f"{directory}/o.tflite"]) == 2
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith(f"bnfold: error: {directory}/o.tflite: ")
+
+
+def test_no_pass_drops_one_default_pass_and_only_it(tmp_path):
+    """`--no-PASS` on the bare command line: the default set without PASS (here resnet_v2_mini's
+    pre-activation batch norms stay); with passes named, it switches that one off among them."""
+    report = tmp_path / "r.json"
+    assert run(["optimize", MODEL, str(tmp_path / "o.tflite"), "--no-fuse_preactivation_batchnorm", "-q"]) == 0
+    assert run(["optimize", MODEL, str(tmp_path / "p.tflite"), "--report", str(report), "-q"]) == 0
+    from bnfold.engine import registry
+
+    ran = json.loads(report.read_text())["passes"]
+    assert ran == registry.default_passes()
+    assert (
+        run(
+            [
+                "optimize",
+                MODEL,
+                str(tmp_path / "q.tflite"),
+                "--no-fuse_preactivation_batchnorm",
+                "-q",
+                "--report",
+                str(report),
+                "--force",
+            ]
+        )
+        == 0
+    )
+    without = json.loads(report.read_text())
+    assert without["passes"] == [p for p in ran if p != "fuse_preactivation_batchnorm"]
+    assert without["operators"]["after"].get("MUL", 0) > 0  # the batch norms it would have folded
+    named = ["--fuse_batchnorm_with_conv", "--fuse_activation_function", "--no-fuse_activation_function"]
+    assert run(["optimize", MODEL, str(tmp_path / "r.tflite"), *named, "-q", "--report", str(report), "--force"]) == 0
+    assert json.loads(report.read_text())["passes"] == ["fuse_batchnorm_with_conv"]
+
+
+def test_optimize_help_shows_the_options_before_the_pass_flags(capsys):
+    assert run(["optimize", "--help"]) == 0
+    shown = capsys.readouterr().out
+    first_pass = min(shown.index(f"--{name} ") for name in ("remove_unnecessary_concat", "fuse_batchnorm_with_conv"))
+    assert max(shown.index(option) for option in ("--config", "--report", "--check N", "--out-dir")) < first_pass

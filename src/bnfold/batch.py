@@ -26,16 +26,11 @@ from contextlib import contextmanager
 from typing import NamedTuple
 
 from . import arguments
-from .errors import BnfoldError, Interrupted, UsageError, WriteFailed
+from .errors import EXIT_PRECEDENCE, BnfoldError, Interrupted, UsageError, WriteFailed
 from .io.atomic import reason
 from .io.paths import refuse_unwritable, same_file
 
 MODEL_SUFFIXES = (".tflite", ".circle")
-# The run's exit code: the first of these that some model exited with. A bug in bnfold (3) says
-# the most about the run, then an output that could not be written (5: a full disk, the file-size
-# limit; the models after it likely fail the same way), then a refused path or option (2), then a
-# model that is malformed or whose check differs (1), then a check that could not be carried out (4).
-EXIT_PRECEDENCE = (3, 5, 2, 1, 4)
 
 
 class Job(NamedTuple):
@@ -326,11 +321,11 @@ def _import_for_workers(jobs: list[Job], settings: Settings) -> None:
     from .io.formats import FORMATS
 
     for spec in registry.resolve(settings.chosen.passes):
-        spec.module  # the property imports the pass's module: once here, not once in every worker
+        _ = spec.module  # the property imports the pass's module: once here, not once in every worker
 
     for fmt in FORMATS:
         if any(job.input.lower().endswith(fmt.extension) for job in jobs):
-            fmt.op_codes  # the generated bindings' module, and its enums
+            _ = fmt.op_codes  # the generated bindings' module, and its enums
 
 
 def _in_process(index: int, job: Job, settings: Settings, on_event: Event) -> ModelResult:
@@ -362,7 +357,7 @@ def _serve(conn, settings: Settings, inherited: list) -> None:
     try:
         while (message := conn.recv()) is not None:
             index, job = message
-            result = optimize_one(job, settings, lambda step: conn.send(("step", index, step)))
+            result = optimize_one(job, settings, lambda step, index=index: conn.send(("step", index, step)))
             conn.send(("done", index, result))
     except (EOFError, BrokenPipeError):  # the parent is gone
         pass

@@ -11,6 +11,12 @@ exit handling (exits.py) reports, and neither reaches into the other.
 
 import signal
 
+# A run of many models exits with the first of these that some model exited with (batch.py; the
+# README and `optimize --help` print this order). A bug in bnfold (3) says the most about the run,
+# then an output that could not be written (5: a full disk, the file-size limit; the models after
+# it likely fail the same way), then a refused path or option (2), then a model that is malformed
+# or whose check differs (1), then a check that could not be carried out (4).
+EXIT_PRECEDENCE = (3, 5, 2, 1, 4)
 CAUGHT_SIGNALS = tuple(s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s is not None)
 
 

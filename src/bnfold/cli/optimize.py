@@ -7,7 +7,7 @@ import functools
 import click
 
 from .. import api, one, text
-from ..errors import CheckFailed, UsageError
+from ..errors import EXIT_PRECEDENCE, CheckFailed, UsageError
 from .flags import Optimize, pass_flags
 from .options import SAMPLES, TOLERANCE, echo_lines
 
@@ -49,7 +49,6 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
     metavar="1",
     help="-O1: run the passes of ONE's O1 group that bnfold implements (the others are listed).",
 )
-@pass_flags
 @click.option(
     "-C",
     "--config",
@@ -85,7 +84,8 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
     type=SAMPLES,
     default=None,
     metavar="N",
-    help="Value-check the result against IN on N random samples before writing; write nothing if it fails.",
+    help="Value-check the result against IN on N random samples before writing; if it fails, write no model "
+    "(--report still tells the check).",
 )
 @click.option(
     "--rtol",
@@ -117,7 +117,8 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
 @click.option(
     "--out-dir",
     metavar="DIR",
-    help="Optimize each PATH (model, or directory of them) into DIR; exit: worst model's, 3>2>1>4>0.",
+    help="Optimize each PATH (model, or directory of them) into DIR; exit: the worst model's, "
+    f"{' > '.join(map(str, (*EXIT_PRECEDENCE, 0)))}.",
 )
 @click.option(
     "-j",
@@ -130,6 +131,7 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
 @click.option(
     "--shard", default=None, metavar="K/N", help="--out-dir: only the K-th of N equal shares of the models (K = 1..N)."
 )
+@pass_flags  # last in --help: the 30 pass flags after the options a run is shaped by
 def optimize(
     paths,
     input_option,
@@ -158,7 +160,7 @@ def optimize(
     model of PATH... into DIR."""
     config = api.read_config(config_path) if config_path else None
     switches = dict(config.switches) if config else {}
-    switches.update({name: True for name, on in flags.items() if on})  # the command line wins, as in ONE
+    switches.update({name: on for name, on in flags.items() if on is not None})  # the command line wins, as in ONE
     if group is not None:
         if f"O{group}" not in one.GROUPS:
             raise UsageError(f"-O{group}: bnfold knows the group(s) {', '.join('-' + g for g in one.GROUPS)}")
