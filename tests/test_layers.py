@@ -54,6 +54,14 @@ def test_cli_is_a_shell_over_the_library(module):
     assert not {m for m in inner if m.split(".")[0] in ("values", "passes", "engine", "io", "ir", "recipe")}, inner
 
 
+def test_the_programs_exit_handling_stays_outside_the_library():
+    """exits.py turns failures into lines and codes; what it needs of the library's insides (the
+    signals that interrupt a write, the files written in full) comes through errors.py."""
+    tree = ast.parse((SRC / "exits.py").read_text())
+    inner = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    assert not {m for m in inner if m.split(".")[0] in ("values", "passes", "engine", "io", "ir", "recipe")}, inner
+
+
 def test_no_source_file_over_600_lines():
     long = {str(p.relative_to(SRC)): n for p in SRC.rglob("*.py") if (n := len(p.read_text().splitlines())) > 600}
     assert long == {}

@@ -54,7 +54,7 @@ def test_config_runs_what_it_names(cfg, counts, workdir, capsys):
 
 def test_o1_counts_the_members_bnfold_does_not_implement_and_the_report_lists_them(workdir, capsys):
     assert run(["optimize", "--config", str(CFG / "onecc_include_O1.cfg"), "--report", "r.json"]) == 0
-    note = [line for line in capsys.readouterr().out.splitlines() if line.startswith("note: O1")]
+    note = [line for line in capsys.readouterr().out.splitlines() if line.startswith("bnfold: note: O1")]
     lacking = json.loads((workdir / "r.json").read_text())["group_members_not_implemented"]["O1"]
     assert "fold_cast" in lacking and "fold_gather" in lacking
     for implemented in (
@@ -65,7 +65,7 @@ def test_o1_counts_the_members_bnfold_does_not_implement_and_the_report_lists_th
     ):
         assert implemented not in lacking  # so it ran
     assert note == [
-        f"note: O1: {len(lacking)} of its passes are not in bnfold and do not run "
+        f"bnfold: note: O1: {len(lacking)} of its passes are not in bnfold and do not run "
         "(--report lists them; see 'bnfold passes' for what runs)"
     ]  # one short line, not 40 names
 
@@ -321,8 +321,8 @@ def test_readme_pipeline_example_works_as_shown(tmp_path, monkeypatch, capsys):
     printed = captured.err.splitlines() + captured.out.splitlines()
     for line in shown:
         assert line in printed
-    note = next(line for line in printed if line.startswith("note: O1"))
-    assert note.startswith(next(line for line in console if line.startswith("note:")).split("...")[0])
+    note = next(line for line in printed if line.startswith("bnfold: note: O1"))
+    assert note.startswith(next(line for line in console if line.startswith("bnfold: note:")).split("...")[0])
     assert read_model("model.opt.circle").format.name == "circle"
 
 

@@ -43,7 +43,7 @@ from . import __version__, arguments
 from .engine import registry
 from .engine.manager import run_passes
 from .engine.report import Report
-from .errors import ModelError, UsageError
+from .errors import CheckFailed, ModelError, UsageError
 from .io.atomic import write_text, written_together
 from .io.formats import Format, format_from_extension
 from .io.paths import (
@@ -207,7 +207,8 @@ def optimize_file(
     existing model; so must `node_data` and `node_data_input` (Model Explorer node data of the
     output and of the input; they need the [explorer] extra). The model and these files appear
     together or not at all. A model no pass changed is copied byte for byte (or, in place, left
-    untouched). A failed check writes nothing.
+    untouched). A failed check writes no model, only the `report` (with the check's table and
+    verdict); the CheckFailed carries that report as `.report`.
     `progress(step)` is called as each step begins: "reading", "passes", "check", "writing".
     """
     input_path = os.fspath(input_path)
@@ -235,7 +236,14 @@ def optimize_file(
         refuse_side_file_clobber(path, option, [input_path, output_path, report, *others, *run_files], force)
         check_output_path(path, model=False)
     fmt = format_from_extension(output_path)
-    result = _optimize_path(input_path, chosen, progress=progress, **checking)
+    try:
+        result = _optimize_path(input_path, chosen, progress=progress, **checking)
+    except CheckFailed as e:  # no model, but the report a CI job needs then: the check's table and verdict
+        if report:
+            import json  # only a report asked for needs it (~3 ms of a start)
+
+            write_text(report, json.dumps(e.report, indent=2), UsageError)
+        raise
     original = load(input_path) if node_data_input else None  # before an in-place write replaces it
     progress("writing")
     with written_together():
@@ -280,11 +288,28 @@ def _optimize_path(
         progress("check")
         start = time.perf_counter()
         tolerance = check_tolerance(log.folds, rtol, atol)
-        checked, check_note = verify_optimized(
-            load_reference(path, log), model, check, tolerance=tolerance, mode=check_mode, folds=log.folds
-        )
+        try:
+            checked, check_note = verify_optimized(
+                load_reference(path, log), model, check, tolerance=tolerance, mode=check_mode, folds=log.folds
+            )
+        except CheckFailed as e:  # the report still tells what ran and how the check failed
+            times["check"] = time.perf_counter() - start
+            e.report = _report(path, label, model, log, before, chosen, times)
+            e.report["check"] = {"rtol": tolerance.rtol, "atol": tolerance.atol, **_failed_check(e)}
+            raise
         times["check"] = time.perf_counter() - start
-    report = {
+    report = _report(path, label, model, log, before, chosen, times)
+    if checked is not None:
+        report["check"] = {"rtol": tolerance.rtol, "atol": tolerance.atol, "passed": checked.passed, **check_note}
+    return Optimized(model, report, checked)
+
+
+def _report(
+    path: str, label: str | None, model: Model, log: Report, before: dict, chosen: Selection, times: dict
+) -> dict:
+    """The report of one optimization of `path` (named `label` when given): what ran and folded,
+    the operators before and after, the ignored options, the times."""
+    return {
         "bnfold": __version__,
         "input": {"path": label or path, "format": model.format.name, "bytes": os.path.getsize(path)},
         **log.to_dict(),
@@ -293,9 +318,18 @@ def _optimize_path(
         "group_members_not_implemented": chosen.group_skipped,
         "seconds": {**{k: round(v, 6) for k, v in times.items()}, "total": round(sum(times.values()), 6)},
     }
-    if checked is not None:
-        report["check"] = {"rtol": tolerance.rtol, "atol": tolerance.atol, "passed": checked.passed, **check_note}
-    return Optimized(model, report, checked)
+
+
+def _failed_check(error: CheckFailed) -> dict:
+    """A failed check's entry for the report: its verdict and the table the command prints."""
+    result = error.result
+    return {
+        "passed": False,
+        "verdict": str(error),
+        "backend": result.backend,
+        "samples": result.samples,
+        "table": result.table().splitlines(),
+    }
 
 
 def _from_bytes(data: bytes, chosen: Selection, checking: dict) -> Optimized:
@@ -400,13 +434,15 @@ def check(
     `expected` files (one per input file). Returns the CheckResult (`.passed`, `.table()`,
     `.failure_message()`); differing values are not an error here. write_input/write_expected
     store the inputs used and `model`'s outputs (file.N.h5 per sample when there are several).
-    CannotVerify when no backend ("auto", "litert", "reference") runs the models or `timeout`
+    A missing `inputs` or `expected` path whose numbered series exists (in.h5: in.0.h5, in.1.h5,
+    ...) stands for that series. CannotVerify when no backend ("auto", "litert", "reference") runs the models or `timeout`
     seconds pass."""
     from .values import diff
     from .values import samples as sample_files
     from .values.deadline import Deadline
 
-    inputs, expected = [os.fspath(p) for p in inputs], [os.fspath(p) for p in expected]
+    inputs = sample_files.numbered_series([os.fspath(p) for p in inputs])
+    expected = sample_files.numbered_series([os.fspath(p) for p in expected])
     if bool(other) == bool(expected):
         raise UsageError("give MODEL_B or --expected (with --input), not both and not neither")
     if expected and not inputs:
@@ -462,13 +498,14 @@ def run(
     """`bnfold run`: run `model` on the h5 files `inputs` (or `samples` random inputs from
     `seed`, also written to `write_input` if given) and write its outputs to `output` in ONE's
     h5 layout (out.N.h5 per sample when there are several), each sample as it is computed (all
-    renamed into place together at the end)."""
+    renamed into place together at the end). A missing `inputs` path whose numbered series
+    exists stands for that series, as in check()."""
     from .values import samples as sample_files
     from .values.backend import Backends
     from .values.deadline import Deadline
     from .values.diff import iter_random_inputs
 
-    inputs, model = [os.fspath(p) for p in inputs], os.fspath(model)
+    inputs, model = sample_files.numbered_series([os.fspath(p) for p in inputs]), os.fspath(model)
     if not output:
         raise UsageError("--output needs a file name")
     if inputs and write_input:

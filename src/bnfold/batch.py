@@ -26,16 +26,11 @@ from contextlib import contextmanager
 from typing import NamedTuple
 
 from . import arguments
-from .errors import BnfoldError, Interrupted, UsageError, WriteFailed
+from .errors import EXIT_PRECEDENCE, BnfoldError, Interrupted, UsageError, WriteFailed
 from .io.atomic import reason
 from .io.paths import refuse_unwritable, same_file
 
 MODEL_SUFFIXES = (".tflite", ".circle")
-# The run's exit code: the first of these that some model exited with. A bug in bnfold (3) says
-# the most about the run, then an output that could not be written (5: a full disk, the file-size
-# limit; the models after it likely fail the same way), then a refused path or option (2), then a
-# model that is malformed or whose check differs (1), then a check that could not be carried out (4).
-EXIT_PRECEDENCE = (3, 5, 2, 1, 4)
 
 
 class Job(NamedTuple):

@@ -3,7 +3,8 @@ configuration file, or the library's keywords), read the way one-optimize reads 
 
 - Only what is switched on runs; a configuration file or keyword that names nothing runs no pass.
   With nothing named at all (a bare `bnfold optimize IN OUT`) the default set runs.
-- A name switched off stays off, even when a group (O1) would switch it on.
+- A name switched off stays off, even when a group (O1) would switch it on; switched off with
+  nothing switched on (`--no-PASS` on the bare command line), the default set runs without it.
 - A ONE option that bnfold does not implement is reported (one warning per name) and the run goes
   on; with `strict` it is a usage error. A group's members that bnfold does not implement are
   listed once, as a note: asking for a group never asks for all of it.
@@ -109,8 +110,10 @@ def select(
         raise UsageError(
             f"{', '.join(lacking)}: ONE option{'s' if len(lacking) > 1 else ''} bnfold does not implement (strict mode)"
         )
-    if passes is None and default and not on.keys() - registry.PARAMETERS.keys():
-        wanted = registry.default_passes()  # a parameter alone names no pass: it is ignored, and says so
+    if passes is None and default and not {name for name in on if name not in off} - registry.PARAMETERS.keys():
+        # a parameter alone names no pass: it is ignored, and says so; a pass switched off alone
+        # (--no-PASS) leaves the default set without it
+        wanted = [name for name in registry.default_passes() if name not in off]
     return Selection([spec.name for spec in registry.resolve(wanted)], lacking, skipped, parameters)
 
 

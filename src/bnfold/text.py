@@ -1,7 +1,10 @@
 """What the command line prints, as lines of text made from the library's results (api.py).
 
-No I/O here: cli.py prints these lines. Kept apart so the CLI stays a shell (parse, call, print)
-and a program that calls the library can print the same summaries.
+No I/O here: cli.py prints these lines. A warning or note begins `bnfold: warning:` or
+`bnfold: note:` wherever it is printed (the library's own strings, Selection.warnings() and
+notes(), begin `warning:` / `note:`, and the command line adds `bnfold: `). Kept apart so the
+CLI stays a shell (parse, call, print) and a program that calls the library can print the same
+summaries.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ def optimize_summary(result, input_path: str) -> Iterator[str]:
             "(relative error <= 2^-11 per weight; see the report)"
         )
     if not report["converged"]:
-        yield f"warning: passes still changing the model after {report['rounds']} rounds; stopped"
+        yield f"bnfold: warning: passes still changing the model after {report['rounds']} rounds; stopped"
     if result.lossy_note is not None:
         yield lossy_warning(result.lossy_note)
     if result.check is not None:
@@ -84,9 +87,9 @@ def lossy_warning(note: dict) -> str:
     """The line a lossy change always gets (even with --quiet): which passes, how large the error."""
     what = ", ".join(note["lossy_passes"])
     if not note.get("measured"):
-        return f"warning: {what} changed the model (LOSSY); the error could not be measured: {note['reason']}"
+        return f"bnfold: warning: {what} changed the model (LOSSY); the error could not be measured: {note['reason']}"
     return (
-        f"warning: {what} changed the model (LOSSY): max abs err {note['max_abs']:.3e}, max rel err "
+        f"bnfold: warning: {what} changed the model (LOSSY): max abs err {note['max_abs']:.3e}, max rel err "
         f"{note['max_rel']:.3e}, scaled err {note['scaled_err']:.3e} over {note['samples']} random input(s) "
         f"on {note['backend']}"
     )
@@ -99,6 +102,11 @@ def written(info, input_path: str) -> str:
     if info.unchanged:
         return f"unchanged: wrote {info.path} (a copy of {input_path})"
     return f"wrote {info.path}"
+
+
+def plural(count: int, word: str) -> str:
+    """`1 operator`, `2 operators`, `0 operators`."""
+    return f"{count} {word}{'s' * (count != 1)}"
 
 
 def files(paths: list[str]) -> str:
@@ -145,7 +153,7 @@ def leftovers(found, report_path: str | None) -> Iterator[str]:
     if found.unmatched:
         first = found.unmatched[0]
         yield (
-            f"warning: {len(found.unmatched)} skip entries of {report_path} name no candidate of this model "
+            f"bnfold: warning: {len(found.unmatched)} skip entries of {report_path} name no candidate of this model "
             f"(first: {first[1]} -> {first[2]!r})"
         )
     yield f"transposes: {len(found.transposes)}"

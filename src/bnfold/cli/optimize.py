@@ -7,7 +7,7 @@ import functools
 import click
 
 from .. import api, one, text
-from ..errors import CheckFailed, UsageError
+from ..errors import EXIT_PRECEDENCE, CheckFailed, UsageError
 from .flags import Optimize, pass_flags
 from .options import SAMPLES, TOLERANCE, echo_lines
 
@@ -49,7 +49,6 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
     metavar="1",
     help="-O1: run the passes of ONE's O1 group that bnfold implements (the others are listed).",
 )
-@pass_flags
 @click.option(
     "-C",
     "--config",
@@ -85,7 +84,8 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
     type=SAMPLES,
     default=None,
     metavar="N",
-    help="Value-check the result against IN on N random samples before writing; write nothing if it fails.",
+    help="Value-check the result against IN on N random samples before writing; if it fails, write no model "
+    "(--report still tells the check).",
 )
 @click.option(
     "--rtol",
@@ -117,7 +117,8 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
 @click.option(
     "--out-dir",
     metavar="DIR",
-    help="Optimize each PATH (model, or directory of them) into DIR; exit: worst model's, 3>2>1>4>0.",
+    help="Optimize each PATH (model, or directory of them) into DIR; exit: the worst model's, "
+    f"{' > '.join(map(str, (*EXIT_PRECEDENCE, 0)))}.",
 )
 @click.option(
     "-j",
@@ -130,6 +131,7 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
 @click.option(
     "--shard", default=None, metavar="K/N", help="--out-dir: only the K-th of N equal shares of the models (K = 1..N)."
 )
+@pass_flags  # last in --help: the 30 pass flags after the options a run is shaped by
 def optimize(
     paths,
     input_option,
@@ -158,7 +160,7 @@ def optimize(
     or over every model of PATH... into DIR."""
     config = api.read_config(config_path) if config_path else None
     switches = dict(config.switches) if config else {}
-    switches.update({name: True for name, on in flags.items() if on})  # the command line wins, as in ONE
+    switches.update({name: on for name, on in flags.items() if on is not None})  # the command line wins, as in ONE
     if group is not None:
         if f"O{group}" not in one.GROUPS:
             raise UsageError(f"-O{group}: bnfold knows the group(s) {', '.join('-' + g for g in one.GROUPS)}")
@@ -167,7 +169,7 @@ def optimize(
     to_stdout = report_path == "-"
     echo = functools.partial(click.echo, err=to_stdout)  # stdout carries the JSON then
     echo_lines([f"bnfold: {line}" for line in chosen.warnings()], functools.partial(click.echo, err=True))
-    echo_lines([] if quiet else chosen.notes(), echo)
+    echo_lines([] if quiet else [f"bnfold: {line}" for line in chosen.notes()], echo)
     same = dict(
         force=force, external_buffers=external_buffers, check=check_samples, check_mode=check_mode, rtol=rtol, atol=atol
     )
@@ -211,6 +213,10 @@ def optimize(
     except CheckFailed as e:
         if getattr(e, "result", None) is not None:
             click.echo(e.result.table(), err=to_stdout)
+        if to_stdout and getattr(e, "report", None) is not None:  # the failed check's report, as a file gets it
+            import json
+
+            click.echo(json.dumps(e.report, indent=2))
         raise
     if to_stdout:
         click.echo(result.to_json())

@@ -105,16 +105,18 @@ class CheckResult:
         return total
 
     def table(self) -> str:
-        """One line per output: name, max abs err, max rel err, scaled err, ok/FAIL."""
+        """One line per output: name, max abs err, max rel err, scaled err, ok/FAIL. A passing
+        output whose reference has a 0 where the other is not (an infinite relative error, within
+        the tolerance the verdict uses) shows `-` for its relative error, not `inf`."""
         width = max([len(o.name) for o in self.outputs] + [6])
         lines = [f"{'output':<{width}}  {'max abs err':>11}  {'max rel err':>11}  {'scaled err':>11}  result"]
         for o in self.outputs:
             if o.problem:
                 lines.append(f"{o.name:<{width}}  {'-':>11}  {'-':>11}  {'-':>11}  FAIL ({o.problem})")
             else:
+                rel = f"{o.max_rel:>11.3e}" if o.max_rel < np.inf or not o.passed else f"{'-':>11}"
                 lines.append(
-                    f"{o.name:<{width}}  {o.max_abs:>11.3e}  {o.max_rel:>11.3e}  {o.scaled:>11.3e}  "
-                    f"{'ok' if o.passed else 'FAIL'}"
+                    f"{o.name:<{width}}  {o.max_abs:>11.3e}  {rel}  {o.scaled:>11.3e}  {'ok' if o.passed else 'FAIL'}"
                 )
         note = caveat(self.strengths)
         return "\n".join(lines + ([note] if note else []))

@@ -6,6 +6,7 @@ written as each sample is computed, so memory does not grow with the number of s
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import numpy as np
@@ -15,6 +16,22 @@ from ..io.paths import numbered
 from ..ir.graph import Tensor
 from .diff import conform, match_names
 from .h5io import count_samples, read_samples, write_h5
+
+
+def numbered_series(paths: list[str]) -> list[str]:
+    """`paths` with each missing PATH that names a numbered series (PATH.0.h5, PATH.1.h5, ...,
+    what `run --samples N --write-input PATH` and `--output PATH` write) replaced by the files of
+    that series, in order: the next step takes the name the last one was given."""
+    files = []
+    for path in paths:
+        if os.path.lexists(path) or not os.path.lexists(numbered(path, 0, 2)):
+            files.append(path)  # a file, or nothing to stand for: open_input names the problem
+            continue
+        index = 0
+        while os.path.lexists(numbered(path, index, 2)):
+            files.append(numbered(path, index, 2))
+            index += 1
+    return files
 
 
 def count_files(paths: list[str]) -> int:

@@ -1,0 +1,173 @@
+"""The command line's small manners (issue 36's friction list): -q on every command that prints,
+one prefix for warnings and notes, singular nouns, no `inf` on a passing row."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from bnfold.cli import run
+from bnfold.values.h5io import write_h5
+from conftest import DATA, build_recipe
+
+MODEL = str(DATA / "resnet_v2_mini.tflite")
+ONE_RELU = """
+input = ["x"]
+output = ["y"]
+
+[[operand]]
+name = "x"
+dtype = "FLOAT32"
+shape = [1, 4]
+
+[[operand]]
+name = "y"
+dtype = "FLOAT32"
+shape = [1, 4]
+
+[[operation]]
+type = "RELU"
+inputs = ["x"]
+outputs = ["y"]
+"""
+
+
+@pytest.fixture
+def optimized(tmp_path):
+    assert run(["optimize", MODEL, str(tmp_path / "o.tflite"), "-q"]) == 0
+    return str(tmp_path / "o.tflite")
+
+
+def test_quiet_prints_nothing_on_success_and_everything_on_failure(optimized, tmp_path, capsys):
+    a, b = str(tmp_path / "a.h5"), str(tmp_path / "b.h5")
+    passing = {
+        "check": ["check", MODEL, optimized],
+        "run": ["run", MODEL, "--output", a],
+        "h5diff": ["h5diff", a, a],
+        "recipe test": ["recipe", "test", str(DATA.parent.parent / "recipes" / "Net_Conv3DTranspose_BN_000.toml")],
+    }
+    for name, argv in passing.items():
+        capsys.readouterr()
+        assert run([*argv, "-q"]) == 0, name
+        assert capsys.readouterr() == ("", ""), name
+    assert run(["run", MODEL, "--output", b, "--seed", "1", "-q"]) == 0
+    for argv in (["check", MODEL, optimized, "--rtol", "0", "--atol", "0"], ["h5diff", a, b]):
+        assert run([*argv, "-q"]) == 1
+        out, err = capsys.readouterr()
+        assert "FAIL" in out and err.startswith("bnfold: error: ")  # the table and the verdict still print
+
+
+def test_one_operator_is_singular(tmp_path, capsys):
+    recipe = tmp_path / "relu.toml"
+    recipe.write_text(ONE_RELU)
+    assert run(["recipe", "build", str(recipe), str(tmp_path / "relu.tflite")]) == 0
+    assert capsys.readouterr().out.strip().endswith("(1 operator)")
+
+
+def test_a_passing_row_shows_no_infinite_relative_error(tmp_path, capsys):
+    """A zero in the reference against 1e-7 is an infinite relative error, within the tolerance
+    the verdict uses: the row passes, and says `-` rather than `inf`; a failing row keeps `inf`."""
+    zero, near, far = (str(tmp_path / f"{n}.h5") for n in ("zero", "near", "far"))
+    write_h5(zero, [("y", np.array([0.0, 1.0], np.float32))])
+    write_h5(near, [("y", np.array([1e-7, 1.0], np.float32))])
+    write_h5(far, [("y", np.array([0.5, 1.0], np.float32))])
+    assert run(["h5diff", zero, near]) == 0
+    row = capsys.readouterr().out.splitlines()[1].split()
+    assert row[2] == "-" and row[-1] == "ok" and "inf" not in row
+    assert run(["h5diff", zero, far]) == 1
+    row = capsys.readouterr().out.splitlines()[1].split()
+    assert row[2] == "inf" and row[-1] == "FAIL"
+
+
+def test_every_warning_and_note_has_one_prefix(tmp_path, capsys):
+    cfg = tmp_path / "one.cfg"
+    cfg.write_text(f"[onecc]\ninclude=O1\n[one-optimize]\ninput_path={MODEL}\noutput_path={tmp_path / 'o.tflite'}\n")
+    assert run(["optimize", "-C", str(cfg), "--fold_cast"]) == 0
+    out, err = capsys.readouterr()
+    said = [line for line in (out + err).splitlines() if "warning:" in line or "note:" in line]
+    assert said and all(line.startswith(("bnfold: warning: ", "bnfold: note: ")) for line in said), said
+    negative = str(build_recipe("Net_Preactivation_BN_001", tmp_path))  # negative scales: the lossy pass acts
+    lossy_passes = "make_batchnorm_gamma_positive,fuse_preactivation_batchnorm"
+    assert run(["optimize", negative, str(tmp_path / "g.tflite"), "--passes", lossy_passes]) == 0
+    lossy = [line for line in capsys.readouterr().out.splitlines() if "LOSSY" in line]
+    assert lossy and all(line.startswith("bnfold: warning: ") for line in lossy)
+
+
+def test_the_numbered_series_run_wrote_is_the_next_steps_input(tmp_path, capsys):
+    """`run --samples 2 --write-input in.h5` writes in.0.h5 and in.1.h5; `--input in.h5` then
+    reads them, in order, and `--expected out.h5` the outputs beside them."""
+    model, inputs, outputs = str(DATA / "bn_conv_valid.tflite"), str(tmp_path / "in.h5"), str(tmp_path / "out.h5")
+    assert run(["run", model, "--samples", "2", "--write-input", inputs, "--output", outputs, "-q"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.0.h5", "in.1.h5", "out.0.h5", "out.1.h5"]
+    assert run(["check", model, "--input", inputs, "--expected", outputs]) == 0
+    assert "2 sample(s)" in capsys.readouterr().out
+    assert run(["run", model, "--input", inputs, "--output", str(tmp_path / "again.h5"), "-q"]) == 0
+    assert (tmp_path / "again.1.h5").is_file() and not (tmp_path / "again.2.h5").exists()
+    assert run(["check", model, "--input", str(tmp_path / "nothing.h5"), "--expected", outputs]) == 2
+    assert "nothing.h5: no such file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option", [["--samples", "5"], ["--seed", "3"], ["--samples", "1"]])
+@pytest.mark.parametrize("command", ["check", "run"])
+def test_sampling_options_with_input_files_are_refused_not_ignored(command, option, tmp_path, capsys):
+    model, inputs = str(DATA / "bn_conv_valid.tflite"), str(tmp_path / "in.h5")
+    assert run(["run", model, "--write-input", inputs, "--output", str(tmp_path / "o.h5"), "-q"]) == 0
+    argv = ["check", model, model] if command == "check" else ["run", model, "--output", str(tmp_path / "p.h5")]
+    assert run([*argv, "--input", inputs, *option]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and f"{option[0]} is for random inputs" in err[0]
+    assert not (tmp_path / "p.h5").exists()
+
+
+@pytest.mark.parametrize("directory", ["/sys", "/proc"])
+def test_a_directory_that_takes_no_file_is_a_usage_error(directory, capsys):
+    """Even for root, whom the permission bits do not stop: the create is refused, exit 2 as the
+    README's table says for an output that may not be written (not 5, a failed write)."""
+    if not os.path.isdir(directory):
+        pytest.skip(f"no {directory} here")
+    assert run(["optimize", str(DATA / "bn_conv_valid.tflite"), f"{directory}/o.tflite"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"bnfold: error: {directory}/o.tflite: ")
+
+
+def test_no_pass_drops_one_default_pass_and_only_it(tmp_path):
+    """`--no-PASS` on the bare command line: the default set without PASS (here resnet_v2_mini's
+    pre-activation batch norms stay); with passes named, it switches that one off among them."""
+    report = tmp_path / "r.json"
+    assert run(["optimize", MODEL, str(tmp_path / "o.tflite"), "--no-fuse_preactivation_batchnorm", "-q"]) == 0
+    assert run(["optimize", MODEL, str(tmp_path / "p.tflite"), "--report", str(report), "-q"]) == 0
+    from bnfold.engine import registry
+
+    ran = json.loads(report.read_text())["passes"]
+    assert ran == registry.default_passes()
+    assert (
+        run(
+            [
+                "optimize",
+                MODEL,
+                str(tmp_path / "q.tflite"),
+                "--no-fuse_preactivation_batchnorm",
+                "-q",
+                "--report",
+                str(report),
+                "--force",
+            ]
+        )
+        == 0
+    )
+    without = json.loads(report.read_text())
+    assert without["passes"] == [p for p in ran if p != "fuse_preactivation_batchnorm"]
+    assert without["operators"]["after"].get("MUL", 0) > 0  # the batch norms it would have folded
+    named = ["--fuse_batchnorm_with_conv", "--fuse_activation_function", "--no-fuse_activation_function"]
+    assert run(["optimize", MODEL, str(tmp_path / "r.tflite"), *named, "-q", "--report", str(report), "--force"]) == 0
+    assert json.loads(report.read_text())["passes"] == ["fuse_batchnorm_with_conv"]
+
+
+def test_optimize_help_shows_the_options_before_the_pass_flags(capsys):
+    assert run(["optimize", "--help"]) == 0
+    shown = capsys.readouterr().out
+    first_pass = min(shown.index(f"--{name} ") for name in ("remove_unnecessary_concat", "fuse_batchnorm_with_conv"))
+    assert max(shown.index(option) for option in ("--config", "--report", "--check N", "--out-dir")) < first_pass
