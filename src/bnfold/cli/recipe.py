@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from .. import api
-from ..errors import CheckFailed
+from ..errors import CannotVerify, CheckFailed
 from .options import BACKEND, SAMPLES, SEED
 
 
@@ -54,7 +54,15 @@ def recipe_test(recipes, junit_path, force, samples, seed, backend):
         force=force,
         on_outcome=lambda outcome: click.echo(outcome.line()),
     )
-    bad = [o for o in outcomes if not o.passed]
-    click.echo(f"{len(outcomes) - len(bad)} passed, {len(bad)} failed")
-    if bad:
-        raise CheckFailed(f"{len(bad)} of {len(outcomes)} recipes failed: {', '.join(o.name for o in bad)}")
+    from ..recipe.ci import verdict  # loaded by test_recipes already
+
+    line, code = verdict(outcomes)
+    click.echo(line)
+    failed = [o.name for o in outcomes if not o.passed and not o.unverified]
+    unverified = [o.name for o in outcomes if o.unverified]
+    if code == 1:
+        raise CheckFailed(f"{len(failed)} of {len(outcomes)} recipes failed: {', '.join(failed)}")
+    if code == 4:
+        raise CannotVerify(
+            f"{len(unverified)} of {len(outcomes)} recipes could not be verified: {', '.join(unverified)}"
+        )

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..engine import registry
 from ..engine.manager import run_passes
-from ..errors import BnfoldError, UsageError
+from ..errors import BnfoldError, CannotVerify, UsageError
 from ..io.paths import open_input
 from ..io.reader import read_model
 from ..io.writer import save_model
@@ -35,17 +35,22 @@ SEED = 1
 
 @dataclass
 class Outcome:
-    """What one recipe's test found. `error` is set when it could not be carried out."""
+    """What one recipe's test found. `error` is set when it could not be carried out: `unverified`
+    too when nothing runs the model (CannotVerify, exit 4: not a difference), else the recipe is
+    broken (a failure)."""
 
     name: str
     passed: bool = False
     failures: list[str] = field(default_factory=list)
     error: str | None = None
+    unverified: bool = False
     result: CheckResult | None = None
     seconds: float = 0.0
 
     def line(self) -> str:
-        """One line, dredd-style: PASS/FAIL/ERROR, the recipe, and why or how close."""
+        """One line, dredd-style: PASS/FAIL/ERROR/UNVERIFIED, the recipe, and why or how close."""
+        if self.unverified:
+            return f"UNVERIFIED {self.name}: {self.error}"
         if self.error:
             return f"ERROR {self.name}: {self.error}"
         if not self.passed:
@@ -89,18 +94,32 @@ def run_recipe_seeds(
     try:
         built = _build(path, workdir)
     except BnfoldError as e:
-        return [Outcome(path.stem, error=str(e), seconds=time.monotonic() - start) for _ in seeds]
+        return [_failed(Outcome(path.stem, seconds=time.monotonic() - start), e) for _ in seeds]
     outcomes = []
     for seed in seeds:
         outcome = Outcome(path.stem)
         try:
             _value_test(built, path, workdir, outcome, samples, seed, backend)
         except BnfoldError as e:
-            outcome.error = str(e)
+            _failed(outcome, e)
         outcome.seconds = time.monotonic() - start
         start = time.monotonic()
         outcomes.append(outcome)
     return outcomes
+
+
+def _failed(outcome: Outcome, error: BnfoldError) -> Outcome:
+    outcome.error, outcome.unverified = str(error), isinstance(error, CannotVerify)
+    return outcome
+
+
+def verdict(outcomes: list[Outcome]) -> tuple[str, int]:
+    """The summary line and the exit code: 1 when a recipe failed, else 4 when one could not be
+    verified, else 0."""
+    failed = [o for o in outcomes if not o.passed and not o.unverified]
+    unverified = [o for o in outcomes if o.unverified]
+    line = f"{len(outcomes) - len(failed) - len(unverified)} passed, {len(failed)} failed, {len(unverified)} unverified"
+    return line, 1 if failed else 4 if unverified else 0
 
 
 @dataclass
@@ -166,7 +185,7 @@ def _store_expected(model, input_path: Path, expected_path: Path, samples: int, 
 
 def junit_xml(outcomes: list[Outcome]) -> str:
     """JUnit XML: one testsuite, one testcase per recipe (<failure> for broken rules or values,
-    <error> when the test could not be carried out)."""
+    <error> when the recipe is broken, <skipped> when nothing could run the model)."""
     from xml.etree import ElementTree as ET
 
     suite = ET.Element(
@@ -174,12 +193,15 @@ def junit_xml(outcomes: list[Outcome]) -> str:
         name="bnfold recipe test",
         tests=str(len(outcomes)),
         failures=str(sum(1 for o in outcomes if not o.passed and not o.error)),
-        errors=str(sum(1 for o in outcomes if o.error)),
+        errors=str(sum(1 for o in outcomes if o.error and not o.unverified)),
+        skipped=str(sum(1 for o in outcomes if o.unverified)),
         time=f"{sum(o.seconds for o in outcomes):.3f}",
     )
     for o in outcomes:
         case = ET.SubElement(suite, "testcase", classname="recipes", name=o.name, time=f"{o.seconds:.3f}")
-        if o.error:
+        if o.unverified:
+            ET.SubElement(case, "skipped", message=f"could not verify: {o.error}")
+        elif o.error:
             ET.SubElement(case, "error", message=o.error)
         elif not o.passed:
             ET.SubElement(case, "failure", message="; ".join(o.failures))
