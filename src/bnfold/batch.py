@@ -254,6 +254,7 @@ def optimize_many(
     check_mode: str = "auto",
     rtol: float | None = None,
     atol: float | None = None,
+    check_seed: int = 0,
     strict: bool = False,
     run_files: Iterable[str | None] = (),
     on_event: Event | None = None,
@@ -275,7 +276,10 @@ def optimize_many(
     """
     from . import api
 
-    chosen, checking = arguments.selection(passes, options, strict), arguments.checking(check, check_mode, rtol, atol)
+    chosen, checking = (
+        arguments.selection(passes, options, strict),
+        arguments.checking(check, check_mode, rtol, atol, check_seed),
+    )
     run_files = [os.fspath(f) for f in run_files if f]
     out_dir = os.fspath(out_dir)
     if report == "-":

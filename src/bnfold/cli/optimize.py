@@ -9,7 +9,7 @@ import click
 from .. import api, one, text
 from ..errors import EXIT_PRECEDENCE, CheckFailed, UsageError
 from .flags import Optimize, pass_flags
-from .options import SAMPLES, TOLERANCE, echo_lines
+from .options import SAMPLES, SEED, TOLERANCE, echo_lines
 
 
 def _one_path(what: str, positional: str | None, option: str | None) -> str | None:
@@ -95,6 +95,13 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
 )
 @click.option("--atol", type=TOLERANCE, default=None, help="--check: absolute tolerance. Default 1e-5.")
 @click.option(
+    "--seed",
+    "check_seed",
+    type=SEED,
+    default=0,
+    help="--check: seed of the random samples (the samples `check --seed` and `recipe test --seed` draw).",
+)
+@click.option(
     "--node-data",
     default=None,
     metavar="ND.json",
@@ -148,6 +155,7 @@ def optimize(
     check_samples,
     rtol,
     atol,
+    check_seed,
     node_data,
     node_data_input,
     check_mode,
@@ -171,7 +179,13 @@ def optimize(
     echo_lines([f"bnfold: {line}" for line in chosen.warnings()], functools.partial(click.echo, err=True))
     echo_lines([] if quiet else [f"bnfold: {line}" for line in chosen.notes()], echo)
     same = dict(
-        force=force, external_buffers=external_buffers, check=check_samples, check_mode=check_mode, rtol=rtol, atol=atol
+        force=force,
+        external_buffers=external_buffers,
+        check=check_samples,
+        check_mode=check_mode,
+        rtol=rtol,
+        atol=atol,
+        check_seed=check_seed,
     )
     if out_dir is not None:  # progress.py: a bar on a terminal, the failures in input order, one table
         from .. import progress  # only for --out-dir: it loads the batch machinery (~2 ms)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from .. import api, text
-from ..errors import CheckFailed
+from .. import api
+from ..errors import CannotVerify, CheckFailed
 from .options import BACKEND, SAMPLES, SEED, quiet_option
 
 
@@ -55,8 +55,16 @@ def recipe_test(recipes, junit_path, force, samples, seed, backend, quiet):
         force=force,
         on_outcome=lambda outcome: None if quiet and outcome.passed else click.echo(outcome.line()),
     )
-    bad = [o for o in outcomes if not o.passed]
-    if bad or not quiet:
-        click.echo(f"{len(outcomes) - len(bad)} passed, {len(bad)} failed")
-    if bad:
-        raise CheckFailed(f"{len(bad)} of {len(outcomes)} recipes failed: {', '.join(o.name for o in bad)}")
+    from ..recipe.ci import verdict  # loaded by test_recipes already
+
+    line, code = verdict(outcomes)
+    if code or not quiet:
+        click.echo(line)
+    failed = [o.name for o in outcomes if not o.passed and not o.unverified]
+    unverified = [o.name for o in outcomes if o.unverified]
+    if code == 1:
+        raise CheckFailed(f"{len(failed)} of {len(outcomes)} recipes failed: {', '.join(failed)}")
+    if code == 4:
+        raise CannotVerify(
+            f"{len(unverified)} of {len(outcomes)} recipes could not be verified: {', '.join(unverified)}"
+        )

@@ -62,6 +62,7 @@ class OutputDiff:
     scaled: float = 0.0  # max |a - b| / max|a|, what the verdict uses
     passed: bool = True
     problem: str | None = None  # shape/dtype mismatch, reported instead of numbers
+    settled: str | None = None  # why a difference at a weak output is not one (values/verify.py: settle_weak)
 
     def merge(self, other: OutputDiff) -> None:
         self.max_abs = max(self.max_abs, other.max_abs)
@@ -69,6 +70,7 @@ class OutputDiff:
         self.scaled = max(self.scaled, other.scaled)
         self.passed = self.passed and other.passed
         self.problem = self.problem or other.problem
+        self.settled = self.settled or other.settled
 
 
 @dataclass
@@ -115,11 +117,11 @@ class CheckResult:
                 lines.append(f"{o.name:<{width}}  {'-':>11}  {'-':>11}  {'-':>11}  FAIL ({o.problem})")
             else:
                 rel = f"{o.max_rel:>11.3e}" if o.max_rel < np.inf or not o.passed else f"{'-':>11}"
-                lines.append(
-                    f"{o.name:<{width}}  {o.max_abs:>11.3e}  {rel}  {o.scaled:>11.3e}  {'ok' if o.passed else 'FAIL'}"
-                )
+                verdict = "ok (by rewrite)" if o.settled else "ok" if o.passed else "FAIL"
+                lines.append(f"{o.name:<{width}}  {o.max_abs:>11.3e}  {rel}  {o.scaled:>11.3e}  {verdict}")
+        notes = [f"{o.name!r}: {o.settled}" for o in self.outputs if o.settled]
         note = caveat(self.strengths)
-        return "\n".join(lines + ([note] if note else []))
+        return "\n".join(lines + notes + ([note] if note else []))
 
     def failure_message(self) -> str:
         bad = self.failing
