@@ -452,8 +452,8 @@ def check(
     `.failure_message()`); differing values are not an error here. write_input/write_expected
     store the inputs used and `model`'s outputs (file.N.h5 per sample when there are several).
     A missing `inputs` or `expected` path whose numbered series exists (in.h5: in.0.h5, in.1.h5,
-    ...) stands for that series. CannotVerify when no backend ("auto", "litert", "reference") runs the models or `timeout`
-    seconds pass."""
+    ...) stands for that series. CannotVerify when no backend ("auto", "litert", "reference") runs
+    the models or `timeout` seconds pass."""
     from .values import diff
     from .values import samples as sample_files
     from .values.deadline import Deadline

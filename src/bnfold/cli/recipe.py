@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .. import api
+from .. import api, text
 from ..errors import CannotVerify, CheckFailed
 from .options import BACKEND, SAMPLES, SEED, quiet_option
 
