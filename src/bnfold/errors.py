@@ -5,6 +5,14 @@ these; the CLI turns them into a one-line message and an exit code. Anything els
 bug in bnfold.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .values.diff import CheckResult
+    from .values.local import LocalResult
+
 
 class BnfoldError(Exception):
     """Base class. `exit_code` is what the CLI exits with."""
@@ -33,9 +41,14 @@ class UsageError(BnfoldError):
 
 
 class CheckFailed(BnfoldError):
-    """A value check found outputs outside tolerance."""
+    """A value check found outputs outside tolerance; `result` is the check's, when one value
+    check (not a summary of several) failed."""
 
     exit_code = 1
+
+    def __init__(self, message: str, path: str | None = None, result: CheckResult | LocalResult | None = None):
+        super().__init__(message, path)
+        self.result = result
 
 
 class CannotVerify(BnfoldError):

@@ -209,7 +209,7 @@ def optimize(
             **same,
         )
     except CheckFailed as e:
-        if getattr(e, "result", None) is not None:
+        if e.result is not None:
             click.echo(e.result.table(), err=to_stdout)
         raise
     if to_stdout:

@@ -386,9 +386,7 @@ def verify(
         original, optimized, samples=samples, seed=seed, tolerance=tolerance, backend=backend, deadline=deadline
     )
     if not result.passed:
-        error = CheckFailed(result.failure_message())
-        error.result = result
-        raise error
+        raise CheckFailed(result.failure_message(), result=result)
     return result
 
 

@@ -410,7 +410,5 @@ def verify_rewrites(
     """check_rewrites, raising CheckFailed (naming the failing rewrites) when one does not pass."""
     result = check_rewrites(original, optimized, samples=samples, tolerance=tolerance, folds=folds, under=under)
     if not result.passed:
-        error = CheckFailed(result.failure_message())
-        error.result = result
-        raise error
+        raise CheckFailed(result.failure_message(), result=result)
     return result
