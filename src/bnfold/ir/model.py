@@ -8,9 +8,13 @@ never removed or reordered, so subgraph indices inside options (IF, WHILE, CALL_
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from .const import Buffer
 from .graph import Graph, Tensor
+
+if TYPE_CHECKING:
+    from ..io.formats import Format
 
 
 class OpCode:
@@ -71,7 +75,7 @@ class Model:
 
     def __init__(
         self,
-        format: object,
+        format: Format,
         *,
         buffers: list[Buffer] | None = None,
         description: bytes | None = None,
