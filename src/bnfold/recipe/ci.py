@@ -48,6 +48,7 @@ class Outcome:
             return f"ERROR {self.name}: {self.error}"
         if not self.passed:
             return f"FAIL  {self.name}: {'; '.join(self.failures)}"
+        assert self.result is not None  # a recipe passes on its check's result (run_recipe)
         worst = self.result.worst
         return (
             f"PASS  {self.name} (scaled err {worst.scaled:.2e}, {self.result.samples} samples, {self.result.backend})"

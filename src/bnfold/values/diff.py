@@ -390,9 +390,10 @@ def verify(
     return result
 
 
-def compare_files(path_a: str, path_b: str, tolerance: Tolerance = Tolerance()) -> CheckResult:
+def compare_files(path_a: str, path_b: str, tolerance: Tolerance = Tolerance()) -> CheckResult | None:
     """Compare two h5 files in ONE's layout (or record-minmax files, record by record), value by
-    value: by /name when both files name the same tensors, else by position (named after A)."""
+    value: by /name when both files name the same tensors, else by position (named after A).
+    None when the files hold no sample."""
     from .h5io import read_samples
 
     result = None
