@@ -44,7 +44,7 @@ from .paths import refuse_unwritable
 try:
     import fcntl
 except ImportError:  # no flock here: nothing can tell a live file from a stale one, so none is removed
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]  # a platform without it (Windows)
 
 TEMP_NAME = re.compile(r"(\.bnfold-\d+-\d+)(\.\d+)?\.tmp")  # an anchor or lone file; a member (.M)
 CAUGHT_SIGNALS = tuple(s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s is not None)
@@ -172,7 +172,10 @@ def _temporary(path: str, error):
         remove_stale_temps(directory)
     with signals_interrupt():
         try:
-            fd, tmp = _create_temp(directory) if anchor is None else _create_member(anchor.tmp, len(group.members))
+            if anchor is None or group is None:  # (an anchor is always a group's)
+                fd, tmp = _create_temp(directory)
+            else:
+                fd, tmp = _create_member(anchor.tmp, len(group.members))
         except OSError as e:
             raise WriteFailed(f"cannot create a file in {directory}: {reason(e)}", path) from None
         pending = _Pending(fd, tmp, target, path)
@@ -211,7 +214,7 @@ def write_text(path: str, text: str, error=ModelError) -> None:
 def remove_stale_temps(directory: str) -> list[str]:
     """Remove the temporary files in `directory` that no process holds (left by a run killed
     mid-write); returns their names. A file another run is still writing is kept."""
-    removed = []
+    removed: list[str] = []
     try:
         names = os.listdir(directory) if fcntl else []
     except OSError:
