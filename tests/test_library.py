@@ -11,6 +11,7 @@ import bnfold
 from bnfold.engine import registry
 from bnfold.errors import UsageError
 from bnfold.io.reader import read_model
+from bnfold.values import DEFAULT_ATOL, DEFAULT_RTOL
 from conftest import DATA, build_recipe, fixture_input, run_litert
 
 
@@ -40,6 +41,20 @@ def test_results_say_what_they_hold(tmp_path):
     )
     ran = bnfold.run(str(src), str(tmp_path / "out.h5"))
     assert repr(ran) == f"Ran(outputs={[str(tmp_path / 'out.h5')]!r}, inputs=[], backend={ran.backend!r})"
+
+
+def test_check_and_h5diff_take_none_as_the_default_tolerance(tmp_path):
+    """None for rtol/atol/delta was a TypeError deep in the comparison (mypy: float | None passed
+    where Tolerance needs a float); it means the default, as optimize's None does."""
+    src = build_recipe("Net_Conv_Add_Mul_000", tmp_path)
+    result = bnfold.check(str(src), str(src), rtol=None, atol=None)
+    assert result.passed and (result.tolerance.rtol, result.tolerance.atol) == (DEFAULT_RTOL, DEFAULT_ATOL)
+    h5 = str(tmp_path / "out.h5")
+    bnfold.run(str(src), h5)
+    same = bnfold.h5diff(h5, h5, rtol=None, atol=None)
+    assert same.passed and (same.tolerance.rtol, same.tolerance.atol) == (DEFAULT_RTOL, DEFAULT_ATOL)
+    with pytest.raises(UsageError, match="rtol must be a finite number >= 0"):
+        bnfold.check(str(src), str(src), rtol=-1.0)
 
 
 def test_bytes_in_with_one_keywords(tmp_path):

@@ -440,8 +440,8 @@ def check(
     write_input: str | None = None,
     write_expected: str | None = None,
     force: bool = False,
-    rtol: float = DEFAULT_RTOL,
-    atol: float = DEFAULT_ATOL,
+    rtol: float | None = DEFAULT_RTOL,
+    atol: float | None = DEFAULT_ATOL,
     backend: str = "auto",
     timeout: float | None = None,
     cast: bool = False,
@@ -467,10 +467,12 @@ def check(
     if expected and (write_input or write_expected):
         raise UsageError("--write-input/--write-expected go with MODEL_B, not --expected")
     samples, seed, backend = arguments.count(samples, "samples"), arguments.seed(seed), arguments.backend(backend)
-    tolerance = diff.Tolerance(arguments.tolerance(rtol, "rtol"), arguments.tolerance(atol, "atol"))
+    tolerance = diff.Tolerance(
+        arguments.tolerance_or(rtol, "rtol", DEFAULT_RTOL), arguments.tolerance_or(atol, "atol", DEFAULT_ATOL)
+    )
     deadline = Deadline(timeout)
     count = sample_files.count_files(inputs) if inputs else samples
-    if not expected:  # before any work
+    if other:  # MODEL_B, so no --expected: before any work
         refuse_numbered_clobber(
             {"--write-input": write_input, "--write-expected": write_expected},
             count,
@@ -479,13 +481,19 @@ def check(
         )
     a = load(model)
     graph = a.graphs[0]
-    given = sample_files.input_samples(graph.inputs, inputs, cast=cast) if inputs else None
-    if expected:
+    if not other:  # --expected, with the --input files its outputs came from
+        given_inputs = sample_files.input_samples(graph.inputs, inputs, cast=cast)
         return diff.compare_to_expected(
-            a, given, sample_files.expected_samples(expected), tolerance=tolerance, backend=backend, deadline=deadline
+            a,
+            given_inputs,
+            sample_files.expected_samples(expected),
+            tolerance=tolerance,
+            backend=backend,
+            deadline=deadline,
         )
     from .values.verify import settle_weak
 
+    given = sample_files.input_samples(graph.inputs, inputs, cast=cast) if inputs else None
     sink = sample_files.sample_sink(graph, count, write_input, write_expected)
     b = load(other)
     with written_together():  # every h5 file of the run, or none
@@ -554,7 +562,12 @@ def run(
 
 
 def h5diff(
-    file_a: str, file_b: str, *, rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL, delta: float | None = None
+    file_a: str,
+    file_b: str,
+    *,
+    rtol: float | None = DEFAULT_RTOL,
+    atol: float | None = DEFAULT_ATOL,
+    delta: float | None = None,
 ):
     """`bnfold h5diff`: compare two h5 files in ONE's layout value by value; returns the
     CheckResult. `delta` is h5diff's -d: one absolute tolerance for every value, integers too.
@@ -562,9 +575,11 @@ def h5diff(
     from .values.diff import Tolerance, compare_files
 
     if delta is None:
-        tolerance = Tolerance(arguments.tolerance(rtol, "rtol"), arguments.tolerance(atol, "atol"))
+        tolerance = Tolerance(
+            arguments.tolerance_or(rtol, "rtol", DEFAULT_RTOL), arguments.tolerance_or(atol, "atol", DEFAULT_ATOL)
+        )
     else:
-        tolerance = Tolerance(0.0, arguments.tolerance(delta, "delta"), exact_integers=False)
+        tolerance = Tolerance(0.0, arguments.tolerance_or(delta, "delta", 0.0), exact_integers=False)
     result = compare_files(file_a, file_b, tolerance)
     if result is None or not result.outputs:
         raise ModelError(f"holds no values to compare (and so does {file_b})", file_a)

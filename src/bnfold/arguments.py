@@ -61,6 +61,13 @@ def tolerance(value, name: str) -> float | None:
     return float(value)
 
 
+def tolerance_or(value, name: str, default: float) -> float:
+    """A tolerance where None means `default` (check, h5diff); optimize's None means the one its
+    folds call for (values/verify.py: check_tolerance)."""
+    given = tolerance(value, name)
+    return default if given is None else given
+
+
 def backend(value: str) -> str:
     if value not in BACKENDS:
         raise UsageError(f"backend must be one of {', '.join(BACKENDS)}, not {value!r}")

@@ -29,6 +29,7 @@ from . import arguments
 from .errors import EXIT_PRECEDENCE, BnfoldError, Interrupted, UsageError, WriteFailed
 from .io.atomic import reason
 from .io.paths import refuse_unwritable, same_file
+from .selection import Selection
 
 MODEL_SUFFIXES = (".tflite", ".circle")
 
@@ -77,7 +78,7 @@ class BatchResult(NamedTuple):
         return next((code for code in EXIT_PRECEDENCE if code in codes), 0)
 
     def totals(self) -> dict:
-        done = [m for m in self.models if m.report is not None]
+        done = [m.report for m in self.models if m.report is not None]
         count = {
             status: sum(1 for m in self.models if m.status == status) for status in ("changed", "unchanged", "failed")
         }
@@ -85,10 +86,10 @@ class BatchResult(NamedTuple):
             "models": len(self.models),
             **count,
             "operators": {
-                "before": sum(sum(m.report["operators"]["before"].values()) for m in done),
-                "after": sum(sum(m.report["operators"]["after"].values()) for m in done),
+                "before": sum(sum(report["operators"]["before"].values()) for report in done),
+                "after": sum(sum(report["operators"]["after"].values()) for report in done),
             },
-            "folds": sum(len(m.report["folds"]) for m in done),
+            "folds": sum(len(report["folds"]) for report in done),
             "seconds": round(self.seconds, 6),
         }
 
@@ -120,9 +121,10 @@ def collect(paths: Iterable[str | os.PathLike], out_dir: str) -> list[Job]:
     *.circle; its output is `out_dir` joined with its path relative to its PATH (a file's: its
     name). `out_dir` is never walked. Two inputs that would land on one output, or an output
     that is its own input, are refused."""
-    jobs, seen = [], {}
+    jobs: list[Job] = []
+    seen: dict[str, Job] = {}  # normalized output -> the job that writes it
     skip = os.path.realpath(out_dir)
-    for path in map(os.fspath, paths):
+    for path in (os.fspath(p) for p in paths):
         if os.path.isdir(path):
             found = list(_walk(path, skip))
             if not found:
@@ -187,7 +189,7 @@ def default_jobs() -> int:
 class Settings(NamedTuple):
     """What every model of the run is optimized with (a single optimize's options)."""
 
-    chosen: object  # selection.Selection
+    chosen: Selection
     external_buffers: bool
     checking: dict
     run_files: tuple[str, ...]
@@ -280,7 +282,7 @@ def optimize_many(
         arguments.selection(passes, options, strict),
         arguments.checking(check, check_mode, rtol, atol, check_seed),
     )
-    run_files = [os.fspath(f) for f in run_files if f]
+    run_paths = tuple(os.fspath(f) for f in run_files if f)
     out_dir = os.fspath(out_dir)
     if report == "-":
         raise UsageError("--report - (stdout) is for one model; give the run's report a file name")
@@ -288,7 +290,7 @@ def optimize_many(
         raise UsageError("--out-dir is empty; give the directory to write into (. for the current one)")
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise UsageError("--out-dir is not a directory", out_dir)
-    settings = Settings(chosen, external_buffers, checking, tuple(run_files))
+    settings = Settings(chosen, external_buffers, checking, run_paths)
     shard = None if shard is None else parse_shard(shard if isinstance(shard, str) else "/".join(map(str, shard)))
     todo = take_shard(collect(paths, out_dir), shard)
     if jobs is not None and jobs < 1:
@@ -344,7 +346,8 @@ class _Worker:
 
     def __init__(self, context, settings: Settings, siblings: list):
         here, there = context.Pipe()
-        self.conn, self.index = here, None
+        self.conn = here
+        self.index: int | None = None  # the job it is working on
         self.process = context.Process(target=_serve, args=(there, settings, [here, *siblings]), daemon=True)
         self.process.start()
         there.close()
@@ -410,7 +413,9 @@ class _Pool:
                             self._hear(worker, jobs, results, pending, on_event)
         finally:
             self._stop()
-        return results
+        heard = [result for result in results if result is not None]
+        assert len(heard) == len(jobs)  # the loop ends when every job's result is in
+        return heard
 
     def _start(self) -> _Worker:
         with _sigint_ignored():  # no Ctrl-C may reach a worker before it ignores it

@@ -9,7 +9,15 @@ beside the errors, because both sides need them: io/atomic.py raises and records
 exit handling (exits.py) reports, and neither reaches into the other.
 """
 
+from __future__ import annotations
+
 import signal
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .values.diff import CheckResult
+    from .values.local import LocalResult
+
 
 # A run of many models exits with the first of these that some model exited with (batch.py; the
 # README and `optimize --help` print this order). A bug in bnfold (3) says the most about the run,
@@ -47,9 +55,14 @@ class UsageError(BnfoldError):
 
 
 class CheckFailed(BnfoldError):
-    """A value check found outputs outside tolerance."""
+    """A value check found outputs outside tolerance; `result` is the check's, when one value
+    check (not a summary of several) failed."""
 
     exit_code = 1
+
+    def __init__(self, message: str, path: str | None = None, result: CheckResult | LocalResult | None = None):
+        super().__init__(message, path)
+        self.result = result
 
 
 class CannotVerify(BnfoldError):

@@ -7,17 +7,22 @@ from __future__ import annotations
 import io
 import os
 import time
+from typing import TYPE_CHECKING
 
 from .io.formats import Format, format_from_extension
 from .io.reader import read_model
 from .io.writer import WriteInfo, save_model, serialize
 from .ir.model import Model
 
+if TYPE_CHECKING:
+    from .values.diff import CheckResult
+    from .values.local import LocalResult
+
 
 class Optimized:
     """The optimized model and its report. Unpacks (and indexes) as `data, report`."""
 
-    def __init__(self, model: Model, report: dict, check: object | None = None):
+    def __init__(self, model: Model, report: dict, check: CheckResult | LocalResult | None = None):
         self.model, self.report = model, report
         self.check = check  # the CheckResult of `check=N`
         self.written: WriteInfo | None = None  # set by save(): what happened to the output file

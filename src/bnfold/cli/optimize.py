@@ -225,7 +225,7 @@ def optimize(
             **same,
         )
     except CheckFailed as e:
-        if getattr(e, "result", None) is not None:
+        if e.result is not None:
             click.echo(e.result.table(), err=to_stdout)
         if to_stdout and getattr(e, "report", None) is not None:  # the failed check's report, as a file gets it
             import json

@@ -45,7 +45,7 @@ from .paths import refuse_unwritable
 try:
     import fcntl
 except ImportError:  # no flock here: nothing can tell a live file from a stale one, so none is removed
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]  # a platform without it (Windows)
 
 TEMP_NAME = re.compile(r"(\.bnfold-\d+-\d+)(\.\d+)?\.tmp")  # an anchor or lone file; a member (.M)
 NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
@@ -160,7 +160,10 @@ def _temporary(path: str, error):
         remove_stale_temps(directory)
     with signals_interrupt():
         try:
-            fd, tmp = _create_temp(directory) if anchor is None else _create_member(anchor.tmp, len(group.members))
+            if anchor is None or group is None:  # (an anchor is always a group's)
+                fd, tmp = _create_temp(directory)
+            else:
+                fd, tmp = _create_member(anchor.tmp, len(group.members))
         except OSError as e:
             if e.errno in REFUSING_DIRECTORY:  # what refuse_unwritable could not foresee (root in /sys, /proc)
                 raise UsageError(f"cannot write in {directory}: {reason(e)}", path) from None
@@ -201,7 +204,7 @@ def write_text(path: str, text: str, error=ModelError) -> None:
 def remove_stale_temps(directory: str) -> list[str]:
     """Remove the temporary files in `directory` that no process holds (left by a run killed
     mid-write); returns their names. A file another run is still writing is kept."""
-    removed = []
+    removed: list[str] = []
     try:
         names = os.listdir(directory) if fcntl else []
     except OSError:

@@ -213,9 +213,9 @@ def refuse_numbered_clobber(
     for path in filter(None, run_files):
         directory, name, resolved, names = place(path)
         claim("", directory, resolved, names, {name})
-    for option, path in outputs.items():
-        if path:
-            directory, name, resolved, names = place(path)
+    for option, output in outputs.items():
+        if output:
+            directory, name, resolved, names = place(output)
             series = {name} if count == 1 else _series(name, count)
             claim(option, directory, resolved, names, series)
             refuse_unwritable(

@@ -426,7 +426,7 @@ class _Lift:
 
     def _options(self, code: int, pos: int | None) -> Options | None:
         name = self.fmt.options_names.get(code) if pos is not None else None
-        if name is None or name == "NONE":
+        if name is None or name == "NONE" or pos is None:
             return None
         reader = self._options_reader(name)
         if reader is None:

@@ -23,7 +23,8 @@ from __future__ import annotations
 import copy
 import os
 import struct
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, NamedTuple, NoReturn
 
 import numpy as np
 
@@ -57,7 +58,7 @@ class _BufferSlot:
     def __init__(self, buffer: Buffer, external: bool):
         self.buffer = buffer
         self.external = external and buffer.nbytes > 0
-        self.field = None  # distance of the patch field from the end of the builder
+        self.field: int | None = None  # distance of the patch field from the end of the builder
 
     def Pack(self, builder: flatbuffers.Builder) -> int:
         builder.StartObject(BUFFER_FIELDS)
@@ -123,14 +124,14 @@ def save_model(
     layout is not re-serialized: the output is a copy of the input's bytes (byte-identical, which
     keeps caches and content-addressed stores valid), and nothing at all is written when the
     output is the input file."""
-    unchanged = keep_unchanged and is_unchanged(model, fmt, external)
-    if unchanged and _same_file(model.source.path, path):
-        return WriteInfo(path, fmt.name, model.source.offset_layout, model.source.size, unchanged=True, written=False)
+    source = model.source if keep_unchanged and is_unchanged(model, fmt, external) else None  # to copy as it is
+    if source is not None and _same_file(source.path, path):
+        return WriteInfo(path, fmt.name, source.offset_layout, source.size, unchanged=True, written=False)
     try:
         with atomic_file(path) as out:
-            if unchanged:
-                _Sink(out, model.source).copy_all()
-                info = WriteInfo(path, fmt.name, model.source.offset_layout, model.source.size, unchanged=True)
+            if source is not None:
+                _Sink(out, source).copy_all()
+                info = WriteInfo(path, fmt.name, source.offset_layout, source.size, unchanged=True)
             else:
                 info = serialize(model, out, fmt, external=external)
     except ModelError as e:
@@ -180,7 +181,7 @@ def _serialize(model: Model, out, fmt: Format, external: bool) -> WriteInfo:
     # lay out the data region and patch the placeholders; inline data vectors come before every
     # offset buffer, so their 32-bit uoffsets stay inside the first 2 GB whatever the model's size
     cursor = tables_size
-    pieces = []
+    pieces: list[tuple[int, bytes | None, Buffer]] = []  # (where, length prefix, data) in file order
     inline_end = tables_size
     for slot in sorted(slots, key=lambda s: s.external):  # stable: file order within each group
         if slot.field is None:
@@ -200,7 +201,13 @@ def _serialize(model: Model, out, fmt: Format, external: bool) -> WriteInfo:
     if inline_end >= TWO_GB or (not external and cursor >= TWO_GB):
         raise ModelError("model does not fit a 2 GB flatbuffer; write it with --external-buffers")
     with _Sink(out, model.source) as sink:
-        sink.copy_behind([(buffer.source, buffer.nbytes, start) for start, _, buffer in pieces if sink.copied(buffer)])
+        sink.copy_behind(
+            [
+                (buffer.source, buffer.nbytes, at)
+                for at, _, buffer in pieces
+                if buffer.source is not None and sink.copied(buffer)
+            ]
+        )
         sink.write(memoryview(builder.Bytes)[head:])
         for start, prefix, buffer in pieces:
             sink.pad_to(start - (4 if prefix else 0))
@@ -279,12 +286,14 @@ class _Sink:
         if self.copier is not None and self.copied(buffer):
             self.skip(n)
             return
+        pieces: Iterable[memoryview]
         if buffer.pending is not None:
             if self.scratch is None:
                 self.scratch = np.empty(self.SCRATCH, np.uint8)
             pieces = buffer.pending.chunks(self.scratch)
         else:
-            pieces = (memoryview(buffer.data),)
+            data = buffer.data  # None only for a buffer of no bytes
+            pieces = () if data is None else (data.data,)
         if n >= 1 << 20:
             self.flush()
             for piece in pieces:
@@ -399,7 +408,7 @@ class _Plan:
         except NotRepresentable as e:
             raise ModelError(f"cannot be written as {self.fmt.name}: {e}") from None
 
-    def _refuse(self, what: str):
+    def _refuse(self, what: str) -> NoReturn:
         raise ModelError(f"cannot be written as {self.fmt.name}: {what}")
 
     def model_record(self, slots):

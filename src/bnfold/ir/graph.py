@@ -20,15 +20,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .const import NUMPY_DTYPES, Buffer, Scaled, as_stored
 from .ops import FUSED_ACTIVATIONS, SIDE_EFFECT_KINDS
 
+if TYPE_CHECKING:
+    from .model import Model
+
 
 class Options:
     """A builtin-options table by name, with the object API's field names as attributes."""
+
+    type: str  # the table's name, kept apart from the fields
 
     def __init__(self, type: str, **fields):
         self.__dict__["type"] = type
@@ -82,9 +88,9 @@ class Tensor:
     @property
     def data(self) -> np.ndarray | None:
         """The constant value in the tensor's dtype and shape (raw uint8 for types numpy lacks)."""
-        if not self.is_const:
+        raw = self.buffer.data if self.buffer is not None and self.is_const else None
+        if raw is None:
             return None
-        raw = self.buffer.data
         dtype = NUMPY_DTYPES.get(self.dtype)
         if dtype is None:
             return raw
@@ -190,7 +196,7 @@ class Graph:
         self.inputs: list[Tensor] = []
         self.outputs: list[Tensor] = []
         self.pinned: set[Tensor] = set()  # tensors a signature names: never removed or renamed
-        self.model = None  # set by Model.add_graph
+        self.model: Model | None = None  # set by Model.add_graph
         self._order: list[Op] = []  # execution order; may still hold removed ops (see `ops`)
         self._members: set[Op] = set()
         self._inserted_after: dict[Op, list[Op]] = {}  # anchor -> ops added right after it, pending
@@ -234,12 +240,11 @@ class Graph:
     # ---- construction --------------------------------------------------------------------
     def unique_name(self, base: str) -> str:
         """`base`, or `base_N` with the first N not taken since this base was last asked for."""
-        if self._names is None:
-            self._names = {t.name for t in self.tensors}
-        if base not in self._names:
+        names = self._taken_names()
+        if base not in names:
             return base
         i = self._next_suffix.get(base, 1)
-        while f"{base}_{i}" in self._names:
+        while f"{base}_{i}" in names:
             i += 1
         self._next_suffix[base] = i + 1
         return f"{base}_{i}"
@@ -248,9 +253,14 @@ class Graph:
         if buffer is None and self.model is not None:
             buffer = self.model.empty_buffer
         t = Tensor(self.unique_name(name), dtype, shape, buffer, **kw)
-        self._names.add(t.name)
+        self._taken_names().add(t.name)
         self.tensors.append(t)
         return t
+
+    def _taken_names(self) -> set[str]:
+        if self._names is None:
+            self._names = {t.name for t in self.tensors}
+        return self._names
 
     def add_const(self, name: str, values: np.ndarray | Scaled, dtype: str = "FLOAT32") -> Tensor:
         values = as_stored(values, NUMPY_DTYPES[dtype])
@@ -272,6 +282,10 @@ class Graph:
         before the op `before` (for a value that has no producer to follow: a graph input)."""
         opcode = kind_or_opcode
         if isinstance(kind_or_opcode, str):
+            if self.model is None:
+                raise ValueError(
+                    f"add_op({kind_or_opcode!r}): an op by kind needs the graph in a model (Model.add_graph)"
+                )
             opcode = self.model.opcode(kind_or_opcode, version=version)
         op = Op(opcode, inputs, outputs, options, record=record)
         if before is not None:
@@ -362,8 +376,8 @@ class Graph:
         if old is not None and values.size == math.prod(old.shape):
             values = values.reshape(old.shape)
         source = float_source(old)
-        if source is not None and source is not old:
-            self._set_dequantized_input(op, index, values, name)
+        if old is not None and source is not None and source is not old:
+            self._set_dequantized_input(op, index, old, source, values, name)
             return True
         if old is not None and self.has_single_use(old, op) and old.dtype == "FLOAT32":
             old.data = values
@@ -371,10 +385,12 @@ class Graph:
             self.set_input(op, index, self.add_const(name, values))
         return False
 
-    def _set_dequantized_input(self, op: Op, index: int, values: np.ndarray, name: str) -> None:
-        old = op.inputs[index]
+    def _set_dequantized_input(
+        self, op: Op, index: int, old: Tensor, source: Tensor, values: np.ndarray | Scaled, name: str
+    ) -> None:
+        """`old`, input `index` of `op`, is the DEQUANTIZE of the FLOAT16 constant `source` (float_source)."""
         dequantize = old.producer
-        source = dequantize.inputs[0]
+        assert dequantize is not None and dequantize.inputs[0] is source  # float_source found it so
         if self.has_single_use(old, op) and self.has_single_use(source, dequantize):
             source.data = values
             return

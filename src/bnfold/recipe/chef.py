@@ -123,7 +123,7 @@ def _signature(spec: dict, model: Model, names: list[dict[str, Tensor]], where: 
     return sig
 
 
-def _typed(value, kind: type, what: str, where: str):
+def _typed(value, kind: type | tuple[type, ...], what: str, where: str):
     """`value` if it is a `kind` (an int is never a bool here), else a usage error naming it."""
     if isinstance(value, kind) and not isinstance(value, bool) or kind is bool and isinstance(value, bool):
         return value
@@ -231,7 +231,7 @@ def _build_graph(model: Model, graph: Graph, spec: dict, rng, where: str) -> dic
             t.quantization = q
 
     def tensors(names, what, optional=False):
-        out = []
+        out: list[Tensor | None] = []
         for name in _typed(names, list, what, where):
             if optional and name in ("", "-"):  # an absent optional input (e.g. TRANSPOSE_CONV without bias)
                 out.append(None)

@@ -55,6 +55,7 @@ class Outcome:
             return f"ERROR {self.name}: {self.error}"
         if not self.passed:
             return f"FAIL  {self.name}: {'; '.join(self.failures)}"
+        assert self.result is not None  # a recipe passes on its check's result (run_recipe)
         worst = self.result.worst
         settled = ", weak output settled by rewrite" if worst.settled else ""
         return (

@@ -43,7 +43,7 @@ class Runner:
 
     @property
     def description(self) -> str:
-        return DESCRIPTIONS[self.resolver] if self.backend == "litert" else "reference interpreter"
+        return "reference interpreter" if self.resolver is None else DESCRIPTIONS[self.resolver]
 
     def __call__(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
         if self._reference is not None:

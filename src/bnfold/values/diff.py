@@ -390,15 +390,14 @@ def verify(
         original, optimized, samples=samples, seed=seed, tolerance=tolerance, backend=backend, deadline=deadline
     )
     if not result.passed:
-        error = CheckFailed(result.failure_message())
-        error.result = result
-        raise error
+        raise CheckFailed(result.failure_message(), result=result)
     return result
 
 
-def compare_files(path_a: str, path_b: str, tolerance: Tolerance = Tolerance()) -> CheckResult:
+def compare_files(path_a: str, path_b: str, tolerance: Tolerance = Tolerance()) -> CheckResult | None:
     """Compare two h5 files in ONE's layout (or record-minmax files, record by record), value by
-    value: by /name when both files name the same tensors, else by position (named after A)."""
+    value: by /name when both files name the same tensors, else by position (named after A).
+    None when the files hold no sample."""
     from .h5io import read_samples
 
     result = None

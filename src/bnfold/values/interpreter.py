@@ -13,16 +13,31 @@ does not fit) raises RunFailed: the value check then could not verify, which is 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Protocol
+
 import numpy as np
 
 from ..errors import ModelError, RunFailed
 from ..ir.const import NUMPY_DTYPES
-from ..ir.graph import Graph
+from ..ir.graph import Op, Tensor
 from ..ir.model import Model
 from . import kernels
 from .kernels import UnsupportedOperator
 from .quantized import QUANTIZED_KERNELS
 from .select_kernels import SELECT_KERNELS
+
+
+class Runnable(Protocol):
+    """What run_graph reads of a graph: a Graph, or a region of one (values/local.py)."""
+
+    @property
+    def ops(self) -> Sequence[Op]: ...
+    @property
+    def inputs(self) -> Sequence[Tensor]: ...
+    @property
+    def outputs(self) -> Sequence[Tensor]: ...
+
 
 KERNELS = {**kernels.KERNELS, **SELECT_KERNELS}
 
@@ -51,7 +66,7 @@ class Interpreter:
         cast = [np.asarray(x, dtype=NUMPY_DTYPES.get(t.dtype, None)) for x, t in zip(inputs, graph.inputs)]
         return [np.array(v) for v in self.run_graph(graph, cast)]
 
-    def run_graph(self, graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    def run_graph(self, graph: Runnable, inputs: list[np.ndarray]) -> list[np.ndarray]:
         values: dict[int, np.ndarray] = {id(t): x for t, x in zip(graph.inputs, inputs)}
         remaining = self._last_uses(graph)
         for index, op in enumerate(graph.ops):
@@ -79,9 +94,9 @@ class Interpreter:
         return [self._value(t, values, None, None) for t in graph.outputs]
 
     @staticmethod
-    def _last_uses(graph: Graph) -> dict[int, list]:
+    def _last_uses(graph: Runnable) -> dict[int, list]:
         """op index -> activations no later op or graph output needs (freed to bound memory)."""
-        last: dict[int, tuple[int, object]] = {}
+        last: dict[int, tuple[int, Tensor]] = {}
         for index, op in enumerate(graph.ops):
             for t in op.inputs:
                 if t is not None and not t.is_const:

@@ -24,12 +24,12 @@ entries whose layer or removed ops it contains.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from types import SimpleNamespace
+from typing import NamedTuple
 
 import numpy as np
 
 from ..errors import CannotVerify, CheckFailed
-from ..ir.graph import Graph, Op
+from ..ir.graph import Graph, Op, Tensor
 from ..ir.model import Model
 from .diff import OutputDiff, Tolerance, compare, random_input
 from .interpreter import Interpreter
@@ -250,12 +250,18 @@ def _take_shared_producers(region: Region, names: set[str], before: Graph, after
 # ---- running them ----------------------------------------------------------------------------
 
 
+class _Region(NamedTuple):
+    """A region's ops with its inputs and outputs: what the interpreter runs (interpreter.Runnable)."""
+
+    ops: list[Op]
+    inputs: list[Tensor]
+    outputs: list[Tensor]
+
+
 def _run_side(model: Model, graph: Graph, ops: list[Op], inputs: dict[str, np.ndarray], outputs: list[str]):
     """The region's ops as a small graph of their own, run in the reference interpreter."""
     tensors = {t.name: t for t in graph.tensors}
-    region = SimpleNamespace(
-        ops=ops, inputs=[tensors[n] for n in inputs if n in tensors], outputs=[tensors[n] for n in outputs]
-    )
+    region = _Region(ops, [tensors[n] for n in inputs if n in tensors], [tensors[n] for n in outputs])
     values = [inputs[t.name] for t in region.inputs]
     return Interpreter(model).run_graph(region, values)
 
@@ -410,7 +416,5 @@ def verify_rewrites(
     """check_rewrites, raising CheckFailed (naming the failing rewrites) when one does not pass."""
     result = check_rewrites(original, optimized, samples=samples, tolerance=tolerance, folds=folds, under=under)
     if not result.passed:
-        error = CheckFailed(result.failure_message())
-        error.result = result
-        raise error
+        raise CheckFailed(result.failure_message(), result=result)
     return result

@@ -80,7 +80,8 @@ def k_strided_slice(interp, op, index, args):
         )
     begin_mask, end_mask, shrink = (int(opt(op, n, 0)) for n in ("beginMask", "endMask", "shrinkAxisMask"))
     offset = bool(opt(op, "offset", False))
-    index_, squeeze = [], []
+    index_: list[slice | int] = []
+    squeeze: list[int] = []
     for axis in range(x.ndim):
         if axis >= len(begin):
             index_.append(slice(None))

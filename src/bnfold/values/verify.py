@@ -93,17 +93,17 @@ def verify_optimized(
             if mode == "auto":
                 note.update(_under_weak_outputs(original, optimized, result, samples, tolerance, folds))
             return result, note
-    result = verify_rewrites(original, optimized, samples, tolerance=tolerance, folds=folds)
+    local = verify_rewrites(original, optimized, samples, tolerance=tolerance, folds=folds)
     if why_local:
-        result.backend += f" (no whole-model run: {why_local})"
-    return result, {
+        local.backend += f" (no whole-model run: {why_local})"
+    return local, {
         "mode": "local",
-        "backend": result.backend,
+        "backend": local.backend,
         "why": why_local,
         "samples": samples,
-        "scaled_err": result.worst.scaled,
-        "max_abs_err": result.worst.max_abs,
-        "rewrites": [r.as_note() for r in result.regions],
+        "scaled_err": local.worst.scaled,
+        "max_abs_err": local.worst.max_abs,
+        "rewrites": [r.as_note() for r in local.regions],
     }
 
 
@@ -115,7 +115,7 @@ def _under_weak_outputs(
     weak = {s.name for s in result.strengths if s.weak}
     if not weak:
         return {}
-    entry = {"outputs": sorted(weak)}
+    entry: dict[str, object] = {"outputs": sorted(weak)}
     try:
         local = verify_rewrites(original, optimized, samples, tolerance=tolerance, folds=folds, under=weak)
     except CannotVerify as e:
