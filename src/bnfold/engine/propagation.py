@@ -344,9 +344,12 @@ def _rewrite(graph: Graph, region: Region) -> None:
     for u, crossing in region.crossed.items():
         for i in crossing.data:
             graph.set_input(u, i, new[u.inputs[i]])
+        for i, x in enumerate(u.inputs):  # a one-value operand the region moved too: the same values
+            if i not in crossing.data and x in new:
+                graph.set_input(u, i, new[x])
         _apply_constants(graph, u, crossing)
         for i, out in enumerate(u.outputs):
-            if out in new:
+            if out in new and out not in region.sides:  # a side is transposed into the layout, not rewritten
                 graph.set_output(u, i, new[out])
                 if out in region.stops:
                     _transpose(graph, opcode, new[out], region.carried[out], out, None, after=u)
