@@ -125,9 +125,11 @@ def _move(graph: Graph, seed: Op, scope, result: PassResult, reasons: dict[Op, s
         grow(graph, seed, scope, sides, absorb)
         for sides, absorb in ((False, False), (True, False), (True, scope is None))
     )
-    best = max(narrow, wide, back, key=lambda r: r.gain(graph))
-    if best.gain(graph) > 0 and _aliasing_hazard(graph, best):
-        reasons.update(dict.fromkeys(best.seeds, HAZARD))
+    paying = [r for r in (narrow, wide, back) if r.gain(graph) > 0]
+    safe = [r for r in paying if not _aliasing_hazard(graph, r)]
+    best = max(safe or [narrow, wide, back], key=lambda r: r.gain(graph))
+    if paying and not safe:
+        reasons.update(dict.fromkeys(max(paying, key=lambda r: r.gain(graph)).seeds, HAZARD))
     elif best.gain(graph) > 0:
         result.fold(
             seed,
