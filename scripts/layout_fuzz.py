@@ -1,7 +1,7 @@
 """Long differential run of the layout passes: tests/layout_fuzzing.py's random graphs, by the ten
 thousand, every option set, original vs optimized in LiteRT.
 
-    python scripts/layout_fuzz.py [--graphs 10000] [--seed 0] [--sets default,O1,c_layout,nchw,nchw_io]
+    python scripts/layout_fuzz.py [--graphs 10000] [--seed 0] [--sets default,O1,c_layout,nchw,nchw_in,nchw_out,nchw_io]
                                   [--max-ops 12] [--repros DIR] [--show 20]
 
 Prints, per option set, the cases and their outcomes (ok, refused, exit3, load_fail, run_fail,
@@ -88,6 +88,8 @@ def main() -> int:
     unfair: collections.Counter = collections.Counter()
     failures = []
     for seed in range(args.seed, args.seed + args.graphs):
+        if (seed - args.seed) % 1000 == 999:
+            print(f"... {seed - args.seed + 1} graphs, {len(failures)} failures", file=sys.stderr, flush=True)
         recipe = random_graph(seed, args.max_ops)
         content, why = prepare(recipe)
         if content is None:

@@ -88,3 +88,39 @@ def test_done_without_the_second_reader(name, tmp_path):
     result = api.optimize(content, passes)
     assert _count(result.data, kind, tmp_path) < _count(content, kind, tmp_path)
     assert run_case(content, "default").kind == "ok"
+
+
+def test_buffer_chain_follows_litert_planner():
+    """litert_inplace_reshape: x -> RELU -> r (own buffer: RELU does not run in place) -> MUL -> m
+    (r's buffer: one reader) -> RESHAPE -> s (r's buffer too): m, read by the GATHER as well,
+    sits inside the chain, which is the hazard LiteRT does not see."""
+    from pathlib import Path
+
+    from bnfold.engine.reshapes import buffer_chain, references
+
+    graph = read_model(str(Path(__file__).parent.parent / "data" / "layout_repros" / "litert_inplace_reshape.tflite"))
+    graph = graph.graphs[0]
+    reshape = next(op for op in graph.ops if op.kind == "RESHAPE")
+    relu = next(op for op in graph.ops if op.kind == "RELU")
+    chain = buffer_chain(graph, reshape.outputs[0])
+    assert chain == [reshape.outputs[0], reshape.inputs[0], relu.outputs[0]]
+    assert [references(graph, t) for t in chain] == [1, 2, 1]
+    assert buffer_chain(graph, relu.inputs[0]) == [relu.inputs[0]]
+
+
+def test_buffer_chain_is_linear_in_its_length():
+    """A chain of 3,000 in-place MULs: one walk up and one down, not one walk per link."""
+    import time
+
+    from bnfold.engine.reshapes import buffer_chain
+
+    n = Net()
+    t = n.op("TANH", [n.input("x", [1, 8])], "t0", [1, 8])
+    for i in range(3000):
+        t = n.op("MUL", [t, n.const(f"c{i}", [8])], f"m{i}", [1, 8])
+    n.outputs = [n.op("TANH", [t], "out", [1, 8])]
+    graph = n.model().graphs[0]
+    start = time.perf_counter()
+    chain = buffer_chain(graph, graph.tensor("m2999"))
+    assert len(chain) == 3001 and chain[-1].name == "t0"
+    assert time.perf_counter() - start < 1.0

@@ -10,10 +10,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bn_models import Net
 from bnfold import cli
 from bnfold.engine.reshapes import chain_hazard
 from bnfold.io.reader import read_model
-from layout_fuzzing import C_LAYOUT, TO_NCHW, TO_NHWC, _close, _interpreter, _invoke, sample_inputs
+from layout_fuzzing import (
+    C_LAYOUT,
+    OPTION_SETS,
+    TO_NCHW,
+    TO_NHWC,
+    _close,
+    _interpreter,
+    _invoke,
+    prepare,
+    run_case,
+    sample_inputs,
+)
 
 REPROS = Path(__file__).resolve().parent.parent / "data" / "layout_repros"
 NCHW_IO = ["--convert_nchw_to_nhwc", "--nchw_to_nhwc_input_shape", "--nchw_to_nhwc_output_shape"]
@@ -68,3 +80,40 @@ def test_litert_runs_a_reshape_chain_in_place_over_a_tensor_another_op_reads():
     assert chain_hazard(graph, m, added=0)  # m: in place over the RELU's output, with two readers
     relu = next(op for op in graph.ops if op.kind == "RELU")
     assert not chain_hazard(graph, relu.inputs[0], added=0)  # a graph input has a buffer of its own
+
+
+# ---- found by the differential fuzzer (scripts/layout_fuzz.py), shrunk, rebuilt here ----------
+
+
+def _one_value_operand():
+    """seed 434: SUB(r, RELU(r)) of a [1,1,1,1] REDUCE_MAX: the SUB crosses through r, and reads
+    the RELU's output as a one-value operand, which the region moves too: it must read the moved
+    tensor, not the old one nothing writes any more ("Input tensor lacks data")."""
+    n = Net()
+    n.input("x", [4, 1, 3, 4])
+    r = n.op("REDUCE_MAX", ["x", n.ints("axes", [0, 2, 3])], "r", [1, 1, 1, 1], keep_dims=True)
+    n.outputs = [n.op("SUB", [r, n.op("RELU", [r], "relu", [1, 1, 1, 1])], "sub", [1, 1, 1, 1])]
+    return n
+
+
+def _side_made_by_crossed_reshape():
+    """seed 845: a same-shape RESHAPE of the moved input feeds a CONCATENATION with that input
+    (its output a side, transposed into the layout) and a CONV_2D: the RESHAPE keeps writing its
+    own output, which the side's TRANSPOSE reads."""
+    n = Net()
+    n.input("x", [5, 1, 4, 1])
+    r = n.op("RESHAPE", ["x", n.ints("shape", [5, 1, 4, 1])], "r", [5, 1, 4, 1])
+    cat = n.op("CONCATENATION", ["x", r], "cat", [5, 1, 8, 1], axis=2)
+    n.op("TRANSPOSE", [cat, n.ints("perm", [0, 2, 3, 1])], "t", [5, 8, 1, 1])
+    conv = [r, n.const("w", [2, 1, 1, 1]), n.const("b", [2])]
+    n.outputs = [n.op("CONV_2D", conv, "conv", [5, 1, 4, 2], padding="SAME", stride_w=1, stride_h=1)]
+    return n
+
+
+@pytest.mark.parametrize("graph", [_one_value_operand, _side_made_by_crossed_reshape])
+@pytest.mark.parametrize("option_set", sorted(OPTION_SETS))
+def test_fuzzer_found_graph_optimizes_exactly_in_litert(graph, option_set):
+    content, why = prepare(graph().recipe())
+    assert content is not None, why
+    outcome = run_case(content, option_set)
+    assert outcome.kind == "ok", outcome.detail

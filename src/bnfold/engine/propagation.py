@@ -125,9 +125,11 @@ def _move(graph: Graph, seed: Op, scope, result: PassResult, reasons: dict[Op, s
         grow(graph, seed, scope, sides, absorb)
         for sides, absorb in ((False, False), (True, False), (True, scope is None))
     )
-    best = max(narrow, wide, back, key=lambda r: r.gain(graph))
-    if best.gain(graph) > 0 and _aliasing_hazard(graph, best):
-        reasons.update(dict.fromkeys(best.seeds, HAZARD))
+    paying = [r for r in (narrow, wide, back) if r.gain(graph) > 0]
+    safe = [r for r in paying if not _aliasing_hazard(graph, r)]
+    best = max(safe or [narrow, wide, back], key=lambda r: r.gain(graph))
+    if paying and not safe:
+        reasons.update(dict.fromkeys(max(paying, key=lambda r: r.gain(graph)).seeds, HAZARD))
     elif best.gain(graph) > 0:
         result.fold(
             seed,
@@ -344,9 +346,12 @@ def _rewrite(graph: Graph, region: Region) -> None:
     for u, crossing in region.crossed.items():
         for i in crossing.data:
             graph.set_input(u, i, new[u.inputs[i]])
+        for i, x in enumerate(u.inputs):  # a one-value operand the region moved too: the same values
+            if i not in crossing.data and x in new:
+                graph.set_input(u, i, new[x])
         _apply_constants(graph, u, crossing)
         for i, out in enumerate(u.outputs):
-            if out in new:
+            if out in new and out not in region.sides:  # a side is transposed into the layout, not rewritten
                 graph.set_output(u, i, new[out])
                 if out in region.stops:
                     _transpose(graph, opcode, new[out], region.carried[out], out, None, after=u)

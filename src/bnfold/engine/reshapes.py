@@ -79,12 +79,8 @@ def aliasing_hazard(graph: Graph, x: Tensor, y: Tensor, *, added: int = 1) -> bo
 def chain_hazard(graph: Graph, x: Tensor, *, added: int) -> bool:
     """Whether some tensor from `x` (gaining `added` readers) up its buffer's chain, other than
     the chain's root, has a second reader: an op LiteRT runs in place after x could overwrite it."""
-    t, extra = x, added
-    while (s := shared_input(graph, t)) is not None:
-        if references(graph, t) + extra > 1:
-            return True
-        t, extra = s, 0
-    return False
+    chain = buffer_chain(graph, x)
+    return any(references(graph, t) + (added if t is x else 0) > 1 for t in chain[:-1])
 
 
 def in_place_hazard(graph: Graph, op: Op, readers: list[Op]) -> bool:
@@ -94,7 +90,8 @@ def in_place_hazard(graph: Graph, op: Op, readers: list[Op]) -> bool:
     out = op.outputs[0]
     if out in graph.outputs or len(readers) < 2 or not any(u.kind in ALIASING for u in readers):
         return False
-    return shared_input_of(graph, op.kind, *op.inputs, out=out) is not None
+    s = _candidate(graph, op.kind, op.inputs, out)
+    return s is not None and (op.kind in ALIASING or references(graph, buffer_chain(graph, s)[-1]) == 1)
 
 
 def reading_slots(graph: Graph, t: Tensor) -> list[Op]:
@@ -105,40 +102,38 @@ def reading_slots(graph: Graph, t: Tensor) -> list[Op]:
 def references(graph: Graph, t: Tensor) -> int:
     """LiteRT's reference count of `t`: one per operator input slot reading it, one per listing
     among the graph outputs."""
-    return sum(op.inputs.count(t) for op in graph.consumers(t)) + graph.outputs.count(t)
+    return len(reading_slots(graph, t)) + graph.outputs.count(t)
 
 
-def shared_input(graph: Graph, t: Tensor) -> Tensor | None:
-    """The input whose buffer LiteRT gives `t` (its producer runs in place: module docstring), or
-    None when t has a buffer of its own (t is a root)."""
-    op = t.producer
-    if op is None or op.outputs[0] is not t or t in graph.outputs:
-        return None
-    return shared_input_of(graph, op.kind, *(op.input(i) for i in range(len(op.inputs))), out=t)
+def buffer_chain(graph: Graph, t: Tensor) -> list[Tensor]:
+    """The tensors sharing t's buffer from t up to the one that owns it (its root, last), as
+    LiteRT's planner links them in execution order: each producer's candidate input first (one
+    walk up), then, from the top down, a modifying link kept only while the root has one reader.
+    Linear in the chain's length."""
+    links = []  # (tensor, the input it would share, whether its producer modifies the data)
+    while (op := t.producer) is not None and op.outputs[0] is t and t not in graph.outputs:
+        s = _candidate(graph, op.kind, op.inputs, t)
+        if s is None:
+            break
+        links.append((t, op.kind not in ALIASING))
+        t = s
+    chain = [t]  # from the root down
+    for tensor, modifies in reversed(links):
+        chain = [tensor] if modifies and references(graph, chain[0]) != 1 else [*chain, tensor]
+    return chain[::-1]
 
 
-def shared_input_of(graph: Graph, kind: str, *inputs: Tensor | None, out: Tensor | None = None) -> Tensor | None:
-    """The input an op of `kind` reading `inputs` and writing `out` would share its buffer with."""
+def _candidate(graph: Graph, kind: str, inputs, out: Tensor) -> Tensor | None:
+    """The input LiteRT considers sharing with `out` for an op of `kind` (before its root check):
+    input 0 of an aliasing op; the first modifiable input with one reader and out's byte size."""
     if kind in ALIASING:
         s = inputs[0] if inputs else None
         return s if s is not None and _in_arena(graph, s) else None
-    candidates = [inputs[i] for i in IN_PLACE.get(kind, ()) if i < len(inputs)]
-    s = next(
-        (
-            s
-            for s in candidates
-            if s is not None and _in_arena(graph, s) and references(graph, s) == 1 and _same_size(s, out)
-        ),
-        None,
-    )  # LiteRT takes the first input it may share, then gives up if its root has other readers
-    return s if s is not None and references(graph, root(graph, s)) == 1 else None
-
-
-def root(graph: Graph, t: Tensor) -> Tensor:
-    """The tensor whose buffer LiteRT gives `t`: t itself unless its producer runs in place."""
-    while (s := shared_input(graph, t)) is not None:
-        t = s
-    return t
+    for i in IN_PLACE.get(kind, ()):
+        s = inputs[i] if i < len(inputs) else None
+        if s is not None and _in_arena(graph, s) and references(graph, s) == 1 and _same_size(s, out):
+            return s
+    return None
 
 
 def _in_arena(graph: Graph, s: Tensor) -> bool:
