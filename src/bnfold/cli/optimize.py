@@ -8,7 +8,7 @@ import click
 
 from .. import api, one, text
 from ..errors import EXIT_PRECEDENCE, CheckFailed, UsageError
-from .flags import Optimize, pass_flags
+from .flags import PASS_NAMES, Optimize, pass_flags
 from .options import SAMPLES, TOLERANCE, echo_lines
 
 
@@ -160,7 +160,8 @@ def optimize(
     model of PATH... into DIR."""
     config = api.read_config(config_path) if config_path else None
     switches = dict(config.switches) if config else {}
-    switches.update({name: on for name, on in flags.items() if on is not None})  # the command line wins, as in ONE
+    # the command line wins, as in ONE: a flag given (True), or a pass's --no-PASS (False; not given: None)
+    switches.update({name: on for name, on in flags.items() if on or (on is False and name in PASS_NAMES)})
     if group is not None:
         if f"O{group}" not in one.GROUPS:
             raise UsageError(f"-O{group}: bnfold knows the group(s) {', '.join('-' + g for g in one.GROUPS)}")
