@@ -171,3 +171,42 @@ def test_optimize_help_shows_the_options_before_the_pass_flags(capsys):
     shown = capsys.readouterr().out
     first_pass = min(shown.index(f"--{name} ") for name in ("remove_unnecessary_concat", "fuse_batchnorm_with_conv"))
     assert max(shown.index(option) for option in ("--config", "--report", "--check N", "--out-dir")) < first_pass
+
+
+@pytest.mark.parametrize(
+    "text, where, words",
+    [
+        (
+            b"[one-optimize]\ninput_path=m.tflite\nfuse_batchnorm_with_conv\n",
+            ":3",
+            "'fuse_batchnorm_with_conv' is not key=value",
+        ),
+        (b"junk\n[one-optimize]\n", ":1", "'junk' comes before any [section] header"),
+        (
+            b"[one-optimize]\ninput_path=a\ninput_path=b\n",
+            ":3",
+            "option 'input_path' in section 'one-optimize' already exists",
+        ),
+        (b"[one-optimize]\noutput_path=o.tflite\n", "", "[one-optimize] has no input_path, and no IN was given"),
+        (
+            b"[one-optimize]\n\ninput_path=nothere.tflite\noutput_path=o.tflite\n",
+            ":3",
+            "input_path=nothere.tflite: no such file",
+        ),
+    ],
+)
+def test_cfg_errors_name_the_file_and_line(text, where, words, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "one.cfg").write_bytes(text)
+    assert run(["optimize", "-C", "one.cfg"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"bnfold: error: one.cfg{where}: ") and words in err[0], err
+    assert list(tmp_path.iterdir()) == [tmp_path / "one.cfg"]
+
+
+def test_a_cfg_with_a_byte_order_mark_reads_as_without(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    body = f"[one-optimize]\ninput_path={MODEL}\noutput_path=o.tflite\nfuse_preactivation_batchnorm=True\n"
+    (tmp_path / "bom.cfg").write_bytes(b"\xef\xbb\xbf" + body.encode())
+    assert run(["optimize", "-C", "bom.cfg", "--report", "r.json", "-q"]) == 0
+    assert json.loads((tmp_path / "r.json").read_text())["passes"] == ["fuse_preactivation_batchnorm"]

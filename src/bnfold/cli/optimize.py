@@ -192,8 +192,11 @@ def optimize(
                 **same,
             )
         )
-    input_path = _one_path("IN", (*paths, None)[0], input_option) or (config and config.input_path)
+    given = _one_path("IN", (*paths, None)[0], input_option)
+    input_path = given or (config and config.input_path)
     output_path = _one_path("OUT", (*paths, None, None)[1], output_option) or (config and config.output_path)
+    if config and not input_path:
+        raise UsageError("[one-optimize] has no input_path, and no IN was given (argument or -i)", config.path)
     if not input_path or not (output_path or in_place) or len(paths) > 2 or jobs or shard:
         raise UsageError(
             "need IN and OUT (as arguments, -i/-o, or input_path/output_path in --config); "
@@ -211,6 +214,10 @@ def optimize(
             run_files=[config_path],
             **same,
         )
+    except UsageError as e:
+        if config and not given and e.path == input_path:  # the cfg's input_path: say where it came from
+            raise config.named("input_path", e) from None
+        raise
     except CheckFailed as e:
         if getattr(e, "result", None) is not None:
             click.echo(e.result.table(), err=to_stdout)
