@@ -171,3 +171,98 @@ def test_optimize_help_shows_the_options_before_the_pass_flags(capsys):
     shown = capsys.readouterr().out
     first_pass = min(shown.index(f"--{name} ") for name in ("remove_unnecessary_concat", "fuse_batchnorm_with_conv"))
     assert max(shown.index(option) for option in ("--config", "--report", "--check N", "--out-dir")) < first_pass
+
+
+@pytest.mark.parametrize(
+    "text, where, words",
+    [
+        (
+            b"[one-optimize]\ninput_path=m.tflite\nfuse_batchnorm_with_conv\n",
+            ":3",
+            "'fuse_batchnorm_with_conv' is not key=value",
+        ),
+        (b"junk\n[one-optimize]\n", ":1", "'junk' comes before any [section] header"),
+        (
+            b"[one-optimize]\ninput_path=a\ninput_path=b\n",
+            ":3",
+            "option 'input_path' in section 'one-optimize' already exists",
+        ),
+        (b"[one-optimize]\noutput_path=o.tflite\n", "", "[one-optimize] has no input_path, and no IN was given"),
+        (
+            b"[one-optimize]\n\ninput_path=nothere.tflite\noutput_path=o.tflite\n",
+            ":3",
+            "input_path=nothere.tflite: no such file",
+        ),
+    ],
+)
+def test_cfg_errors_name_the_file_and_line(text, where, words, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "one.cfg").write_bytes(text)
+    assert run(["optimize", "-C", "one.cfg"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"bnfold: error: one.cfg{where}: ") and words in err[0], err
+    assert list(tmp_path.iterdir()) == [tmp_path / "one.cfg"]
+
+
+def test_a_cfg_with_a_byte_order_mark_reads_as_without(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    body = f"[one-optimize]\ninput_path={MODEL}\noutput_path=o.tflite\nfuse_preactivation_batchnorm=True\n"
+    (tmp_path / "bom.cfg").write_bytes(b"\xef\xbb\xbf" + body.encode())
+    assert run(["optimize", "-C", "bom.cfg", "--report", "r.json", "-q"]) == 0
+    assert json.loads((tmp_path / "r.json").read_text())["passes"] == ["fuse_preactivation_batchnorm"]
+
+
+def _summary(argv: list[str], capsys) -> list[str]:
+    assert run(argv) == 0
+    return capsys.readouterr().out.splitlines()
+
+
+@pytest.mark.parametrize(
+    "model, passes",
+    [
+        ("zoo/keras_concat_input_bn.tflite", []),
+        ("zoo/keras_concat_input_bn.tflite", ["-O1"]),
+        ("resnet_v2_mini.tflite", ["-O1"]),
+        ("torch_resblock_nchw.circle", []),
+        ("bn_conv_valid.tflite", ["--passes", ""]),
+    ],
+)
+def test_the_skipped_counts_add_up_to_what_inspect_leftovers_finds(model, passes, tmp_path, capsys):
+    out, report = str(tmp_path / f"o{os.path.splitext(model)[1]}"), str(tmp_path / "r.json")
+    lines = _summary(["optimize", str(DATA / model), out, *passes, "--report", report], capsys)
+    listed = _summary(["inspect", out, "--leftovers", "--report", report], capsys)
+    candidates = int(next(x for x in listed if x.startswith("batch-norm candidates:")).split(":")[1])
+    transposes = int(next(x for x in listed if x.startswith("transposes:")).split(":")[1])
+    [left] = [x for x in lines if x.startswith("left: ")]
+    words = left.replace(",", "").split()
+    assert (int(words[1]), int(words[4])) == (candidates, transposes), left
+    outside = int(words[6]) if "outside" in left else 0
+    skipped = sum(int(x.split(", ")[1].split()[0]) for x in lines if x.endswith(" skipped"))
+    assert skipped + outside == candidates + transposes, lines
+
+
+def test_unchanged_says_why(tmp_path, capsys):
+    resnet = str(DATA / "resnet_v2_mini.tflite")
+    o1 = _summary(["optimize", resnet, str(tmp_path / "a.tflite"), "-O1"], capsys)[-1]
+    assert o1.startswith("unchanged (fuse_preactivation_batchnorm and fuse_batchnorm_forward, which fold it")
+    none = _summary(["optimize", resnet, str(tmp_path / "b.tflite"), "--passes", ""], capsys)[-1]
+    assert none.startswith("unchanged (no pass ran): wrote ")
+    _summary(["optimize", resnet, str(tmp_path / "c.tflite")], capsys)
+    again = _summary(["optimize", str(tmp_path / "c.tflite"), str(tmp_path / "d.tflite")], capsys)[-1]
+    assert again.startswith("unchanged (nothing in it for the passes that ran): wrote ")
+
+
+def test_a_write_that_only_changes_the_file_says_so(tmp_path, capsys):
+    offsets = _summary(["optimize", str(DATA / "conv_buffer_offset.tflite"), str(tmp_path / "a.tflite")], capsys)
+    assert offsets[-1] == (
+        f"wrote {tmp_path / 'a.tflite'}: no pass changed the model (nothing in it for the passes that ran); "
+        "only the file differs (buffer layout offset buffers -> standard)"
+    )
+    circle = _summary(
+        ["optimize", str(DATA / "bn_conv_valid.tflite"), str(tmp_path / "b.circle"), "--passes", ""], capsys
+    )
+    assert circle[-1].endswith(
+        "no pass changed the model (no pass ran); only the file differs (format tflite -> circle)"
+    )
+    folded = _summary(["optimize", str(DATA / "bn_conv_valid.tflite"), str(tmp_path / "c.tflite")], capsys)
+    assert folded[-1] == f"wrote {tmp_path / 'c.tflite'}"

@@ -670,7 +670,7 @@ def test_config_interpolation_syntax_is_taken_literally(tmp_path, capsys):
     cfg = tmp_path / "one.cfg"
     cfg.write_text(f"[one-optimize]\ninput_path=%(foo)s\noutput_path={tmp_path / 'o.tflite'}\n")
     code, lines = _run(capsys, "optimize", "--config", cfg)
-    assert code == 2 and lines == ["bnfold: error: %(foo)s: no such file"]
+    assert code == 2 and lines == [f"bnfold: error: {cfg}:2: input_path=%(foo)s: no such file"]
 
 
 def test_config_directory_is_refused(tmp_path, capsys):

@@ -124,6 +124,11 @@ class Config(NamedTuple):
     input_path: str | None
     output_path: str | None
     switches: dict[str, bool]
+    lines: dict[str, str] = {}  # input_path / output_path -> "file:line" where the cfg gives it
+
+    def named(self, key: str, error: UsageError) -> UsageError:
+        """`error` about the file the cfg's `key` names, said as coming from the cfg (file:line)."""
+        return UsageError(f"{key}={error.path}: {str(error).removeprefix(f'{error.path}: ')}", self.lines.get(key))
 
 
 def read_config(path: str) -> Config:
@@ -131,7 +136,7 @@ def read_config(path: str) -> Config:
 
     try:
         with open_input(path, "a configuration file") as f:
-            text = f.read().decode("utf-8")
+            text = f.read().decode("utf-8-sig")  # a BOM (Windows editors write one) is not part of the text
     except UnicodeDecodeError:
         raise UsageError("not a text configuration file", path) from None
     except OSError as e:
@@ -143,7 +148,7 @@ def read_config(path: str) -> Config:
     try:
         parser.read_string(text, source=path)
     except configparser.Error as e:
-        raise UsageError(f"not a valid configuration file: {str(e).splitlines()[0]}", path) from None
+        raise _syntax_error(e, path, text.splitlines()) from None
     if not parser.has_section(CONFIG_SECTION):
         raise UsageError(f"no [{CONFIG_SECTION}] section", path)
 
@@ -172,7 +177,23 @@ def read_config(path: str) -> Config:
         if state is None:
             raise UsageError(f"{key}={value}: expected True or False", where(CONFIG_SECTION, key))
         switches[key] = state
-    return Config(path, _path_value(values.get("input_path")), _path_value(values.get("output_path")), switches)
+    lines = {key: where(CONFIG_SECTION, key) for key in one.PATH_KEYS if key in values}
+    return Config(path, _path_value(values.get("input_path")), _path_value(values.get("output_path")), switches, lines)
+
+
+def _syntax_error(error, path: str, lines: list[str]) -> UsageError:
+    """configparser's complaint as file:line and what is wrong there, in one line."""
+    import configparser
+    import re
+
+    number = getattr(error, "lineno", None)
+    if isinstance(error, configparser.MissingSectionHeaderError):  # (a ParsingError without .errors)
+        return UsageError(f"{lines[number - 1].strip()!r} comes before any [section] header", f"{path}:{number}")
+    if isinstance(error, configparser.ParsingError) and getattr(error, "errors", None):
+        number = error.errors[0][0]
+        return UsageError(f"{lines[number - 1].strip()!r} is not key=value", f"{path}:{number}")
+    message = re.sub(r"^While reading from .*?: ", "", str(error).splitlines()[0])
+    return UsageError(f"not a valid configuration file: {message}", f"{path}:{number}" if number else path)
 
 
 def _path_value(value: str | None) -> str | None:

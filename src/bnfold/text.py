@@ -20,6 +20,7 @@ def optimize_summary(result, input_path: str) -> Iterator[str]:
     for name, (folds, skips) in result.pass_counts().items():
         if folds or skips:
             yield f"{name}: {folds} folded, {skips} skipped"
+    yield left_line(report)
     yield from interface_changes(report.get("interface"))
     float16 = sum(1 for f in report["folds"] if f.get("float16_weights"))
     if float16:
@@ -40,7 +41,10 @@ def optimize_summary(result, input_path: str) -> Iterator[str]:
         weak = weak_check_line(report["check"])
         if weak:
             yield weak
-    yield written(result.written, input_path)
+    model = result.model
+    why = None if model.changed else unchanged_why(report)
+    was = (model.format.name, model.source.offset_layout) if model.source is not None else None
+    yield written(result.written, input_path, why=why, was=was)
 
 
 def interface_changes(interface: dict | None) -> Iterator[str]:
@@ -95,13 +99,57 @@ def lossy_warning(note: dict) -> str:
     )
 
 
-def written(info, input_path: str) -> str:
-    """The last line of a write: what happened to the output file."""
+def left_line(report: dict) -> str:
+    """What is left in the output for `inspect --leftovers` to explain: the total the per-pass
+    skipped counts add up to (with those no pass that ran spoke about)."""
+    from .engine.report import leftover_counts
+
+    candidates, transposes, unclaimed = leftover_counts(report)
+    line = f"left: {plural(candidates, 'batch-norm candidate')}, {plural(transposes, 'transpose')}"
+    if unclaimed:
+        line += f", {unclaimed} of {'them' if candidates + transposes > 1 else 'it'} outside every pass that ran"
+    return line + (" (inspect --leftovers)" if candidates or transposes else "")
+
+
+def unchanged_why(report: dict) -> str:
+    """Why no pass changed the model, in a few words: none ran, none found anything, or the
+    commonest reason the report gives for what is left."""
+    if not report["passes"]:
+        return "no pass ran"
+    entries = [*report["skips"], *report.get("transposes", [])]
+    if not entries:
+        return "nothing in it for the passes that ran"
+    reasons = [e["reason"].rsplit(" (it sits", 1)[0] for e in entries]
+    commonest = max(dict.fromkeys(reasons), key=reasons.count)
+    others = len(set(reasons)) - 1
+    return commonest + (f"; {plural(others, 'other reason')} in the report" if others else "")
+
+
+def written(info, input_path: str, why: str | None = None, was: tuple[str, bool] | None = None) -> str:
+    """The last line of a write: what happened to the output file. `why`: no pass changed the
+    model, and why; a file written anyway then says what differs from `was` (the input's format
+    and whether it stored offset buffers)."""
+    because = f" ({why})" if why else ""
     if not info.written:
-        return f"unchanged: {input_path} left as it is"
+        return f"unchanged{because}: {input_path} left as it is"
     if info.unchanged:
-        return f"unchanged: wrote {info.path} (a copy of {input_path})"
+        return f"unchanged{because}: wrote {info.path} (a copy of {input_path})"
+    if why is not None:
+        return (
+            f"wrote {info.path}: no pass changed the model{because}; only the file differs ({_file_change(info, was)})"
+        )
     return f"wrote {info.path}"
+
+
+def _file_change(info, was: tuple[str, bool] | None) -> str:
+    """What a write of a model no pass changed changed: its format, its buffer layout."""
+    layouts = {True: "offset buffers", False: "standard"}
+    changes = []
+    if was is not None and was[0] != info.format:
+        changes.append(f"format {was[0]} -> {info.format}")
+    if was is not None and was[1] != info.external:
+        changes.append(f"buffer layout {layouts[was[1]]} -> {layouts[info.external]}")
+    return ", ".join(changes) or "written anew"
 
 
 def plural(count: int, word: str) -> str:

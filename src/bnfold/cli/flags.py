@@ -9,6 +9,7 @@ import click
 
 from .. import api, one
 
+PASS_NAMES = frozenset(spec.name for spec in api.PASSES)  # each has --no-<name>, which gives False
 PARAMETERS = {name: (spec.name, what) for spec in api.PASSES for name, what in spec.parameters.items()}
 # ONE's options bnfold does not implement: accepted (and warned about) as hidden flags of optimize
 NOT_IMPLEMENTED = {

@@ -8,7 +8,7 @@ import click
 
 from .. import api, one, text
 from ..errors import EXIT_PRECEDENCE, CheckFailed, UsageError
-from .flags import Optimize, pass_flags
+from .flags import PASS_NAMES, Optimize, pass_flags
 from .options import SAMPLES, SEED, TOLERANCE, echo_lines
 
 
@@ -168,7 +168,8 @@ def optimize(
     or over every model of PATH... into DIR."""
     config = api.read_config(config_path) if config_path else None
     switches = dict(config.switches) if config else {}
-    switches.update({name: on for name, on in flags.items() if on is not None})  # the command line wins, as in ONE
+    # the command line wins, as in ONE: a flag given (True), or a pass's --no-PASS (False; not given: None)
+    switches.update({name: on for name, on in flags.items() if on or (on is False and name in PASS_NAMES)})
     if group is not None:
         if f"O{group}" not in one.GROUPS:
             raise UsageError(f"-O{group}: bnfold knows the group(s) {', '.join('-' + g for g in one.GROUPS)}")
@@ -205,8 +206,11 @@ def optimize(
                 **same,
             )
         )
-    input_path = _one_path("IN", (*paths, None)[0], input_option) or (config and config.input_path)
+    given = _one_path("IN", (*paths, None)[0], input_option)
+    input_path = given or (config and config.input_path)
     output_path = _one_path("OUT", (*paths, None, None)[1], output_option) or (config and config.output_path)
+    if config and not input_path:
+        raise UsageError("[one-optimize] has no input_path, and no IN was given (argument or -i)", config.path)
     if not input_path or not (output_path or in_place) or len(paths) > 2 or jobs or shard:
         raise UsageError(
             "need IN and OUT (as arguments, -i/-o, or input_path/output_path in --config); "
@@ -224,6 +228,10 @@ def optimize(
             run_files=[config_path],
             **same,
         )
+    except UsageError as e:
+        if config and not given and e.path == input_path:  # the cfg's input_path: say where it came from
+            raise config.named("input_path", e) from None
+        raise
     except CheckFailed as e:
         if e.result is not None:
             click.echo(e.result.table(), err=to_stdout)

@@ -178,11 +178,18 @@ class Report:
 
 
 def pass_counts(report: dict) -> dict[str, tuple[int, int]]:
-    """Per pass of a report (a Report or its JSON form): (chains it folded, chains left in the
-    output that it refused). A chain is counted once however many of its ops are listed, and by
-    every pass that refused it; a TRANSPOSE left counts for the pass that gave its reason."""
+    """Per pass of a report (a Report or its JSON form): (chains it folded, things left in the
+    output it answers for). Each batch-norm candidate and TRANSPOSE left counts once, for the pass
+    whose reason its entry gives (the most specific of those that refused it); one no pass that
+    ran spoke about counts for none. So the counts, with those, add up to what `inspect
+    --leftovers` lists (leftover_counts)."""
     folds = Counter(f["pass"] for f in report["folds"])
-    chains = {(s["subgraph"], tuple(op["output"] for op in s["chain"])): s["reasons"] for s in report["skips"]}
-    skips = Counter(name for reasons in chains.values() for name in reasons)
-    skips.update(t["pass"] for t in report.get("transposes", []) if t["pass"])
-    return {name: (folds[name], skips[name]) for name in report["passes"]}
+    left = Counter(entry["pass"] for entry in (*report["skips"], *report.get("transposes", [])))
+    return {name: (folds[name], left[name]) for name in report["passes"]}
+
+
+def leftover_counts(report: dict) -> tuple[int, int, int]:
+    """(batch-norm candidates left, TRANSPOSEs left, of those how many no pass that ran spoke
+    about): what `inspect --leftovers` lists, from the report of the run that wrote the model."""
+    entries = (*report["skips"], *report.get("transposes", []))
+    return len(report["skips"]), len(report.get("transposes", [])), sum(1 for e in entries if e["pass"] is None)
