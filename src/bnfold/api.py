@@ -439,11 +439,11 @@ def check(
         )
     a = load(model)
     graph = a.graphs[0]
-    given = sample_files.input_samples(graph.inputs, inputs, cast=cast) if inputs else None
+    owner = os.fspath(model)
+    given = sample_files.input_samples(graph.inputs, inputs, cast=cast, owner=owner) if inputs else None
     if expected:
-        return diff.compare_to_expected(
-            a, given, sample_files.expected_samples(expected), tolerance=tolerance, backend=backend, deadline=deadline
-        )
+        stored = sample_files.expected_samples(expected, graph.outputs, owner)
+        return diff.compare_to_expected(a, given, stored, tolerance=tolerance, backend=backend, deadline=deadline)
     from .values.verify import settle_weak
 
     sink = sample_files.sample_sink(graph, count, write_input, write_expected)
@@ -498,7 +498,7 @@ def run(
     graph = loaded.graphs[0]
     deadline = Deadline(timeout)
     if inputs:
-        given = sample_files.input_samples(graph.inputs, inputs, cast=cast)
+        given = sample_files.input_samples(graph.inputs, inputs, cast=cast, owner=model)
     else:
         given = iter_random_inputs(graph, samples, seed)
     write = sample_files.sample_sink(graph, count, write_input, output)
@@ -513,10 +513,18 @@ def run(
 
 
 def h5diff(
-    file_a: str, file_b: str, *, rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL, delta: float | None = None
+    file_a: str,
+    file_b: str,
+    *,
+    rtol: float = DEFAULT_RTOL,
+    atol: float = DEFAULT_ATOL,
+    delta: float | None = None,
+    by_position: bool = False,
 ):
     """`bnfold h5diff`: compare two h5 files in ONE's layout value by value; returns the
-    CheckResult. `delta` is h5diff's -d: one absolute tolerance for every value, integers too.
+    CheckResult. Values are matched by name when both files name them (a name only one file has
+    is a difference), else or `by_position` by position; numbers compare whatever their byte
+    order. `delta` is h5diff's -d: one absolute tolerance for every value, integers too.
     Files holding no values are an error (ModelError): a comparison of nothing proves nothing."""
     from .values.diff import Tolerance, compare_files
 
@@ -524,7 +532,7 @@ def h5diff(
         tolerance = Tolerance(arguments.tolerance(rtol, "rtol"), arguments.tolerance(atol, "atol"))
     else:
         tolerance = Tolerance(0.0, arguments.tolerance(delta, "delta"), exact_integers=False)
-    result = compare_files(file_a, file_b, tolerance)
+    result = compare_files(file_a, file_b, tolerance, by_position=by_position)
     if result is None or not result.outputs:
         raise ModelError(f"holds no values to compare (and so does {file_b})", file_a)
     return result

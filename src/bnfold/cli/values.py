@@ -136,9 +136,14 @@ def run_model(model_path, input_files, cast, backend, timeout, samples, seed, ou
     default=None,
     help="Like h5diff -d: absolute tolerance only, for every value, integers too (overrides --rtol/--atol).",
 )
-def h5diff(file_a, file_b, rtol, atol, delta):
+@click.option(
+    "--by-position",
+    is_flag=True,
+    help="Match values by position even when both files name them (a name only one file has is otherwise a difference).",
+)
+def h5diff(file_a, file_b, rtol, atol, delta, by_position):
     """Compare two h5 files in ONE's layout value by value; exit 0 only if all are within tolerance."""
-    result = api.h5diff(file_a, file_b, rtol=rtol, atol=atol, delta=delta)
+    result = api.h5diff(file_a, file_b, rtol=rtol, atol=atol, delta=delta, by_position=by_position)
     click.echo(result.table())
     if not result.passed:
         raise CheckFailed(result.failure_message())
