@@ -5,7 +5,9 @@ configuration file, or the library's keywords), read the way one-optimize reads 
   With nothing named at all (a bare `bnfold optimize IN OUT`) the default set runs.
 - A name switched off stays off, even when a group (O1) would switch it on.
 - A ONE option that bnfold does not implement is reported (one warning per name) and the run goes
-  on; with `strict` it is a usage error. A group's members that bnfold does not implement are
+  on as if it were not named: on the bare command line or in the library the default set still
+  runs unless a pass is named (in a configuration file only what it switches on runs, as in
+  ONE); with `strict` it is a usage error. A group's members that bnfold does not implement are
   listed once, as a note: asking for a group never asks for all of it.
 - A name neither bnfold nor ONE has is a usage error that suggests the closest real names.
 - A pass parameter (nchw_to_nhwc_input_shape) qualifies its pass; without the pass it does
@@ -109,8 +111,10 @@ def select(
         raise UsageError(
             f"{', '.join(lacking)}: ONE option{'s' if len(lacking) > 1 else ''} bnfold does not implement (strict mode)"
         )
-    if passes is None and default and not on.keys() - registry.PARAMETERS.keys():
-        wanted = registry.default_passes()  # a parameter alone names no pass: it is ignored, and says so
+    names_a_pass = {name for name in on if name in registry.BY_NAME or name in one.GROUPS}
+    if passes is None and default and not names_a_pass:
+        # a parameter or an option bnfold lacks names no pass: it is ignored, says so, and the default set runs
+        wanted = registry.default_passes()
     return Selection([spec.name for spec in registry.resolve(wanted)], lacking, skipped, parameters)
 
 

@@ -139,7 +139,7 @@ def run_model(model_path, input_files, cast, backend, timeout, samples, seed, ou
 @click.option(
     "--by-position",
     is_flag=True,
-    help="Match values by position even when both files name them (a name only one file has is otherwise a difference).",
+    help="Pair values by position even when both files name them (else a name only one has is a difference).",
 )
 def h5diff(file_a, file_b, rtol, atol, delta, by_position):
     """Compare two h5 files in ONE's layout value by value; exit 0 only if all are within tolerance."""
