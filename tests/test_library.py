@@ -82,3 +82,23 @@ def test_unknown_and_unimplemented_names(tmp_path):
     assert result.report["ignored_options"] == ["fold_cast"]
     with pytest.raises(UsageError, match="strict mode"):
         bnfold.optimize(src, fold_cast=True, strict=True)
+
+
+def test_the_library_replaces_no_file_the_cli_would_refuse_to(tmp_path):
+    """bnfold.optimize(p).save(p) replaced the input silently; a missing directory was a
+    ModelError (exit 1's class) and a non-string pass name an AttributeError (issue 36)."""
+    src = build_recipe("Net_Conv_Add_Mul_000", tmp_path)
+    before = src.read_bytes()
+    result = bnfold.optimize(src)
+    with pytest.raises(UsageError, match=r"output is the input file; pass --in-place \(in_place=True\)"):
+        result.save(src)
+    with pytest.raises(UsageError, match="output is the input file"):
+        bnfold.api.save(bnfold.load(src), str(src))
+    assert src.read_bytes() == before
+    with pytest.raises(UsageError, match="output directory .* does not exist"):
+        result.save(tmp_path / "missing" / "o.tflite")
+    for passes in (["fuse_batchnorm_with_conv", 3], 3):
+        with pytest.raises(UsageError, match="must be"):
+            bnfold.optimize(src, passes=passes)
+    assert result.save(src, in_place=True).written and src.read_bytes() != before
+    assert sum(bnfold.load(src).op_counts().values()) == 1

@@ -56,7 +56,7 @@ from .io.paths import (
 from .io.reader import read_model
 from .io.writer import WriteInfo, save_model
 from .ir.model import Model
-from .results import Inspection, Optimized, Ran
+from .results import Inspection, Optimized, Ran, refuse_model_write
 from .selection import Selection, read_config, select
 from .values import BACKENDS as BACKENDS  # re-exported: the CLI offers them
 from .values import CHECK_MODES as CHECK_MODES
@@ -114,10 +114,19 @@ def load(path: str | os.PathLike) -> Model:
 
 
 def save(
-    model: Model, path: str, *, fmt: Format | None = None, external: bool = False, keep_unchanged: bool = False
+    model: Model,
+    path: str | os.PathLike,
+    *,
+    fmt: Format | None = None,
+    external: bool = False,
+    keep_unchanged: bool = False,
+    in_place: bool = False,
 ) -> WriteInfo:
     """Write `model` atomically (format from the extension unless `fmt`); with `keep_unchanged`, a
-    model nothing changed is kept as the input's bytes (see io.writer.save_model)."""
+    model nothing changed is kept as the input's bytes (see io.writer.save_model). The file it
+    was read from is replaced only with `in_place`; a path the CLI would refuse is a UsageError."""
+    path = os.fspath(path)
+    refuse_model_write(model, path, in_place)
     return save_model(model, path, fmt or format_from_extension(path), external=external, keep_unchanged=keep_unchanged)
 
 
@@ -239,7 +248,7 @@ def optimize_file(
     original = load(input_path) if node_data_input else None  # before an in-place write replaces it
     progress("writing")
     with written_together():
-        result.save(output_path, fmt=fmt, external=external_buffers, keep_unchanged=True)
+        result.save(output_path, fmt=fmt, external=external_buffers, keep_unchanged=True, in_place=in_place)
         if report:
             write_text(report, result.to_json(), UsageError)
         if node_data:
@@ -353,7 +362,9 @@ def convert(
     refuse_input_overwrite(input_path, output_path, in_place)
     check_output_path(output_path)
     fmt = format_from_extension(output_path)
-    return save(load(input_path), output_path, fmt=fmt, external=external_buffers, keep_unchanged=True)
+    return save(
+        load(input_path), output_path, fmt=fmt, external=external_buffers, keep_unchanged=True, in_place=in_place
+    )
 
 
 def inspect(path: str | os.PathLike, *, leftovers: bool = False, report: str | dict | None = None) -> Inspection:

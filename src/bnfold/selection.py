@@ -75,7 +75,14 @@ def unknown_name_error(name: str, where: str = "", path: str | None = None) -> U
 
 
 def split_names(passes: str | Iterable[str]) -> list[str]:
-    items = passes.split(",") if isinstance(passes, str) else list(passes)
+    """Pass names from "a,b" or a list of strings (anything else is a usage error)."""
+    try:
+        items = passes.split(",") if isinstance(passes, str) else list(passes)
+    except TypeError:
+        raise UsageError(f"passes must be names ('a,b' or a list of strings), not {passes!r}"[:200]) from None
+    bad = [p for p in items if not isinstance(p, str)]
+    if bad:
+        raise UsageError(f"a pass name must be a string, not {bad[0]!r}"[:200])
     return [p.strip() for p in items if p.strip()]
 
 
