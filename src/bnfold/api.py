@@ -282,7 +282,8 @@ def _optimize_path(
     start = time.perf_counter()
     log = apply_passes(model, chosen.names())
     times["passes"] = time.perf_counter() - start
-    measure_lossy(lambda: load_reference(path, log), model, log)  # lossy passes: their error, measured
+    lossy = measure_lossy(lambda: load_reference(path, log), model, registry.lossy_passes_in(log.folds))
+    log.notes += [lossy] if lossy else []  # lossy passes: their error, measured
     checked = None
     if check:
         from .values.verify import check_tolerance, verify_optimized
@@ -310,13 +311,8 @@ def _optimize_path(
         "seconds": {**{k: round(v, 6) for k, v in times.items()}, "total": round(sum(times.values()), 6)},
     }
     if checked is not None:
-        report["check"] = {
-            "rtol": tolerance.rtol,
-            "atol": tolerance.atol,
-            "seed": check_seed,
-            "passed": checked.passed,
-            **check_note,
-        }
+        passed, seed = checked.passed, check_seed
+        report["check"] = {"rtol": tolerance.rtol, "atol": tolerance.atol, "seed": seed, "passed": passed, **check_note}
     return Optimized(model, report, checked)
 
 

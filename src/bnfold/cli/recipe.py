@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .. import api
+from .. import api, text
 from ..errors import CannotVerify, CheckFailed
 from .options import BACKEND, SAMPLES, SEED
 
@@ -54,9 +54,7 @@ def recipe_test(recipes, junit_path, force, samples, seed, backend):
         force=force,
         on_outcome=lambda outcome: click.echo(outcome.line()),
     )
-    from ..recipe.ci import verdict  # loaded by test_recipes already
-
-    line, code = verdict(outcomes)
+    line, code = text.recipe_verdict(outcomes)
     click.echo(line)
     failed = [o.name for o in outcomes if not o.passed and not o.unverified]
     unverified = [o.name for o in outcomes if o.unverified]
