@@ -102,3 +102,16 @@ def test_the_library_replaces_no_file_the_cli_would_refuse_to(tmp_path):
             bnfold.optimize(src, passes=passes)
     assert result.save(src, in_place=True).written and src.read_bytes() != before
     assert sum(bnfold.load(src).op_counts().values()) == 1
+
+
+def test_one_input_file_may_be_given_as_a_string(tmp_path):
+    """inputs="in.h5" was read as the files "i", "n", ... ('i: no such file')."""
+    src = str(build_recipe("Net_Conv_Add_Mul_000", tmp_path))
+    inputs, expected = str(tmp_path / "in.h5"), str(tmp_path / "exp.h5")
+    bnfold.run(src, expected, write_input=inputs)
+    assert bnfold.check(src, inputs=inputs, expected=expected).passed
+    assert bnfold.run(src, str(tmp_path / "again.h5"), inputs=tmp_path / "in.h5").outputs == [
+        str(tmp_path / "again.h5")
+    ]
+    with pytest.raises(UsageError, match="a path or a list of paths"):
+        bnfold.check(src, src, inputs=3)

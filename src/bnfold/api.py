@@ -426,7 +426,7 @@ def check(
     from .values import samples as sample_files
     from .values.deadline import Deadline
 
-    inputs, expected = [os.fspath(p) for p in inputs], [os.fspath(p) for p in expected]
+    inputs, expected = arguments.paths(inputs), arguments.paths(expected)
     if bool(other) == bool(expected):
         raise UsageError("give MODEL_B or --expected (with --input), not both and not neither")
     if expected and not inputs:
@@ -493,7 +493,7 @@ def run(
     from .values.deadline import Deadline
     from .values.diff import iter_random_inputs
 
-    inputs, model = [os.fspath(p) for p in inputs], os.fspath(model)
+    inputs, model = arguments.paths(inputs), os.fspath(model)
     if not output:
         raise UsageError("--output needs a file name")
     if inputs and write_input:
