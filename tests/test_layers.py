@@ -62,6 +62,19 @@ def test_the_programs_exit_handling_stays_outside_the_library():
     assert not {m for m in inner if m.split(".")[0] in ("values", "passes", "engine", "io", "ir", "recipe")}, inner
 
 
+@pytest.mark.parametrize("module", sorted(p.name for p in (SRC / "values").glob("*.py")))
+def test_the_proof_does_not_import_what_it_proves(module):
+    """values/ (what runs and compares models) imports neither engine/ nor passes/: what a lossy
+    measurement needs from a run comes in as data (issue 36)."""
+    tree = ast.parse((SRC / "values" / module).read_text())
+    imported = {
+        node.module.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 2
+    }
+    assert not imported & {"engine", "passes"}, imported
+
+
 def test_no_source_file_over_600_lines():
     long = {str(p.relative_to(SRC)): n for p in SRC.rglob("*.py") if (n := len(p.read_text().splitlines())) > 600}
     assert long == {}

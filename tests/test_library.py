@@ -97,3 +97,36 @@ def test_unknown_and_unimplemented_names(tmp_path):
     assert result.report["ignored_options"] == ["fold_cast"]
     with pytest.raises(UsageError, match="strict mode"):
         bnfold.optimize(src, fold_cast=True, strict=True)
+
+
+def test_the_library_replaces_no_file_the_cli_would_refuse_to(tmp_path):
+    """bnfold.optimize(p).save(p) replaced the input silently; a missing directory was a
+    ModelError (exit 1's class) and a non-string pass name an AttributeError (issue 36)."""
+    src = build_recipe("Net_Conv_Add_Mul_000", tmp_path)
+    before = src.read_bytes()
+    result = bnfold.optimize(src)
+    with pytest.raises(UsageError, match=r"output is the input file; pass --in-place \(in_place=True\)"):
+        result.save(src)
+    with pytest.raises(UsageError, match="output is the input file"):
+        bnfold.api.save(bnfold.load(src), str(src))
+    assert src.read_bytes() == before
+    with pytest.raises(UsageError, match="output directory .* does not exist"):
+        result.save(tmp_path / "missing" / "o.tflite")
+    for passes in (["fuse_batchnorm_with_conv", 3], 3):
+        with pytest.raises(UsageError, match="must be"):
+            bnfold.optimize(src, passes=passes)
+    assert result.save(src, in_place=True).written and src.read_bytes() != before
+    assert sum(bnfold.load(src).op_counts().values()) == 1
+
+
+def test_one_input_file_may_be_given_as_a_string(tmp_path):
+    """inputs="in.h5" was read as the files "i", "n", ... ('i: no such file')."""
+    src = str(build_recipe("Net_Conv_Add_Mul_000", tmp_path))
+    inputs, expected = str(tmp_path / "in.h5"), str(tmp_path / "exp.h5")
+    bnfold.run(src, expected, write_input=inputs)
+    assert bnfold.check(src, inputs=inputs, expected=expected).passed
+    assert bnfold.run(src, str(tmp_path / "again.h5"), inputs=tmp_path / "in.h5").outputs == [
+        str(tmp_path / "again.h5")
+    ]
+    with pytest.raises(UsageError, match="a path or a list of paths"):
+        bnfold.check(src, src, inputs=3)

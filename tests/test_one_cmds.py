@@ -354,3 +354,21 @@ def test_unusable_config_files_are_one_line_usage_errors(make, words, workdir, c
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and words in err[0], err
     assert not (workdir / "o.tflite").exists()
+
+
+def test_an_unimplemented_one_option_only_adds_a_warning(tmp_path, capsys):
+    """`--fold_cast` switched the default set off: 'ignored' and the model unchanged (issue 36).
+    Now it warns and nothing else, on the command line and in the library; a pass named beside it
+    still replaces the default set, and a cfg still runs only what it switches on."""
+    src = str(build_recipe("Net_Conv_Add_Mul_000", tmp_path))
+    plain, flagged = str(tmp_path / "plain.tflite"), str(tmp_path / "flagged.tflite")
+    assert run(["optimize", src, plain, "-q"]) == 0 and run(["optimize", src, flagged, "--fold_cast", "-q"]) == 0
+    assert capsys.readouterr().err == "bnfold: warning: fold_cast is a ONE option bnfold does not implement; ignored\n"
+    counts = read_model(flagged).op_counts()
+    assert counts == read_model(plain).op_counts() == FOLDED
+    report = bnfold.optimize(src, fold_cast=True, fuse_gelu=True).report
+    assert report["passes"] == registry.default_passes() and report["ignored_options"] == ["fold_cast", "fuse_gelu"]
+    assert bnfold.optimize(src, fold_cast=True, fuse_activation_function=True).report["passes"] == [
+        "fuse_activation_function"
+    ]
+    assert selection.select(None, {"fold_cast": True}, default=False).passes == []  # a cfg naming only it

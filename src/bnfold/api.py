@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from . import __version__, arguments
+from . import arguments, reports
 from .engine import registry
 from .engine.manager import run_passes
 from .engine.report import Report
@@ -47,7 +47,6 @@ from .errors import CheckFailed, ModelError, UsageError
 from .io.atomic import write_text, written_together
 from .io.formats import Format, format_from_extension
 from .io.paths import (
-    open_input,
     refuse_input_overwrite,
     refuse_numbered_clobber,
     refuse_run_files,
@@ -57,7 +56,7 @@ from .io.paths import (
 from .io.reader import read_model
 from .io.writer import WriteInfo, save_model
 from .ir.model import Model
-from .results import Inspection, Optimized, Ran
+from .results import Inspection, Optimized, Ran, refuse_model_write
 from .selection import Selection, read_config, select
 from .values import BACKENDS as BACKENDS  # re-exported: the CLI offers them
 from .values import CHECK_MODES as CHECK_MODES
@@ -118,10 +117,19 @@ def load(path: str | os.PathLike) -> Model:
 
 
 def save(
-    model: Model, path: str, *, fmt: Format | None = None, external: bool = False, keep_unchanged: bool = False
+    model: Model,
+    path: str | os.PathLike,
+    *,
+    fmt: Format | None = None,
+    external: bool = False,
+    keep_unchanged: bool = False,
+    in_place: bool = False,
 ) -> WriteInfo:
     """Write `model` atomically (format from the extension unless `fmt`); with `keep_unchanged`, a
-    model nothing changed is kept as the input's bytes (see io.writer.save_model)."""
+    model nothing changed is kept as the input's bytes (see io.writer.save_model). The file it
+    was read from is replaced only with `in_place`; a path the CLI would refuse is a UsageError."""
+    path = os.fspath(path)
+    refuse_model_write(model, path, in_place)
     return save_model(model, path, fmt or format_from_extension(path), external=external, keep_unchanged=keep_unchanged)
 
 
@@ -251,7 +259,7 @@ def optimize_file(
     original = load(input_path) if node_data_input else None  # before an in-place write replaces it
     progress("writing")
     with written_together():
-        result.save(output_path, fmt=fmt, external=external_buffers, keep_unchanged=True)
+        result.save(output_path, fmt=fmt, external=external_buffers, keep_unchanged=True, in_place=in_place)
         if report:
             write_text(report, result.to_json(), UsageError)
         if node_data:
@@ -285,7 +293,8 @@ def _optimize_path(
     start = time.perf_counter()
     log = apply_passes(model, chosen.names())
     times["passes"] = time.perf_counter() - start
-    measure_lossy(lambda: load_reference(path, log), model, log)  # lossy passes: their error, measured
+    lossy = measure_lossy(lambda: load_reference(path, log), model, registry.lossy_passes_in(log.folds))
+    log.notes += [lossy] if lossy else []  # lossy passes: their error, measured
     checked = None
     if check:
         from .values.verify import check_tolerance, verify_optimized
@@ -305,48 +314,20 @@ def _optimize_path(
             )
         except CheckFailed as e:  # the report still tells what ran and how the check failed
             times["check"] = time.perf_counter() - start
-            e.report = _report(path, label, model, log, before, chosen, times)
-            e.report["check"] = {"rtol": tolerance.rtol, "atol": tolerance.atol, "seed": check_seed, **_failed_check(e)}
+            e.report = reports.optimize_report(path, label, model, log, before, chosen, times)
+            e.report["check"] = {
+                "rtol": tolerance.rtol,
+                "atol": tolerance.atol,
+                "seed": check_seed,
+                **reports.failed_check(e),
+            }
             raise
         times["check"] = time.perf_counter() - start
-    report = _report(path, label, model, log, before, chosen, times)
+    report = reports.optimize_report(path, label, model, log, before, chosen, times)
     if checked is not None:
-        report["check"] = {
-            "rtol": tolerance.rtol,
-            "atol": tolerance.atol,
-            "seed": check_seed,
-            "passed": checked.passed,
-            **check_note,
-        }
+        passed, seed = checked.passed, check_seed
+        report["check"] = {"rtol": tolerance.rtol, "atol": tolerance.atol, "seed": seed, "passed": passed, **check_note}
     return Optimized(model, report, checked)
-
-
-def _report(
-    path: str, label: str | None, model: Model, log: Report, before: dict, chosen: Selection, times: dict
-) -> dict:
-    """The report of one optimization of `path` (named `label` when given): what ran and folded,
-    the operators before and after, the ignored options, the times."""
-    return {
-        "bnfold": __version__,
-        "input": {"path": label or path, "format": model.format.name, "bytes": os.path.getsize(path)},
-        **log.to_dict(),
-        "operators": {"before": before, "after": dict(model.op_counts())},
-        "ignored_options": chosen.not_implemented,
-        "group_members_not_implemented": chosen.group_skipped,
-        "seconds": {**{k: round(v, 6) for k, v in times.items()}, "total": round(sum(times.values()), 6)},
-    }
-
-
-def _failed_check(error: CheckFailed) -> dict:
-    """A failed check's entry for the report: its verdict and the table the command prints."""
-    result = error.result
-    return {
-        "passed": False,
-        "verdict": str(error),
-        "backend": result.backend,
-        "samples": result.samples,
-        "table": result.table().splitlines(),
-    }
 
 
 def _from_bytes(data: bytes, chosen: Selection, checking: dict) -> Optimized:
@@ -391,7 +372,9 @@ def convert(
     refuse_input_overwrite(input_path, output_path, in_place)
     check_output_path(output_path)
     fmt = format_from_extension(output_path)
-    return save(load(input_path), output_path, fmt=fmt, external=external_buffers, keep_unchanged=True)
+    return save(
+        load(input_path), output_path, fmt=fmt, external=external_buffers, keep_unchanged=True, in_place=in_place
+    )
 
 
 def inspect(path: str | os.PathLike, *, leftovers: bool = False, report: str | dict | None = None) -> Inspection:
@@ -401,7 +384,7 @@ def inspect(path: str | os.PathLike, *, leftovers: bool = False, report: str | d
     if report is not None and not leftovers:
         raise UsageError("a report goes with leftovers")
     if isinstance(report, str):
-        report = read_report(report)
+        report = reports.read_report(report)
     model = load(path)
     if not leftovers:
         return Inspection(model)
@@ -409,21 +392,6 @@ def inspect(path: str | os.PathLike, *, leftovers: bool = False, report: str | d
 
     rows, unmatched = listing(model, report)
     return Inspection(model, rows, unmatched, transpose_listing(model, report))
-
-
-def read_report(path: str) -> dict:
-    """An optimize report (JSON) read back, refused unless it has a list of skips."""
-    import json  # only inspect's reports need it (~3 ms of a start)
-
-    try:
-        with open_input(path, "a report") as f:
-            report = json.loads(f.read().decode("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise UsageError(f"not a JSON report: {str(e).splitlines()[0]}", path) from None
-    skips = report.get("skips") if isinstance(report, dict) else None
-    if not isinstance(skips, list) or not all(isinstance(s, dict) and isinstance(s.get("at"), dict) for s in skips):
-        raise UsageError("not a bnfold optimize report (no list of skips)", path)
-    return report
 
 
 # ---- values: check, run, h5diff --------------------------------------------------------------
@@ -458,8 +426,8 @@ def check(
     from .values import samples as sample_files
     from .values.deadline import Deadline
 
-    inputs = sample_files.numbered_series([os.fspath(p) for p in inputs])
-    expected = sample_files.numbered_series([os.fspath(p) for p in expected])
+    inputs = sample_files.numbered_series(arguments.paths(inputs))
+    expected = sample_files.numbered_series(arguments.paths(expected))
     if bool(other) == bool(expected):
         raise UsageError("give MODEL_B or --expected (with --input), not both and not neither")
     if expected and not inputs:
@@ -481,19 +449,13 @@ def check(
         )
     a = load(model)
     graph = a.graphs[0]
-    if not other:  # --expected, with the --input files its outputs came from
-        given_inputs = sample_files.input_samples(graph.inputs, inputs, cast=cast)
-        return diff.compare_to_expected(
-            a,
-            given_inputs,
-            sample_files.expected_samples(expected),
-            tolerance=tolerance,
-            backend=backend,
-            deadline=deadline,
-        )
+    owner = os.fspath(model)
+    given = sample_files.input_samples(graph.inputs, inputs, cast=cast, owner=owner) if inputs else None
+    if expected:
+        stored = sample_files.expected_samples(expected, graph.outputs, owner)
+        return diff.compare_to_expected(a, given, stored, tolerance=tolerance, backend=backend, deadline=deadline)
     from .values.verify import settle_weak
 
-    given = sample_files.input_samples(graph.inputs, inputs, cast=cast) if inputs else None
     sink = sample_files.sample_sink(graph, count, write_input, write_expected)
     b = load(other)
     with written_together():  # every h5 file of the run, or none
@@ -535,7 +497,7 @@ def run(
     from .values.deadline import Deadline
     from .values.diff import iter_random_inputs
 
-    inputs, model = sample_files.numbered_series([os.fspath(p) for p in inputs]), os.fspath(model)
+    inputs, model = sample_files.numbered_series(arguments.paths(inputs)), os.fspath(model)
     if not output:
         raise UsageError("--output needs a file name")
     if inputs and write_input:
@@ -547,7 +509,7 @@ def run(
     graph = loaded.graphs[0]
     deadline = Deadline(timeout)
     if inputs:
-        given = sample_files.input_samples(graph.inputs, inputs, cast=cast)
+        given = sample_files.input_samples(graph.inputs, inputs, cast=cast, owner=model)
     else:
         given = iter_random_inputs(graph, samples, seed)
     write = sample_files.sample_sink(graph, count, write_input, output)
@@ -568,9 +530,12 @@ def h5diff(
     rtol: float | None = DEFAULT_RTOL,
     atol: float | None = DEFAULT_ATOL,
     delta: float | None = None,
+    by_position: bool = False,
 ):
     """`bnfold h5diff`: compare two h5 files in ONE's layout value by value; returns the
-    CheckResult. `delta` is h5diff's -d: one absolute tolerance for every value, integers too.
+    CheckResult. Values are matched by name when both files name them (a name only one file has
+    is a difference), else or `by_position` by position; numbers compare whatever their byte
+    order. `delta` is h5diff's -d: one absolute tolerance for every value, integers too.
     Files holding no values are an error (ModelError): a comparison of nothing proves nothing."""
     from .values.diff import Tolerance, compare_files
 
@@ -580,7 +545,7 @@ def h5diff(
         )
     else:
         tolerance = Tolerance(0.0, arguments.tolerance_or(delta, "delta", 0.0), exact_integers=False)
-    result = compare_files(file_a, file_b, tolerance)
+    result = compare_files(file_a, file_b, tolerance, by_position=by_position)
     if result is None or not result.outputs:
         raise ModelError(f"holds no values to compare (and so does {file_b})", file_a)
     return result

@@ -4,6 +4,7 @@ sample counts, seeds, tolerances, backends, the pass selection and optimize's ch
 from __future__ import annotations
 
 import math
+import os
 
 from .errors import UsageError
 from .selection import Selection, select
@@ -66,6 +67,16 @@ def tolerance_or(value, name: str, default: float) -> float:
     folds call for (values/verify.py: check_tolerance)."""
     given = tolerance(value, name)
     return default if given is None else given
+
+
+def paths(value) -> list[str]:
+    """h5 files: one path, or an iterable of them (a bare string is one path, not its letters)."""
+    if isinstance(value, (str, os.PathLike)):
+        return [os.fspath(value)]
+    try:
+        return [os.fspath(p) for p in value]
+    except TypeError:
+        raise UsageError(f"expected a path or a list of paths, not {value!r}"[:200]) from None
 
 
 def backend(value: str) -> str:

@@ -19,6 +19,18 @@ if TYPE_CHECKING:
     from .values.local import LocalResult
 
 
+def refuse_model_write(model: Model, path: str, in_place: bool) -> None:
+    """Refuse, as the CLI does, to write `model` over the file it was read from (unless
+    `in_place`) or to a path that cannot be written (UsageError)."""
+    from .errors import UsageError
+    from .io.paths import refuse_input_overwrite, refuse_unwritable
+
+    source = getattr(model.source, "path", None)
+    if source:
+        refuse_input_overwrite(source, path, in_place)
+    refuse_unwritable(path, UsageError, what="a model file")
+
+
 class Optimized:
     """The optimized model and its report. Unpacks (and indexes) as `data, report`."""
 
@@ -58,10 +70,20 @@ class Optimized:
         return (self.data, self.report)[index]
 
     def save(
-        self, path: str, *, fmt: Format | None = None, external: bool = False, keep_unchanged: bool = False
+        self,
+        path: str | os.PathLike,
+        *,
+        fmt: Format | None = None,
+        external: bool = False,
+        keep_unchanged: bool = False,
+        in_place: bool = False,
     ) -> WriteInfo:
         """Write to `path` (format from its extension unless `fmt`); the report records it. With
-        `keep_unchanged`, a model no pass changed is kept as the input's bytes (io.writer.save_model)."""
+        `keep_unchanged`, a model no pass changed is kept as the input's bytes (io.writer.save_model).
+        Refused (UsageError) as `bnfold optimize` refuses it: the input file without `in_place`, a
+        path that cannot be written (a missing directory, a read-only file)."""
+        path = os.fspath(path)
+        refuse_model_write(self.model, path, in_place)
         start = time.perf_counter()
         info = save_model(
             self.model, path, fmt or format_from_extension(path), external=external, keep_unchanged=keep_unchanged

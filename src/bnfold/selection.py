@@ -6,7 +6,9 @@ configuration file, or the library's keywords), read the way one-optimize reads 
 - A name switched off stays off, even when a group (O1) would switch it on; switched off with
   nothing switched on (`--no-PASS` on the bare command line), the default set runs without it.
 - A ONE option that bnfold does not implement is reported (one warning per name) and the run goes
-  on; with `strict` it is a usage error. A group's members that bnfold does not implement are
+  on as if it were not named: on the bare command line or in the library the default set still
+  runs unless a pass is named (in a configuration file only what it switches on runs, as in
+  ONE); with `strict` it is a usage error. A group's members that bnfold does not implement are
   listed once, as a note: asking for a group never asks for all of it.
 - A name neither bnfold nor ONE has is a usage error that suggests the closest real names.
 - A pass parameter (nchw_to_nhwc_input_shape) qualifies its pass; without the pass it does
@@ -74,7 +76,14 @@ def unknown_name_error(name: str, where: str = "", path: str | None = None) -> U
 
 
 def split_names(passes: str | Iterable[str]) -> list[str]:
-    items = passes.split(",") if isinstance(passes, str) else list(passes)
+    """Pass names from "a,b" or a list of strings (anything else is a usage error)."""
+    try:
+        items = passes.split(",") if isinstance(passes, str) else list(passes)
+    except TypeError:
+        raise UsageError(f"passes must be names ('a,b' or a list of strings), not {passes!r}"[:200]) from None
+    bad = [p for p in items if not isinstance(p, str)]
+    if bad:
+        raise UsageError(f"a pass name must be a string, not {bad[0]!r}"[:200])
     return [p.strip() for p in items if p.strip()]
 
 
@@ -110,9 +119,10 @@ def select(
         raise UsageError(
             f"{', '.join(lacking)}: ONE option{'s' if len(lacking) > 1 else ''} bnfold does not implement (strict mode)"
         )
-    if passes is None and default and not {name for name in on if name not in off} - registry.PARAMETERS.keys():
-        # a parameter alone names no pass: it is ignored, and says so; a pass switched off alone
-        # (--no-PASS) leaves the default set without it
+    names_a_pass = {name for name in on if name not in off and (name in registry.BY_NAME or name in one.GROUPS)}
+    if passes is None and default and not names_a_pass:
+        # a parameter or an option bnfold lacks names no pass: it is ignored, says so, and the default
+        # set runs; a pass switched off alone (--no-PASS) leaves the default set without it
         wanted = [name for name in registry.default_passes() if name not in off]
     return Selection([spec.name for spec in registry.resolve(wanted)], lacking, skipped, parameters)
 

@@ -241,3 +241,12 @@ def batch_table(totals: dict) -> list[str]:
     row = (*(str(totals[k]) for k in head[:4]), operators, f"{totals['seconds']:.2f}")
     widths = [max(len(h), len(v)) for h, v in zip(head, row)]
     return ["  ".join(h.rjust(w) for h, w in zip(head, widths)), "  ".join(v.rjust(w) for v, w in zip(row, widths))]
+
+
+def recipe_verdict(outcomes: list) -> tuple[str, int]:
+    """The summary line and the exit code: 1 when a recipe failed, else 4 when one could not be
+    verified, else 0."""
+    failed = [o for o in outcomes if not o.passed and not o.unverified]
+    unverified = [o for o in outcomes if o.unverified]
+    line = f"{len(outcomes) - len(failed) - len(unverified)} passed, {len(failed)} failed, {len(unverified)} unverified"
+    return line, 1 if failed else 4 if unverified else 0

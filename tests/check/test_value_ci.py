@@ -60,9 +60,9 @@ def input_name() -> str:
 def test_input_of_another_dtype_or_shape_is_refused_naming_the_input(tmp_path, capsys):
     shape = read_model(MODEL).graphs[0].inputs[0].shape
     ints, wide, wrong = (str(tmp_path / n) for n in ("ints.h5", "wide.h5", "shape.h5"))
-    write_h5(ints, [("x", np.ones(shape, np.int32))])
-    write_h5(wide, [("x", np.full(shape, 1e300))])
-    write_h5(wrong, [("x", np.ones((1, 2), np.float32))])
+    write_h5(ints, [(input_name(), np.ones(shape, np.int32))])
+    write_h5(wide, [(input_name(), np.full(shape, 1e300))])
+    write_h5(wrong, [(input_name(), np.ones((1, 2), np.float32))])
     assert run(["check", MODEL, MODEL, "--input", ints]) == 2
     err = one_line_error(capsys)
     assert repr(input_name()) in err and "int32" in err and "--cast" in err

@@ -55,9 +55,7 @@ def recipe_test(recipes, junit_path, force, samples, seed, backend, quiet):
         force=force,
         on_outcome=lambda outcome: None if quiet and outcome.passed else click.echo(outcome.line()),
     )
-    from ..recipe.ci import verdict  # loaded by test_recipes already
-
-    line, code = verdict(outcomes)
+    line, code = text.recipe_verdict(outcomes)
     if code or not quiet:
         click.echo(line)
     failed = [o.name for o in outcomes if not o.passed and not o.unverified]

@@ -145,10 +145,15 @@ def run_model(model_path, input_files, cast, backend, timeout, samples, seed, ou
     default=None,
     help="Like h5diff -d: absolute tolerance only, for every value, integers too (overrides --rtol/--atol).",
 )
+@click.option(
+    "--by-position",
+    is_flag=True,
+    help="Pair values by position even when both files name them (else a name only one has is a difference).",
+)
 @quiet_option
-def h5diff(file_a, file_b, rtol, atol, delta, quiet):
+def h5diff(file_a, file_b, rtol, atol, delta, by_position, quiet):
     """Compare two h5 files in ONE's layout value by value; exit 0 only if all are within tolerance."""
-    result = api.h5diff(file_a, file_b, rtol=rtol, atol=atol, delta=delta)
+    result = api.h5diff(file_a, file_b, rtol=rtol, atol=atol, delta=delta, by_position=by_position)
     if result.passed and quiet:
         return
     click.echo(result.table())

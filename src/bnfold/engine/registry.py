@@ -299,6 +299,11 @@ def default_passes() -> list[str]:
     return [p.name for p in PASSES if p.default]
 
 
+def lossy_passes_in(folds: list[dict]) -> list[str]:
+    """The lossy (exact=False) passes that folded something, sorted: what values/lossy.py measures."""
+    return sorted({f["pass"] for f in folds if f["pass"] in BY_NAME and not BY_NAME[f["pass"]].exact})
+
+
 def resolve(names) -> list[PassSpec]:
     """Specs for `names` (any order, duplicates allowed; parameters are left to `parameters_in`),
     in registry order."""

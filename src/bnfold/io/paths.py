@@ -139,7 +139,7 @@ def is_model_file(path: str) -> bool:
 def refuse_input_overwrite(input_path: str, output_path: str, in_place: bool) -> None:
     """The model output may be the input only when --in-place says so."""
     if not in_place and os.path.exists(output_path) and same_file(input_path, output_path):
-        raise UsageError("output is the input file; pass --in-place to overwrite it", output_path)
+        raise UsageError("output is the input file; pass --in-place (in_place=True) to overwrite it", output_path)
 
 
 def refuse_run_files(path: str, what: str, run_files: list[str | None]) -> None:

@@ -114,15 +114,6 @@ def _failed(outcome: Outcome, error: BnfoldError) -> Outcome:
     return outcome
 
 
-def verdict(outcomes: list[Outcome]) -> tuple[str, int]:
-    """The summary line and the exit code: 1 when a recipe failed, else 4 when one could not be
-    verified, else 0."""
-    failed = [o for o in outcomes if not o.passed and not o.unverified]
-    unverified = [o for o in outcomes if o.unverified]
-    line = f"{len(outcomes) - len(failed) - len(unverified)} passed, {len(failed)} failed, {len(unverified)} unverified"
-    return line, 1 if failed else 4 if unverified else 0
-
-
 @dataclass
 class _Built:
     """A recipe built, optimized and written: what each seed's value test reads."""

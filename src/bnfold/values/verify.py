@@ -10,7 +10,7 @@ way nothing is written.
 
 A difference at a weak output is judged where the rewrites are (`settle_weak`). A saturated
 sigmoid, an argmax, a threshold amplify the float rounding of everything before them by their
-steepness: recipes/Weak_Outputs_000's sigmoid of 1000x has gain 250 at 0, so an exact fold whose
+steepness: tests/data/recipes/Weak_Outputs_000's sigmoid of 1000x has gain 250 at 0, so an exact fold whose
 batch norm differs from the unfolded one by 2 ulp (5.2e-7 at seed 1) moves an element on the
 slope by 2.6e-5, over the 2e-5 the criterion allows, while the unfolded model's own float32 error
 there (against float64) is 4e-5 at seed 6. No tolerance at that output separates rounding from a
