@@ -41,7 +41,8 @@ class Job(NamedTuple):
 
 class ModelResult(NamedTuple):
     """One model of a batch: `status` is "changed", "unchanged" or "failed" (then `error` is its
-    one-line message and `exit_code` what `bnfold optimize` would have exited with)."""
+    one-line message and `exit_code` what `bnfold optimize` would have exited with; `report` is
+    there for a failed check, as `optimize --report` writes it then)."""
 
     input: str
     output: str
@@ -78,7 +79,7 @@ class BatchResult(NamedTuple):
         return next((code for code in EXIT_PRECEDENCE if code in codes), 0)
 
     def totals(self) -> dict:
-        done = [m.report for m in self.models if m.report is not None]
+        done = [m.report for m in self.models if m.report is not None and m.status != "failed"]  # written models only
         count = {
             status: sum(1 for m in self.models if m.status == status) for status in ("changed", "unchanged", "failed")
         }
@@ -203,8 +204,9 @@ def optimize_one(job: Job, settings: Settings, on_step: Callable[[str], None] = 
     gc.collect()  # the last model's graph is cyclic: free it before this one is read (memory: one model at a time)
     start = time.perf_counter()
 
-    def failed(code: int, error: str) -> ModelResult:
-        return ModelResult(job.input, job.output, "failed", code, _one_line(error), seconds=time.perf_counter() - start)
+    def failed(code: int, error: str, report: dict | None = None) -> ModelResult:
+        seconds = time.perf_counter() - start
+        return ModelResult(job.input, job.output, "failed", code, _one_line(error), report=report, seconds=seconds)
 
     try:
         os.makedirs(os.path.dirname(job.output) or ".", exist_ok=True)
@@ -224,8 +226,9 @@ def optimize_one(job: Job, settings: Settings, on_step: Callable[[str], None] = 
             progress=on_step,
             **settings.checking,
         )
-    except BnfoldError as e:
-        return failed(e.exit_code, str(e))
+    except BnfoldError as e:  # a failed check's report (its table and verdict) goes into the run's report
+        named = str(e) if e.path else f"{job.input}: {e}"  # a failed check names no file of its own
+        return failed(e.exit_code, named, getattr(e, "report", None))
     except Exception as e:  # a bug in bnfold: this model's internal error, the others go on
         return failed(3, f"{job.input}: internal error: {type(e).__name__}: {e}")
     status = "unchanged" if result.report["output"]["unchanged"] else "changed"

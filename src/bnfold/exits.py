@@ -3,8 +3,9 @@
 0 success; 1 a malformed model or h5 file, or values that differ (CheckFailed); 2 a usage error:
 a bad option or value, a missing, unreadable or special (directory, FIFO, device) input file;
 3 an internal error (a bug in bnfold; BNFOLD_DEBUG=1 shows the traceback); 4 a check that could
-not be carried out (CannotVerify); 128 + N a termination signal N while a file was written, 130
-Ctrl-C. The README's "Exit codes" table says the same. `bnfold` or `bnfold recipe` without a
+not be carried out (CannotVerify); 5 an output that could not be written (WriteFailed: no space,
+the file-size limit, a disk error; also stdout or stderr, below); 128 + N a termination signal N
+while a file was written, 130 Ctrl-C. The README's "Exit codes" table says the same. `bnfold` or `bnfold recipe` without a
 command prints its help (exit 0). The program's process then ends with that code through `leave`.
 
 The exit code is the command's verdict whatever happens to what it prints (`guarded_output`): a
@@ -68,8 +69,9 @@ def leave(code: int) -> NoReturn:
     have done still happens: the atexit handlers run (multiprocessing's after --out-dir, h5py's,
     logging's), then stdout and stderr are flushed. Every file bnfold writes is closed by then
     (io/atomic.py) and the only threads it starts are daemons. Left to the interpreter's own exit:
-    a flush that fails (the reader closed the pipe), which it reports as it always has, and a
-    process something still has to finish after the program returns: a profiler, tracer or
+    a flush that fails (only what was written after the command, whose output guarded_output
+    took care of), which it reports as it always has, and a process something still has to
+    finish after the program returns: a profiler, tracer or
     debugger (`python -m cProfile -m bnfold`, coverage, pdb), or `python -i`'s prompt."""
     if sys.gettrace() is not None or sys.getprofile() is not None or sys.flags.inspect:
         sys.exit(code)

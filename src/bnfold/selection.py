@@ -191,13 +191,14 @@ def read_config(path: str) -> Config:
     return Config(path, _path_value(values.get("input_path")), _path_value(values.get("output_path")), switches, lines)
 
 
-def _syntax_error(error, path: str, lines: list[str]) -> UsageError:
+def _syntax_error(error: Exception, path: str, lines: list[str]) -> UsageError:
     """configparser's complaint as file:line and what is wrong there, in one line."""
     import configparser
     import re
 
     number = getattr(error, "lineno", None)
     if isinstance(error, configparser.MissingSectionHeaderError):  # (a ParsingError without .errors)
+        number = error.lineno
         return UsageError(f"{lines[number - 1].strip()!r} comes before any [section] header", f"{path}:{number}")
     if isinstance(error, configparser.ParsingError) and getattr(error, "errors", None):
         number = error.errors[0][0]

@@ -53,7 +53,8 @@ def refuse_ignored_sampling(input_files) -> None:
     if not input_files:
         return
     context = click.get_current_context()
-    given = [f"--{name}" for name in ("samples", "seed") if context.get_parameter_source(name).name == "COMMANDLINE"]
+    typed = click.core.ParameterSource.COMMANDLINE
+    given = [f"--{name}" for name in ("samples", "seed") if context.get_parameter_source(name) is typed]
     if given:
         raise UsageError(
             f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} for random inputs; the --input files are "
