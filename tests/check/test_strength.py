@@ -137,3 +137,21 @@ def run_seed_usage(capsys) -> int:
     code = cli.run(["optimize", str(DATA / "bn_conv_valid.tflite"), "/tmp/never-written.tflite", "--seed", "3"])
     assert "--seed go with --check N" in capsys.readouterr().err
     return code
+
+
+def test_a_wrong_fold_under_a_weak_output_still_fails(weak_model, tmp_path):
+    """Only rounding is settled by the rewrites under a weak output: a fold whose bias is off by
+    1e-3 fails the per-rewrite check too, so the whole check's failure stands."""
+    from bnfold import api
+    from bnfold.io.writer import save_model
+
+    model = api.load(weak_model)
+    api.apply_passes(model)
+    conv = next(op for op in model.graphs[0].ops if op.kind == "CONV_2D")
+    conv.inputs[2].data = conv.inputs[2].data + np.float32(1e-3)
+    model.changed = True
+    wrong = tmp_path / "wrong.tflite"
+    save_model(model, str(wrong), model.format)
+    result = api.check(weak_model, wrong, samples=2, seed=6)
+    assert not result.passed and not any(o.settled for o in result.outputs)
+    assert {o.name for o in result.failing} >= {"probability"}
