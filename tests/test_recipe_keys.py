@@ -14,6 +14,8 @@ from conftest import RECIPES
     [
         (("[[operation]]", "[[operations]]"), "unknown key 'operations' (did you mean 'operation'?)"),
         (("stddev", "stdev"), "filler: unknown key 'stdev' (did you mean 'stddev'?)"),
+        (("padding =", "paddin ="), "CONV_2D options: unknown key 'paddin' (did you mean 'padding'?)"),
+        (("stride_w =", "strid_w ="), "Conv2DOptions: unknown key 'strid_w' (did you mean 'stride_w'?)"),
         (("rules = {", "rules = { CONV2D = 0,"), "[expect] rules: unknown key 'CONV2D' (did you mean 'CONV_2D'?)"),
         (("[expect]", "[expect]\nrtl = 1"), "[expect]: unknown key 'rtl' (did you mean 'rtol'?)"),
         (('type = "CONV_2D"', 'type = "CONV_2D"\nouputs = []'), "unknown key 'ouputs' (did you mean 'outputs'?)"),

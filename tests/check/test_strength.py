@@ -120,8 +120,8 @@ def test_check_optimize_check_and_recipe_test_draw_the_same_samples_from_a_seed(
     from bnfold.recipe import ci
 
     out, report = tmp_path / "o.tflite", tmp_path / "r.json"
-    code, _ = _optimize(capsys, weak_model, out, "--check", "2", "--seed", "6", "--report", report)
-    assert code == 0
+    code, said = _optimize(capsys, weak_model, out, "--check", "2", "--seed", "6", "--report", report)
+    assert code == 0 and "check: 'probability' differ beyond it only where a steep or discrete output" in said
     check = json.loads(report.read_text())["check"]
     by_optimize = {o["name"]: o["max_abs"] for o in check["outputs"]}
     assert check["seed"] == 6 and by_optimize["probability"] > 2e-5  # settled by the rewrite under it
@@ -137,3 +137,21 @@ def run_seed_usage(capsys) -> int:
     code = cli.run(["optimize", str(DATA / "bn_conv_valid.tflite"), "/tmp/never-written.tflite", "--seed", "3"])
     assert "--seed go with --check N" in capsys.readouterr().err
     return code
+
+
+def test_a_wrong_fold_under_a_weak_output_still_fails(weak_model, tmp_path):
+    """Only rounding is settled by the rewrites under a weak output: a fold whose bias is off by
+    1e-3 fails the per-rewrite check too, so the whole check's failure stands."""
+    from bnfold import api
+    from bnfold.io.writer import save_model
+
+    model = api.load(weak_model)
+    api.apply_passes(model)
+    conv = next(op for op in model.graphs[0].ops if op.kind == "CONV_2D")
+    conv.inputs[2].data = conv.inputs[2].data + np.float32(1e-3)
+    model.changed = True
+    wrong = tmp_path / "wrong.tflite"
+    save_model(model, str(wrong), model.format)
+    result = api.check(weak_model, wrong, samples=2, seed=6)
+    assert not result.passed and not any(o.settled for o in result.outputs)
+    assert {o.name for o in result.failing} >= {"probability"}

@@ -361,6 +361,8 @@ def _options(kind: str, op: dict, where: str) -> Options | None:
                 raise UsageError(f"{where}: {kind} option {key} holds a value outside int32"[:300])
             value = np.asarray(value, dtype=np.int32)
         elif not isinstance(value, (int, float, bool)):
+            if isinstance(value, str):  # only enum fields take names: a misspelt one is the likely cause
+                check_keys({key: value}, set(ENUM_FIELDS), f"{where}: {kind} options")
             raise UsageError(f"{where}: {kind} option {key} must be a number, a boolean or a list of integers")
         fields[camel(key)] = value
     return Options(type_name, **fields)
@@ -386,8 +388,7 @@ def _with_defaults(fmt: Format, options: Options | None, where: str = "recipe") 
 def _check_option(type_name: str, name: str, value, defaults: dict, where: str) -> None:
     """`value` has the kind the schema gives field `name` of `type_name` (its default's type)."""
     if name not in defaults:
-        known = ", ".join(sorted(_snake(k) for k in defaults))
-        raise UsageError(f"{where}: {type_name} has no field {_snake(name)} (it has: {known})")
+        check_keys({_snake(name): value}, {_snake(k) for k in defaults}, f"{where}: {type_name}")
     default = defaults[name]
     if isinstance(default, bool):
         ok = isinstance(value, (bool, int)) and not isinstance(value, float)

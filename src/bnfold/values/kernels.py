@@ -299,7 +299,8 @@ def _unary(fn):
 
 
 def _logistic(x):
-    return 1.0 / (1.0 + np.exp(-x))
+    with np.errstate(over="ignore"):  # exp(-x) of a very negative x is inf, and 1 / inf the 0 it should be
+        return 1.0 / (1.0 + np.exp(-x))
 
 
 def k_leaky_relu(interp, op, index, args):
