@@ -292,6 +292,19 @@ def test_squeeze_dims_out_of_range_stop_the_transpose_not_the_run():
     assert any("SQUEEZE axes [9] out of range for rank 4" in t["reason"] for t in report.transposes), report.transposes
 
 
+def test_a_concatenation_without_options_is_crossed_on_its_default_axis():
+    """A CONCATENATION whose file holds no options (the runtime then joins on axis 0) was an
+    AttributeError, exit 3, when a transpose crossed it; the crossing now writes its options."""
+    n = Net()
+    a, b = head(n, "a"), head(n, "b")
+    n.tensor("cat", [4, 4, 5, 7])
+    n.operations.append({"type": "CONCATENATION", "inputs": [a, b], "outputs": ["cat"], "options_type": None})
+    back(n, "cat", [4, 4, 5, 7])
+    model, report = optimize_and_compare(n.recipe(), None, {"TRANSPOSE": 0, "CONCATENATION": 1})
+    [cat] = [op for op in model.graphs[0].ops if op.kind == "CONCATENATION"]
+    assert (cat.options.type, cat.options.axis) == ("ConcatenationOptions", 0)
+
+
 def net_split_both_layouts(n):
     a, b = "s0", "s1"
     n.tensor(a, [2, 3, 5, 7]), n.tensor(b, [2, 3, 5, 7])
