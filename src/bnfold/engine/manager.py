@@ -11,6 +11,8 @@ A pass runs on a graph only where it finds an operator kind it needs (registry.P
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+
 from ..ir.graph import Graph
 from ..ir.model import Model
 from .leftovers import explain, transposes_left
@@ -21,7 +23,7 @@ MAX_ROUNDS = 50
 
 
 def run_passes(
-    model: Model, specs: list[PassSpec], *, parameters: set[str] = frozenset(), max_rounds: int = MAX_ROUNDS
+    model: Model, specs: list[PassSpec], *, parameters: AbstractSet[str] = frozenset(), max_rounds: int = MAX_ROUNDS
 ) -> Report:
     """Run `specs` to a fixpoint; a pass named with its `parameters` first changes the model's
     interface, once (its module's change_interface)."""

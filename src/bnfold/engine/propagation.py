@@ -186,7 +186,7 @@ def _pull(graph: Graph, seed: Op, q: Perm, result: PassResult) -> bool:
     s is found by trying the permutations of u's data rank (at most 6 axes): the one whose crossing
     leaves u's output carrying argsort(q), i.e. u'(transposed inputs) = transpose(x, q). Not when
     LiteRT would run u in place and y has a RESHAPE-like reader besides another (reshapes.py)."""
-    x = seed.inputs[0]
+    x = _present(seed, 0)
     u = x.producer
     if (
         u is None
@@ -199,7 +199,7 @@ def _pull(graph: Graph, seed: Op, q: Perm, result: PassResult) -> bool:
     if found is None or quantization_problem(u, found[1]):
         return False
     s, crossing = found
-    data = list(dict.fromkeys(u.inputs[i] for i in crossing.data))
+    data = list(dict.fromkeys(_present(u, i) for i in crossing.data))
     if sum(_pull_cost(graph, d, u, s) for d in data) >= 1:
         return False
     if in_place_hazard(graph, u, reading_slots(graph, seed.outputs[0])):
@@ -220,7 +220,7 @@ def _pull(graph: Graph, seed: Op, q: Perm, result: PassResult) -> bool:
         for d in data
     }
     for i in crossing.data:
-        graph.set_input(u, i, new[u.inputs[i]])
+        graph.set_input(u, i, new[_present(u, i)])
     _apply_constants(graph, u, crossing)
     y = seed.outputs[0]
     graph.remove_op(seed)
@@ -241,7 +241,7 @@ def _remove_identity(graph: Graph, op: Op, result: PassResult) -> bool:
     """An identity permutation only copies. Its output keeps its name when it is a graph output
     (the producer of its input writes it directly, and x's other readers read it: the same
     values); False when neither can be done (x too is seen from outside, or is no op's output)."""
-    x, y = op.inputs[0], op.outputs[0]
+    x, y = _present(op, 0), op.outputs[0]
     producer = x.producer
     if not graph.is_observed(y):
         result.fold(op, [op], identity=True)
@@ -261,7 +261,7 @@ def _into_reshape(graph: Graph, seed: Op, p: Perm, result: PassResult) -> bool:
     """A TRANSPOSE moving only unit axes is a reshape: next to a RESHAPE (making its input alone,
     or the only kind of op reading it) the two are one RESHAPE — unless LiteRT would then run an
     op in place over a buffer another reader needs (reshapes.py: the TRANSPOSE had its own)."""
-    x, y = seed.inputs[0], seed.outputs[0]
+    x, y = _present(seed, 0), seed.outputs[0]
     if not keeps_data_order(x.shape, p) or any(d < 0 for d in x.signature + y.signature):
         return False
     producer, readers = x.producer, graph.consumers(y)
@@ -269,7 +269,7 @@ def _into_reshape(graph: Graph, seed: Op, p: Perm, result: PassResult) -> bool:
         producer is not None
         and producer.kind == "RESHAPE"
         and graph.has_single_use(x, seed)
-        and all(d >= 0 for d in producer.inputs[0].signature)
+        and all(d >= 0 for d in _present(producer, 0).signature)
         and not aliasing_hazard(graph, x, y, added=0)
     ):
         result.fold(seed, [seed], into=[producer], merged_into=describe(producer))
@@ -295,9 +295,9 @@ def _into_reshape(graph: Graph, seed: Op, p: Perm, result: PassResult) -> bool:
 def _set_reshape(graph: Graph, op: Op, shape) -> None:
     consts, options = reshape_target(op, shape)
     for i, values in consts.items():
-        graph.set_input(op, i, _const_like(graph, op.inputs[i], values))
+        graph.set_input(op, i, _const_like(graph, _present(op, i), values))
     if options:
-        op.options = op.options.copy(**options)
+        op.options = _with_options(op, options)
     _drop_if_identity(graph, op)
 
 
@@ -305,8 +305,14 @@ def _drop_if_identity(graph: Graph, op: Op) -> None:
     """A RESHAPE / SQUEEZE / EXPAND_DIMS to its input's own shape, read with its input's
     quantization, copies: it goes (its output keeps its name when it is a graph output: then it
     stays)."""
-    x, y = op.inputs[0], op.outputs[0]
-    if x.shape == y.shape and x.signature == y.signature and same_quantization(x, y) and not graph.is_observed(y):
+    x, y = op.input(0), op.outputs[0]
+    if (
+        x is not None
+        and x.shape == y.shape
+        and x.signature == y.signature
+        and same_quantization(x, y)
+        and not graph.is_observed(y)
+    ):
         graph.replace_uses(y, x)
         graph.remove_op(op)
 
@@ -316,8 +322,8 @@ def _drop_if_identity(graph: Graph, op: Op) -> None:
 
 def _rewrite(graph: Graph, region: Region) -> None:
     opcode = next(iter(region.seeds)).opcode
-    new: dict[Tensor, Tensor] = {op.outputs[0]: op.inputs[0] for op in region.seeds}
-    direct = {u.inputs[0]: u for u in region.merges if graph.is_observed(u.outputs[0]) and region.cancels(graph, u)}
+    new: dict[Tensor, Tensor] = {op.outputs[0]: _present(op, 0) for op in region.seeds}
+    direct = {_present(u, 0): u for u in region.merges if graph.is_observed(u.outputs[0]) and region.cancels(graph, u)}
     for u, crossing in region.crossed.items():
         for out, q in zip(u.outputs, crossing.outputs):
             if out in direct:  # the cancelling transpose's graph output, written under its own name
@@ -345,7 +351,7 @@ def _rewrite(graph: Graph, region: Region) -> None:
         )
     for u, crossing in region.crossed.items():
         for i in crossing.data:
-            graph.set_input(u, i, new[u.inputs[i]])
+            graph.set_input(u, i, new[_present(u, i)])
         for i, x in enumerate(u.inputs):  # a one-value operand the region moved too: the same values
             if i not in crossing.data and x in new:
                 graph.set_input(u, i, new[x])
@@ -356,17 +362,17 @@ def _rewrite(graph: Graph, region: Region) -> None:
                 if out in region.stops:
                     _transpose(graph, opcode, new[out], region.carried[out], out, None, after=u)
     for flatten, fcs in region.flattens.items():  # a RESHAPE before the FCs, or an FC itself
-        t = flatten.inputs[0]
+        t = _present(flatten, 0)
         order = feature_order(t.shape, region.carried[t])
         graph.set_input(flatten, 0, new[t])
         for fc in fcs:
-            w = fc.inputs[1]
+            w = _present(fc, 1)
             # column order[f] of W' is column f of W; take() gathers, 10x faster than that scatter
             moved = np.take(np.asarray(w.data), np.argsort(order), axis=1)
             graph.set_input(fc, 1, _const_like(graph, w, moved))
     for u, q in region.merges.items():
         if graph.contains(u):
-            t = u.inputs[0]
+            t = _present(u, 0)
             new[t] = _merge(graph, u, new[t], q)  # the moved tensor may now go by u's output name
     for seed in region.seeds:
         if seed.outputs[0] not in region.stops:
@@ -380,9 +386,9 @@ def _rewrite(graph: Graph, region: Region) -> None:
 
 def _apply_constants(graph: Graph, u: Op, crossing: Crossing) -> None:
     for i, values in crossing.consts.items():
-        graph.set_input(u, i, _const_like(graph, u.inputs[i], values))
+        graph.set_input(u, i, _const_like(graph, _present(u, i), values))
     if crossing.options:
-        u.options = u.options.copy(**crossing.options)
+        u.options = _with_options(u, crossing.options)
 
 
 def _merge(graph: Graph, u: Op, source: Tensor, q: Perm) -> Tensor:
@@ -400,6 +406,24 @@ def _merge(graph: Graph, u: Op, source: Tensor, q: Perm) -> Tensor:
     if is_identity(q) and _remove_identity(graph, u, PassResult()):
         return y  # y is observed: the producer of `source` writes y, and source's readers read it
     return source
+
+
+def _present(op: Op, i: int) -> Tensor:
+    """Input `i` of an op a seed, region or crossing holds: present (region.py and permute.py
+    refuse an op without the inputs they move)."""
+    t = op.inputs[i]
+    assert t is not None, f"{op.kind} input {i}"
+    return t
+
+
+def _with_options(op: Op, changes: dict) -> Options:
+    """op's options with `changes`; when the file gave the op none (the runtime then uses the
+    defaults, as permute.py read them), a table of its kind's holding only the changes."""
+    if op.options is None:
+        table = info(op.kind).options
+        assert table is not None, f"{op.kind} has no options table"  # permute.py moves only options tables
+        return Options(table, **changes)
+    return op.options.copy(**changes)
 
 
 def _transpose(
