@@ -255,7 +255,7 @@ def _reshape(op: Op, t: Tensor, p: Perm) -> Crossing | str:
     if op.kind == "SQUEEZE":
         stated = squeeze_dims(op)
         if isinstance(stated, str):
-            return stated
+            return f"SQUEEZE {stated}"
         dims = [p[d] for d in stated]
         target = tuple(d for i, d in enumerate(source) if (source[i] != 1 or (dims and i not in dims)))
         options = {"squeezeDims": sorted(dims)} if dims else {}
