@@ -34,6 +34,7 @@ def run_passes(
     for round_no in range(1, max_rounds + 1):
         report.rounds = round_no
         report.said.clear()
+        report.not_folded.clear()
         changed = False
         kinds = [op_kinds(graph) for graph in model.graphs]
         for spec in specs:

@@ -79,6 +79,22 @@ RESHAPES = frozenset({"RESHAPE"})
 # - fuse_pad_with_conv after them: the folds and the propagation see the PAD as exported;
 # - fuse_activation_function last, to absorb standalone activations the folds leave behind.
 PASSES: tuple[PassSpec, ...] = (
+    # ONE's constant folds (O1, opt-in), in one-optimize's order: an op whose inputs are all constants
+    # is computed once with the value check's kernels (engine/constfold.py), so every later pass sees
+    # constants where the model computed them
+    *(
+        PassSpec(name, summary, True, False, needs=frozenset({kind}))
+        for name, kind, summary in (
+            ("fold_add_v2", "CUSTOM", "compute TensorFlow's AddV2 (a custom op) of two integer constants"),
+            ("fold_cast", "CAST", "compute a CAST of a constant"),
+            ("fold_densify", "DENSIFY", "compute a DENSIFY of a sparse constant (the dense constant)"),
+            ("fold_dequantize", "DEQUANTIZE", "compute a DEQUANTIZE of a quantized or float16 constant"),
+            ("fold_dwconv", "DEPTHWISE_CONV_2D", "compute a DEPTHWISE_CONV_2D of constants"),
+            ("fold_fully_connected", "FULLY_CONNECTED", "compute a FULLY_CONNECTED of constants"),
+            ("fold_gather", "GATHER", "compute a GATHER of a constant at constant indices"),
+            ("fold_sparse_to_dense", "SPARSE_TO_DENSE", "compute a SPARSE_TO_DENSE of constants"),
+        )
+    ),
     PassSpec(
         "remove_unnecessary_concat",
         "remove a CONCATENATION of a single tensor (PyTorch's torch.cat([x]))",

@@ -301,6 +301,9 @@ TABLE: tuple[OpInfo, ...] = (
     OpInfo("SLICE", "SliceOptions", values_from=(0,), layout="slice"),
     OpInfo("STRIDED_SLICE", "StridedSliceOptions", values_from=(0,), layout="strided_slice"),
     OpInfo("CAST", "CastOptions", values_from=(0,), layout="unary"),
+    # dense tensors from sparse descriptions (constant folding computes them)
+    OpInfo("SPARSE_TO_DENSE", "SparseToDenseOptions", (4, 1)),
+    OpInfo("DENSIFY", "DensifyOptions", (1, 1)),
     # indexing
     OpInfo("GATHER", "GatherOptions", values_from=(0,), indexes=Indexing(1, 0, "option")),
     OpInfo("GATHER_ND", "GatherNdOptions", values_from=(0,), indexes=Indexing(1, 0, "leading")),
