@@ -296,6 +296,7 @@ TABLE: tuple[OpInfo, ...] = (
     OpInfo("TILE", "TileOptions", layout="pad"),
     OpInfo("BROADCAST_TO", "BroadcastToOptions", layout="pad"),
     OpInfo("CONCATENATION", "ConcatenationOptions", (1, 1), values_from="*", layout="concat"),
+    OpInfo("PACK", "PackOptions", values_from="*"),
     OpInfo("SPLIT", "SplitOptions", layout="split"),
     OpInfo("SPLIT_V", "SplitVOptions", layout="split_v"),
     OpInfo("SLICE", "SliceOptions", values_from=(0,), layout="slice"),
