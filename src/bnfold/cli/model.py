@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from .. import api, one, text
+from ..engine import registry
 from ..errors import UsageError
 from .options import echo_lines
 
@@ -52,5 +53,6 @@ def inspect(model_path, operators, tensors, leftovers, report_path):
 
 @click.command(name="passes")
 def list_passes():
-    """List the passes, in the order they run: exact or lossy, on by default, in ONE's O1 group."""
-    echo_lines(text.pass_table(api.PASSES, one.O1))
+    """List the passes, in the order they run: exact or lossy, on by default, ONE's option or in its O1
+    group; then ONE's options bnfold does not implement."""
+    echo_lines(text.pass_table(api.PASSES, one.O1, one.PASS_OPTIONS, registry.PARAMETERS))
