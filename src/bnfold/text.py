@@ -177,7 +177,7 @@ def pass_table(passes, o1, one_options=frozenset(), parameters=frozenset()) -> I
         yield f"{p.name:<{name_width}}  {tag:<{tag_width}}  {p.summary}"
     if missing:
         yield ""
-        yield "ONE's options bnfold does not implement (each switched on is a warning and is ignored; --strict refuses it):"
+        yield "ONE's options bnfold does not implement (switched on: a warning, then ignored; --strict refuses):"
         for name, tag in zip(missing, missing_tags):
             yield f"{name:<{name_width}}  {tag}"
 
