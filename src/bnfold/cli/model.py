@@ -5,7 +5,6 @@ from __future__ import annotations
 import click
 
 from .. import api, one, text
-from ..engine import registry
 from ..errors import UsageError
 from .options import echo_lines
 
@@ -55,4 +54,5 @@ def inspect(model_path, operators, tensors, leftovers, report_path):
 def list_passes():
     """List the passes, in the order they run: exact or lossy, on by default, ONE's option or in its O1
     group; then ONE's options bnfold does not implement."""
-    echo_lines(text.pass_table(api.PASSES, one.O1, one.PASS_OPTIONS, registry.PARAMETERS))
+    parameters = {name for spec in api.PASSES for name in spec.parameters}
+    echo_lines(text.pass_table(api.PASSES, one.O1, one.PASS_OPTIONS, parameters))

@@ -49,7 +49,8 @@ def run(graph: Graph) -> PassResult:
             continue
         if any(graph.is_observed(t) for t in op.outputs):
             continue
-        result.fold(first, [op], outputs=[t.name for t in op.outputs])
+        # context: the per-rewrite check runs the kept twin too (values/local.py)
+        result.fold(first, [op], outputs=[t.name for t in op.outputs], context=[t.name for t in first.outputs])
         graph.remove_op(op)
         for mine, theirs in zip(op.outputs, first.outputs):
             graph.replace_uses(mine, theirs)

@@ -37,25 +37,32 @@ def run(graph: Graph) -> PassResult:
         if value.dtype != "FLOAT32" or value.data.size != 1 or not float(value.data.reshape(-1)[0]) <= 0:
             continue
         rows = paddings.data.reshape(-1, 2)
-        if len(rows) != 4 or not _non_negative(x) or not _only_a_narrow_pool_reads(graph, op.outputs[0], rows):
+        source = _non_negative_source(x)
+        if len(rows) != 4 or source is None or not _only_a_narrow_pool_reads(graph, op.outputs[0], rows):
             continue
-        result.fold(op, [op], into=[], pad_value=float(value.data.reshape(-1)[0]))
+        # context: what makes x >= 0, which the per-rewrite check must run too (values/local.py)
+        result.fold(op, [op], into=[], pad_value=float(value.data.reshape(-1)[0]), context=source)
         graph.remove_op(op)
         made = graph.add_op("PAD", [x, paddings], list(op.outputs), Options("PadOptions"), after=op)
         result.made(made)
     return result
 
 
-def _non_negative(t: Tensor) -> bool:
-    """The producer of `t` (seen through TRANSPOSEs) outputs only values >= 0."""
+def _non_negative_source(t: Tensor) -> list[str] | None:
+    """The outputs from the op making `t` >= 0 (a RELU, RELU6 or one fused) to `t`, through
+    TRANSPOSEs; None when no such op makes it."""
+    names = [t.name]
     producer = t.producer
-    while producer is not None and producer.kind == "TRANSPOSE":
-        producer = producer.inputs[0].producer if producer.inputs[0] is not None else None
+    while producer is not None and producer.kind == "TRANSPOSE" and producer.inputs[0] is not None:
+        names.append(producer.inputs[0].name)
+        producer = producer.inputs[0].producer
     if producer is None:
-        return False
-    return producer.kind in NON_NEGATIVE_KINDS or (
+        return None
+    if producer.kind in NON_NEGATIVE_KINDS or (
         producer.has_fused_activation_slot and producer.fused_activation in NON_NEGATIVE_ACTIVATIONS
-    )
+    ):
+        return names
+    return None
 
 
 def _only_a_narrow_pool_reads(graph: Graph, t: Tensor, rows: np.ndarray) -> bool:
