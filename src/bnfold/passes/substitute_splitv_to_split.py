@@ -6,7 +6,7 @@ name: SPLIT is the kernel every backend has).
 
 Exact: both cut the same axis at the same places. Guards: size_splits and axis constant, every
 size the same and their sum the axis' static length (a -1 size is left alone), as many outputs as
-sizes.
+sizes; float32 or int32 data, unquantized (the SPLIT made is version 1, which takes those).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from ..engine.report import PassResult
 from ..ir.graph import Graph, Options
 
 KINDS = frozenset({"SPLIT_V"})
+SPLIT_V1_TYPES = frozenset({"FLOAT32", "INT32"})  # what SPLIT's version 1 kernel takes
 
 
 def run(graph: Graph) -> PassResult:
@@ -24,6 +25,8 @@ def run(graph: Graph) -> PassResult:
     for op in [op for op in graph.ops if op.kind in KINDS]:
         x, sizes, axis = op.input(0), op.input(1), op.input(2)
         if x is None or sizes is None or axis is None or not sizes.is_const or not axis.is_const:
+            continue
+        if x.dtype not in SPLIT_V1_TYPES or x.is_quantized:  # the SPLIT made is version 1
             continue
         parts = [int(s) for s in sizes.data.reshape(-1)]
         axis_value = int(axis.data.reshape(-1)[0])
