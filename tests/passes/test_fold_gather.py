@@ -33,6 +33,8 @@ def test_gather_of_constants_is_computed(axis, indices):
 def test_gather_out_of_range_stays_and_says_why():
     _, report = optimize_and_compare(gather_net([1, 6, 0]).recipe(), [PASS], {"GATHER": 1}, numerics=False)
     assert "cannot be computed" in report.not_folded[0]["reason"]
+    entry = report.to_dict()["not_folded"][0]  # the JSON report carries it
+    assert entry["pass"] == PASS and entry["at"]["kind"] == "GATHER" and entry["at"]["output"] == "g"
 
 
 def test_gather_of_a_computed_table_stays():
