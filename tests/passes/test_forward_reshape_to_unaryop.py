@@ -45,3 +45,42 @@ def test_reshape_moves_after_the_op(kind, scalar_first):
 def test_reshape_read_elsewhere_or_a_vector_constant_stays(case):
     model, report = optimize_and_compare(reshape_then(**case).recipe(), [PASS], {"RESHAPE": 1})
     assert report.folds == [] and model.graphs[0].tensor("u").producer.kind == case["kind"]
+
+
+def mean_net(x_shape, y_shape, axis, *, keep_dims=True) -> Net:
+    """x -> EXP -> h -> RESHAPE(y_shape) -> r -> MEAN(axis) -> u -> TANH -> y."""
+    n = Net()
+    n.input("x", x_shape)
+    h = n.op("EXP", ["x"], "h", x_shape)
+    r = n.op("RESHAPE", [h, n.ints("shape", y_shape)], "r", y_shape, new_shape=y_shape)
+    out = [1 if i == axis % len(y_shape) else d for i, d in enumerate(y_shape)] if keep_dims else None
+    if not keep_dims:
+        out = [d for i, d in enumerate(y_shape) if i != axis % len(y_shape)]
+    u = n.op("MEAN", [r, n.ints("axis", [axis])], "u", out, keep_dims=keep_dims)
+    n.outputs = [n.op("TANH", [u], "y", out)]
+    return n
+
+
+@pytest.mark.parametrize("axis", [1, -3])
+def test_reshape_moves_after_a_mean_over_an_axis_it_keeps(axis):
+    model, _ = optimize_and_compare(
+        mean_net([2, 6, 4, 5], [2, 6, 10, 2], axis).recipe(), [PASS], {"RESHAPE": 1, "MEAN": 1}
+    )
+    mean = next(op for op in model.graphs[0].ops if op.kind == "MEAN")
+    assert mean.inputs[0].name == "h" and mean.outputs[0].shape == (2, 1, 4, 5)
+    assert model.graphs[0].tensor("u").producer.kind == "RESHAPE"
+
+
+@pytest.mark.parametrize(
+    "x_shape, y_shape, axis, keep",
+    [
+        ([2, 6, 4, 5], [2, 6, 10, 2], 2, True),
+        ([12, 4, 5], [2, 6, 20], 1, True),
+        ([2, 6, 4, 5], [2, 6, 10, 2], 1, False),
+    ],
+)
+def test_reshape_before_a_mean_over_a_reshaped_axis_stays(x_shape, y_shape, axis, keep):
+    model, report = optimize_and_compare(
+        mean_net(x_shape, y_shape, axis, keep_dims=keep).recipe(), [PASS], {"RESHAPE": 1, "MEAN": 1}
+    )
+    assert report.folds == [] and model.graphs[0].tensor("u").producer.kind == "MEAN"

@@ -129,7 +129,7 @@ PASSES: tuple[PassSpec, ...] = (
             (
                 "forward_reshape_to_unaryop",
                 {"RESHAPE"},
-                "move a RESHAPE after the ABS/NEG/LOGISTIC/MUL or DIV by a scalar that alone reads it",
+                "move a RESHAPE after the ABS/NEG/LOGISTIC/MUL or DIV by a scalar/MEAN that alone reads it",
             ),
         )
     ),
