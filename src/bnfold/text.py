@@ -22,6 +22,9 @@ def optimize_summary(result, input_path: str) -> Iterator[str]:
             yield f"{name}: {folds} folded, {skips} skipped"
     yield left_line(report)
     yield from interface_changes(report.get("interface"))
+    dead = next((n["dead_code_removed"] for n in report["notes"] if "dead_code_removed" in n), None)
+    if dead:
+        yield "dead code removed: " + ", ".join(f"{n} {what}" for what, n in dead.items() if n)
     float16 = sum(1 for f in report["folds"] if f.get("float16_weights"))
     if float16:
         yield (
@@ -218,15 +221,27 @@ def leftovers(found, report_path: str | None) -> Iterator[str]:
             yield f"      stays: {r['reason'] or '(no entry in the report)'}"
 
 
-def pass_table(passes, o1) -> Iterator[str]:
-    """`bnfold passes`: name, [exact/LOSSY, default, O1], summary, in aligned columns."""
-    tags = [
-        f"[{'exact' if p.exact else 'LOSSY'}{', default' if p.default else ''}{', O1' if p.name in o1 else ''}]"
-        for p in passes
-    ]
-    name_width, tag_width = max(len(p.name) for p in passes), max(len(t) for t in tags)
+def pass_table(passes, o1, one_options=frozenset(), parameters=frozenset()) -> Iterator[str]:
+    """`bnfold passes`: name, [exact/LOSSY, default, ONE or O1], summary, in aligned columns; then
+    every ONE option (`one_options`) bnfold does not implement, marked so (O1 if in the group).
+    A pass or parameter under a ONE option name is ONE's option, implemented ("O1" says ONE too)."""
+    registered = {p.name for p in passes}
+
+    def origin(name: str) -> str:
+        return ", O1" if name in o1 else ", ONE" if name in one_options else ""
+
+    tags = [f"[{'exact' if p.exact else 'LOSSY'}{', default' if p.default else ''}{origin(p.name)}]" for p in passes]
+    missing = sorted(set(one_options) - registered - set(parameters))
+    missing_tags = [f"[not in bnfold{', O1' if name in o1 else ''}]" for name in missing]
+    names = [p.name for p in passes] + missing
+    name_width, tag_width = max(map(len, names)), max(map(len, tags + missing_tags))
     for p, tag in zip(passes, tags):
         yield f"{p.name:<{name_width}}  {tag:<{tag_width}}  {p.summary}"
+    if missing:
+        yield ""
+        yield "ONE's options bnfold does not implement (switched on: a warning, then ignored; --strict refuses):"
+        for name, tag in zip(missing, missing_tags):
+            yield f"{name:<{name_width}}  {tag}"
 
 
 def batch_problems(result) -> Iterator[str]:

@@ -7,6 +7,7 @@ another pass has run. At the end the skip list is made from it by construction: 
 per batch-norm candidate left in the model, none for any other op, apart from it one entry per
 TRANSPOSE left (leftovers.py), and each fold names the ops of the output that took it in (`into`).
 A pass runs on a graph only where it finds an operator kind it needs (registry.PassSpec.needs).
+After the rounds, what no op reads any more goes from every graph (deadcode.py), once.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Set as AbstractSet
 
 from ..ir.graph import Graph
 from ..ir.model import Model
+from .deadcode import orphan_buffers, remove_dead_code
 from .leftovers import explain, transposes_left
 from .registry import PassSpec
 from .report import Report
@@ -28,6 +30,7 @@ def run_passes(
     """Run `specs` to a fixpoint; a pass named with its `parameters` first changes the model's
     interface, once (its module's change_interface)."""
     report = Report([s.name for s in specs])
+    orphans = orphan_buffers(model) if specs else 0  # before the passes: what the input brought dead
     for spec in specs:
         named = set(parameters) & set(spec.parameters)
         if named and model.graphs:
@@ -36,6 +39,7 @@ def run_passes(
     for round_no in range(1, max_rounds + 1):
         report.rounds = round_no
         report.said.clear()
+        report.not_folded.clear()
         changed = False
         kinds = [op_kinds(graph) for graph in model.graphs]
         for spec in specs:
@@ -57,6 +61,10 @@ def run_passes(
             break
     else:
         report.converged = False
+    if specs:
+        dead = remove_dead_code(model, orphans)
+        if any(dead.values()):
+            report.notes.append({"dead_code_removed": dead})
     report.skips = explain(model, report.said, report.passes)
     report.transposes = transposes_left(model, report.said, report.passes)
     report.settle_into(model.graphs)

@@ -18,7 +18,7 @@ from typing import NamedTuple
 from ..errors import UsageError
 from ..ir.graph import Graph
 from ..ir.model import Model
-from ..ir.ops import AFFINE_KINDS, LAYERS, RANGE_ACTIVATIONS
+from ..ir.ops import AFFINE_KINDS, LAYERS, OPS, RANGE_ACTIVATIONS
 from .report import PassResult
 
 
@@ -79,6 +79,60 @@ RESHAPES = frozenset({"RESHAPE"})
 # - fuse_pad_with_conv after them: the folds and the propagation see the PAD as exported;
 # - fuse_activation_function last, to absorb standalone activations the folds leave behind.
 PASSES: tuple[PassSpec, ...] = (
+    # ONE's constant folds (O1, opt-in), in one-optimize's order: an op whose inputs are all constants
+    # is computed once with the value check's kernels (engine/constfold.py), so every later pass sees
+    # constants where the model computed them
+    *(
+        PassSpec(name, summary, True, False, needs=frozenset({kind}))
+        for name, kind, summary in (
+            ("fold_add_v2", "CUSTOM", "compute TensorFlow's AddV2 (a custom op) of two integer constants"),
+            ("fold_cast", "CAST", "compute a CAST of a constant"),
+            ("fold_densify", "DENSIFY", "compute a DENSIFY of a sparse constant (the dense constant)"),
+            ("fold_dequantize", "DEQUANTIZE", "compute a DEQUANTIZE of a quantized or float16 constant"),
+            ("fold_dwconv", "DEPTHWISE_CONV_2D", "compute a DEPTHWISE_CONV_2D of constants"),
+            ("fold_fully_connected", "FULLY_CONNECTED", "compute a FULLY_CONNECTED of constants"),
+            ("fold_gather", "GATHER", "compute a GATHER of a constant at constant indices"),
+            ("fold_sparse_to_dense", "SPARSE_TO_DENSE", "compute a SPARSE_TO_DENSE of constants"),
+        )
+    ),
+    # ONE's canonicalizations (O1, opt-in): identities go, ops become the simpler kind that computes
+    # the same (engine/identity.py decides "every element in order" with the value check's kernels)
+    *(
+        PassSpec(name, summary, True, False, needs=frozenset(kinds))
+        for name, kinds, summary in (
+            ("remove_unnecessary_add", {"ADD"}, "remove an ADD of a constant zero"),
+            ("remove_unnecessary_slice", {"SLICE"}, "remove a SLICE that keeps its whole input"),
+            (
+                "remove_unnecessary_strided_slice",
+                {"STRIDED_SLICE"},
+                "remove a STRIDED_SLICE that keeps its whole input",
+            ),
+            ("remove_unnecessary_split", {"SPLIT", "SPLIT_V"}, "remove a SPLIT or SPLIT_V into one part"),
+            (
+                "common_subexpression_elimination",
+                frozenset(OPS),
+                "compute once what two ops of one kind and options compute from the same inputs",
+            ),
+            ("substitute_pack_to_reshape", {"PACK"}, "replace a PACK of one tensor by a RESHAPE"),
+            (
+                "substitute_padv2_to_pad",
+                {"PADV2"},
+                "replace a PADV2 by a value <= 0 of non-negative data before a MAX_POOL_2D by a PAD",
+            ),
+            ("substitute_splitv_to_split", {"SPLIT_V"}, "replace a SPLIT_V into equal parts by a SPLIT"),
+            ("substitute_squeeze_to_reshape", {"SQUEEZE"}, "replace a SQUEEZE by a RESHAPE"),
+            (
+                "substitute_strided_slice_to_reshape",
+                {"STRIDED_SLICE"},
+                "replace a STRIDED_SLICE that only drops unit axes by a RESHAPE",
+            ),
+            (
+                "forward_reshape_to_unaryop",
+                {"RESHAPE"},
+                "move a RESHAPE after the ABS/NEG/LOGISTIC/MUL or DIV by a scalar/MEAN that alone reads it",
+            ),
+        )
+    ),
     PassSpec(
         "remove_unnecessary_concat",
         "remove a CONCATENATION of a single tensor (PyTorch's torch.cat([x]))",

@@ -72,13 +72,14 @@ class PassResult:
     """What one run of one pass over one graph did. `skipped[i]` is the op `skips[i]` is about,
     `into[i]` the ops that took in `folds[i]` (the report's `into`, viewers' node data)."""
 
-    __slots__ = ("folds", "skips", "skipped", "into")
+    __slots__ = ("folds", "skips", "skipped", "into", "not_folded")
 
     def __init__(self):
         self.folds: list[dict] = []
         self.skips: list[dict] = []
         self.skipped: list[Op] = []
         self.into: list[list[Op]] = []
+        self.not_folded: list[dict] = []  # refusals about ops that are no batch-norm candidate
 
     @property
     def changed(self) -> bool:
@@ -101,6 +102,11 @@ class PassResult:
         self.skips.append({"at": describe(at), "reason": str(reason), **details})
         self.skipped.append(at)
 
+    def refuse_value(self, at: Op, reason: str) -> None:
+        """An op a constant fold or rewrite could not take, and why (the report's `not_folded`: the
+        skip list is about batch-norm candidates only)."""
+        self.not_folded.append({"at": describe(at), "reason": reason})
+
     def refuse(self, refusal: Refusal, fallback: Op, **details) -> None:
         """Record a refusal at the op it is about (or at `fallback`)."""
         self.skip(refusal.at or fallback, refusal.reason, **details)
@@ -121,7 +127,19 @@ class Report:
     turns them into `skips`, one entry per batch-norm candidate left (leftovers.explain), and each
     fold's ops in `into` into its `into` entry (settle_into)."""
 
-    __slots__ = ("passes", "folds", "skips", "transposes", "notes", "rounds", "converged", "interface", "said", "into")
+    __slots__ = (
+        "passes",
+        "folds",
+        "skips",
+        "transposes",
+        "notes",
+        "rounds",
+        "converged",
+        "interface",
+        "said",
+        "into",
+        "not_folded",
+    )
 
     def __init__(self, passes: list[str]):
         self.passes = passes
@@ -136,12 +154,16 @@ class Report:
         self.interface: dict | None = None
         self.said: list[Said] = []
         self.into: list[list[Op]] = []
+        # what the passes of the final round could not fold that is no batch-norm candidate (a
+        # constant a kernel cannot compute): {"pass", "subgraph", "at", "reason"}
+        self.not_folded: list[dict] = []
 
     def add(self, pass_name: str, graph_index: int, result: PassResult) -> None:
         where = {"pass": pass_name, "subgraph": graph_index}
         self.folds.extend({**where, **f} for f in result.folds)
         self.into.extend(result.into)
         self.said.extend(Said(pass_name, op, {**where, **s}) for op, s in zip(result.skipped, result.skips))
+        self.not_folded.extend({**where, **n} for n in result.not_folded)
 
     def settle_into(self, graphs: list[Graph]) -> None:
         """Give each fold its `into`: the ops of the output that took it in, described as they are
@@ -158,6 +180,7 @@ class Report:
     def to_dict(self) -> dict:
         """The report as plain JSON-ready values (numpy arrays and scalars made lists and numbers)."""
         interface = {} if self.interface is None else {"interface": self.interface}
+        not_folded = {"not_folded": self.not_folded} if self.not_folded else {}
         return _plain(
             {
                 "passes": self.passes,
@@ -168,6 +191,7 @@ class Report:
                 "transposes": self.transposes,
                 "notes": self.notes,
                 **interface,
+                **not_folded,
             }
         )
 

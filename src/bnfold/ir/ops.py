@@ -296,11 +296,15 @@ TABLE: tuple[OpInfo, ...] = (
     OpInfo("TILE", "TileOptions", layout="pad"),
     OpInfo("BROADCAST_TO", "BroadcastToOptions", layout="pad"),
     OpInfo("CONCATENATION", "ConcatenationOptions", (1, 1), values_from="*", layout="concat"),
+    OpInfo("PACK", "PackOptions", values_from="*"),
     OpInfo("SPLIT", "SplitOptions", layout="split"),
     OpInfo("SPLIT_V", "SplitVOptions", layout="split_v"),
     OpInfo("SLICE", "SliceOptions", values_from=(0,), layout="slice"),
     OpInfo("STRIDED_SLICE", "StridedSliceOptions", values_from=(0,), layout="strided_slice"),
     OpInfo("CAST", "CastOptions", values_from=(0,), layout="unary"),
+    # dense tensors from sparse descriptions (constant folding computes them)
+    OpInfo("SPARSE_TO_DENSE", "SparseToDenseOptions", (4, 1)),
+    OpInfo("DENSIFY", "DensifyOptions", (1, 1)),
     # indexing
     OpInfo("GATHER", "GatherOptions", values_from=(0,), indexes=Indexing(1, 0, "option")),
     OpInfo("GATHER_ND", "GatherNdOptions", values_from=(0,), indexes=Indexing(1, 0, "leading")),

@@ -26,6 +26,7 @@ from . import kernels
 from .kernels import UnsupportedOperator
 from .quantized import QUANTIZED_KERNELS
 from .select_kernels import SELECT_KERNELS
+from .sparse_kernels import SPARSE_KERNELS
 
 
 class Runnable(Protocol):
@@ -39,7 +40,9 @@ class Runnable(Protocol):
     def outputs(self) -> Sequence[Tensor]: ...
 
 
-KERNELS = {**kernels.KERNELS, **SELECT_KERNELS}
+KERNELS = {**kernels.KERNELS, **SELECT_KERNELS, **SPARSE_KERNELS}
+# custom operators by custom code: TensorFlow ops the converter kept (AddV2 is TF's add)
+CUSTOM_KERNELS = {b"AddV2": kernels.KERNELS["ADD"]}
 
 __all__ = ["Interpreter", "UnsupportedOperator", "run", "unsupported_kinds"]
 
@@ -72,7 +75,7 @@ class Interpreter:
         for index, op in enumerate(graph.ops):
             if self.deadline is not None:
                 self.deadline.check()
-            kernel = KERNELS.get(op.kind)
+            kernel = kernel_for(op)
             if kernel is None:
                 raise UnsupportedOperator(f"reference interpreter cannot run {op_name(op)} (op {index})")
             if op.kind not in ("DEQUANTIZE", "QUANTIZE") and any(
@@ -116,6 +119,8 @@ class Interpreter:
         if t.is_const:
             where = f" (op {index})" if index is not None else ""
             if getattr(t.record, "sparsity", None) is not None:  # stored compressed, not in its shape
+                if op is not None and op.kind == "DENSIFY":
+                    return t.buffer.data  # DENSIFY decodes it (sparse_kernels.py)
                 raise UnsupportedOperator(f"reference interpreter cannot read sparse tensor {t.name!r}{where}")
             data = t.data
             if data.dtype == np.uint8 and t.dtype not in NUMPY_DTYPES:
@@ -123,6 +128,13 @@ class Interpreter:
             return data
         where = f"{op.kind} (op {index})" if op is not None else "a graph output"
         raise ModelError(f"tensor {t.name!r} read by {where} has no value")
+
+
+def kernel_for(op):
+    """The kernel that computes `op` (a custom one by its custom code), or None."""
+    if op.kind == "CUSTOM":
+        return CUSTOM_KERNELS.get(op.opcode.custom_code)
+    return KERNELS.get(op.kind)
 
 
 def run(model: Model, inputs: list[np.ndarray], graph_index: int = 0) -> list[np.ndarray]:
@@ -139,4 +151,4 @@ def op_name(op) -> str:
 
 def unsupported_kinds(model: Model) -> list[str]:
     """Operator kinds of `model` the reference interpreter has no kernel for (custom ones named)."""
-    return sorted({op_name(op) for g in model.graphs for op in g.ops if op.kind not in KERNELS})
+    return sorted({op_name(op) for g in model.graphs for op in g.ops if kernel_for(op) is None})
