@@ -5,8 +5,9 @@ a bad option or value, a missing, unreadable or special (directory, FIFO, device
 3 an internal error (a bug in bnfold; BNFOLD_DEBUG=1 shows the traceback); 4 a check that could
 not be carried out (CannotVerify); 5 an output that could not be written (WriteFailed: no space,
 the file-size limit, a disk error; also stdout or stderr, below); 128 + N a termination signal N
-while a file was written, 130 Ctrl-C. The README's "Exit codes" table says the same. `bnfold` or `bnfold recipe` without a
-command prints its help (exit 0). The program's process then ends with that code through `leave`.
+while a file was written, 130 Ctrl-C. The README's "Exit codes" table says the same.
+`bnfold` or `bnfold recipe` without a command prints its help (exit 0). The program's process then
+ends with that code through `leave`.
 
 The exit code is the command's verdict whatever happens to what it prints (`guarded_output`): a
 reader that closes stdout or stderr early (`bnfold check A B | head -1`) stops the printing, never
