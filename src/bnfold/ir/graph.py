@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,6 +35,11 @@ class Options:
     """A builtin-options table by name, with the object API's field names as attributes."""
 
     type: str  # the table's name, kept apart from the fields
+
+    if TYPE_CHECKING:  # the fields are the table's, set at run time
+
+        def __getattr__(self, name: str) -> Any: ...
+        def __setattr__(self, name: str, value: Any) -> None: ...
 
     def __init__(self, type: str, **fields):
         self.__dict__["type"] = type

@@ -25,9 +25,8 @@ def run(graph: Graph) -> PassResult:
     for op in [op for op in graph.ops if op.kind == "RESHAPE"]:
         t = op.input(0)
         first = None if t is None else t.producer
-        if first is None or first.kind != "RESHAPE" or first.input(0) is None:
+        if t is None or first is None or first.kind != "RESHAPE" or (x := first.input(0)) is None:
             continue
-        x = first.inputs[0]
         if not (same_quantization(x, t) and same_quantization(t, op.outputs[0])):
             continue
         removed = [first] if graph.has_single_use(t, op) else []  # else it stays for t's other readers

@@ -45,17 +45,18 @@ def run(graph: Graph) -> PassResult:
             fcs = graph.consumers(y)
             result.fold(op, [op], into=fcs, flattened_by=[fc.outputs[0].name for fc in fcs])
             for fc in fcs:
-                fc.options = fc.options.copy(keepNumDims=False)
+                if fc.options is not None:  # without options keep_num_dims is off already
+                    fc.options = fc.options.copy(keepNumDims=False)
             graph.remove_op(op)
             graph.replace_uses(y, x)
             continue
         if x.signature != y.signature or not same_quantization(x, y):
             continue
         if graph.is_observed(y):
-            if not _producer_takes_output(graph, op):
+            if not _producer_takes_output(graph, op, x):
                 continue
         result.fold(op, [op], shape=list(y.signature))
-        _bypass(graph, op)
+        _bypass(graph, op, x)
     return result
 
 
@@ -81,16 +82,16 @@ def _only_flattening_layers_read(graph: Graph, x: Tensor, y: Tensor) -> bool:
     return True
 
 
-def _producer_takes_output(graph: Graph, op: Op) -> bool:
-    x = op.inputs[0]
+def _producer_takes_output(graph: Graph, op: Op, x: Tensor) -> bool:
     return x.producer is not None and graph.has_single_use(x, op)
 
 
-def _bypass(graph: Graph, op: Op) -> None:
-    x, y = op.inputs[0], op.outputs[0]
+def _bypass(graph: Graph, op: Op, x: Tensor) -> None:
+    y = op.outputs[0]
     graph.remove_op(op)
     if graph.is_observed(y):
         producer = x.producer
+        assert producer is not None  # _producer_takes_output
         graph.set_output(producer, producer.outputs.index(x), y)
     else:
         graph.replace_uses(y, x)

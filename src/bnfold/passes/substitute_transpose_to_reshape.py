@@ -27,10 +27,9 @@ from ..ir.graph import Graph
 def run(graph: Graph) -> PassResult:
     result = PassResult()
     for op in [op for op in graph.ops if op.kind == "TRANSPOSE"]:
-        perm = transpose_perm(op)
-        if perm is None or not _is_a_reshape(op.inputs[0].signature, perm):
+        perm, x, y = transpose_perm(op), op.input(0), op.outputs[0]
+        if perm is None or x is None or not _is_a_reshape(x.signature, perm):
             continue
-        x, y = op.inputs[0], op.outputs[0]
         if not same_quantization(x, y):
             continue
         if aliasing_hazard(graph, x, y, added=0):
