@@ -95,6 +95,23 @@ PASSES: tuple[PassSpec, ...] = (
         True,
         needs=frozenset({"MUL"}),
     ),
+    # ONE's O1 pattern passes (opt-in; -O1 runs them), in O1's order: canonical forms and fused
+    # operators first, so the batch-norm folds below see them as one op and cannot take their
+    # scalar constants apart
+    PassSpec(
+        "transform_min_max_to_relu6",
+        "replace a clamp to [0, 6] written as MINIMUM and MAXIMUM by one RELU6",
+        True,
+        False,
+        needs=frozenset({"MINIMUM", "MAXIMUM"}),
+    ),
+    PassSpec(
+        "transform_min_relu_to_relu6",
+        "replace RELU(MINIMUM(x, 6)) by one RELU6",
+        True,
+        False,
+        needs=frozenset({"MINIMUM"}),
+    ),
     PassSpec(
         "fuse_batchnorm_with_conv",
         "fold a Mul/Add/Sub/Div batch-norm chain after CONV_2D into its filter and bias",
