@@ -99,6 +99,13 @@ PASSES: tuple[PassSpec, ...] = (
     # operators first, so the batch-norm folds below see them as one op and cannot take their
     # scalar constants apart
     PassSpec(
+        "fuse_mul_with_div",
+        "make a MUL by a scalar constant and a DIV by (or of) a scalar constant one DIV or MUL",
+        True,
+        False,
+        needs=frozenset({"DIV"}),
+    ),
+    PassSpec(
         "transform_min_max_to_relu6",
         "replace a clamp to [0, 6] written as MINIMUM and MAXIMUM by one RELU6",
         True,
