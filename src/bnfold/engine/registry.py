@@ -106,6 +106,13 @@ PASSES: tuple[PassSpec, ...] = (
         needs=frozenset({"DIV"}),
     ),
     PassSpec(
+        "fuse_mean_with_mean",
+        "make MEAN over some axes followed by MEAN over others one MEAN over all of them",
+        True,
+        False,
+        needs=frozenset({"MEAN"}),
+    ),
+    PassSpec(
         "transform_min_max_to_relu6",
         "replace a clamp to [0, 6] written as MINIMUM and MAXIMUM by one RELU6",
         True,
