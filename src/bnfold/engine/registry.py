@@ -56,6 +56,7 @@ def _layers_of(backward_pass: str) -> frozenset[str]:
 TRANSPOSES = frozenset({"TRANSPOSE"})
 LAYOUT_MOVES = frozenset({"TRANSPOSE", "RESHAPE"})  # the propagation offers a unit-axis RESHAPE as a TRANSPOSE
 RESHAPES = frozenset({"RESHAPE"})
+CUSTOM = frozenset({"CUSTOM"})
 
 
 # Run order matters and is fixed here, not by the command line:
@@ -125,6 +126,35 @@ PASSES: tuple[PassSpec, ...] = (
         True,
         False,
         needs=frozenset({"MINIMUM"}),
+    ),
+    # TensorFlow ops a converter left as CUSTOM (Select TF ops) made builtins
+    PassSpec(
+        "resolve_customop_add",
+        "replace TensorFlow's AddV2 left as a CUSTOM op by ADD (skipping a BroadcastTo ADD does itself)",
+        True,
+        False,
+        needs=CUSTOM,
+    ),
+    PassSpec(
+        "resolve_customop_batchmatmul",
+        "replace TensorFlow's BatchMatMulV2 left as a CUSTOM op by BATCH_MATMUL",
+        True,
+        False,
+        needs=CUSTOM,
+    ),
+    PassSpec(
+        "resolve_customop_matmul",
+        "replace TensorFlow's MatMul left as a CUSTOM op by FULLY_CONNECTED (a constant right operand transposed once)",
+        True,
+        False,
+        needs=CUSTOM,
+    ),
+    PassSpec(
+        "resolve_customop_splitv",
+        "replace TensorFlow's SplitV left as a CUSTOM op by SPLIT_V",
+        True,
+        False,
+        needs=CUSTOM,
     ),
     PassSpec(
         "fuse_batchnorm_with_conv",

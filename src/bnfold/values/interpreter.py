@@ -1,7 +1,9 @@
 """The reference interpreter: runs a model's IR in numpy, with LiteRT's semantics.
 
 It exists so that a value check does not depend on one runtime, and so that Circle-only models
-(operators TFLite lacks) can be checked at all. The float kernels are in kernels.py; int8
+(operators TFLite lacks) can be checked at all, and models holding the TensorFlow ops a converter
+leaves as CUSTOM (custom_kernels.py: AddV2, BatchMatMulV2, MatMul, SplitV, BroadcastTo,
+MaxPoolWithArgmax). The float kernels are in kernels.py; int8
 CONV_2D, FULLY_CONNECTED, ADD, SUB, MUL, RELU, RELU6, MAX_POOL_2D, AVERAGE_POOL_2D and RESHAPE
 run with TFLite's integer arithmetic, bit-exact with LiteRT's builtin kernels (quantized.py);
 other integer-quantized operators are refused.
@@ -20,11 +22,12 @@ from ..ir.const import NUMPY_DTYPES
 from ..ir.graph import Graph
 from ..ir.model import Model
 from . import kernels
+from .custom_kernels import CUSTOM_KERNELS, k_custom
 from .kernels import UnsupportedOperator
 from .quantized import QUANTIZED_KERNELS
 from .select_kernels import SELECT_KERNELS
 
-KERNELS = {**kernels.KERNELS, **SELECT_KERNELS}
+KERNELS = {**kernels.KERNELS, **SELECT_KERNELS, "CUSTOM": k_custom}
 
 __all__ = ["Interpreter", "UnsupportedOperator", "run", "unsupported_kinds"]
 
@@ -124,4 +127,10 @@ def op_name(op) -> str:
 
 def unsupported_kinds(model: Model) -> list[str]:
     """Operator kinds of `model` the reference interpreter has no kernel for (custom ones named)."""
-    return sorted({op_name(op) for g in model.graphs for op in g.ops if op.kind not in KERNELS})
+    return sorted({op_name(op) for g in model.graphs for op in g.ops if not _has_kernel(op)})
+
+
+def _has_kernel(op) -> bool:
+    if op.kind == "CUSTOM":  # only the TensorFlow ops custom_kernels.py knows
+        return (op.opcode.custom_code or b"").decode(errors="replace") in CUSTOM_KERNELS
+    return op.kind in KERNELS
