@@ -83,7 +83,7 @@ def test_unimplemented_one_options_warn_once_each_and_the_run_goes_on(workdir, c
     err = capsys.readouterr().err.splitlines()
     assert err == [
         "bnfold: warning: fold_cast is a ONE option bnfold does not implement; ignored",
-        "bnfold: warning: fuse_gelu is a ONE option bnfold does not implement; ignored",
+        "bnfold: warning: fuse_bcq is a ONE option bnfold does not implement; ignored",
     ]
 
 
@@ -105,7 +105,7 @@ def test_ones_regress_onnx_conv_bn_option_set(tmp_path, monkeypatch, capsys):
 def test_strict_refuses_unimplemented_one_options(workdir, capsys):
     assert run(["optimize", "--config", str(CFG / "onecc_unimplemented.cfg"), "--strict"]) == 2
     err = capsys.readouterr().err.splitlines()
-    assert len(err) == 1 and "fold_cast, fuse_gelu" in err[0] and "strict mode" in err[0]
+    assert len(err) == 1 and "fold_cast, fuse_bcq" in err[0] and "strict mode" in err[0]
     assert not (workdir / "model.opt.tflite").exists()
 
 

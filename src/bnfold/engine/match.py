@@ -47,6 +47,11 @@ def is_plain_float(t: Tensor | None) -> bool:
     return t is not None and t.dtype == "FLOAT32" and not t.is_quantized
 
 
+def format_has(graph: Graph, kind: str) -> bool:
+    """Whether the graph's model format has operator `kind` (INSTANCE_NORM: Circle only)."""
+    return graph.model is not None and kind in graph.model.format.op_codes
+
+
 def no_activation(op: Op) -> bool:
     return not op.has_fused_activation_slot or op.fused_activation == "NONE"
 

@@ -107,6 +107,13 @@ PASSES: tuple[PassSpec, ...] = (
         needs=frozenset({"DIV"}),
     ),
     PassSpec(
+        "fuse_gelu",
+        "replace 0.5·x·(1 + erf(x/√2)) written with TensorFlow's Erf (a CUSTOM op) by one GELU",
+        True,
+        False,
+        needs=CUSTOM,
+    ),
+    PassSpec(
         "fuse_mean_with_mean",
         "make MEAN over some axes followed by MEAN over others one MEAN over all of them",
         True,

@@ -1,12 +1,14 @@
 """Kernels of the reference interpreter for the TensorFlow operators a converter leaves as CUSTOM
-ops (Select TF ops) and ONE's resolve_customop_* passes turn into builtins: AddV2, BatchMatMulV2,
-MatMul, SplitV, BroadcastTo and MaxPoolWithArgmax, with TensorFlow's semantics and attributes read
-from the flexbuffer custom options. LiteRT runs none of them without the Flex delegate, so these
-kernels are what checks a model holding them, and each resolve pass's rewrite (values/local.py).
-Any other custom op is unsupported. Same contract as kernels.py."""
+ops (Select TF ops), which ONE's resolve_customop_* and GELU passes turn into builtins: AddV2,
+BatchMatMulV2, MatMul, SplitV, BroadcastTo, MaxPoolWithArgmax and Erf (and the builtin GELU they
+become), with TensorFlow's semantics and attributes read from the flexbuffer custom options.
+LiteRT runs none of them without the Flex delegate, so these kernels are what checks a model
+holding them, and each resolve pass's rewrite (values/local.py). Any other custom op is
+unsupported. Same contract as kernels.py."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -22,6 +24,26 @@ def _flag(options: dict, name: str) -> bool:
     if not isinstance(value, bool):
         raise UnsupportedOperator(f"reference interpreter cannot read attribute {name}={value!r} of a CUSTOM op")
     return value
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """The error function elementwise, computed in float64 (numpy has none), in x's type."""
+    return np.frompyfunc(math.erf, 1, 1)(x.astype(np.float64)).astype(np.float64).astype(x.dtype)
+
+
+def k_gelu(interp, op, index, args):
+    """The builtin GELU: x·Φ(x) = 0.5·x·(1 + erf(x/√2)), or with `approximate` the tanh form
+    0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), each computed in float64 and rounded once."""
+    x = float32_only(args[0], op, index).astype(np.float64)
+    if getattr(op.options, "approximate", False):
+        y = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+    else:
+        y = 0.5 * x * (1 + erf(x / math.sqrt(2)))
+    return [y.astype(np.float32)]
+
+
+def k_erf(op, args, options):
+    return [erf(float32_only(args[0], op, 0))]
 
 
 def k_add_v2(op, args, options):
@@ -79,6 +101,7 @@ def k_max_pool_with_argmax(op, args, options):
 
 CUSTOM_KERNELS: dict[str, Callable] = {
     "AddV2": k_add_v2,
+    "Erf": k_erf,
     "BatchMatMulV2": k_batch_matmul_v2,
     "MatMul": k_matmul,
     "SplitV": k_split_v,

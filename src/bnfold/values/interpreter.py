@@ -3,7 +3,7 @@
 It exists so that a value check does not depend on one runtime, and so that Circle-only models
 (operators TFLite lacks) can be checked at all, and models holding the TensorFlow ops a converter
 leaves as CUSTOM (custom_kernels.py: AddV2, BatchMatMulV2, MatMul, SplitV, BroadcastTo,
-MaxPoolWithArgmax). The float kernels are in kernels.py; int8
+MaxPoolWithArgmax, Erf; and GELU). The float kernels are in kernels.py; int8
 CONV_2D, FULLY_CONNECTED, ADD, SUB, MUL, RELU, RELU6, MAX_POOL_2D, AVERAGE_POOL_2D and RESHAPE
 run with TFLite's integer arithmetic, bit-exact with LiteRT's builtin kernels (quantized.py);
 other integer-quantized operators are refused.
@@ -22,12 +22,12 @@ from ..ir.const import NUMPY_DTYPES
 from ..ir.graph import Graph
 from ..ir.model import Model
 from . import kernels
-from .custom_kernels import CUSTOM_KERNELS, k_custom
+from .custom_kernels import CUSTOM_KERNELS, k_custom, k_gelu
 from .kernels import UnsupportedOperator
 from .quantized import QUANTIZED_KERNELS
 from .select_kernels import SELECT_KERNELS
 
-KERNELS = {**kernels.KERNELS, **SELECT_KERNELS, "CUSTOM": k_custom}
+KERNELS = {**kernels.KERNELS, **SELECT_KERNELS, "CUSTOM": k_custom, "GELU": k_gelu}
 
 __all__ = ["Interpreter", "UnsupportedOperator", "run", "unsupported_kinds"]
 
