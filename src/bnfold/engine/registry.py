@@ -164,6 +164,13 @@ PASSES: tuple[PassSpec, ...] = (
         needs=CUSTOM,
     ),
     PassSpec(
+        "replace_with_fc_gelu_fc",
+        "make FC -> (x·(1 + erf(FC/√2))) -> FC, a GELU TensorFlow folded into the layers, FC -> GELU -> FC",
+        True,
+        False,
+        needs=CUSTOM,
+    ),
+    PassSpec(
         "fuse_batchnorm_with_conv",
         "fold a Mul/Add/Sub/Div batch-norm chain after CONV_2D into its filter and bias",
         True,
