@@ -164,6 +164,13 @@ PASSES: tuple[PassSpec, ...] = (
         needs=CUSTOM,
     ),
     PassSpec(
+        "replace_non_const_fc_with_batch_matmul",
+        "replace a FULLY_CONNECTED whose weights are computed at run time by BATCH_MATMUL (+ RESHAPE, bias ADD)",
+        True,
+        False,
+        needs=frozenset({"FULLY_CONNECTED"}),
+    ),
+    PassSpec(
         "replace_with_fc_gelu_fc",
         "make FC -> (x·(1 + erf(FC/√2))) -> FC, a GELU TensorFlow folded into the layers, FC -> GELU -> FC",
         True,

@@ -1,0 +1,53 @@
+"""replace_non_const_fc_with_batch_matmul: a FULLY_CONNECTED with computed weights becomes
+BATCH_MATMUL(adj_y) with a RESHAPE only where the shapes differ, the bias as one ADD carrying the
+activation (or the activation as its own op); LiteRT values agree. Constant weights and an
+activation LiteRT cannot apply as a range stay."""
+
+from __future__ import annotations
+
+import pytest
+
+from bn_models import Net, optimize_and_compare
+
+PASS = "replace_non_const_fc_with_batch_matmul"
+U = 3
+
+
+def fc_net(x_shape, *, bias="const", act="NONE", keep_num_dims=False, const_weights=False) -> Net:
+    n = Net()
+    n.input("x", x_shape)
+    k = x_shape[-1]
+    w = n.const("w", [U, k]) if const_weights else n.input("w", [U, k])
+    b = "" if bias == "none" else n.const("b", [U], values=[0.0] * U if bias == "zero" else None)
+    rows = 1
+    for d in x_shape[:-1]:
+        rows *= d
+    out = [*x_shape[:-1], U] if keep_num_dims else [rows, U]
+    n.outputs = [
+        n.op("FULLY_CONNECTED", ["x", w, b], "y", out, fused_activation_function=act, keep_num_dims=keep_num_dims)
+    ]
+    return n
+
+
+@pytest.mark.parametrize(
+    "x_shape, case, counts",
+    [
+        ([2, 5], dict(), {"BATCH_MATMUL": 1, "ADD": 1, "RESHAPE": 0}),
+        ([2, 5], dict(bias="zero", act="RELU6"), {"BATCH_MATMUL": 1, "ADD": 0, "RELU6": 1}),
+        ([2, 5], dict(bias="none"), {"BATCH_MATMUL": 1, "ADD": 0, "RESHAPE": 0}),
+        ([2, 4, 5], dict(act="RELU"), {"BATCH_MATMUL": 1, "ADD": 1, "RESHAPE": 1}),
+        ([2, 4, 5], dict(keep_num_dims=True, bias="none"), {"BATCH_MATMUL": 1, "RESHAPE": 0}),
+    ],
+)
+def test_fc_with_computed_weights_becomes_batch_matmul(x_shape, case, counts):
+    model, report = optimize_and_compare(fc_net(x_shape, **case).recipe(), [PASS], {"FULLY_CONNECTED": 0, **counts})
+    assert model.graphs[0].outputs[0].name == "y" and len(report.folds) == 1
+    bmm = next(op for op in model.graphs[0].ops if op.kind == "BATCH_MATMUL")
+    assert [t.name for t in bmm.inputs] == ["x", "w"] and bmm.options.adjY and not bmm.options.adjX
+
+
+@pytest.mark.parametrize("case", [dict(const_weights=True), dict(act="TANH")])
+def test_other_layers_stay(case):
+    optimize_and_compare(
+        fc_net([2, 5], **case).recipe(), [PASS], {"FULLY_CONNECTED": 1, "BATCH_MATMUL": 0}, numerics="act" not in case
+    )
