@@ -56,12 +56,11 @@ def no_activation(op: Op) -> bool:
     return not op.has_fused_activation_slot or op.fused_activation == "NONE"
 
 
-def collapse(
-    graph: Graph, result, ops: list[Op], inputs: list[Tensor | None], kind: str, options=None, **details
-) -> Op:
+def collapse(graph: Graph, result, ops: list[Op], inputs: list[Tensor | None], kind, options=None, **details) -> Op:
     """Replace the chain `ops` (in execution order, its last op's output the result) by one `kind`
-    op reading `inputs` and writing that same output tensor, so its name and readers stay; the
-    fold is recorded in `result` (a PassResult) before anything moves."""
+    op (a kind name, or an OpCode to keep its version) reading `inputs` and writing that same
+    output tensor, so its name and readers stay; the fold is recorded in `result` (a PassResult)
+    before anything moves."""
     last = ops[-1]
     y = last.outputs[0]
     result.fold(last, ops, into=[], **details)

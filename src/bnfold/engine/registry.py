@@ -121,6 +121,13 @@ PASSES: tuple[PassSpec, ...] = (
         needs=frozenset({"MEAN"}),
     ),
     PassSpec(
+        "fuse_horizontal_fc_layers",
+        "make ADD(FC(x, W1, b1), FC(x, W2, b2)) one FC(x, W1 + W2, b1 + b2)",
+        True,
+        False,
+        needs=frozenset({"FULLY_CONNECTED"}),
+    ),
+    PassSpec(
         "transform_min_max_to_relu6",
         "replace a clamp to [0, 6] written as MINIMUM and MAXIMUM by one RELU6",
         True,
