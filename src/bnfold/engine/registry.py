@@ -107,6 +107,13 @@ PASSES: tuple[PassSpec, ...] = (
         needs=frozenset({"DIV"}),
     ),
     PassSpec(
+        "fuse_prelu",
+        "replace relu(x) + α·(x - |x|)·0.5 (PReLU written with ABS) by one PRELU",
+        True,
+        False,
+        needs=frozenset({"ABS"}),
+    ),
+    PassSpec(
         "fuse_gelu",
         "replace 0.5·x·(1 + erf(x/√2)) written with TensorFlow's Erf (a CUSTOM op) by one GELU",
         True,
