@@ -128,6 +128,13 @@ PASSES: tuple[PassSpec, ...] = (
         needs=frozenset({"MEAN"}),
     ),
     PassSpec(
+        "fuse_slice_with_tconv",
+        "make a SLICE of a TRANSPOSE_CONV's output part of it (more padding, fewer filters)",
+        True,
+        False,
+        needs=frozenset({"TRANSPOSE_CONV"}),
+    ),
+    PassSpec(
         "fuse_horizontal_fc_layers",
         "make ADD(FC(x, W1, b1), FC(x, W2, b2)) one FC(x, W1 + W2, b1 + b2)",
         True,
