@@ -107,6 +107,14 @@ PASSES: tuple[PassSpec, ...] = (
         needs=frozenset({"DIV"}),
     ),
     PassSpec(
+        "fuse_instnorm",
+        "replace instance normalization written out with MEAN, SQUARED_DIFFERENCE, RSQRT or POW by one "
+        "INSTANCE_NORM (Circle only)",
+        True,
+        False,
+        needs=frozenset({"SQUARED_DIFFERENCE"}),
+    ),
+    PassSpec(
         "fuse_prelu",
         "replace relu(x) + α·(x - |x|)·0.5 (PReLU written with ABS) by one PRELU",
         True,

@@ -532,6 +532,7 @@ KERNELS: dict[str, Callable] = {  # the interpreter adds select_kernels.SELECT_K
     "MAXIMUM": _binary(np.maximum),
     "MINIMUM": _binary(np.minimum),
     "SQUARED_DIFFERENCE": _binary(lambda a, b: (a - b) * (a - b)),
+    "POW": _binary(np.power),
     "LESS": _comparison(np.less),
     "GREATER": _comparison(np.greater),
     "LESS_EQUAL": _comparison(np.less_equal),
