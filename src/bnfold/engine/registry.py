@@ -186,6 +186,14 @@ PASSES: tuple[PassSpec, ...] = (
         needs=CUSTOM,
     ),
     PassSpec(
+        "resolve_customop_max_pool_with_argmax",
+        "replace TensorFlow's MaxPoolWithArgmax left as a CUSTOM op by MAX_POOL_2D and, for the indices, "
+        "a per-tap comparison with the maximum (STRIDED_SLICE, EQUAL, SELECT_V2)",
+        True,
+        False,
+        needs=CUSTOM,
+    ),
+    PassSpec(
         "resolve_customop_splitv",
         "replace TensorFlow's SplitV left as a CUSTOM op by SPLIT_V",
         True,
