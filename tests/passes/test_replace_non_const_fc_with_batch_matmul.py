@@ -5,9 +5,16 @@ activation LiteRT cannot apply as a range stay."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from bn_models import Net, optimize_and_compare
+from bn_models import Net, inputs_for, optimize_and_compare
+from bnfold import api
+from bnfold.io.formats import CIRCLE
+from bnfold.io.reader import read_model
+from bnfold.io.writer import save_model
+from bnfold.recipe.chef import build
+from bnfold.values import interpreter
 
 PASS = "replace_non_const_fc_with_batch_matmul"
 U = 3
@@ -51,3 +58,15 @@ def test_other_layers_stay(case):
     optimize_and_compare(
         fc_net([2, 5], **case).recipe(), [PASS], {"FULLY_CONNECTED": 1, "BATCH_MATMUL": 0}, numerics="act" not in case
     )
+
+
+def test_circle_model_gets_circles_option_names(tmp_path):
+    recipe = fc_net([2, 4, 5], act="RELU").recipe()
+    original, model = build(recipe, CIRCLE), build(recipe, CIRCLE)
+    api.apply_passes(model, [PASS])
+    save_model(model, str(tmp_path / "m.circle"), CIRCLE)
+    back = read_model(str(tmp_path / "m.circle"))
+    bmm = next(op for op in back.graphs[0].ops if op.kind == "BATCH_MATMUL")
+    assert bmm.options.adjointRhs and not bmm.options.adjointLhs
+    xs = inputs_for(original)
+    np.testing.assert_allclose(interpreter.run(back, xs)[0], interpreter.run(original, xs)[0], rtol=1e-5, atol=1e-5)

@@ -4,10 +4,16 @@ TensorFlow kernel, result in LiteRT); non-boolean options and other types stay."
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from bn_models import Net
+from bn_models import Net, inputs_for
 from bnfold import api
+from bnfold.io.formats import CIRCLE
+from bnfold.io.reader import read_model
+from bnfold.io.writer import save_model
+from bnfold.recipe.chef import build
+from bnfold.values import interpreter
 from custom_ops import resolve_and_compare
 
 PASS = "resolve_customop_batchmatmul"
@@ -49,3 +55,18 @@ def test_adjoint_that_is_no_boolean_stays():
     model = bmm_net(False, False, options={"adj_x": "no", "adj_y": False}).model()
     report = api.apply_passes(model, [PASS])
     assert not report.folds and model.op_counts() == {"CUSTOM(BatchMatMulV2)": 1}
+
+
+@pytest.mark.parametrize("adj_x, adj_y", [(True, False), (False, True)])
+def test_circle_model_gets_circles_option_names(adj_x, adj_y, tmp_path):
+    # Circle's BatchMatMulOptions calls the flags adjoint_lhs / adjoint_rhs: written and read back,
+    # the product must still use them
+    recipe = bmm_net(adj_x, adj_y).recipe()
+    original, model = build(recipe, CIRCLE), build(recipe, CIRCLE)
+    api.apply_passes(model, [PASS])
+    save_model(model, str(tmp_path / "m.circle"), CIRCLE)
+    back = read_model(str(tmp_path / "m.circle"))
+    (op,) = back.graphs[0].ops
+    assert (op.kind, op.options.adjointLhs, op.options.adjointRhs) == ("BATCH_MATMUL", adj_x, adj_y)
+    xs = inputs_for(original)
+    np.testing.assert_allclose(interpreter.run(back, xs)[0], interpreter.run(original, xs)[0], rtol=1e-5, atol=1e-5)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.graph import Graph, Op, Tensor
+from ..ir.graph import Graph, Op, Options, Tensor
 
 
 def only_reader(graph: Graph, t: Tensor) -> Op | None:
@@ -50,6 +50,14 @@ def is_plain_float(t: Tensor | None) -> bool:
 def format_has(graph: Graph, kind: str) -> bool:
     """Whether the graph's model format has operator `kind` (INSTANCE_NORM: Circle only)."""
     return graph.model is not None and kind in graph.model.format.op_codes
+
+
+def batch_matmul_options(graph: Graph, adj_x: bool, adj_y: bool) -> Options:
+    """BATCH_MATMUL's options in the graph's format: TFLite names the flags adj_x / adj_y, Circle
+    adjoint_lhs / adjoint_rhs (the same table otherwise)."""
+    circle = graph.model is not None and graph.model.format.name == "circle"
+    names = ("adjointLhs", "adjointRhs") if circle else ("adjX", "adjY")
+    return Options("BatchMatMulOptions", **{names[0]: adj_x, names[1]: adj_y}, asymmetricQuantizeInputs=False)
 
 
 def no_activation(op: Op) -> bool:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine.match import is_plain_float
+from ..engine.match import batch_matmul_options, is_plain_float
 from ..engine.report import PassResult
 from ..ir.graph import Graph, Op, Options
 from ..ir.ops import FUSED_ACTIVATIONS, RANGE_ACTIVATIONS
@@ -52,8 +52,7 @@ def _replace(graph: Graph, result: PassResult, fc: Op) -> None:
         if not steps
         else graph.add_tensor(graph.unique_name(f"{y.name}/matmul"), "FLOAT32", (*x.shape[:-1], w.shape[0]))
     )
-    options = Options("BatchMatMulOptions", adjX=False, adjY=True, asymmetricQuantizeInputs=False)
-    last = graph.add_op("BATCH_MATMUL", [x, w], [product], options, after=fc)
+    last = graph.add_op("BATCH_MATMUL", [x, w], [product], batch_matmul_options(graph, False, True), after=fc)
     result.made(last)
     for i, step in enumerate(steps):
         out = (

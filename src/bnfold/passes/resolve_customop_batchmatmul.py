@@ -15,10 +15,10 @@ readable custom options whose adj_x and adj_y (absent: false) are booleans.
 
 from __future__ import annotations
 
-from ..engine.match import is_plain_float
+from ..engine.match import batch_matmul_options, is_plain_float
 from ..engine.report import PassResult
 from ..ir.custom import custom_code, custom_options
-from ..ir.graph import Graph, Options
+from ..ir.graph import Graph
 
 
 def run(graph: Graph) -> PassResult:
@@ -34,6 +34,6 @@ def run(graph: Graph) -> PassResult:
             continue
         result.fold(op, [op], into=[], resolved="BatchMatMulV2", adj_x=adj[0], adj_y=adj[1])
         graph.remove_op(op)
-        options = Options("BatchMatMulOptions", adjX=adj[0], adjY=adj[1], asymmetricQuantizeInputs=False)
+        options = batch_matmul_options(graph, adj[0], adj[1])
         result.made(graph.add_op("BATCH_MATMUL", op.inputs, op.outputs, options, after=op))
     return result
