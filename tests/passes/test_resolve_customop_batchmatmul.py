@@ -7,13 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import bnfold
 from bn_models import Net, inputs_for
 from bnfold import api
 from bnfold.io.formats import CIRCLE
 from bnfold.io.reader import read_model
 from bnfold.io.writer import save_model
 from bnfold.recipe.chef import build
-from bnfold.values import interpreter
+from bnfold.values import interpreter, litert
 from custom_ops import resolve_and_compare
 
 PASS = "resolve_customop_batchmatmul"
@@ -70,3 +71,20 @@ def test_circle_model_gets_circles_option_names(adj_x, adj_y, tmp_path):
     assert (op.kind, op.options.adjointLhs, op.options.adjointRhs) == ("BATCH_MATMUL", adj_x, adj_y)
     xs = inputs_for(original)
     np.testing.assert_allclose(interpreter.run(back, xs)[0], interpreter.run(original, xs)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_circle_batch_matmul_converts_to_tflite_with_its_adjoints(tmp_path):
+    # Circle's adjoint_lhs/_rhs are TFLite's adj_x/adj_y: `bnfold convert` (and every LiteRT check of a
+    # Circle model) carries them over; LiteRT computes what the Circle model's reference run does
+    recipe = bmm_net(True, True).recipe()
+    model = build(recipe, CIRCLE)
+    api.apply_passes(model, [PASS])
+    save_model(model, str(tmp_path / "m.circle"), CIRCLE)
+    assert bnfold.convert(str(tmp_path / "m.circle"), str(tmp_path / "m.tflite")) is not None
+    tflite = read_model(str(tmp_path / "m.tflite"))
+    (op,) = tflite.graphs[0].ops
+    assert op.options.adjX and op.options.adjY
+    xs = inputs_for(model)
+    np.testing.assert_allclose(
+        litert.run(tflite, xs)[0], interpreter.run(build(recipe, CIRCLE), xs)[0], rtol=1e-5, atol=1e-5
+    )
