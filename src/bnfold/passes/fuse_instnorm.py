@@ -33,7 +33,8 @@ from ..ir.ops import FUSED_ACTIVATIONS, INDEX_DTYPES
 
 def may_hold_instance_norm(graph: Graph) -> bool:
     """Whether the model may hold an INSTANCE_NORM: a Circle-only operator (the one place a
-    target runtime's table would decide)."""
+    target runtime's table would decide). onert 0.1.0's CPU backend has no kernel for it
+    (measured: session preparation fails; the written-out form runs), ONE's NPU backends do."""
     return format_has(graph, "INSTANCE_NORM")
 
 

@@ -36,7 +36,9 @@ from ..ir.graph import Graph, Op, Tensor
 
 
 def may_hold_prelu(graph: Graph) -> bool:
-    """Whether the model may hold a PRELU (the one place a target runtime's table would decide)."""
+    """Whether the model may hold a PRELU (the one place a target runtime's table would decide):
+    a builtin of both formats, which LiteRT runs. onert 0.1.0's CPU backend does not (measured: a
+    Circle model with PRELU fails session preparation; the written-out form runs)."""
     return format_has(graph, "PRELU")
 
 

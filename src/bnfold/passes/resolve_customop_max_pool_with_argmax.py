@@ -17,7 +17,8 @@ back, FLOOR), which goes through float and, it says, needs a rounding adjustment
 Guards: x float32, rank 4, static shape, not quantized; ksize and strides [1, kh, kw, 1] and
 [1, sh, sw, 1]; padding SAME or VALID; idx INT32 or INT64; readable custom options. Where no window
 reaches past the input (no padding), no PADV2 is made; with padding, a window of -inf inputs only
-would give a padded tap's index (TF's kernel skips the padding).
+would give a padded tap's index (TF's kernel skips the padding). LiteRT runs the result; onert
+0.1.0 fails its inference (NNFW_STATUS_ERROR, measured), and crashes on the CUSTOM original.
 """
 
 from __future__ import annotations
