@@ -15,8 +15,7 @@ import pytest
 
 import bnfold
 from bnfold import one, selection
-from bnfold.cli import run
-from bnfold.cli.flags import NOT_IMPLEMENTED
+from bnfold.cli import flags, run
 from bnfold.engine import registry
 from bnfold.io.reader import read_model
 from conftest import DATA, build_recipe
@@ -213,7 +212,7 @@ def test_unimplemented_one_flags_are_declared_only_for_a_command_line_that_needs
     }
     assert lines == {
         (): ["False", "0", "None"],
-        ("--fuse_bcq",): ["True", str(len(NOT_IMPLEMENTED)), "True"],
+        ("--fuse_bcq",): ["True", str(len(flags.NOT_IMPLEMENTED)), "True"],
         ("-q", "--fuse_batchnorm_with_conv"): ["False", "0", "None"],
     }
 

@@ -56,6 +56,7 @@ def _layers_of(backward_pass: str) -> frozenset[str]:
 TRANSPOSES = frozenset({"TRANSPOSE"})
 LAYOUT_MOVES = frozenset({"TRANSPOSE", "RESHAPE"})  # the propagation offers a unit-axis RESHAPE as a TRANSPOSE
 RESHAPES = frozenset({"RESHAPE"})
+CUSTOM = frozenset({"CUSTOM"})
 
 
 # Run order matters and is fixed here, not by the command line:
@@ -148,6 +149,124 @@ PASSES: tuple[PassSpec, ...] = (
         True,
         True,
         needs=frozenset({"MUL"}),
+    ),
+    # ONE's O1 pattern passes (opt-in; -O1 runs them), in O1's order: canonical forms and fused
+    # operators first, so the batch-norm folds below see them as one op and cannot take their
+    # scalar constants apart
+    PassSpec(
+        "fuse_mul_with_div",
+        "make a MUL by a scalar constant and a DIV by (or of) a scalar constant one DIV or MUL",
+        True,
+        False,
+        needs=frozenset({"DIV"}),
+    ),
+    PassSpec(
+        "fuse_instnorm",
+        "replace instance normalization written out with MEAN, SQUARED_DIFFERENCE, RSQRT or POW by one "
+        "INSTANCE_NORM (Circle only)",
+        True,
+        False,
+        needs=frozenset({"SQUARED_DIFFERENCE"}),
+    ),
+    PassSpec(
+        "fuse_prelu",
+        "replace relu(x) + α·(x - |x|)·0.5 (PReLU written with ABS) by one PRELU",
+        True,
+        False,
+        needs=frozenset({"ABS"}),
+    ),
+    PassSpec(
+        "fuse_gelu",
+        "replace 0.5·x·(1 + erf(x/√2)) written with TensorFlow's Erf (a CUSTOM op) by one GELU",
+        True,
+        False,
+        needs=CUSTOM,
+    ),
+    PassSpec(
+        "fuse_mean_with_mean",
+        "make MEAN over some axes followed by MEAN over others one MEAN over all of them",
+        True,
+        False,
+        needs=frozenset({"MEAN"}),
+    ),
+    PassSpec(
+        "fuse_slice_with_tconv",
+        "make a SLICE of a TRANSPOSE_CONV's output part of it (more padding, fewer filters)",
+        True,
+        False,
+        needs=frozenset({"TRANSPOSE_CONV"}),
+    ),
+    PassSpec(
+        "fuse_horizontal_fc_layers",
+        "make ADD(FC(x, W1, b1), FC(x, W2, b2)) one FC(x, W1 + W2, b1 + b2)",
+        True,
+        False,
+        needs=frozenset({"FULLY_CONNECTED"}),
+    ),
+    PassSpec(
+        "transform_min_max_to_relu6",
+        "replace a clamp to [0, 6] written as MINIMUM and MAXIMUM by one RELU6",
+        True,
+        False,
+        needs=frozenset({"MINIMUM", "MAXIMUM"}),
+    ),
+    PassSpec(
+        "transform_min_relu_to_relu6",
+        "replace RELU(MINIMUM(x, 6)) by one RELU6",
+        True,
+        False,
+        needs=frozenset({"MINIMUM"}),
+    ),
+    # TensorFlow ops a converter left as CUSTOM (Select TF ops) made builtins
+    PassSpec(
+        "resolve_customop_add",
+        "replace TensorFlow's AddV2 left as a CUSTOM op by ADD (skipping a BroadcastTo ADD does itself)",
+        True,
+        False,
+        needs=CUSTOM,
+    ),
+    PassSpec(
+        "resolve_customop_batchmatmul",
+        "replace TensorFlow's BatchMatMulV2 left as a CUSTOM op by BATCH_MATMUL",
+        True,
+        False,
+        needs=CUSTOM,
+    ),
+    PassSpec(
+        "resolve_customop_matmul",
+        "replace TensorFlow's MatMul left as a CUSTOM op by FULLY_CONNECTED (a constant right operand transposed once)",
+        True,
+        False,
+        needs=CUSTOM,
+    ),
+    PassSpec(
+        "resolve_customop_max_pool_with_argmax",
+        "replace TensorFlow's MaxPoolWithArgmax left as a CUSTOM op by MAX_POOL_2D and, for the indices, "
+        "a per-tap comparison with the maximum (STRIDED_SLICE, EQUAL, SELECT_V2)",
+        True,
+        False,
+        needs=CUSTOM,
+    ),
+    PassSpec(
+        "resolve_customop_splitv",
+        "replace TensorFlow's SplitV left as a CUSTOM op by SPLIT_V",
+        True,
+        False,
+        needs=CUSTOM,
+    ),
+    PassSpec(
+        "replace_non_const_fc_with_batch_matmul",
+        "replace a FULLY_CONNECTED whose weights are computed at run time by BATCH_MATMUL (+ RESHAPE, bias ADD)",
+        True,
+        False,
+        needs=frozenset({"FULLY_CONNECTED"}),
+    ),
+    PassSpec(
+        "replace_with_fc_gelu_fc",
+        "make FC -> (x·(1 + erf(FC/√2))) -> FC, a GELU TensorFlow folded into the layers, FC -> GELU -> FC",
+        True,
+        False,
+        needs=CUSTOM,
     ),
     PassSpec(
         "fuse_batchnorm_with_conv",

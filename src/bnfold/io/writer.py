@@ -35,7 +35,7 @@ from .atomic import atomic_file
 from .copier import Copier, copy_range
 from .formats import MODELED_FIELDS, Format
 from .gcpause import paused_gc
-from .transcode import NotRepresentable, same_value, transcode
+from .transcode import NotRepresentable, counterpart, same_value, transcode
 
 if TYPE_CHECKING:
     import flatbuffers
@@ -508,6 +508,7 @@ class _Plan:
             options = self.fmt.record(op.options.type)
             defaults = None
             for name, value in op.options.fields().items():
+                name = counterpart(op.options.type, name, options)
                 if not hasattr(options, name):
                     defaults = defaults or self.model.format.record(op.options.type)
                     if same_value(value, getattr(defaults, name, None)):

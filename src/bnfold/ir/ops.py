@@ -254,7 +254,6 @@ TABLE: tuple[OpInfo, ...] = (
         for kind in (
             "RELU_0_TO_1",
             "HARD_SWISH",
-            "GELU",
             "ELU",
             "ABS",
             "NEG",
@@ -316,6 +315,7 @@ TABLE: tuple[OpInfo, ...] = (
     _unary("TANH"),
     _unary("LOGISTIC"),
     _unary("LEAKY_RELU", "LeakyReluOptions"),
+    _unary("GELU", "GeluOptions"),
     _unary("SOFTMAX", "SoftmaxOptions", layout="last_axis"),
     _unary("LOG_SOFTMAX", "LogSoftmaxOptions", layout="last_axis"),
     _unary("L2_NORMALIZATION", "L2NormOptions", layout="last_axis"),

@@ -1,7 +1,9 @@
 """The reference interpreter: runs a model's IR in numpy, with LiteRT's semantics.
 
 It exists so that a value check does not depend on one runtime, and so that Circle-only models
-(operators TFLite lacks) can be checked at all. The float kernels are in kernels.py; int8
+(operators TFLite lacks) can be checked at all, and models holding the TensorFlow ops a converter
+leaves as CUSTOM (custom_kernels.py: AddV2, BatchMatMulV2, MatMul, SplitV, BroadcastTo,
+MaxPoolWithArgmax, Erf; and GELU). The float kernels are in kernels.py; int8
 CONV_2D, FULLY_CONNECTED, ADD, SUB, MUL, RELU, RELU6, MAX_POOL_2D, AVERAGE_POOL_2D and RESHAPE
 run with TFLite's integer arithmetic, bit-exact with LiteRT's builtin kernels (quantized.py);
 other integer-quantized operators are refused.
@@ -20,9 +22,11 @@ import numpy as np
 
 from ..errors import ModelError, RunFailed
 from ..ir.const import NUMPY_DTYPES
+from ..ir.custom import custom_code
 from ..ir.graph import Op, Tensor
 from ..ir.model import Model
 from . import kernels
+from .custom_kernels import CUSTOM_KERNELS, k_custom, k_gelu
 from .kernels import UnsupportedOperator
 from .quantized import QUANTIZED_KERNELS
 from .select_kernels import SELECT_KERNELS
@@ -40,9 +44,7 @@ class Runnable(Protocol):
     def outputs(self) -> Sequence[Tensor]: ...
 
 
-KERNELS = {**kernels.KERNELS, **SELECT_KERNELS, **SPARSE_KERNELS}
-# custom operators by custom code: TensorFlow ops the converter kept (AddV2 is TF's add)
-CUSTOM_KERNELS = {b"AddV2": kernels.KERNELS["ADD"]}
+KERNELS = {**kernels.KERNELS, **SELECT_KERNELS, **SPARSE_KERNELS, "CUSTOM": k_custom, "GELU": k_gelu}
 
 __all__ = ["Interpreter", "UnsupportedOperator", "run", "unsupported_kinds"]
 
@@ -132,8 +134,8 @@ class Interpreter:
 
 def kernel_for(op):
     """The kernel that computes `op` (a custom one by its custom code), or None."""
-    if op.kind == "CUSTOM":
-        return CUSTOM_KERNELS.get(op.opcode.custom_code)
+    if op.kind == "CUSTOM":  # only the TensorFlow ops custom_kernels.py knows, by their custom code
+        return k_custom if (custom_code(op) or "") in CUSTOM_KERNELS else None
     return KERNELS.get(op.kind)
 
 

@@ -1,6 +1,6 @@
 """Kernels of the reference interpreter that select or resample elements: RESIZE_BILINEAR,
 RESIZE_NEAREST_NEIGHBOR, STRIDED_SLICE, SLICE, SPLIT, SPLIT_V, PACK, UNPACK, GATHER, GATHER_ND,
-EMBEDDING_LOOKUP, ARG_MAX, ARG_MIN, TILE (the interpreter joins their table with kernels.py's).
+EMBEDDING_LOOKUP, ARG_MAX, ARG_MIN, TILE, BROADCAST_TO, SELECT_V2 (the interpreter joins their table with kernels.py's).
 Same contract as kernels.py: f(interp, op, index, args) -> list of outputs. The gathers refuse an
 index outside [0, dim) of the axis it addresses with RunFailed, as LiteRT fails the run
 (index_inputs.py draws random indices in range).
@@ -132,6 +132,14 @@ def k_tile(interp, op, index, args):
     return [np.tile(args[0], np.asarray(args[1]).reshape(-1))]
 
 
+def k_broadcast_to(interp, op, index, args):
+    return [np.broadcast_to(args[0], [int(d) for d in np.reshape(args[1], -1)]).copy()]
+
+
+def k_select_v2(interp, op, index, args):
+    return [np.where(args[0].astype(bool), args[1], args[2])]
+
+
 def k_pack(interp, op, index, args):
     axis = int(opt(op, "axis", 0))
     return [np.stack(args, axis=axis if axis >= 0 else axis + args[0].ndim + 1)]
@@ -192,4 +200,6 @@ SELECT_KERNELS: dict[str, Callable] = {
     "ARG_MAX": _arg(np.argmax),
     "ARG_MIN": _arg(np.argmin),
     "TILE": k_tile,
+    "BROADCAST_TO": k_broadcast_to,
+    "SELECT_V2": k_select_v2,
 }
