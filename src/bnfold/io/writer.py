@@ -29,6 +29,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..ir.const import Buffer
+from ..ir.invariants import check_output
 from ..ir.model import Model
 from .atomic import atomic_file
 from .copier import Copier, copy_range
@@ -126,6 +127,8 @@ def save_model(
     unchanged = keep_unchanged and is_unchanged(model, fmt, external)
     if unchanged and _same_file(model.source.path, path):
         return WriteInfo(path, fmt.name, model.source.offset_layout, model.source.size, unchanged=True, written=False)
+    if not unchanged:
+        check_output(model, path)  # the last gate: before any file (even a temporary one) exists
     try:
         with atomic_file(path) as out:
             if unchanged:
@@ -158,7 +161,8 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def serialize(model: Model, out, fmt: Format, *, external: bool = False) -> WriteInfo:
-    """Write the model to the open binary file `out`."""
+    """Write the model to the open binary file `out` (`save_model` and `Optimized.data` put the
+    model through the output gate, ir/invariants.py: check_output, first)."""
     with paused_gc():
         return _serialize(model, out, fmt, external)
 
