@@ -29,7 +29,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..ir.const import Buffer
-from ..ir.invariants import check_output
+from ..ir.invariants import gate
 from ..ir.model import Model
 from .atomic import atomic_file
 from .copier import Copier, copy_range
@@ -128,7 +128,7 @@ def save_model(
     if unchanged and _same_file(model.source.path, path):
         return WriteInfo(path, fmt.name, model.source.offset_layout, model.source.size, unchanged=True, written=False)
     if not unchanged:
-        check_output(model, path)  # the last gate: before any file (even a temporary one) exists
+        gate(model, path)  # the last gate: before any file (even a temporary one) exists
     try:
         with atomic_file(path) as out:
             if unchanged:

@@ -340,6 +340,8 @@ class Graph:
             t.producer = op
 
     def remove_op(self, op: Op) -> None:
+        if self.changes is not None:
+            self.changes.sound = False  # its readers may now read nothing: the gate looks again
         self._members.remove(op)
         self._dirty = True
         for t in op.inputs:

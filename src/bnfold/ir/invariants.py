@@ -275,21 +275,38 @@ def _check_acyclic(graph, producers: dict[int, int], where: str, path: str) -> N
 
 class Changes:
     """The ops passes created or changed in one graph, each with the pass that last did, recorded
-    by the graph as the mutation happens (`Graph.touch`); `running` is the pass the manager runs."""
+    by the graph as the mutation happens (`Graph.touch`); `running` is the pass the manager runs.
+    `sound`: the graph passed the reader's checks or the gate and nothing has touched it since (the
+    writer's gate then has nothing new to check; a mutation method or a removed op clears it)."""
 
-    def __init__(self) -> None:
+    def __init__(self, sound: bool = False) -> None:
+        self.sound = sound
         self.running: str | None = None
         self.ops: dict = {}  # op -> name of the pass that last created or changed it
         self.stale: set = set()  # ops read whose recorded shapes disagreed with their rule before any change
         self.passes: dict[str, None] = {}  # the passes that said they changed the graph, in order
 
     def created(self, op) -> None:
+        self.sound = False
         self.ops[op] = self.running
 
     def changed(self, op) -> None:
+        self.sound = False
         if op not in self.ops and shape_problem(op, info(op.kind).shape) is not None:
             self.stale.add(op)
         self.ops[op] = self.running
+
+
+def mark_sound(model) -> None:
+    """`model` has just passed validate_model (the reader): record its graphs' changes from now on."""
+    for graph in model.graphs:
+        graph.changes = Changes(sound=True)
+
+
+def gate(model, path: str | None = None) -> None:
+    """The writer's gate: check_output, unless every graph is sound (read or gated, untouched since)."""
+    if not all(graph.changes is not None and graph.changes.sound for graph in model.graphs):
+        check_output(model, path)
 
 
 def check_output(model, path: str | None = None) -> None:
@@ -312,9 +329,17 @@ def check_output(model, path: str | None = None) -> None:
             if problem is not None:
                 position = graph.ops.index(op)
                 raise InternalError(
-                    f"pass {name} left subgraph {g_index} operator {position} ({op.kind}) inconsistent: {problem}",
+                    f"{_by(name)} left subgraph {g_index} operator {position} ({op.kind}) inconsistent: {problem}",
                     path,
                 )
+    for graph in model.graphs:
+        graph.changes = graph.changes or Changes()
+        graph.changes.sound = True
+
+
+def _by(name: str | None) -> str:
+    """Who made a change: a pass, or bnfold's library code outside any pass (name None)."""
+    return "bnfold" if name is None else f"pass {name}"
 
 
 def culprit(model, op) -> str:
@@ -325,7 +350,7 @@ def culprit(model, op) -> str:
         if changes is None:
             continue
         if op is not None and op in changes.ops:
-            return f"pass {changes.ops[op]}"
+            return _by(changes.ops[op])
         names += [n for n in (*changes.passes, *changes.ops.values()) if n is not None and n not in names]
     if not names:
         return "bnfold"
