@@ -103,6 +103,10 @@ def extra_output(graph: Graph) -> None:
     graph.outputs.append(graph.outputs[0])
 
 
+def crash(graph: Graph) -> None:
+    raise RuntimeError("boom")
+
+
 BREAKAGES = {
     unproduced: "which no operator produces",
     two_writers: "is written by operators",
@@ -120,6 +124,7 @@ BREAKAGES = {
     tensor_shape: "(ADD) inconsistent: output 'sequential_7_1/batch_normalization_7_1/batchnorm/add_1' is recorded "
     "as [1, 8, 8, 4], its inputs and options make [1, 8, 8, 3]",
     extra_output: "left graph 0 with 2 outputs, not 1",
+    crash: "failed on subgraph 0: RuntimeError: boom",
 }
 
 
@@ -211,7 +216,7 @@ def _repro_commands() -> list[tuple[str, list[str]]]:
 
 @pytest.mark.parametrize("name, argv", _repro_commands(), ids=lambda v: v if isinstance(v, str) else "")
 def test_no_repro_is_written_broken(name, argv, tmp_path, capsys):
-    """Under its .txt command each repro either fails with exit 3 and writes nothing,
+    """Under its .txt command each repro either fails with exit 3 naming a pass and writes nothing,
     or (once its bug is fixed) writes a model bnfold reads back, LiteRT runs, and whose interface
     is the input's (its 4-D inputs and outputs NHWC under the interface parameters)."""
     from ai_edge_litert.interpreter import Interpreter
@@ -221,9 +226,8 @@ def test_no_repro_is_written_broken(name, argv, tmp_path, capsys):
     code = cli.run(argv)
     lines = capsys.readouterr().err.strip().splitlines()
     if code != 0:
-        # a pass that breaks the graph is named by the gate; one that crashes (internal-*) is an
-        # internal error as any exception is
-        assert code == 3 and len(lines) == 1 and "internal error" in lines[0], (code, lines)
+        # a pass that breaks the graph is named by the gate, one that crashes (internal-*) by the manager
+        assert code == 3 and len(lines) == 1 and "pass " in lines[0] and "nothing written" in lines[0], (code, lines)
         assert os.listdir(tmp_path) == []
         return
     before, after = api.load(REPROS / f"{name}.tflite").graphs[0], api.load(out).graphs[0]

@@ -18,7 +18,7 @@ made NHWC, each permuted exactly once (`check_interface`).
 
 from __future__ import annotations
 
-from ..errors import InternalError
+from ..errors import BnfoldError, InternalError
 from ..ir.graph import Graph
 from ..ir.invariants import Changes, check_output, culprit
 from ..ir.model import Model
@@ -60,7 +60,7 @@ def run_passes(
                 if spec.needs.isdisjoint(kinds[index]):
                     continue
                 graph.changes.running = spec.name
-                result = spec.run(graph)
+                result = _run(spec, graph, index)
                 report.add(spec.name, index, result)
                 if result.changed:
                     graph.changes.passes[spec.name] = None
@@ -78,6 +78,17 @@ def run_passes(
     report.transposes = transposes_left(model, report.said, report.passes)
     report.settle_into(model.graphs)
     return report
+
+
+def _run(spec: PassSpec, graph: Graph, index: int):
+    """One pass over one graph; a pass that crashes is bnfold's bug, told with the pass's name
+    (BNFOLD_DEBUG=1 shows the traceback, exits.py)."""
+    try:
+        return spec.run(graph)
+    except BnfoldError:
+        raise
+    except Exception as e:
+        raise InternalError(f"pass {spec.name} failed on subgraph {index}: {type(e).__name__}: {e}") from e
 
 
 def op_kinds(graph: Graph) -> set[str]:

@@ -247,12 +247,20 @@ def _window(size: int, filter_size: int, stride: int, dilation: int, padding: in
     return max(0, -(-(size - reach + 1) // stride))
 
 
+# the stride and dilation fields of each spatial axis, in the order of the input's axes
+SPATIAL_FIELDS = {
+    "HW": (("strideH", "dilationHFactor"), ("strideW", "dilationWFactor")),
+    "DHW": (("strideD", "dilationDFactor"), ("strideH", "dilationHFactor"), ("strideW", "dilationWFactor")),
+}
+
+
 def _spatial(op, x: Shape, filters: Sequence[int], axes: str) -> tuple[int, ...]:
     """Output sizes along spatial axes named by `axes` ("HW" or "DHW") of the NHWC/NDHWC input."""
-    padding = _opt(op, "padding")
+    options = op.options
+    padding = getattr(options, "padding", 0)
     return tuple(
-        _window(x[1 + i], filters[i], _opt(op, f"stride{a}", 1), _opt(op, f"dilation{a}Factor", 1), padding)
-        for i, a in enumerate(axes)
+        _window(x[1 + i], filters[i], getattr(options, stride, 1) or 1, getattr(options, dilation, 1) or 1, padding)
+        for i, (stride, dilation) in enumerate(SPATIAL_FIELDS[axes])
     )
 
 
