@@ -24,6 +24,7 @@ class ModelError(BnfoldError):
     """The model file is unreadable, malformed, or cannot be written as asked."""
 
     exit_code = 1
+    op: object = None  # the operator the problem is about, when there is one (ir/invariants.py)
 
 
 class InternalError(BnfoldError):

@@ -18,7 +18,7 @@ from bnfold.errors import InternalError
 from bnfold.ir.graph import Graph, Options
 from bnfold.ir.ops import TABLE, info
 from bnfold.ir.shapes import RULES, shape_problem
-from conftest import DATA
+from conftest import DATA, RECIPES, TEST_RECIPES
 
 MODEL = DATA / "bn_conv_valid.tflite"  # input -> MUL -> ADD -> CONV_2D -> output
 BROKEN = "fuse_batchnorm_with_conv"  # the pass whose run a test replaces with a broken one
@@ -282,3 +282,79 @@ def test_the_writer_checks_only_what_changed_since_the_last_check(monkeypatch, t
     result.model.graphs[0].ops[0].fused_activation = "RELU6"  # the one CONV_2D left after the folds
     result.save(str(tmp_path / "c.tflite"))
     assert calls == [str(tmp_path / "c.tflite")]
+
+
+RECIPE_NAMES = sorted(p.stem for p in RECIPES.glob("*.toml"))
+COVERED: set[str] = set()  # the kinds whose rule LiteRT confirmed (the last test checks the list)
+
+
+def _compare_with_litert(path: Path) -> None:
+    """Every op's rule, applied to the shapes as read, gives the shapes LiteRT computes when it
+    prepares the model (its kernels' Prepare recomputes every output shape)."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    runner = Interpreter(model_path=str(path))
+    try:
+        runner.allocate_tensors()
+    except RuntimeError as e:
+        pytest.skip(f"LiteRT does not prepare it: {str(e)[:80]}")
+    prepared = {d["index"]: tuple(int(x) for x in d["shape"]) for d in runner.get_tensor_details()}
+    graph = api.load(path).graphs[0]
+    index = {id(t): i for i, t in enumerate(graph.tensors)}
+    for op in graph.ops:
+        rule = info(op.kind).shape
+        computed = RULES[rule](op) if rule is not None else None
+        if computed is None:
+            continue
+        assert [tuple(s) for s in computed] == [prepared[index[id(t)]] for t in op.outputs], (op, computed)
+        COVERED.add(op.kind)
+
+
+@pytest.mark.parametrize("name", RECIPE_NAMES)
+def test_the_rules_compute_what_litert_computes(name, tmp_path):
+    """Each recipe's model, written as TFLite."""
+    from bnfold.errors import BnfoldError
+    from bnfold.io.formats import TFLITE
+    from bnfold.io.writer import save_model
+    from bnfold.recipe.chef import build, load_recipe, recipe_format
+
+    recipe = load_recipe(RECIPES / f"{name}.toml")
+    path = tmp_path / "m.tflite"
+    try:
+        save_model(build(recipe, recipe_format(recipe)), str(path), TFLITE)
+    except BnfoldError:
+        pytest.skip("not representable in TFLite")
+    _compare_with_litert(path)
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in sorted(DATA.rglob("*.tflite"))], ids=lambda p: p.relative_to(DATA).as_posix()
+)
+def test_the_rules_compute_what_litert_computes_on_the_fixtures(path):
+    """The real fixtures (converters' exports, the zoo) and the layout repros' inputs."""
+    _compare_with_litert(path)
+
+
+def test_the_rules_compute_what_litert_computes_for_kinds_no_recipe_holds(tmp_path):
+    """EXPAND_DIMS, SUM with keep_dims, SQUEEZE of named dims, TILE, ARG_MAX, MIRROR_PAD, a strided
+    SAME AVERAGE_POOL_2D (tests/data/recipes/Shape_Rules_000.toml)."""
+    from bnfold.recipe.chef import build, load_recipe
+
+    model = build(load_recipe(TEST_RECIPES / "Shape_Rules_000.toml"))
+    api.save(model, str(tmp_path / "m.tflite"))
+    before = set(COVERED)
+    COVERED.clear()
+    _compare_with_litert(tmp_path / "m.tflite")
+    assert COVERED == {"EXPAND_DIMS", "SUM", "SQUEEZE", "TILE", "ARG_MAX", "MIRROR_PAD", "AVERAGE_POOL_2D"}
+    COVERED.update(before)
+
+
+def test_litert_confirmed_the_rules_of_the_kinds_passes_rewrite():
+    """Run after the recipes above (file order): the kinds the layout passes and folds create or
+    change had their rule checked against LiteRT at least once."""
+    if len(COVERED) < 5:
+        pytest.skip("run with the recipe test above")
+    wanted = {"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "FULLY_CONNECTED", "CONV_3D", "TRANSPOSE"}
+    wanted |= {"RESHAPE", "CONCATENATION", "MEAN", "PAD", "SLICE", "STRIDED_SLICE", "SPLIT", "SPLIT_V", "MUL", "ADD"}
+    wanted |= {"SQUEEZE", "AVERAGE_POOL_2D"}
+    assert wanted <= COVERED, sorted(wanted - COVERED)

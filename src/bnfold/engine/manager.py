@@ -37,13 +37,14 @@ def run_passes(
     report = Report([s.name for s in specs])
     interface = [_interface(graph) for graph in model.graphs]
     to_nhwc = None
-    for graph in model.graphs:
-        graph.changes = graph.changes or Changes()
+    recorders = [graph.changes or Changes() for graph in model.graphs]
+    for graph, changes in zip(model.graphs, recorders, strict=True):
+        graph.changes = changes
     for spec in specs:
         named = set(parameters) & set(spec.parameters)
         if named and model.graphs:
             to_nhwc = spec.name, spec.module.TO_NHWC
-            model.graphs[0].changes.running = spec.name
+            recorders[0].running = spec.name
             report.interface = {"parameters": sorted(named), **spec.module.change_interface(model.graphs[0], named)}
             model.changed |= bool(report.interface["inputs"] or report.interface["outputs"])
     for round_no in range(1, max_rounds + 1):
@@ -59,11 +60,11 @@ def run_passes(
                 # again after every change (a fold may add the kind a later pass needs).
                 if spec.needs.isdisjoint(kinds[index]):
                     continue
-                graph.changes.running = spec.name
+                recorders[index].running = spec.name
                 result = _run(spec, graph, index)
                 report.add(spec.name, index, result)
                 if result.changed:
-                    graph.changes.passes[spec.name] = None
+                    recorders[index].passes[spec.name] = None
                     changed = True
                     model.changed = True
                     graph.cleanup()
@@ -113,11 +114,12 @@ def check_interface(model: Model, before: list[dict], interface: dict | None, to
                     f"{culprit(model, None)} left graph {g_index} with {len(tensors)} {side}s, not {len(shapes[side])}"
                 )
             for position, (t, was) in enumerate(zip(tensors, shapes[side], strict=True)):
-                expected, by = was, culprit(model, t.producer)
-                if t.name in made_nhwc:
+                expected, by = was, None
+                if t.name in made_nhwc and to_nhwc is not None:
                     name, perm = to_nhwc
                     expected, by = tuple(was[i] for i in perm), f"pass {name}"
                 if t.shape != expected:
+                    by = by or culprit(model, t.producer)  # only now: it sweeps the recorded changes
                     raise InternalError(
                         f"{by} made graph {g_index} {side} {position} {t.name!r} {list(t.shape)}, "
                         f"not {list(expected)} (was {list(was)})"

@@ -26,11 +26,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .const import NUMPY_DTYPES, Buffer, Scaled, as_stored
 from .ops import FUSED_ACTIVATIONS, SIDE_EFFECT_KINDS
+
+if TYPE_CHECKING:
+    from .invariants import Changes
 
 
 class Options:
@@ -234,7 +238,7 @@ class Graph:
         self._next_suffix: dict[str, int] = {}
         # records the ops a pass creates or changes, as it does (ir/invariants.py: Changes, set by
         # the pass manager); None while nothing is recording (reading, building a model)
-        self.changes = None
+        self.changes: Changes | None = None
 
     # ---- lookups -------------------------------------------------------------------------
     @property

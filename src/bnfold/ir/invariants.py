@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,6 +31,10 @@ from ..errors import InternalError, ModelError
 from .const import NUMPY_DTYPES
 from .ops import FUSED_ACTIVATIONS, OUTPUT_AXIS_KINDS, info
 from .shapes import shape_problem
+
+if TYPE_CHECKING:
+    from .graph import Op
+    from .model import Model
 
 # Byte sizes of fixed-size element types numpy has no dtype for (sizes of the others come from
 # NUMPY_DTYPES); packed and variable-size types (INT4, UINT4, INT2, STRING, RESOURCE, VARIANT)
@@ -51,7 +56,7 @@ POSITIVE_FIELDS = (
 MAX_ELEMENTS = 2**31
 
 
-def validate_model(model, path: str):
+def validate_model(model, path: str | None):
     """Semantic checks on a lifted model; returns it, or raises ModelError naming the problem."""
     n_graphs = len(model.graphs)
     calls = []
@@ -282,34 +287,34 @@ class Changes:
     def __init__(self, sound: bool = False) -> None:
         self.sound = sound
         self.running: str | None = None
-        self.ops: dict = {}  # op -> name of the pass that last created or changed it
-        self.stale: set = set()  # ops read whose recorded shapes disagreed with their rule before any change
+        self.ops: dict[Op, str | None] = {}  # op -> name of the pass that last created or changed it
+        self.stale: set[Op] = set()  # ops read whose recorded shapes disagreed with their rule before any change
         self.passes: dict[str, None] = {}  # the passes that said they changed the graph, in order
 
-    def created(self, op) -> None:
+    def created(self, op: Op) -> None:
         self.sound = False
         self.ops[op] = self.running
 
-    def changed(self, op) -> None:
+    def changed(self, op: Op) -> None:
         self.sound = False
         if op not in self.ops and shape_problem(op, info(op.kind).shape) is not None:
             self.stale.add(op)
         self.ops[op] = self.running
 
 
-def mark_sound(model) -> None:
+def mark_sound(model: Model) -> None:
     """`model` has just passed validate_model (the reader): record its graphs' changes from now on."""
     for graph in model.graphs:
         graph.changes = Changes(sound=True)
 
 
-def gate(model, path: str | None = None) -> None:
+def gate(model: Model, path: str | None = None) -> None:
     """The writer's gate: check_output, unless every graph is sound (read or gated, untouched since)."""
     if not all(graph.changes is not None and graph.changes.sound for graph in model.graphs):
         check_output(model, path)
 
 
-def check_output(model, path: str | None = None) -> None:
+def check_output(model: Model, path: str | None = None) -> None:
     """The last gate before `model` is written (module docstring): the reader's invariants, then
     the output shapes of every op a pass created or changed. Raises InternalError naming the pass;
     costs one sweep of the model plus one shape rule per changed op."""
@@ -342,7 +347,7 @@ def _by(name: str | None) -> str:
     return "bnfold" if name is None else f"pass {name}"
 
 
-def culprit(model, op) -> str:
+def culprit(model: Model, op: Op | None) -> str:
     """`pass NAME` for the pass that last made or changed `op`, else the passes that changed anything."""
     names: list[str] = []
     for graph in model.graphs:

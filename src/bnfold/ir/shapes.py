@@ -29,8 +29,9 @@ class ShapeProblem(Exception):
     """The operator's options or inputs contradict its input shapes (one line: what and where)."""
 
 
-def _shape(t) -> Shape | None:
-    return None if t is None else tuple(t.shape)
+def _shape(t) -> Shape:
+    """A present input's shape (validate_model has checked the kind's required inputs are there)."""
+    return tuple(t.shape)
 
 
 def _values(t) -> list[int] | None:
@@ -211,9 +212,10 @@ def strided_slice(op) -> list[Shape] | None:
 
 
 def split(op) -> list[Shape] | None:
-    axis, x = _values(op.input(0)), _shape(op.input(1))
-    if not axis or x is None:
+    axis, data = _values(op.input(0)), op.input(1)
+    if not axis or data is None:
         return None
+    x = _shape(data)
     at, n = _axis(axis[0], len(x), "axis"), len(op.outputs)
     if x[at] % n:
         raise ShapeProblem(f"axis {at} of {list(x)} does not split into {n}")
