@@ -171,8 +171,9 @@ def test_the_library_raises_it_and_writes_nothing(monkeypatch, tmp_path):
 
 
 def test_the_writer_is_the_last_gate(tmp_path):
-    """A model broken outside any pass (by library code: the change is recorded with no pass) is
-    refused by the writer itself, before a temporary file exists; so is Optimized.data."""
+    """A model broken outside any pass (by library code, whose edits are not recorded: the reader's
+    checks hold them) is refused by the writer itself, before a temporary file exists; so is
+    Optimized.data."""
     model = api.load(MODEL)
     unproduced(model.graphs[0])
     model.changed = True

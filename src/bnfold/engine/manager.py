@@ -73,6 +73,8 @@ def run_passes(
             break
     else:
         report.converged = False
+    for changes in recorders:
+        changes.running = None  # what library code changes from now on is not a pass's
     check_interface(model, interface, report.interface, to_nhwc)
     check_output(model)
     report.skips = explain(model, report.said, report.passes)

@@ -280,9 +280,11 @@ def _check_acyclic(graph, producers: dict[int, int], where: str, path: str) -> N
 
 class Changes:
     """The ops passes created or changed in one graph, each with the pass that last did, recorded
-    by the graph as the mutation happens (`Graph.touch`); `running` is the pass the manager runs.
-    `sound`: the graph passed the reader's checks or the gate and nothing has touched it since (the
-    writer's gate then has nothing new to check; a mutation method or a removed op clears it)."""
+    by the graph as the mutation happens (`Graph.touch`); `running` is the pass the manager runs
+    (None outside a pass: library code's own edits are not recorded, so only the reader's checks
+    hold them). `sound`: the graph passed the reader's checks or the gate and nothing has touched
+    it since (the writer's gate then has nothing new to check; any mutation method or a removed op
+    clears it)."""
 
     def __init__(self, sound: bool = False) -> None:
         self.sound = sound
@@ -293,10 +295,13 @@ class Changes:
 
     def created(self, op: Op) -> None:
         self.sound = False
-        self.ops[op] = self.running
+        if self.running is not None:
+            self.ops[op] = self.running
 
     def changed(self, op: Op) -> None:
         self.sound = False
+        if self.running is None:
+            return
         if op not in self.ops and shape_problem(op, info(op.kind).shape) is not None:
             self.stale.add(op)
         self.ops[op] = self.running
