@@ -42,7 +42,7 @@ from . import __version__, arguments
 from .engine import registry
 from .engine.manager import run_passes
 from .engine.report import Report
-from .errors import ModelError, UsageError
+from .errors import InternalError, ModelError, UsageError
 from .io.atomic import write_text, written_together
 from .io.formats import Format, format_from_extension
 from .io.paths import (
@@ -266,7 +266,11 @@ def _optimize_path(
     before = dict(model.op_counts())
     progress("passes")
     start = time.perf_counter()
-    log = apply_passes(model, chosen.names())
+    try:
+        log = apply_passes(model, chosen.names())
+    except InternalError as e:  # the gate names the pass; the input names the model (--out-dir lists many)
+        e.path = e.path or path
+        raise
     times["passes"] = time.perf_counter() - start
     measure_lossy(lambda: load_reference(path, log), model, log)  # lossy passes: their error, measured
     checked = None

@@ -200,6 +200,8 @@ def test_in_batch_mode_only_the_broken_model_fails(monkeypatch, tmp_path):
     codes = {Path(m.input).name: m.exit_code for m in result.models}
     assert codes == {"bn_conv_valid.tflite": 3, "conv_relu_bn.tflite": 0, "bn_relu_conv.tflite": 0}, codes
     assert result.exit_code == 3
+    (failed,) = [m for m in result.models if m.exit_code == 3]
+    assert f"bn_conv_valid.tflite: pass {BROKEN} left a model bnfold's reader refuses" in failed.error, failed.error
     assert sorted(os.listdir(tmp_path / "out")) == ["bn_relu_conv.tflite", "conv_relu_bn.tflite"]
 
 
