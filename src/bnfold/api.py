@@ -43,7 +43,7 @@ from . import arguments, reports
 from .engine import registry
 from .engine.manager import run_passes
 from .engine.report import Report
-from .errors import CheckFailed, ModelError, UsageError
+from .errors import CheckFailed, InternalError, ModelError, UsageError
 from .io.atomic import write_text, written_together
 from .io.formats import Format, format_from_extension
 from .io.paths import (
@@ -291,7 +291,11 @@ def _optimize_path(
     before = dict(model.op_counts())
     progress("passes")
     start = time.perf_counter()
-    log = apply_passes(model, chosen.names())
+    try:
+        log = apply_passes(model, chosen.names())
+    except InternalError as e:  # the gate names the pass; the input names the model (--out-dir lists many)
+        e.path = e.path or path
+        raise
     times["passes"] = time.perf_counter() - start
     lossy = measure_lossy(lambda: load_reference(path, log), model, registry.lossy_passes_in(log.folds))
     log.notes += [lossy] if lossy else []  # lossy passes: their error, measured

@@ -46,6 +46,18 @@ class ModelError(BnfoldError):
     """The model file is unreadable, malformed, or cannot be written as asked."""
 
     exit_code = 1
+    op: object = None  # the operator the problem is about, when there is one (ir/invariants.py)
+
+
+class InternalError(BnfoldError):
+    """bnfold's own bug, caught before it reached a file: a pass left a model that breaks what the
+    reader enforces, or an operator whose recorded shapes its inputs and options contradict
+    (ir/invariants.py: check_output). Nothing is written."""
+
+    exit_code = 3
+
+    def __str__(self) -> str:
+        return f"{super().__str__()} (internal error: a bug in bnfold; nothing written)"
 
 
 class UsageError(BnfoldError):

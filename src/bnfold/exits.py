@@ -104,6 +104,8 @@ def _command(main: click.Group, argv) -> int:
             code = main.main(args=argv, prog_name="bnfold", standalone_mode=False)
         return code if isinstance(code, int) else 0  # a command's ctx.exit(N) comes back as N
     except BnfoldError as e:
+        if e.exit_code == 3 and os.environ.get("BNFOLD_DEBUG"):  # bnfold's bug, caught and named
+            raise
         _fail(str(e))
         return e.exit_code
     except click.exceptions.Exit as e:

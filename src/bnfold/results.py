@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from .io.formats import Format, format_from_extension
 from .io.reader import read_model
 from .io.writer import WriteInfo, save_model, serialize
+from .ir.invariants import gate
 from .ir.model import Model
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ class Optimized:
     def data(self) -> bytes:
         """The optimized model as a file's bytes, in the input's format."""
         if self._data is None:
+            gate(self.model)  # the writer's last gate (save() passes it in io.writer.save_model)
             out = io.BytesIO()
             serialize(self.model, out, self.model.format)
             self._data = out.getvalue()

@@ -30,6 +30,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..ir.const import Buffer
+from ..ir.invariants import gate
 from ..ir.model import Model
 from .atomic import atomic_file
 from .copier import Copier, copy_range
@@ -127,6 +128,8 @@ def save_model(
     source = model.source if keep_unchanged and is_unchanged(model, fmt, external) else None  # to copy as it is
     if source is not None and _same_file(source.path, path):
         return WriteInfo(path, fmt.name, source.offset_layout, source.size, unchanged=True, written=False)
+    if source is None:
+        gate(model, path)  # the last gate: before any file (even a temporary one) exists
     try:
         with atomic_file(path) as out:
             if source is not None:
@@ -159,7 +162,8 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def serialize(model: Model, out, fmt: Format, *, external: bool = False) -> WriteInfo:
-    """Write the model to the open binary file `out`."""
+    """Write the model to the open binary file `out` (`save_model` and `Optimized.data` put the
+    model through the output gate, ir/invariants.py: check_output, first)."""
     with paused_gc():
         return _serialize(model, out, fmt, external)
 

@@ -14,6 +14,12 @@ Every mutation costs time in proportion to what it touches, never to the graph's
 over a graph of 100k operators stays linear: removed ops leave the execution order lazily and ops
 inserted after an anchor are spliced in when `graph.ops` is next read (one sweep for any number of
 edits); membership is a set; new tensor names come from a set and a counter per base name.
+
+While a pass runs, every op it creates or changes is recorded as the change happens
+(`graph.changes`, an ir/invariants.py `Changes` the manager installs): `add_op`, `set_input`,
+`set_output`, `set_const_input`, assigning `op.options` or `op.fused_activation`, and a new
+`tensor.shape` (its producer and readers) all call `touch`. The output gate re-derives the shapes
+of exactly those ops, so checking a rewrite costs what the rewrite touched, never a graph diff.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from .const import NUMPY_DTYPES, Buffer, Scaled, as_stored
 from .ops import FUSED_ACTIVATIONS, SIDE_EFFECT_KINDS
 
 if TYPE_CHECKING:
+    from .invariants import Changes
     from .model import Model
 
 
@@ -57,7 +64,7 @@ class Options:
 
 
 class Tensor:
-    __slots__ = ("name", "dtype", "shape", "shape_signature", "buffer", "quantization", "record", "producer", "_uses")
+    __slots__ = ("name", "dtype", "_shape", "shape_signature", "buffer", "quantization", "record", "producer", "_uses")
 
     def __init__(
         self,
@@ -72,13 +79,28 @@ class Tensor:
     ):
         self.name = name
         self.dtype = dtype
-        self.shape = tuple(map(int, shape))
+        self._shape = tuple(map(int, shape))
         self.shape_signature = None if shape_signature is None else tuple(map(int, shape_signature))
         self.buffer = buffer
         self.quantization = quantization
         self.record = record
         self.producer: Op | None = None
         self._uses: list[Op] = []  # one entry per input slot that reads this tensor
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._shape
+
+    @shape.setter
+    def shape(self, shape: Sequence[int]) -> None:
+        """A new shape changes what its producer writes and its readers read: the graph records
+        them as changed (before the change, so it sees what they were)."""
+        shape = tuple(map(int, shape))
+        if shape != self._shape:
+            for op in (self.producer, *self._uses):
+                if op is not None and op.graph is not None:
+                    op.graph.touch(op)
+        self._shape = shape
 
     @property
     def signature(self) -> tuple[int, ...]:
@@ -127,7 +149,7 @@ class Tensor:
 
 
 class Op:
-    __slots__ = ("opcode", "inputs", "outputs", "options", "record", "intermediates", "index")
+    __slots__ = ("opcode", "inputs", "outputs", "_options", "record", "intermediates", "index", "graph")
 
     def __init__(
         self,
@@ -140,16 +162,27 @@ class Op:
         intermediates: Sequence[Tensor] = (),
     ):
         self.index: int | None = None  # position in the graph as read or built; None for ops passes make
+        self.graph: Graph | None = None  # the graph that added it (it records the op's changes)
         self.opcode = opcode
         self.inputs: tuple[Tensor | None, ...] = tuple(inputs)
         self.outputs: tuple[Tensor, ...] = tuple(outputs)
-        self.options = options
+        self._options = options
         self.record = record
         self.intermediates: tuple[Tensor, ...] = tuple(intermediates)
 
     @property
     def kind(self) -> str:
         return self.opcode.kind
+
+    @property
+    def options(self) -> Options | None:
+        return self._options
+
+    @options.setter
+    def options(self, options: Options | None) -> None:
+        if self.graph is not None:
+            self.graph.touch(self)
+        self._options = options
 
     @property
     def fused_activation(self) -> str:
@@ -160,6 +193,8 @@ class Op:
     def fused_activation(self, name: str) -> None:
         if self.options is None or not hasattr(self.options, "fusedActivationFunction"):
             raise ValueError(f"{self.kind} has no fused activation")
+        if self.graph is not None:
+            self.graph.touch(self)
         self.options.fusedActivationFunction = FUSED_ACTIVATIONS.index(name)
 
     @property
@@ -209,6 +244,9 @@ class Graph:
         self._dirty = False
         self._names: set[str] | None = None  # built on first use (the reader appends tensors directly)
         self._next_suffix: dict[str, int] = {}
+        # records the ops a pass creates or changes, as it does (ir/invariants.py: Changes, set by
+        # the pass manager); None while nothing is recording (reading, building a model)
+        self.changes: Changes | None = None
 
     # ---- lookups -------------------------------------------------------------------------
     @property
@@ -293,6 +331,9 @@ class Graph:
                 )
             opcode = self.model.opcode(kind_or_opcode, version=version)
         op = Op(opcode, inputs, outputs, options, record=record)
+        op.graph = self
+        if self.changes is not None:
+            self.changes.created(op)
         if before is not None:
             self._inserted_before.setdefault(before, []).append(op)
             self._dirty = True
@@ -306,6 +347,11 @@ class Graph:
         self._link(op)
         return op
 
+    def touch(self, op: Op) -> None:
+        """Record that `op` is about to change (its edges, options or tensors' shapes)."""
+        if self.changes is not None:
+            self.changes.changed(op)
+
     def _link(self, op: Op) -> None:
         for t in op.inputs:
             if t is not None:
@@ -314,6 +360,8 @@ class Graph:
             t.producer = op
 
     def remove_op(self, op: Op) -> None:
+        if self.changes is not None:
+            self.changes.sound = False  # its readers may now read nothing: the gate looks again
         self._members.remove(op)
         self._dirty = True
         for t in op.inputs:
@@ -345,6 +393,7 @@ class Graph:
 
     # ---- rewiring ------------------------------------------------------------------------
     def set_input(self, op: Op, index: int, tensor: Tensor | None) -> None:
+        self.touch(op)
         inputs = list(op.inputs)
         while len(inputs) <= index:
             inputs.append(None)
@@ -357,6 +406,7 @@ class Graph:
         op.inputs = tuple(inputs)
 
     def set_output(self, op: Op, index: int, tensor: Tensor) -> None:
+        self.touch(op)
         outputs = list(op.outputs)
         old = outputs[index]
         if old.producer is op:
@@ -377,6 +427,7 @@ class Graph:
         are expected in float16 already: weights are never widened). Returns whether it wrote
         float16 values.
         """
+        self.touch(op)
         old = op.input(index)
         if old is not None and values.size == math.prod(old.shape):
             values = values.reshape(old.shape)
