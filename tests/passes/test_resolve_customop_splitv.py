@@ -27,7 +27,7 @@ def splitv_net(sizes, axis, *, dtype="INT32", const_sizes=True, shape=(2, 9, 3))
     outs = []
     for i, size in enumerate(sizes):
         outs.append(
-            n.tensor(f"y{i}", [rest if size == -1 else size if d == dim else shape[d] for d in range(len(shape))])
+            n.tensor(f"y{i}", [(rest if size == -1 else size) if d == dim else shape[d] for d in range(len(shape))])
         )
     n.operations.append(
         {
