@@ -171,7 +171,7 @@ def _merge_hazard(graph: Graph, region: Region, u: Op) -> bool:
     maker = t.producer
     if maker not in region.crossed or graph.is_observed(y) or not region.cancels(graph, u):
         return False
-    readers = [r for r in reading_slots(graph, t) if r is not u] + reading_slots(graph, y)
+    readers = [r.kind for r in reading_slots(graph, t) if r is not u] + [r.kind for r in reading_slots(graph, y)]
     return in_place_hazard(graph, maker, readers)
 
 
@@ -202,7 +202,7 @@ def _pull(graph: Graph, seed: Op, q: Perm, result: PassResult) -> bool:
     data = list(dict.fromkeys(u.inputs[i] for i in crossing.data))
     if sum(_pull_cost(graph, d, u, s) for d in data) >= 1:
         return False
-    if in_place_hazard(graph, u, reading_slots(graph, seed.outputs[0])):
+    if in_place_hazard(graph, u, [r.kind for r in reading_slots(graph, seed.outputs[0])]):
         return False  # u would write y, read by a RESHAPE-like op and another, over a shared buffer
     result.fold(seed, [seed], into=[u], pulled_before=describe(u))
     opcode = seed.opcode
