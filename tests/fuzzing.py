@@ -6,7 +6,8 @@ through `bnfold.cli.run`. The contract it checks is the CLI's: exit 0, 1 or 2 wi
 line on stderr (exit 3 is an internal error, i.e. a bnfold bug; anything escaping `run` is worse),
 no case slower than the time bound, nothing left in the output directory when the exit is
 non-zero, the input file unchanged, and, when optimize succeeds, an output that bnfold itself can
-read back.
+read back. (Whether the optimized model computes the same, in LiteRT, on random layout-heavy graphs
+is tests/layout_fuzzing.py's differential fuzzing.)
 
 Mutations aim where they hurt: besides blind bit flips, truncation and splices, offsets, lengths
 and indices are overwritten at positions inside the structure part of the file (before the first

@@ -55,10 +55,21 @@ def unit_transpose(second_reader: bool) -> Net:
     return n
 
 
+def identity_transpose(second_reader: bool) -> Net:
+    """x -> TANH -> MUL(c) -> m -> TRANSPOSE(0,1,2,3) -> tail; m -> ABS."""
+    n = Net()
+    n.input("x", [1, 4, 5, 3])
+    m = n.op("MUL", [n.op("TANH", ["x"], "tanh", [1, 4, 5, 3]), n.const("c", [3])], "m", [1, 4, 5, 3])
+    y = n.op("TRANSPOSE", [m, n.ints("p", [0, 1, 2, 3])], "y", [1, 4, 5, 3])
+    n.outputs = [_tail(n, y, 60)] + ([n.op("ABS", [m], "abs", [1, 4, 5, 3])] if second_reader else [])
+    return n
+
+
 CASES = {  # graph, passes, the op kind the pass removes when it may
     "fuse_activation_function": (fused_activation, "fuse_activation_function", "RELU"),
     "remove_redundant_transpose": (pulled_transpose, "remove_redundant_transpose", "TRANSPOSE"),
     "substitute_transpose_to_reshape": (unit_transpose, "substitute_transpose_to_reshape", "TRANSPOSE"),
+    "remove_unnecessary_transpose": (identity_transpose, "remove_redundant_transpose", "TRANSPOSE"),
 }
 
 

@@ -110,7 +110,31 @@ def _side_made_by_crossed_reshape():
     return n
 
 
-@pytest.mark.parametrize("graph", [_one_value_operand, _side_made_by_crossed_reshape])
+def _softmax_output_over_a_shared_buffer():
+    """seed 2050: SPLIT -> RESHAPE r -> EXPAND_DIMS -> SOFTMAX (a graph output); r -> RESHAPE ->
+    RESHAPE (a graph output). As a graph output the SOFTMAX's output is never shared; made NHWC by
+    --nchw_to_nhwc_output_shape it would be, and LiteRT would run the SOFTMAX in place over the
+    SPLIT's buffer, which the other reader of r still needs: that output stays NCHW."""
+    n = Net()
+    n.input("x", [3, 2, 5, 5])
+    pads = n.tensor("pads", [4, 2], "INT32", {"kind": "explicit", "values": [1, 1, 0, 0, 1, 0, 1, 1]})
+    pad = n.op("PAD", ["x", pads], "pad", [5, 2, 6, 7])
+    cat = n.op("CONCATENATION", [pad, pad], "cat", [5, 2, 12, 7], axis=2)
+    n.tensor("half0", [5, 2, 6, 7])
+    n.tensor("half1", [5, 2, 6, 7])
+    split = {"type": "SPLIT", "inputs": [n.ints("axis", [2]), cat], "outputs": ["half0", "half1"]}
+    n.operations.append({**split, "options": {"num_splits": 2}, "version": 1})
+    r = n.op("RESHAPE", ["half1", n.ints("s1", [5, 2, 42])], "r", [5, 2, 42])
+    e = n.op("EXPAND_DIMS", [r, n.ints("a", [3])], "e", [5, 2, 42, 1])
+    flat = n.op("RESHAPE", [r, n.ints("s2", [5, 84])], "flat", [5, 84])
+    soft = n.op("SOFTMAX", [e], "soft", [5, 2, 42, 1], beta=1.0)
+    n.outputs = [soft, n.op("RESHAPE", [flat, n.ints("s3", [5, 84])], "again", [5, 84])]
+    return n
+
+
+@pytest.mark.parametrize(
+    "graph", [_one_value_operand, _side_made_by_crossed_reshape, _softmax_output_over_a_shared_buffer]
+)
 @pytest.mark.parametrize("option_set", sorted(OPTION_SETS))
 def test_fuzzer_found_graph_optimizes_exactly_in_litert(graph, option_set):
     content, why = prepare(graph().recipe())

@@ -116,8 +116,9 @@ def _move(graph: Graph, seed: Op, scope, result: PassResult, reasons: dict[Op, s
         )
         return
     if is_identity(p):
-        if not _remove_identity(graph, seed, result):
-            reasons[seed] = "an identity permutation between a graph input and a graph output"
+        why = _remove_identity(graph, seed, result)
+        if why:
+            reasons[seed] = why
         return
     if scope is None and _into_reshape(graph, seed, p, result):
         return
@@ -171,7 +172,7 @@ def _merge_hazard(graph: Graph, region: Region, u: Op) -> bool:
     maker = t.producer
     if maker not in region.crossed or graph.is_observed(y) or not region.cancels(graph, u):
         return False
-    readers = [r for r in reading_slots(graph, t) if r is not u] + reading_slots(graph, y)
+    readers = [r.kind for r in reading_slots(graph, t) if r is not u] + [r.kind for r in reading_slots(graph, y)]
     return in_place_hazard(graph, maker, readers)
 
 
@@ -202,7 +203,7 @@ def _pull(graph: Graph, seed: Op, q: Perm, result: PassResult) -> bool:
     data = list(dict.fromkeys(_present(u, i) for i in crossing.data))
     if sum(_pull_cost(graph, d, u, s) for d in data) >= 1:
         return False
-    if in_place_hazard(graph, u, reading_slots(graph, seed.outputs[0])):
+    if in_place_hazard(graph, u, [r.kind for r in reading_slots(graph, seed.outputs[0])]):
         return False  # u would write y, read by a RESHAPE-like op and another, over a shared buffer
     result.fold(seed, [seed], into=[u], pulled_before=describe(u))
     opcode = seed.opcode
@@ -237,24 +238,28 @@ def _pull_cost(graph: Graph, d: Tensor, u: Op, s: Perm) -> int:
     return -1 if is_identity(compose(r, inverse(s))) else 0
 
 
-def _remove_identity(graph: Graph, op: Op, result: PassResult) -> bool:
+def _remove_identity(graph: Graph, op: Op, result: PassResult) -> str | None:
     """An identity permutation only copies. Its output keeps its name when it is a graph output
     (the producer of its input writes it directly, and x's other readers read it: the same
-    values); False when neither can be done (x too is seen from outside, or is no op's output)."""
+    values). None when it went, else why it stays: x too is seen from outside or is no op's
+    output, or y's readers reading x would let LiteRT run an op in place over a buffer another
+    reader needs (reshapes.py: the TRANSPOSE had a buffer of its own)."""
     x, y = _present(op, 0), op.outputs[0]
     producer = x.producer
     if not graph.is_observed(y):
+        if chain_hazard(graph, x, added=references(graph, y) - 1):
+            return HAZARD
         result.fold(op, [op], identity=True)
         graph.replace_uses(y, x)
         graph.remove_op(op)
-        return True
+        return None
     if producer is not None and not graph.is_observed(x):
         result.fold(op, [op], into=[producer], identity=True)
         graph.remove_op(op)
         graph.replace_uses(x, y)
         graph.set_output(producer, producer.outputs.index(x), y)
-        return True
-    return False
+        return None
+    return "an identity permutation between a graph input and a graph output"
 
 
 def _into_reshape(graph: Graph, seed: Op, p: Perm, result: PassResult) -> bool:
@@ -403,7 +408,7 @@ def _merge(graph: Graph, u: Op, source: Tensor, q: Perm) -> Tensor:
         return source
     graph.set_input(u, 0, source)
     graph.set_input(u, 1, graph.add_const(f"{y.name}/perm", np.array(q, dtype=np.int32), "INT32"))
-    if is_identity(q) and _remove_identity(graph, u, PassResult()):
+    if is_identity(q) and _remove_identity(graph, u, PassResult()) is None:
         return y  # y is observed: the producer of `source` writes y, and source's readers read it
     return source
 

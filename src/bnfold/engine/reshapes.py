@@ -83,15 +83,25 @@ def chain_hazard(graph: Graph, x: Tensor, *, added: int) -> bool:
     return any(references(graph, t) + (added if t is x else 0) > 1 for t in chain[:-1])
 
 
-def in_place_hazard(graph: Graph, op: Op, readers: list[Op]) -> bool:
-    """Whether `op`, its output read by `readers` (one entry per input slot), would start such a
-    chain: LiteRT may run op in place, and its output has a second reader besides a RESHAPE-like
-    one (an op after that one may then run in place over the buffer the other reader needs)."""
+def in_place_hazard(graph: Graph, op: Op, reader_kinds: list[str], *, internal: bool = False) -> bool:
+    """Whether LiteRT, running `op` in place, could overwrite a buffer another reader needs: op
+    modifies a buffer whose chain holds a tensor with a second reader, or op's output, read by ops
+    of `reader_kinds` (one per input slot), has a RESHAPE-like reader besides another (an op after
+    that one may then run in place over it). `internal`: as if op's output were no graph output
+    (which LiteRT never shares), as when an interface change gives the graph output a TRANSPOSE."""
     out = op.outputs[0]
-    if out in graph.outputs or len(readers) < 2 or not any(u.kind in ALIASING for u in readers):
+    if out in graph.outputs and not internal:
         return False
     s = _candidate(graph, op.kind, op.inputs, out)
-    return s is not None and (op.kind in ALIASING or references(graph, buffer_chain(graph, s)[-1]) == 1)
+    if s is None:
+        return False
+    chain = buffer_chain(graph, s)
+    if op.kind not in ALIASING:
+        if references(graph, chain[-1]) != 1:
+            return False  # LiteRT gives op a buffer of its own
+        if any(references(graph, t) > 1 for t in chain[:-1]):
+            return True
+    return len(reader_kinds) > 1 and any(kind in ALIASING for kind in reader_kinds)
 
 
 def reading_slots(graph: Graph, t: Tensor) -> list[Op]:

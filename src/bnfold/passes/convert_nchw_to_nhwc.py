@@ -20,7 +20,9 @@ Both keep the names. Those boundary transposes are what the propagation then can
 model's own (an ONNX export starts with TRANSPOSE(0,2,3,1) before its first conv). The interface
 changes once, before the passes run; the report lists the inputs and outputs that changed layout
 and those left as they were, with why (not 4-D; both an input and an output; no producer;
-quantized per channel).
+quantized per channel; a producer LiteRT would then run in place over a buffer another reader
+needs: a graph output is never shared, the tensor before the new TRANSPOSE may be, see
+engine/reshapes.py).
 
 Exact: a transpose only moves elements; on the NHWC input x.transpose(0,2,3,1) the converted
 model gives the original's output transposed the same way.
@@ -36,7 +38,7 @@ from ..engine import registry
 from ..engine.layout import transpose_perm
 from ..engine.propagation import propagate
 from ..engine.report import PassResult
-from ..engine.reshapes import same_quantization
+from ..engine.reshapes import in_place_hazard, reading_slots, same_quantization
 from ..ir.graph import Graph, Op, Options, Tensor
 
 # the parameters' names and what each does are in the registry's table (asked for before any pass runs)
@@ -150,6 +152,10 @@ def _why_kept(graph: Graph, t: Tensor, side: str) -> str | None:
         return "both a graph input and a graph output"
     if side == "output" and t.producer is None:
         return "not made by an operator"
+    if side == "output" and in_place_hazard(
+        graph, t.producer, ["TRANSPOSE", *(u.kind for u in reading_slots(graph, t))], internal=True
+    ):
+        return "LiteRT would run its producer in place over a buffer another reader still needs"
     if len(getattr(t.quantization, "scale", None) or []) > 1:
         return "quantized per channel"
     return None

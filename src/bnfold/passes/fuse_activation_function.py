@@ -66,7 +66,7 @@ def _refusal(graph: Graph, producer, act) -> Refusal | None:
         return Refusal("the producer's output has other readers or is a graph output")
     if x.dtype != "FLOAT32" or act.outputs[0].dtype != "FLOAT32" or x.is_quantized:
         return Refusal(f"not float32 ({x.dtype})")
-    if in_place_hazard(graph, producer, reading_slots(graph, act.outputs[0])):
+    if in_place_hazard(graph, producer, [u.kind for u in reading_slots(graph, act.outputs[0])]):
         return Refusal(f"LiteRT would run the {producer.kind} in place over a buffer another reader needs")
     if (producer.fused_activation, act.kind) not in COMBINE:
         return Refusal(f"{act.kind} after a fused {producer.fused_activation} has no single equivalent")
