@@ -205,10 +205,25 @@ def optimize_and_compare(recipe: dict, passes: list[str] | None, counts: dict[st
     got = model.op_counts()
     assert {k: got.get(k, 0) for k in counts} == counts, f"operator counts {dict(got)}"
     if numerics:
-        xs = inputs_for(original)
-        for want, have in zip(litert.run(runnable(original), xs), litert.run(runnable(build_copy(model)), xs)):
-            np.testing.assert_allclose(have, want, rtol=RTOL, atol=ATOL)
+        assert_values_agree(original, model)
     return model, report
+
+
+def assert_values_agree(original, model) -> None:
+    """LiteRT's outputs of `model` as written and read back match the original's."""
+    xs = inputs_for(original)
+    for want, have in zip(litert.run(runnable(original), xs), litert.run(runnable(build_copy(model)), xs)):
+        np.testing.assert_allclose(have, want, rtol=RTOL, atol=ATOL)
+
+
+def without_options(recipe: dict, kinds: set[str]):
+    """The recipe's model as a file that gives its `kinds` ops no options table reads (valid:
+    the runtime uses the defaults then; the chef always writes the table)."""
+    model = build(recipe)
+    for op in model.graphs[0].ops:
+        if op.kind in kinds:
+            op.options = None
+    return build_copy(model)
 
 
 def build_copy(model):

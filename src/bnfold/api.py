@@ -317,8 +317,8 @@ def _optimize_path(
             )
         except CheckFailed as e:  # the report still tells what ran and how the check failed
             times["check"] = time.perf_counter() - start
-            e.report = reports.optimize_report(path, label, model, log, before, chosen, times)
-            e.report["check"] = {
+            e.report = failed = reports.optimize_report(path, label, model, log, before, chosen, times)
+            failed["check"] = {
                 "rtol": tolerance.rtol,
                 "atol": tolerance.atol,
                 "seed": check_seed,

@@ -71,6 +71,7 @@ class CheckFailed(BnfoldError):
     check (not a summary of several) failed."""
 
     exit_code = 1
+    report: dict | None = None  # optimize's report, set when the check of an optimize run failed (api.py)
 
     def __init__(self, message: str, path: str | None = None, result: CheckResult | LocalResult | None = None):
         super().__init__(message, path)

@@ -32,6 +32,7 @@ def optimize_report(
 def failed_check(error: CheckFailed) -> dict:
     """A failed check's entry for the report: its verdict and the table the command prints."""
     result = error.result
+    assert result is not None  # raised by one value check (verify_optimized), which gives its result
     return {
         "passed": False,
         "verdict": str(error),

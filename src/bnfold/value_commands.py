@@ -71,11 +71,13 @@ def check(
     owner = os.fspath(model)
     given = sample_files.input_samples(graph.inputs, inputs, cast=cast, owner=owner) if inputs else None
     if expected:
+        assert given is not None  # --expected came with --input (refused above otherwise)
         stored = sample_files.expected_samples(expected, graph.outputs, owner)
         return diff.compare_to_expected(a, given, stored, tolerance=tolerance, backend=backend, deadline=deadline)
     from .values.verify import settle_weak
 
     sink = sample_files.sample_sink(graph, count, write_input, write_expected)
+    assert other is not None  # MODEL_B when no --expected (refused above otherwise)
     b = read_model(os.fspath(other))
     with written_together():  # every h5 file of the run, or none
         result = diff.check_models(

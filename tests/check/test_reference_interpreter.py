@@ -188,6 +188,8 @@ CASES = {
     "relu_n1_to_1": ("RELU_N1_TO_1", [inp([2, 7])], [2, 7], None),
     "tanh": ("TANH", [inp([2, 7])], [2, 7], None),
     "logistic": ("LOGISTIC", [inp([2, 7])], [2, 7], None),
+    # a rank-0 x: x/√2 is a numpy scalar, on which erf's frompyfunc returns a Python float
+    "gelu_scalar": ("GELU", [inp([])], [], None),
     "leaky_relu": ("LEAKY_RELU", [inp([2, 7])], [2, 7], {"alpha": 0.3}),
     "pad": ("PAD", [inp([1, 3, 4, 2]), const([[0, 0], [1, 2], [2, 1], [0, 0]])], [1, 6, 7, 2], None),
     "padv2": (

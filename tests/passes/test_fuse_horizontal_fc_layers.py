@@ -7,7 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bn_models import Net, optimize_and_compare
+from bn_models import Net, assert_values_agree, optimize_and_compare, without_options
+from bnfold import api
+from bnfold.recipe.chef import build
 
 PASS = "fuse_horizontal_fc_layers"
 N, K, U = 3, 5, 4
@@ -52,3 +54,14 @@ def test_two_layers_added_become_one(biases, act):
 )
 def test_other_pairs_stay(case):
     optimize_and_compare(horizontal_net(**case).recipe(), [PASS], {"FULLY_CONNECTED": 2, "ADD": 1})
+
+
+def test_layers_without_options_tables_fuse():
+    """A file may give FULLY_CONNECTED no options table (the defaults then): such layers compare
+    equal and fuse (mypy found options.fields() called on None: exit 3)."""
+    recipe = horizontal_net().recipe()
+    model = without_options(recipe, {"FULLY_CONNECTED"})
+    assert sum(op.options is None for op in model.graphs[0].ops) == 2
+    report = api.apply_passes(model, [PASS])
+    assert len(report.folds) == 1 and model.op_counts()["FULLY_CONNECTED"] == 1
+    assert_values_agree(build(recipe), model)

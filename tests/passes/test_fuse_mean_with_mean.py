@@ -7,7 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bn_models import Net, optimize_and_compare
+from bn_models import Net, assert_values_agree, optimize_and_compare, without_options
+from bnfold import api
+from bnfold.recipe.chef import build
 
 PASS = "fuse_mean_with_mean"
 SHAPE = [2, 3, 4, 5]
@@ -51,3 +53,14 @@ def test_two_means_become_one(first, second, keep, axes):
 @pytest.mark.parametrize("case", [dict(keep=(True, False)), dict(keep=(False, True)), dict(other=True)])
 def test_other_forms_stay(case):
     optimize_and_compare(mean_mean_net([1], [1], **case).recipe(), [PASS], {"MEAN": 2})
+
+
+def test_means_without_options_tables_fuse():
+    """A file may give MEAN no options table (keep_dims off then): the MEAN made gets its kind's
+    table, and the values stay (mypy found options.copy() called on None: exit 3)."""
+    recipe = mean_mean_net([2], [1], (False, False)).recipe()
+    model = without_options(recipe, {"MEAN"})
+    report = api.apply_passes(model, [PASS])
+    assert len(report.folds) == 1 and model.op_counts()["MEAN"] == 1
+    assert report.folds[0]["axes"] == [1, 2]
+    assert_values_agree(build(recipe), model)

@@ -8,7 +8,9 @@ import math
 
 import pytest
 
-from bn_models import Net, optimize_and_compare
+from bn_models import Net, assert_values_agree, optimize_and_compare, without_options
+from bnfold import api
+from bnfold.recipe.chef import build
 
 PASS = "fuse_mul_with_div"
 SHAPE = [3, 5, 2]
@@ -57,3 +59,15 @@ def test_other_forms_stay(case):
 
 def test_zero_divisor_stays():
     optimize_and_compare(mul_div_net(d=0.0, numerator=False).recipe(), [PASS], {"DIV": 1, "MUL": 1})
+
+
+@pytest.mark.parametrize("numerator", [True, False])
+def test_ops_without_options_tables_fuse(numerator):
+    """A file may give MUL and DIV no options table: the op made gets its kind's table, and the
+    values stay (mypy found options.copy() called on None: exit 3)."""
+    recipe = mul_div_net(numerator=numerator).recipe()
+    model = without_options(recipe, {"MUL", "DIV"})
+    assert [op.options for op in model.graphs[0].ops] == [None, None]
+    report = api.apply_passes(model, [PASS])
+    assert len(report.folds) == 1 and len(model.graphs[0].ops) == 1
+    assert_values_agree(build(recipe), model)

@@ -51,6 +51,7 @@ def fold_constants(
         if reason is not None:
             result.refuse_value(op, reason)
             continue
+        assert values is not None  # compute() gives values whenever it gives no reason
         result.fold(op, [op], into=[], constants=[t.name for t in op.outputs], shapes=[list(v.shape) for v in values])
         graph.remove_op(op)
         for tensor, value in zip(op.outputs, values):
@@ -71,9 +72,9 @@ def _why_not(graph: Graph, op: Op) -> str | None:
         if t.dtype not in NUMPY_DTYPES:
             return f"{t.name!r} is {t.dtype}, which bnfold cannot hold as numbers"
     checked = [*op.outputs, *(op.inputs[1:] if op.kind == "DEQUANTIZE" else op.inputs)]
-    for t in checked:
-        if t is not None and t.is_quantized and t.dtype not in ("FLOAT32", "FLOAT16"):
-            return f"{t.name!r} is quantized: integer-quantized arithmetic is not folded"
+    for c in checked:
+        if c is not None and c.is_quantized and c.dtype not in ("FLOAT32", "FLOAT16"):
+            return f"{c.name!r} is quantized: integer-quantized arithmetic is not folded"
     if any(t is not None and getattr(t.record, "sparsity", None) is not None for t in op.inputs):
         if op.kind != "DENSIFY":
             return "reads a sparse constant"
@@ -87,6 +88,7 @@ def compute(graph: Graph, op: Op) -> tuple[list[np.ndarray] | None, str | None]:
     kernel = kernel_for(op)
     if kernel is None:
         return None, f"no kernel computes {op_name(op)}"
+    assert graph.model is not None  # passes run on the graphs of a model (Model.add_graph sets it)
     interp = Interpreter(graph.model)
     try:
         args = [None if t is None else Interpreter._value(t, {}, op, None) for t in op.inputs]

@@ -33,6 +33,7 @@ def keeps_every_element_in_order(graph: Graph, op: Op) -> bool:
     kernel = kernel_for(op)
     if kernel is None:
         return False
+    assert graph.model is not None  # passes run on the graphs of a model (Model.add_graph sets it)
     positions = np.arange(math.prod(x.shape), dtype=np.int64).reshape(x.shape)
     try:
         args = [positions, *(None if t is None else t.data for t in op.inputs[1:])]
@@ -57,6 +58,7 @@ def bypass(graph: Graph, op: Op, x: Tensor, y: Tensor) -> None:
     graph.remove_op(op)
     if graph.is_observed(y):
         producer = x.producer
+        assert producer is not None  # can_bypass: an observed y goes only when x has a producer to write it
         graph.set_output(producer, producer.outputs.index(x), y)
     else:
         graph.replace_uses(y, x)

@@ -281,7 +281,7 @@ def squeeze_dims(op: Op) -> list[int] | str:
     option is absent or empty. The reader hands a vector as a numpy array, whose truth value is
     no test for emptiness ([0] is falsy, [0, 1] ambiguous): only its length is."""
     stated = getattr(op.options, "squeezeDims", None) if op.options is not None else None
-    rank = len(op.inputs[0].shape)
+    rank = len(op.operand(0).shape)
     return [] if stated is None or len(stated) == 0 else _normalized(list(stated), rank)
 
 

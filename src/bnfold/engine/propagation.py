@@ -158,7 +158,7 @@ def _aliasing_hazard(graph: Graph, region: Region) -> bool:
     upstream buffer, x's new readers could let an op overwrite what another reader of that buffer
     needs (reshapes.py; the TRANSPOSE had a buffer of its own)."""
     seeds = any(
-        chain_hazard(graph, seed.inputs[0], added=references(graph, seed.outputs[0]) - 1)
+        chain_hazard(graph, _present(seed, 0), added=references(graph, seed.outputs[0]) - 1)
         for seed in region.seeds
         if seed.outputs[0] not in region.stops
     )
@@ -168,7 +168,7 @@ def _aliasing_hazard(graph: Graph, region: Region) -> bool:
 def _merge_hazard(graph: Graph, region: Region, u: Op) -> bool:
     """A cancelling TRANSPOSE reader goes and its readers read what the crossed op makes: when
     LiteRT runs that op in place, the same hazard (reshapes.py: `in_place_hazard`)."""
-    t, y = u.inputs[0], u.outputs[0]
+    t, y = _present(u, 0), u.outputs[0]
     maker = t.producer
     if maker not in region.crossed or graph.is_observed(y) or not region.cancels(graph, u):
         return False
@@ -302,7 +302,7 @@ def _set_reshape(graph: Graph, op: Op, shape) -> None:
     for i, values in consts.items():
         graph.set_input(op, i, _const_like(graph, _present(op, i), values))
     if options:
-        op.options = _with_options(op, options)
+        op.options = op.options_with(**options)  # permute.py moves only options tables
     _drop_if_identity(graph, op)
 
 
@@ -393,7 +393,7 @@ def _apply_constants(graph: Graph, u: Op, crossing: Crossing) -> None:
     for i, values in crossing.consts.items():
         graph.set_input(u, i, _const_like(graph, _present(u, i), values))
     if crossing.options:
-        u.options = _with_options(u, crossing.options)
+        u.options = u.options_with(**crossing.options)
 
 
 def _merge(graph: Graph, u: Op, source: Tensor, q: Perm) -> Tensor:
@@ -419,16 +419,6 @@ def _present(op: Op, i: int) -> Tensor:
     t = op.inputs[i]
     assert t is not None, f"{op.kind} input {i}"
     return t
-
-
-def _with_options(op: Op, changes: dict) -> Options:
-    """op's options with `changes`; when the file gave the op none (the runtime then uses the
-    defaults, as permute.py read them), a table of its kind's holding only the changes."""
-    if op.options is None:
-        table = info(op.kind).options
-        assert table is not None, f"{op.kind} has no options table"  # permute.py moves only options tables
-        return Options(table, **changes)
-    return op.options.copy(**changes)
 
 
 def _transpose(

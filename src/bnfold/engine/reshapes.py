@@ -156,10 +156,10 @@ def _same_size(s: Tensor, t: Tensor | None) -> bool:
     is assumed rather than missed)."""
     if t is None:
         return True
-    sizes = [_nbytes(a) for a in (s, t)]
-    if None in sizes or any(d < 0 for d in s.signature + t.signature):
+    size_s, size_t = _nbytes(s), _nbytes(t)
+    if size_s is None or size_t is None or any(d < 0 for d in s.signature + t.signature):
         return True
-    return sizes[0] == sizes[1] and sizes[0] > SCALAR_BYTES
+    return size_s == size_t and size_s > SCALAR_BYTES
 
 
 def _nbytes(t: Tensor) -> int | None:

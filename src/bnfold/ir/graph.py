@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .const import NUMPY_DTYPES, Buffer, Scaled, as_stored
-from .ops import FUSED_ACTIVATIONS, SIDE_EFFECT_KINDS
+from .ops import FUSED_ACTIVATIONS, SIDE_EFFECT_KINDS, info
 
 if TYPE_CHECKING:
     from .invariants import Changes
@@ -130,6 +130,14 @@ class Tensor:
         self.buffer = Buffer.holding(values)
 
     @property
+    def const_data(self) -> np.ndarray:
+        """`data` of a tensor the caller checked `is_const` (a constant's buffer has bytes, so
+        data). On any other tensor, bnfold's bug."""
+        data = self.data
+        assert data is not None, f"{self.name!r} is not a constant"
+        return data
+
+    @property
     def pending_data(self) -> np.ndarray | Scaled | None:
         """`data`, except that folded weights not computed yet are returned as their Scaled, so a
         fold of already folded weights adds a step instead of computing the first product."""
@@ -203,6 +211,31 @@ class Op:
 
     def input(self, i: int) -> Tensor | None:
         return self.inputs[i] if i < len(self.inputs) else None
+
+    @property
+    def required_options(self) -> Options:
+        """The options of a kind that cannot run without them (ir/ops.py `needs_options`: convs,
+        pools): the reader and the writer's gate refuse such an op without (ir/invariants.py)."""
+        assert self.options is not None and info(self.kind).needs_options, f"{self.kind} options"
+        return self.options
+
+    def options_with(self, **changes) -> Options:
+        """The op's options with `changes`, for a changed or new op; when the file gave the op
+        none (the runtime then uses its kind's defaults), a table of its kind's holding only the
+        changes (the writer fills the rest with the defaults)."""
+        if self.options is None:
+            table = info(self.kind).options
+            assert table is not None, f"{self.kind} has no options table"  # callers change only options tables
+            return Options(table, **changes)
+        return self.options.copy(**changes)
+
+    def operand(self, i: int) -> Tensor:
+        """Input `i`, which the caller knows is present: a required input (the reader and the
+        writer's gate refuse an op missing one, ir/invariants.py `_check_options`) or one its
+        matching already checked. An absent one is bnfold's bug."""
+        t = self.inputs[i]
+        assert t is not None, f"{self.kind} input {i} is absent"
+        return t
 
     def __repr__(self) -> str:
         outs = ", ".join(t.name for t in self.outputs)

@@ -74,7 +74,7 @@ def _item_size(dtype: str) -> int | None:
     return np_dtype.itemsize if np_dtype is not None else EXTRA_ITEM_SIZES.get(dtype)
 
 
-def _check_tensor(t, where: str, path: str) -> None:
+def _check_tensor(t, where: str, path: str | None) -> None:
     """Shape sane; a constant's bytes match its shape and type (sparse tensors excepted: their
     buffer holds the compressed values)."""
     shape = t.shape
@@ -102,7 +102,7 @@ def _check_tensor(t, where: str, path: str) -> None:
         )
 
 
-def _check_ops(graph, where: str, n_graphs: int, path: str) -> list[tuple[int, str]]:
+def _check_ops(graph, where: str, n_graphs: int, path: str | None) -> list[tuple[int, str]]:
     """Each tensor written once; everything read is produced, an input, a constant or a variable;
     subgraph indices in options in range; fused activations known; no cycles. Returns the
     subgraphs its operators call, each with where the call is."""
@@ -137,7 +137,7 @@ def _check_ops(graph, where: str, n_graphs: int, path: str) -> list[tuple[int, s
     return calls
 
 
-def _about(op, message: str, path: str) -> ModelError:
+def _about(op, message: str, path: str | None) -> ModelError:
     """A ModelError about `op` (the gate names the pass that made or changed it)."""
     error = ModelError(message, path)
     error.op = op
@@ -156,7 +156,7 @@ def _is_empty(t) -> bool:
     return any(d == 0 for d in t.shape)
 
 
-def _check_options(op, where: str, n_graphs: int, n_activations: int, path: str) -> list[tuple[str, int]]:
+def _check_options(op, where: str, n_graphs: int, n_activations: int, path: str | None) -> list[tuple[str, int]]:
     """What ir/ops.py says of the operator's kind; returns the subgraphs its options name."""
     facts = info(op.kind)
     required, n_outputs = facts.arity or (0, None)
@@ -228,7 +228,7 @@ def _names_subgraph(field: str) -> bool:
     return "subgraph" in field.lower()
 
 
-def _check_subgraph_calls(calls: list[list[tuple[int, str]]], path: str) -> None:
+def _check_subgraph_calls(calls: list[list[tuple[int, str]]], path: str | None) -> None:
     """No subgraph calls itself, directly or through others (a WHILE whose body is its own
     subgraph, or subgraph 0): a runtime would recurse without end. `calls`: per subgraph, the
     subgraphs it calls, each with where."""
@@ -252,7 +252,7 @@ def _check_subgraph_calls(calls: list[list[tuple[int, str]]], path: str) -> None
                 stack.pop()
 
 
-def _check_acyclic(graph, producers: dict[int, int], where: str, path: str) -> None:
+def _check_acyclic(graph, producers: dict[int, int], where: str, path: str | None) -> None:
     """Kahn's algorithm over the op graph (iterative, so any depth is fine)."""
     ops = graph.ops
     pending = [0] * len(ops)

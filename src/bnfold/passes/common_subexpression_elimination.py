@@ -64,10 +64,13 @@ def _input_key(t: Tensor | None, constants: dict[int, tuple]) -> object:
         return id(t)
     key = constants.get(id(t))
     if key is None:
-        if t.buffer.nbytes > HASHED_BYTES:
-            same = id(t.buffer)
+        buffer = t.buffer
+        assert buffer is not None  # a constant's (is_const)
+        same: object
+        if buffer.nbytes > HASHED_BYTES:
+            same = id(buffer)
         else:
-            same = hashlib.sha256(memoryview(np.ascontiguousarray(t.buffer.data))).hexdigest()
+            same = hashlib.sha256(np.ascontiguousarray(buffer.data).data).hexdigest()
         key = constants[id(t)] = ("const", *_tensor_type(t), same)
     return key
 

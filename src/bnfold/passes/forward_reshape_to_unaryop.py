@@ -38,7 +38,7 @@ def run(graph: Graph) -> PassResult:
         slot = _reshaped_input(op)
         if slot is None:
             continue
-        y = op.inputs[slot]
+        y = op.operand(slot)  # _reshaped_input: present
         reshape = y.producer
         if reshape is None or reshape.kind != "RESHAPE" or not graph.has_single_use(y, op):
             continue
@@ -48,7 +48,9 @@ def run(graph: Graph) -> PassResult:
             continue
         if op.kind == "MEAN":
             computed = _mean_shape(op, x, y, z)
-        elif z.signature == y.signature and all(len(t.shape) <= len(x.shape) for t in op.inputs if t is not y):
+        elif z.signature == y.signature and all(
+            len(t.shape) <= len(x.shape) for t in op.inputs if t is not None and t is not y
+        ):
             computed = x.signature  # (a scalar constant must not broadcast x up)
         else:
             computed = None
@@ -64,10 +66,10 @@ def _mean_shape(op: Op, x: Tensor, y: Tensor, z: Tensor) -> tuple[int, ...] | No
     y = RESHAPE(x) reads the same elements from x: same rank, same static dims up to a (then axis a
     has the same stride in both, the dims after it the same product)."""
     axis = op.input(1)
-    if not getattr(op.options, "keepDims", False) or axis is None or not axis.is_const or axis.data.size != 1:
+    if not getattr(op.options, "keepDims", False) or axis is None or not axis.is_const or axis.const_data.size != 1:
         return None
     rank = len(y.signature)
-    a = int(axis.data.reshape(-1)[0])
+    a = int(axis.const_data.reshape(-1)[0])
     a = a + rank if a < 0 else a
     if len(x.signature) != rank or not 0 <= a < rank or -1 in x.signature or -1 in y.signature:
         return None
@@ -85,8 +87,8 @@ def _reshaped_input(op: Op) -> int | None:
     if len(op.inputs) != 2 or op.fused_activation != "NONE" or None in op.inputs:
         return None
     for data, scalar in ((0, 1), (1, 0)):
-        c = op.inputs[scalar]
-        if c.is_const and c.dtype == "FLOAT32" and c.data.size == 1 and not op.inputs[data].is_const:
+        c = op.operand(scalar)
+        if c.is_const and c.dtype == "FLOAT32" and c.const_data.size == 1 and not op.operand(data).is_const:
             return data
     return None
 

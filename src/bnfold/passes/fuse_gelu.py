@@ -59,7 +59,13 @@ def _match(graph: Graph, erf: Op) -> tuple[Tensor, list[Op]] | None:
     scale = erf.inputs[0].producer
     x = _scaled_by_inv_sqrt2(scale)
     add = only_reader(graph, erf.outputs[0])
-    if x is None or add is None or only_reader(graph, scale.outputs[0]) is not erf or add.kind != "ADD":
+    if (
+        scale is None
+        or x is None
+        or add is None
+        or only_reader(graph, scale.outputs[0]) is not erf
+        or add.kind != "ADD"
+    ):
         return None
     pair = const_operand(add)
     if pair is None or pair[1] is not erf.outputs[0] or scalar(pair[0]) != 1.0:
@@ -80,7 +86,7 @@ def _scaled_by_inv_sqrt2(op: Op | None) -> Tensor | None:
     if op is None or op.kind not in ("MUL", "DIV"):
         return None
     if op.kind == "DIV":
-        return op.inputs[0] if not op.inputs[0].is_const and scalar(op.input(1)) == SQRT2 else None
+        return op.operand(0) if not op.operand(0).is_const and scalar(op.input(1)) == SQRT2 else None
     pair = const_operand(op)
     return pair[1] if pair is not None and scalar(pair[0]) == INV_SQRT2 else None
 
@@ -92,7 +98,7 @@ def _product(graph: Graph, x: Tensor, a: Tensor) -> list[Op] | None:
         return None
     if set(first.inputs[:2]) == {x, a}:  # (x · a) · 0.5
         second = only_reader(graph, first.outputs[0])
-        return [first, second] if _halves(second, first.outputs[0]) else None
+        return [first, second] if second is not None and _halves(second, first.outputs[0]) else None
     if _halves(first, a):  # x · (a · 0.5)
         second = only_reader(graph, first.outputs[0])
         return [first, second] if second is not None and set(second.inputs[:2]) == {x, first.outputs[0]} else None

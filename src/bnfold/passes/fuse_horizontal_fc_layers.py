@@ -31,12 +31,12 @@ def run(graph: Graph) -> PassResult:
     for add in [op for op in graph.ops if op.kind == "ADD"]:
         if len(add.inputs) != 2 or None in add.inputs or add.inputs[0] is add.inputs[1]:
             continue
-        left, right = (t.producer for t in add.inputs)
-        if not (_plain_fc(graph, left, add) and _plain_fc(graph, right, add)):
+        left, right = add.operand(0).producer, add.operand(1).producer
+        if left is None or right is None or not (_plain_fc(graph, left, add) and _plain_fc(graph, right, add)):
             continue
-        if left.input(0) is not right.input(0) or left.options.fields() != right.options.fields():
+        if left.input(0) is not right.input(0) or left.options_with().fields() != right.options_with().fields():
             continue
-        if left.input(1).shape != right.input(1).shape or add.fused_activation not in ("NONE", *RANGE_ACTIVATIONS):
+        if left.operand(1).shape != right.operand(1).shape or add.fused_activation not in ("NONE", *RANGE_ACTIVATIONS):
             continue
         if not is_plain_float(add.outputs[0]):
             continue
@@ -65,12 +65,13 @@ def _plain_fc(graph: Graph, fc: Op | None, add: Op) -> bool:
 
 
 def _fuse(graph: Graph, result: PassResult, left: Op, right: Op, add: Op) -> None:
-    w = left.input(1).data + right.input(1).data
-    biases = [fc.input(2).data.reshape(-1) for fc in (left, right) if fc.input(2) is not None]
-    weights = graph.add_const(graph.unique_name(f"{left.input(1).name};{right.input(1).name}"), w.astype(np.float32))
+    w_left, w_right = left.operand(1), right.operand(1)  # _plain_fc: constant weights, constant bias if any
+    w = w_left.const_data + w_right.const_data
+    biases = [b.const_data.reshape(-1) for b in (left.input(2), right.input(2)) if b is not None]
+    weights = graph.add_const(graph.unique_name(f"{w_left.name};{w_right.name}"), w.astype(np.float32))
     inputs = [left.input(0), weights, None]
     if biases:
         total = biases[0] if len(biases) == 1 else biases[0] + biases[1]
         inputs[2] = graph.add_const(graph.unique_name(f"{add.outputs[0].name}/bias"), total.astype(np.float32))
-    options = left.options.copy(fusedActivationFunction=FUSED_ACTIVATIONS.index(add.fused_activation))
+    options = left.options_with(fusedActivationFunction=FUSED_ACTIVATIONS.index(add.fused_activation))
     collapse(graph, result, [left, right, add], inputs, left.opcode, options, layers=2)

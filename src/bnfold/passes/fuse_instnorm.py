@@ -49,7 +49,7 @@ def run(graph: Graph) -> PassResult:
         if match is None:
             continue
         ops, eps, gamma, beta, terminal = match
-        x, y = mean.inputs[0], terminal.outputs[0]
+        x, y = mean.operand(0), terminal.outputs[0]
         if not all(is_plain_float(op.outputs[0]) for op in ops) or y.shape != x.shape:
             continue
         c = x.shape[-1]
@@ -95,7 +95,7 @@ def _spatial_mean(mean: Op) -> bool:
     ):
         return False
     rank = len(x.shape)
-    return sorted({int(a) % rank for a in axes.data.reshape(-1)}) == list(range(1, rank - 1))
+    return sorted({int(a) % rank for a in axes.const_data.reshape(-1)}) == list(range(1, rank - 1))
 
 
 def _reader(graph: Graph, t: Tensor, kind: str) -> Op | None:
@@ -120,20 +120,21 @@ Match = tuple[list[Op], float, Tensor | None, Tensor, Op]  # ops, ε, γ (None: 
 
 
 def _version_1_or_5(graph: Graph, mean: Op) -> Match | None:
-    x, m = mean.inputs[0], mean.outputs[0]
+    x, m = mean.operand(0), mean.outputs[0]
     readers = graph.consumers(m)
     sqd = next((op for op in readers if op.kind == "SQUARED_DIFFERENCE"), None)
     if len(readers) != 2 or sqd is None or graph.is_observed(m):
         return None
     variance = _variance_plus_eps(graph, x, m, sqd)
     rsqrt = None if variance is None else _reader(graph, variance[0][-1].outputs[0], "RSQRT")
-    if rsqrt is None:
+    if variance is None or rsqrt is None:
         return None
     ops, eps = [mean, *variance[0], rsqrt], variance[1]
     g, gamma = rsqrt.outputs[0], None
     gamma_mul = only_reader(graph, g)
-    if gamma_mul is not None and gamma_mul.kind == "MUL" and const_operand(gamma_mul) is not None:  # Version_1
-        gamma = const_operand(gamma_mul)[0]
+    gamma_pair = None if gamma_mul is None or gamma_mul.kind != "MUL" else const_operand(gamma_mul)
+    if gamma_mul is not None and gamma_pair is not None:  # Version_1
+        gamma = gamma_pair[0]
         ops.append(gamma_mul)
         g = gamma_mul.outputs[0]
     g_readers = graph.consumers(g)
@@ -148,7 +149,8 @@ def _version_1_or_5(graph: Graph, mean: Op) -> Match | None:
     if scaled_x is None or scaled_m is None or scaled_m not in readers:
         return None
     sub = _reader(graph, scaled_m.outputs[0], "SUB")
-    if sub is None or sub.input(1) is not scaled_m.outputs[0] or float_const(sub.input(0)) is None:
+    beta = None if sub is None else sub.input(0)
+    if sub is None or beta is None or sub.input(1) is not scaled_m.outputs[0] or float_const(beta) is None:
         return None
     terminal = _reader(graph, sub.outputs[0], "ADD")
     if terminal is None or set(terminal.inputs[:2]) != {scaled_x.outputs[0], sub.outputs[0]}:
@@ -156,11 +158,11 @@ def _version_1_or_5(graph: Graph, mean: Op) -> Match | None:
     if only_reader(graph, scaled_x.outputs[0]) is not terminal:
         return None
     ops += [scaled_x, scaled_m, sub, terminal]
-    return ops, eps, gamma, sub.input(0), terminal
+    return ops, eps, gamma, beta, terminal
 
 
 def _version_2(graph: Graph, mean: Op) -> Match | None:
-    x, m = mean.inputs[0], mean.outputs[0]
+    x, m = mean.operand(0), mean.outputs[0]
     readers = graph.consumers(m)
     sqd = next((op for op in readers if op.kind == "SQUARED_DIFFERENCE"), None)
     sub = next((op for op in readers if op.kind == "SUB" and op.inputs[:2] == (x, m)), None)
@@ -168,7 +170,12 @@ def _version_2(graph: Graph, mean: Op) -> Match | None:
         return None
     variance = _variance_plus_eps(graph, x, m, sqd)
     power = None if variance is None else _reader(graph, variance[0][-1].outputs[0], "POW")
-    if power is None or power.input(0) is not variance[0][-1].outputs[0] or scalar(power.input(1)) != 0.5:
+    if (
+        variance is None
+        or power is None
+        or power.input(0) is not variance[0][-1].outputs[0]
+        or scalar(power.input(1)) != 0.5
+    ):
         return None
     div = _reader(graph, sub.outputs[0], "DIV")
     if (
@@ -179,14 +186,16 @@ def _version_2(graph: Graph, mean: Op) -> Match | None:
         return None
     gamma_mul = _reader(graph, div.outputs[0], "MUL")
     terminal = None if gamma_mul is None else _reader(graph, gamma_mul.outputs[0], "ADD")
-    if terminal is None or const_operand(gamma_mul) is None or const_operand(terminal) is None:
+    gamma_pair = None if gamma_mul is None else const_operand(gamma_mul)
+    beta_pair = None if terminal is None else const_operand(terminal)
+    if gamma_mul is None or terminal is None or gamma_pair is None or beta_pair is None:
         return None
-    if const_operand(gamma_mul)[1] is not div.outputs[0] or const_operand(terminal)[1] is not gamma_mul.outputs[0]:
+    if gamma_pair[1] is not div.outputs[0] or beta_pair[1] is not gamma_mul.outputs[0]:
         return None
     ops = [mean, sub, *variance[0], power, div, gamma_mul, terminal]
     if any(op.fused_activation != "NONE" for op in ops[:-1] if op.has_fused_activation_slot):
         return None
-    return ops, variance[1], const_operand(gamma_mul)[0], const_operand(terminal)[0], terminal
+    return ops, variance[1], gamma_pair[0], beta_pair[0], terminal
 
 
 def _per_channel(t: Tensor, c: int) -> np.ndarray | None:

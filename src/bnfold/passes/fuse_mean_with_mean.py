@@ -40,7 +40,7 @@ def run(graph: Graph) -> PassResult:
         if axes is None:
             continue
         c = graph.add_const(graph.unique_name(f"{second.outputs[0].name}/axes"), np.array(axes, np.int32), "INT32")
-        collapse(graph, result, [first, second], [x, c], "MEAN", second.options.copy(), axes=axes)
+        collapse(graph, result, [first, second], [x, c], "MEAN", second.options_with(), axes=axes)
     return result
 
 
@@ -53,7 +53,7 @@ def _axes(op: Op, rank: int) -> list[int] | None:
     t = op.input(1)
     if t is None or not t.is_const or t.dtype not in INDEX_DTYPES:
         return None
-    axes = [int(a) for a in t.data.reshape(-1)]
+    axes = [int(a) for a in t.const_data.reshape(-1)]
     if not all(-rank <= a < rank for a in axes):
         return None
     return sorted({a % rank for a in axes})

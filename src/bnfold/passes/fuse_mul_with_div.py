@@ -40,18 +40,20 @@ def run(graph: Graph) -> PassResult:
 
 
 def _fuse(graph: Graph, result: PassResult, mul: Op, div: Op) -> None:
-    m, x = const_operand(mul)
+    pair = const_operand(mul)
+    assert pair is not None  # run matched it
+    m, x = pair
     p = mul.outputs[0]
-    numerator, divisor = div.inputs[:2]
+    numerator, divisor = div.operand(0), div.operand(1)
     m_value = np.float32(scalar(m))
     if divisor is p and scalar(numerator) is not None and m_value != 0:  # d / (m·x) = (d / m) / x
         d = numerator
         c = graph.add_const(graph.unique_name(f"{d.name};{m.name}"), _shaped(np.float32(scalar(d)) / m_value, d))
-        collapse(graph, result, [mul, div], [c, x], "DIV", div.options.copy(), constant=float(c.data.item()))
+        collapse(graph, result, [mul, div], [c, x], "DIV", div.options_with(), constant=float(c.const_data.item()))
     elif numerator is p and scalar(divisor) is not None and scalar(divisor) != 0:  # (m·x) / d = x · (m / d)
         d = divisor
         c = graph.add_const(graph.unique_name(f"{m.name};{d.name}"), _shaped(m_value / np.float32(scalar(d)), m))
-        collapse(graph, result, [mul, div], [x, c], "MUL", mul.options.copy(), constant=float(c.data.item()))
+        collapse(graph, result, [mul, div], [x, c], "MUL", mul.options_with(), constant=float(c.const_data.item()))
 
 
 def _shaped(value: np.float32, like) -> np.ndarray:

@@ -62,13 +62,13 @@ def _match(graph: Graph, abs_op: Op) -> tuple[Tensor, Tensor, list[Op]] | None:
     first = only_reader(graph, sub.outputs[0])
     second = None if first is None else only_reader(graph, first.outputs[0])
     scales = _alpha_and_half(first, second, sub.outputs[0])
-    if scales is None:
+    if scales is None or first is None or second is None:  # (scales says both are there)
         return None
     alpha, _ = scales
     add = only_reader(graph, second.outputs[0])
     if add is None or add.kind != "ADD" or second.outputs[0] not in add.inputs[:2]:
         return None
-    r = add.inputs[1] if add.inputs[0] is second.outputs[0] else add.inputs[0]
+    r = add.operand(1) if add.inputs[0] is second.outputs[0] else add.operand(0)
     relu = r.producer
     if relu is None or relu.kind != "RELU" or relu.input(0) is not x or only_reader(graph, r) is not add:
         return None

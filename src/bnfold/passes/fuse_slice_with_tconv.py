@@ -37,7 +37,7 @@ from ..values.kernels import out_size, pads
 def run(graph: Graph) -> PassResult:
     result = PassResult()
     for slice_op in [op for op in graph.ops if op.kind == "SLICE"]:
-        tconv = slice_op.input(0).producer if slice_op.input(0) is not None else None
+        tconv = slice_op.operand(0).producer
         if tconv is None or tconv.kind != "TRANSPOSE_CONV" or only_reader(graph, tconv.outputs[0]) is not slice_op:
             continue
         window = _window(slice_op, tconv)
@@ -53,7 +53,7 @@ def run(graph: Graph) -> PassResult:
 def _ints(t: Tensor | None) -> list[int] | None:
     if t is None or not t.is_const or t.dtype != "INT32" or len(t.shape) != 1:
         return None
-    return [int(v) for v in t.data]
+    return [int(v) for v in t.const_data]
 
 
 def _window(slice_op: Op, tconv: Op) -> tuple[list[int], list[int]] | None:
@@ -64,7 +64,7 @@ def _window(slice_op: Op, tconv: Op) -> tuple[list[int], list[int]] | None:
     size = [d - b if s == -1 else s for d, b, s in zip(out, begin, size)]
     if any(b < 0 or s <= 0 or b + s > d for d, b, s in zip(out, begin, size)) or begin[0] != 0 or size[0] != out[0]:
         return None
-    w, x, bias = tconv.input(1), tconv.input(2), tconv.input(3)
+    w, x, bias = tconv.operand(1), tconv.operand(2), tconv.input(3)
     if float_const(w) is None or (bias is not None and float_const(bias) is None) or len(w.shape) != 4:
         return None
     if not (is_plain_float(x) and is_plain_float(tconv.outputs[0]) and is_plain_float(slice_op.outputs[0])):
@@ -75,10 +75,11 @@ def _window(slice_op: Op, tconv: Op) -> tuple[list[int], list[int]] | None:
 def _padding_for(tconv: Op, begin: list[int], size: list[int]) -> int | None:
     """The padding kind (index into PADDINGS) whose TFLite padding for the new output sizes is the
     old one plus the SLICE's offset, along H and W."""
-    out, x = _ints(tconv.input(0)), tconv.input(2)
-    _, kh, kw, _ = tconv.input(1).shape
-    strides = (tconv.options.strideH, tconv.options.strideW)
-    old = tconv.options.padding
+    out, x, options = _ints(tconv.input(0)), tconv.operand(2), tconv.required_options
+    assert out is not None  # _window read it
+    _, kh, kw, _ = tconv.operand(1).shape
+    strides = (options.strideH, options.strideW)
+    old = options.padding
     for kind in (PADDINGS.index("VALID"), PADDINGS.index("SAME")):
         if all(
             pads(size[a], k, s, 1, kind)[0] == pads(out[a], k, s, 1, old)[0] + begin[a]
@@ -92,18 +93,20 @@ def _padding_for(tconv: Op, begin: list[int], size: list[int]) -> int | None:
 def _fuse(
     graph: Graph, result: PassResult, slice_op: Op, tconv: Op, begin: list[int], size: list[int], padding: int
 ) -> None:
-    shape_t, w, x, bias = tconv.input(0), tconv.input(1), tconv.input(2), tconv.input(3)
+    shape_t, w, x, bias = tconv.operand(0), tconv.operand(1), tconv.operand(2), tconv.input(3)
     channels = slice(begin[3], begin[3] + size[3])
     inputs = [graph.add_const(graph.unique_name(f"{shape_t.name}/sliced"), np.array(size, np.int32), "INT32")]
     whole = channels == slice(0, w.shape[0])
-    inputs.append(w if whole else graph.add_const(graph.unique_name(f"{w.name}/sliced"), w.data[channels].copy()))
+    inputs.append(w if whole else graph.add_const(graph.unique_name(f"{w.name}/sliced"), w.const_data[channels].copy()))
     inputs.append(x)
     if bias is not None:
         inputs.append(
-            bias if whole else graph.add_const(graph.unique_name(f"{bias.name}/sliced"), bias.data[channels].copy())
+            bias
+            if whole
+            else graph.add_const(graph.unique_name(f"{bias.name}/sliced"), bias.const_data[channels].copy())
         )
     result.fold(tconv, [tconv, slice_op], into=[], begin=begin, size=size, padding=PADDINGS[padding])
     for op in (tconv, slice_op):
         graph.remove_op(op)
-    made = graph.add_op(tconv.opcode, inputs, slice_op.outputs, tconv.options.copy(padding=padding), after=slice_op)
+    made = graph.add_op(tconv.opcode, inputs, slice_op.outputs, tconv.options_with(padding=padding), after=slice_op)
     result.made(made)

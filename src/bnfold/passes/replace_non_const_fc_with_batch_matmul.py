@@ -55,9 +55,9 @@ def run(graph: Graph) -> PassResult:
 
 
 def _replace(graph: Graph, result: PassResult, fc: Op) -> None:
-    x, w, b, y = fc.input(0), fc.input(1), fc.input(2), fc.outputs[0]
+    x, w, b, y = fc.operand(0), fc.operand(1), fc.input(2), fc.outputs[0]  # run: x, w; a constant b if any
     act = fc.fused_activation
-    bias = b is not None and bool(np.any(b.data != 0))
+    bias = b is not None and bool(np.any(b.const_data != 0))
     steps = ["reshape"] if tuple(x.shape[:-1]) + (w.shape[0],) != tuple(y.shape) else []
     steps += ["bias"] if bias else ["activation"] if act != "NONE" else []
     result.fold(fc, [fc], into=[], steps=steps)

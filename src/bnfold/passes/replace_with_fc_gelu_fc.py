@@ -53,30 +53,33 @@ def run(graph: Graph) -> PassResult:
             graph.remove_op(op)
         # FC1 anew, under a new output name: its output is now GELU's input, another value
         f = graph.add_tensor(graph.unique_name(f"{fc1.outputs[0].name}/front"), "FLOAT32", fc1.outputs[0].shape)
-        front = graph.add_op(fc1.opcode, fc1.inputs, [f], fc1.options.copy(), after=fc1)
+        front = graph.add_op(fc1.opcode, fc1.inputs, [f], fc1.options_with(), after=fc1)
         g = graph.add_tensor(graph.unique_name(f"{fc1.outputs[0].name}/gelu"), "FLOAT32", f.shape)
         gelu = graph.add_op("GELU", [f], [g], Options("GeluOptions", approximate=False), after=front)
         for op in (front, gelu):
             result.made(op)
-        w3 = graph.add_const(graph.unique_name(f"{fc3.inputs[1].name}/doubled"), fc3.inputs[1].data * np.float32(2))
+        w = fc3.operand(1)  # _plain_layer: constant weights
+        w3 = graph.add_const(graph.unique_name(f"{w.name}/doubled"), w.const_data * np.float32(2))
         inputs = [g, w3, *fc3.inputs[2:]]
-        result.made(graph.add_op(fc3.opcode, inputs, fc3.outputs, fc3.options.copy(), after=fc3))
+        result.made(graph.add_op(fc3.opcode, inputs, fc3.outputs, fc3.options_with(), after=fc3))
     return result
 
 
 def _match(graph: Graph, erf: Op) -> tuple[Op, Op, Op, Op, Op] | None:
-    if len(erf.inputs) != 1 or len(erf.outputs) != 1 or erf.inputs[0] is None:
+    x = erf.input(0)
+    if len(erf.inputs) != 1 or len(erf.outputs) != 1 or x is None:
         return None
-    fc2, add = erf.inputs[0].producer, only_reader(graph, erf.outputs[0])
+    fc2, add = x.producer, only_reader(graph, erf.outputs[0])
     if fc2 is None or fc2.kind != "FULLY_CONNECTED" or only_reader(graph, fc2.outputs[0]) is not erf:
         return None
-    if add is None or add.kind != "ADD" or const_operand(add) is None or scalar(const_operand(add)[0]) != 1.0:
+    one = None if add is None or add.kind != "ADD" else const_operand(add)
+    if add is None or one is None or scalar(one[0]) != 1.0:
         return None
     a = add.outputs[0]
     mul = only_reader(graph, a)
     if mul is None or mul.kind != "MUL" or a not in mul.inputs[:2]:
         return None
-    f = mul.inputs[1] if mul.inputs[0] is a else mul.inputs[0]
+    f = mul.operand(1) if mul.inputs[0] is a else mul.operand(0)
     fc1 = f.producer if only_reader(graph, f) is mul else None
     fc3 = only_reader(graph, mul.outputs[0])
     if fc1 is None or fc1.kind != "FULLY_CONNECTED" or fc3 is None or fc3.kind != "FULLY_CONNECTED":
@@ -91,13 +94,13 @@ def _match(graph: Graph, erf: Op) -> tuple[Op, Op, Op, Op, Op] | None:
 
 def _plain_layer(fc: Op) -> bool:
     """A float32 FULLY_CONNECTED with constant weights in the default format."""
-    w = fc.input(1)
+    w, b = fc.input(1), fc.input(2)
     return (
         w is not None
         and w.is_const
         and is_plain_float(w)
         and getattr(fc.options, "weightsFormat", 0) == 0
-        and (fc.input(2) is None or is_plain_float(fc.input(2)) and fc.input(2).is_const)
+        and (b is None or is_plain_float(b) and b.is_const)
     )
 
 
@@ -105,13 +108,13 @@ def _same_layer_scaled(fc1: Op, fc2: Op) -> bool:
     """fc2 is fc1 with weights and bias times float32(1/√2), each within one ulp, on the same input."""
     if fc1.input(0) is not fc2.input(0) or not (_plain_layer(fc1) and _plain_layer(fc2)):
         return False
-    if fc1.options.fields() != fc2.options.fields():
+    if fc1.options_with().fields() != fc2.options_with().fields():  # (a file may give an FC no options)
         return False
     pairs = [(fc1.input(1), fc2.input(1)), (fc1.input(2), fc2.input(2))]
     for one, two in pairs:
         if (one is None) != (two is None):
             return False
-        if one is not None and not _scaled_copy(one.data, two.data):
+        if one is not None and two is not None and not _scaled_copy(one.const_data, two.const_data):
             return False
     return True
 

@@ -33,7 +33,7 @@ def run(graph: Graph) -> PassResult:
         if len(op.inputs) != 2 or len(op.outputs) != 1 or None in op.inputs or custom_options(op) is None:
             continue
         y = op.outputs[0]
-        if any(t.dtype != y.dtype or t.dtype not in TYPES or t.is_quantized for t in (*op.inputs, y)):
+        if any(t.dtype != y.dtype or t.dtype not in TYPES or t.is_quantized for t in (op.operand(0), op.operand(1), y)):
             continue
         inputs, dropped = _skipping_broadcast(graph, op)
         result.fold(op, [op, *dropped], into=[], resolved="AddV2")
@@ -47,12 +47,13 @@ def run(graph: Graph) -> PassResult:
 def _skipping_broadcast(graph: Graph, op: Op) -> tuple[list[Tensor], list[Op]]:
     """The ADD's operands (a BroadcastTo's input instead of its output where ADD broadcasts to the
     same shape), and the BroadcastTo ops nothing else reads then."""
-    inputs, dropped = list(op.inputs), []
-    for i, t in enumerate(op.inputs):
+    operands = [op.operand(0), op.operand(1)]  # run: two, both present
+    inputs, dropped = list(operands), []
+    for i, t in enumerate(operands):
         bc = t.producer
         if bc is None or not (bc.kind == "BROADCAST_TO" or custom_code(bc) == "BroadcastTo") or bc.input(0) is None:
             continue
-        source, other = bc.inputs[0], op.inputs[1 - i]
+        source, other = bc.operand(0), operands[1 - i]
         if source.dtype != t.dtype or _broadcast(source.shape, other.shape) != op.outputs[0].shape:
             continue
         inputs[i] = source

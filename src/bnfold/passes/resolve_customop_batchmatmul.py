@@ -30,10 +30,13 @@ def run(graph: Graph) -> PassResult:
         adj = [options.get(name, False) for name in ("adj_x", "adj_y")]
         if not all(isinstance(a, bool) for a in adj):
             continue
-        if not all(is_plain_float(t) for t in (*op.inputs, *op.outputs)) or min(len(t.shape) for t in op.inputs) < 2:
+        a, b = op.inputs
+        if a is None or b is None or not all(is_plain_float(t) for t in (a, b, *op.outputs)):
+            continue
+        if min(len(a.shape), len(b.shape)) < 2:
             continue
         result.fold(op, [op], into=[], resolved="BatchMatMulV2", adj_x=adj[0], adj_y=adj[1])
         graph.remove_op(op)
-        options = batch_matmul_options(graph, adj[0], adj[1])
-        result.made(graph.add_op("BATCH_MATMUL", op.inputs, op.outputs, options, after=op))
+        bmm_options = batch_matmul_options(graph, adj[0], adj[1])
+        result.made(graph.add_op("BATCH_MATMUL", op.inputs, op.outputs, bmm_options, after=op))
     return result

@@ -33,13 +33,15 @@ def run(graph: Graph) -> PassResult:
         flags = [options.get(name, False) for name in ("transpose_a", "transpose_b")]
         if not all(isinstance(f, bool) for f in flags):
             continue
-        if not all(is_plain_float(t) and len(t.signature) == 2 and min(t.signature) >= 0 for t in op.inputs):
+        a, b = op.inputs
+        if a is None or b is None:
+            continue
+        if not all(is_plain_float(t) and len(t.signature) == 2 and min(t.signature) >= 0 for t in (a, b)):
             continue
         if not is_plain_float(op.outputs[0]):
             continue
         result.fold(op, [op], into=[], resolved="MatMul", transpose_a=flags[0], transpose_b=flags[1])
         graph.remove_op(op)
-        a, b = op.inputs
         if flags[0]:
             a = _transposed(graph, result, a, op)
         weights = b if flags[1] else _transposed(graph, result, b, op)
@@ -58,7 +60,7 @@ def _transposed(graph: Graph, result: PassResult, t: Tensor, at: Op) -> Tensor:
     """t's 2-D transpose: a new constant for a constant, else the output of a new TRANSPOSE op."""
     name = graph.unique_name(f"{t.name}/transposed")
     if t.is_const:
-        return graph.add_const(name, np.ascontiguousarray(t.data.T))
+        return graph.add_const(name, np.ascontiguousarray(t.const_data.T))
     perm = graph.add_const(graph.unique_name(f"{name}/perm"), np.array([1, 0], np.int32), "INT32")
     out = graph.add_tensor(name, t.dtype, t.shape[::-1])
     result.made(graph.add_op("TRANSPOSE", [t, perm], [out], Options("TransposeOptions"), before=at))

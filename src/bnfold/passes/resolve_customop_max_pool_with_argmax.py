@@ -23,6 +23,8 @@ would give a padded tap's index (TF's kernel skips the padding). LiteRT runs the
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 import numpy as np
 
 from ..engine.match import is_plain_float
@@ -51,7 +53,7 @@ def _window(op: Op) -> tuple[tuple[int, int], tuple[int, int], int] | None:
     options = custom_options(op)
     if options is None or len(op.inputs) != 1 or len(op.outputs) != 2 or op.inputs[0] is None:
         return None
-    x, (m, idx) = op.inputs[0], op.outputs
+    x, (m, idx) = op.operand(0), op.outputs
     if not (is_plain_float(x) and is_plain_float(m)) or len(x.shape) != 4 or min(x.signature) < 1:
         return None
     if idx.dtype not in ("INT32", "INT64") or idx.is_quantized:
@@ -71,12 +73,12 @@ def _window(op: Op) -> tuple[tuple[int, int], tuple[int, int], int] | None:
     return (kh, kw), (sh, sw), kind
 
 
-def _four(v) -> bool:
+def _four(v: object) -> TypeGuard[list[int]]:
     return isinstance(v, list) and len(v) == 4 and all(isinstance(i, int) and not isinstance(i, bool) for i in v)
 
 
 def _resolve(graph: Graph, result: PassResult, op: Op, kernel: tuple, strides: tuple, padding: int) -> None:
-    x, (m, idx) = op.inputs[0], op.outputs
+    x, (m, idx) = op.operand(0), op.outputs
     (kh, kw), (sh, sw) = kernel, strides
     pool_options = Options(
         "Pool2DOptions",
@@ -106,7 +108,9 @@ def _resolve(graph: Graph, result: PassResult, op: Op, kernel: tuple, strides: t
         )
         last = graph.add_op("PADV2", [x, paddings, lowest], [xp], Options("PadV2Options"), after=last)
         result.made(last)
-    include_batch = bool(custom_options(op).get("include_batch_in_index", False))
+    options = custom_options(op)
+    assert options is not None  # _window read them
+    include_batch = bool(options.get("include_batch_in_index", False))
     taps = [(ky, kx) for ky in range(kh) for kx in range(kw)]
     chosen: Tensor | None = None
     for ky, kx in reversed(taps):  # the first tap holding the maximum is selected last
@@ -116,7 +120,9 @@ def _resolve(graph: Graph, result: PassResult, op: Op, kernel: tuple, strides: t
             chosen = index_t
             continue
         value = _tap_values(graph, result, xp, m.shape, (ky, kx), strides, idx, last)
-        last = value.producer
+        strided_slice = value.producer
+        assert strided_slice is not None  # _tap_values made it
+        last = strided_slice
         equal = graph.add_tensor(graph.unique_name(f"{idx.name}/is_max{ky}_{kx}"), "BOOL", m.shape)
         last = graph.add_op("EQUAL", [value, m], [equal], Options("EqualOptions"), after=last)
         result.made(last)

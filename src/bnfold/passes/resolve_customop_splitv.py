@@ -30,7 +30,9 @@ def run(graph: Graph) -> PassResult:
         if len(op.inputs) != 3 or op.input(0) is None or custom_options(op) is None:
             continue
         sizes, dim = op.inputs[1], op.inputs[2]
-        if not (_indices(sizes) and _indices(dim)) or len(sizes.shape) != 1 or dim.data.size != 1:
+        if sizes is None or dim is None or not (_indices(sizes) and _indices(dim)):
+            continue
+        if len(sizes.shape) != 1 or dim.const_data.size != 1:
             continue
         if sizes.shape[0] != len(op.outputs):
             continue
@@ -51,10 +53,10 @@ def _indices(t: Tensor | None) -> bool:
 
 
 def _as_int32(graph: Graph, t: Tensor) -> Tensor | None:
-    """`t` when it is INT32, else an INT32 copy (None when a value does not fit)."""
+    """`t` (an index constant) when it is INT32, else an INT32 copy (None when a value does not fit)."""
     if t.dtype == "INT32":
         return t
-    data = t.data
+    data = t.const_data
     if data.size and (data.min() < INT32.min or data.max() > INT32.max):
         return None
     return graph.add_const(graph.unique_name(f"{t.name}/int32"), data.astype(np.int32), "INT32")

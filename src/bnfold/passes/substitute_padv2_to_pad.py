@@ -34,14 +34,14 @@ def run(graph: Graph) -> PassResult:
         x, paddings, value = op.input(0), op.input(1), op.input(2)
         if x is None or paddings is None or value is None or not paddings.is_const or not value.is_const:
             continue
-        if value.dtype != "FLOAT32" or value.data.size != 1 or not float(value.data.reshape(-1)[0]) <= 0:
+        if value.dtype != "FLOAT32" or value.const_data.size != 1 or not float(value.const_data.reshape(-1)[0]) <= 0:
             continue
-        rows = paddings.data.reshape(-1, 2)
+        rows = paddings.const_data.reshape(-1, 2)
         source = _non_negative_source(x)
         if len(rows) != 4 or source is None or not _only_a_narrow_pool_reads(graph, op.outputs[0], rows):
             continue
         # context: what makes x >= 0, which the per-rewrite check must run too (values/local.py)
-        result.fold(op, [op], into=[], pad_value=float(value.data.reshape(-1)[0]), context=source)
+        result.fold(op, [op], into=[], pad_value=float(value.const_data.reshape(-1)[0]), context=source)
         graph.remove_op(op)
         made = graph.add_op("PAD", [x, paddings], list(op.outputs), Options("PadOptions"), after=op)
         result.made(made)
@@ -53,9 +53,9 @@ def _non_negative_source(t: Tensor) -> list[str] | None:
     TRANSPOSEs; None when no such op makes it."""
     names = [t.name]
     producer = t.producer
-    while producer is not None and producer.kind == "TRANSPOSE" and producer.inputs[0] is not None:
-        names.append(producer.inputs[0].name)
-        producer = producer.inputs[0].producer
+    while producer is not None and producer.kind == "TRANSPOSE":
+        names.append(producer.operand(0).name)
+        producer = producer.operand(0).producer
     if producer is None:
         return None
     if producer.kind in NON_NEGATIVE_KINDS or (
@@ -74,10 +74,11 @@ def _only_a_narrow_pool_reads(graph: Graph, t: Tensor, rows: np.ndarray) -> bool
             return False
         reader: Op = readers[0]
         if reader.kind == "MAX_POOL_2D":
-            height, width = int(reader.options.filterHeight), int(reader.options.filterWidth)
+            options = reader.required_options
+            height, width = int(options.filterHeight), int(options.filterWidth)
             return bool(np.all(rows[1] < height) and np.all(rows[2] < width))
         perm = reader.input(1)
         if reader.kind != "TRANSPOSE" or perm is None or not perm.is_const:
             return False
-        rows = rows[[int(p) for p in perm.data.reshape(-1)]]
+        rows = rows[[int(p) for p in perm.const_data.reshape(-1)]]
         t = reader.outputs[0]

@@ -28,8 +28,8 @@ def run(graph: Graph) -> PassResult:
             continue
         if x.dtype not in SPLIT_V1_TYPES or x.is_quantized:  # the SPLIT made is version 1
             continue
-        parts = [int(s) for s in sizes.data.reshape(-1)]
-        axis_value = int(axis.data.reshape(-1)[0])
+        parts = [int(s) for s in sizes.const_data.reshape(-1)]
+        axis_value = int(axis.const_data.reshape(-1)[0])
         if not -len(x.shape) <= axis_value < len(x.shape):
             continue
         length = x.signature[axis_value]

@@ -27,8 +27,10 @@ def _flag(options: dict, name: str) -> bool:
 
 
 def erf(x: np.ndarray) -> np.ndarray:
-    """The error function elementwise, computed in float64 (numpy has none), in x's type."""
-    return np.frompyfunc(math.erf, 1, 1)(x.astype(np.float64)).astype(np.float64).astype(x.dtype)
+    """The error function elementwise, computed in float64 (numpy has none), in x's type. (On a
+    rank-0 x, frompyfunc returns a Python float: asarray makes it an array again.)"""
+    x = np.asarray(x)
+    return np.asarray(np.frompyfunc(math.erf, 1, 1)(x.astype(np.float64)), dtype=np.float64).astype(x.dtype)
 
 
 def k_gelu(interp, op, index, args):

@@ -62,10 +62,10 @@ def expected_samples(
     values must name these (else UsageError naming the file and `owner`)."""
     names = [t.name for t in tensors] if tensors is not None else None
     for path in paths:
-        named = names is not None and has_names(path)
+        named = names if names is not None and has_names(path) else None
         for sample in read_samples(path):
-            if named:
-                match_names(names, sample, what=path, named=True, owner=f"{owner}'s outputs")
+            if named is not None:
+                match_names(named, sample, what=path, named=True, owner=f"{owner}'s outputs")
             yield sample
 
 
