@@ -150,12 +150,13 @@ def _why_kept(graph: Graph, t: Tensor, side: str) -> str | None:
         return f"rank {len(t.shape)}, not 4-D"
     if t in graph.inputs and t in graph.outputs:
         return "both a graph input and a graph output"
-    if side == "output" and t.producer is None:
-        return "not made by an operator"
-    if side == "output" and in_place_hazard(
-        graph, t.producer, ["TRANSPOSE", *(u.kind for u in reading_slots(graph, t))], internal=True
-    ):
-        return "LiteRT would run its producer in place over a buffer another reader still needs"
+    if side == "output":
+        producer = t.producer
+        if producer is None:
+            return "not made by an operator"
+        readers = ["TRANSPOSE", *(u.kind for u in reading_slots(graph, t))]
+        if in_place_hazard(graph, producer, readers, internal=True):
+            return "LiteRT would run its producer in place over a buffer another reader still needs"
     if len(getattr(t.quantization, "scale", None) or []) > 1:
         return "quantized per channel"
     return None
