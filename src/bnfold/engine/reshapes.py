@@ -95,12 +95,8 @@ def in_place_hazard(graph: Graph, op: Op, reader_kinds: list[str], *, internal: 
     s = _candidate(graph, op.kind, op.inputs, out)
     if s is None:
         return False
-    chain = buffer_chain(graph, s)
-    if op.kind not in ALIASING:
-        if references(graph, chain[-1]) != 1:
-            return False  # LiteRT gives op a buffer of its own
-        if any(references(graph, t) > 1 for t in chain[:-1]):
-            return True
+    if op.kind not in ALIASING and any(references(graph, t) > 1 for t in buffer_chain(graph, s)[:-1]):
+        return True
     return len(reader_kinds) > 1 and any(kind in ALIASING for kind in reader_kinds)
 
 
@@ -111,26 +107,26 @@ def reading_slots(graph: Graph, t: Tensor) -> list[Op]:
 
 def references(graph: Graph, t: Tensor) -> int:
     """LiteRT's reference count of `t`: one per operator input slot reading it, one per listing
-    among the graph outputs."""
-    return len(reading_slots(graph, t)) + graph.outputs.count(t)
+    among the graph outputs. A reader whose outputs nothing reads does not count: the cleanup
+    after the pass drops it, and with it the reference that kept LiteRT from sharing."""
+    live = [u for u in reading_slots(graph, t) if any(graph.is_observed(o) or graph.consumers(o) for o in u.outputs)]
+    return len(live) + graph.outputs.count(t)
 
 
 def buffer_chain(graph: Graph, t: Tensor) -> list[Tensor]:
-    """The tensors sharing t's buffer from t up to the one that owns it (its root, last), as
-    LiteRT's planner links them in execution order: each producer's candidate input first (one
-    walk up), then, from the top down, a modifying link kept only while the root has one reader.
-    Linear in the chain's length."""
-    links = []  # (tensor, the input it would share, whether its producer modifies the data)
+    """The tensors that may share t's buffer, from t up to the one that owns it (its root, last),
+    as LiteRT's planner links them: each producer's candidate input. LiteRT drops a modifying
+    link when the root has a second reader; that is not relied on here (a later rewrite or the
+    cleanup may take that reader away): a hazard is assumed rather than missed. Linear in the
+    chain's length."""
+    chain = [t]
     while (op := t.producer) is not None and op.outputs[0] is t and t not in graph.outputs:
         s = _candidate(graph, op.kind, op.inputs, t)
         if s is None:
             break
-        links.append((t, op.kind not in ALIASING))
+        chain.append(s)
         t = s
-    chain = [t]  # from the root down
-    for tensor, modifies in reversed(links):
-        chain = [tensor] if modifies and references(graph, chain[0]) != 1 else [*chain, tensor]
-    return chain[::-1]
+    return chain
 
 
 def _candidate(graph: Graph, kind: str, inputs, out: Tensor) -> Tensor | None:
