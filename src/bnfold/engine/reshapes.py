@@ -27,10 +27,20 @@ only, not on the tensors between them: in
 m shares a's buffer (MUL in place), r shares it too (RESHAPE), and DIV, seeing one reader on r
 and on the root a, writes d over it: GATHER then reads m divided. So a tensor *inside* such a
 chain (shared with its producer's input, not a root) with a second reader is a hazard as soon as
-a RESHAPE-like op reads it or a tensor sharing its buffer. A rewrite never adds a RESHAPE (or
-makes a RESHAPE-like op read another tensor) where `aliasing_hazard` says so, nor makes an op
-LiteRT runs in place write a tensor with such readers (`in_place_hazard`: a fused activation, a
-transpose that cancels); the original model's own hazards are the runtime's business, not bnfold's.
+a modifying op runs in place further down the chain. A TRANSPOSE (any op not listed) and a graph
+output end a chain: removing one, or making a graph output an internal tensor, can join chains.
+So no rewrite
+  - adds a RESHAPE or makes a RESHAPE-like op read another tensor where `aliasing_hazard` says so
+    (substitute_transpose_to_reshape, remove_redundant_reshape, a TRANSPOSE merged into a RESHAPE);
+  - removes a TRANSPOSE whose input's chain would then hold such a tensor (`chain_hazard`: the
+    propagation's seeds, identity transposes);
+  - makes an op LiteRT runs in place write a tensor with a RESHAPE-like reader and another, or
+    run in place at all over such a chain (`in_place_hazard`: a fused activation, a pulled or
+    cancelled transpose, a graph output the propagation or convert_nchw_to_nhwc's interface
+    change gives a TRANSPOSE back).
+Where the graph may still change, the rule leans to "hazard": a modifying link is assumed kept
+even while the root has a second reader. The original model's own hazards are the runtime's
+business, not bnfold's (the layout fuzzer counts such graphs apart: tests/layout_fuzzing.py).
 """
 
 from __future__ import annotations
