@@ -162,10 +162,10 @@ def _same_size(s: Tensor, t: Tensor | None) -> bool:
     is assumed rather than missed)."""
     if t is None:
         return True
-    sizes = [_nbytes(a) for a in (s, t)]
-    if None in sizes or any(d < 0 for d in s.signature + t.signature):
+    a, b = _nbytes(s), _nbytes(t)
+    if a is None or b is None or any(d < 0 for d in s.signature + t.signature):
         return True
-    return sizes[0] == sizes[1] and sizes[0] > SCALAR_BYTES
+    return a == b and a > SCALAR_BYTES
 
 
 def _nbytes(t: Tensor) -> int | None:
