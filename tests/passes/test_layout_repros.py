@@ -132,9 +132,33 @@ def _softmax_output_over_a_shared_buffer():
     return n
 
 
-@pytest.mark.parametrize(
-    "graph", [_one_value_operand, _side_made_by_crossed_reshape, _softmax_output_over_a_shared_buffer]
-)
+def _output_add_over_a_shared_buffer():
+    """seed 10775 (1-24 ops): PAD -> EXPAND_DIMS e -> RESHAPE -> ADD (a graph output), e also read
+    by a TRANSPOSE (a graph output), the PAD's output also by a TRANSPOSE nothing reads. Moved
+    NHWC, the ADD would write the moved tensor, no graph output, and LiteRT would run it in place
+    over the PAD's buffer that the TRANSPOSE of e still needs (once the dead one is cleaned up)."""
+    n = Net()
+    n.input("x", [4, 1, 3, 3])
+    pads = n.tensor("pads", [4, 2], "INT32", {"kind": "explicit", "values": [0, 1, 0, 1, 1, 1, 1, 1]})
+    pad = n.op("PAD", ["x", pads], "pad", [5, 2, 5, 5])
+    e = n.op("EXPAND_DIMS", [pad, n.ints("a", [-2])], "e", [5, 2, 5, 1, 5])
+    r = n.op("RESHAPE", [e, n.ints("s", [5, 2, 5, 5])], "r", [5, 2, 5, 5])
+    add = n.op("ADD", [r, n.const("k", [5])], "add", [5, 2, 5, 5], fused_activation_function="RELU6")
+    t = n.op("TRANSPOSE", [e, n.ints("p5", [1, 3, 2, 0, 4])], "t", [2, 1, 5, 5, 5])
+    n.op("TRANSPOSE", [pad, n.ints("p4", [0, 2, 3, 1])], "dead", [5, 5, 5, 2])
+    n.outputs = [add, t]
+    return n
+
+
+GRAPHS = [
+    _one_value_operand,
+    _side_made_by_crossed_reshape,
+    _softmax_output_over_a_shared_buffer,
+    _output_add_over_a_shared_buffer,
+]
+
+
+@pytest.mark.parametrize("graph", GRAPHS)
 @pytest.mark.parametrize("option_set", sorted(OPTION_SETS))
 def test_fuzzer_found_graph_optimizes_exactly_in_litert(graph, option_set):
     content, why = prepare(graph().recipe())

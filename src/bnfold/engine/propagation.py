@@ -162,7 +162,17 @@ def _aliasing_hazard(graph: Graph, region: Region) -> bool:
         for seed in region.seeds
         if seed.outputs[0] not in region.stops
     )
-    return seeds or any(_merge_hazard(graph, region, u) for u in region.merges)
+    outputs = any(_output_hazard(graph, region, u, out) for u in region.crossed for out in u.outputs[:1])
+    return seeds or outputs or any(_merge_hazard(graph, region, u) for u in region.merges)
+
+
+def _output_hazard(graph: Graph, region: Region, u: Op, out: Tensor) -> bool:
+    """A crossed op writing a graph output writes the moved tensor instead (a TRANSPOSE back makes
+    the output): LiteRT never shares a graph output's buffer, but may share the moved tensor's."""
+    if out not in graph.outputs or out not in region.stops:
+        return False
+    readers = ["TRANSPOSE", *(r.kind for r in reading_slots(graph, out))]
+    return in_place_hazard(graph, u, readers, internal=True)
 
 
 def _merge_hazard(graph: Graph, region: Region, u: Op) -> bool:

@@ -27,10 +27,20 @@ only, not on the tensors between them: in
 m shares a's buffer (MUL in place), r shares it too (RESHAPE), and DIV, seeing one reader on r
 and on the root a, writes d over it: GATHER then reads m divided. So a tensor *inside* such a
 chain (shared with its producer's input, not a root) with a second reader is a hazard as soon as
-a RESHAPE-like op reads it or a tensor sharing its buffer. A rewrite never adds a RESHAPE (or
-makes a RESHAPE-like op read another tensor) where `aliasing_hazard` says so, nor makes an op
-LiteRT runs in place write a tensor with such readers (`in_place_hazard`: a fused activation, a
-transpose that cancels); the original model's own hazards are the runtime's business, not bnfold's.
+a modifying op runs in place further down the chain. A TRANSPOSE (any op not listed) and a graph
+output end a chain: removing one, or making a graph output an internal tensor, can join chains.
+So no rewrite
+  - adds a RESHAPE or makes a RESHAPE-like op read another tensor where `aliasing_hazard` says so
+    (substitute_transpose_to_reshape, remove_redundant_reshape, a TRANSPOSE merged into a RESHAPE);
+  - removes a TRANSPOSE whose input's chain would then hold such a tensor (`chain_hazard`: the
+    propagation's seeds, identity transposes);
+  - makes an op LiteRT runs in place write a tensor with a RESHAPE-like reader and another, or
+    run in place at all over such a chain (`in_place_hazard`: a fused activation, a pulled or
+    cancelled transpose, a graph output the propagation or convert_nchw_to_nhwc's interface
+    change gives a TRANSPOSE back).
+Where the graph may still change, the rule leans to "hazard": a modifying link is assumed kept
+even while the root has a second reader. The original model's own hazards are the runtime's
+business, not bnfold's (the layout fuzzer counts such graphs apart: tests/layout_fuzzing.py).
 """
 
 from __future__ import annotations
@@ -95,12 +105,8 @@ def in_place_hazard(graph: Graph, op: Op, reader_kinds: list[str], *, internal: 
     s = _candidate(graph, op.kind, op.inputs, out)
     if s is None:
         return False
-    chain = buffer_chain(graph, s)
-    if op.kind not in ALIASING:
-        if references(graph, chain[-1]) != 1:
-            return False  # LiteRT gives op a buffer of its own
-        if any(references(graph, t) > 1 for t in chain[:-1]):
-            return True
+    if op.kind not in ALIASING and any(references(graph, t) > 1 for t in buffer_chain(graph, s)[:-1]):
+        return True
     return len(reader_kinds) > 1 and any(kind in ALIASING for kind in reader_kinds)
 
 
@@ -111,26 +117,26 @@ def reading_slots(graph: Graph, t: Tensor) -> list[Op]:
 
 def references(graph: Graph, t: Tensor) -> int:
     """LiteRT's reference count of `t`: one per operator input slot reading it, one per listing
-    among the graph outputs."""
-    return len(reading_slots(graph, t)) + graph.outputs.count(t)
+    among the graph outputs. A reader whose outputs nothing reads does not count: the cleanup
+    after the pass drops it, and with it the reference that kept LiteRT from sharing."""
+    live = [u for u in reading_slots(graph, t) if any(graph.is_observed(o) or graph.consumers(o) for o in u.outputs)]
+    return len(live) + graph.outputs.count(t)
 
 
 def buffer_chain(graph: Graph, t: Tensor) -> list[Tensor]:
-    """The tensors sharing t's buffer from t up to the one that owns it (its root, last), as
-    LiteRT's planner links them in execution order: each producer's candidate input first (one
-    walk up), then, from the top down, a modifying link kept only while the root has one reader.
-    Linear in the chain's length."""
-    links = []  # (tensor, the input it would share, whether its producer modifies the data)
+    """The tensors that may share t's buffer, from t up to the one that owns it (its root, last),
+    as LiteRT's planner links them: each producer's candidate input. LiteRT drops a modifying
+    link when the root has a second reader; that is not relied on here (a later rewrite or the
+    cleanup may take that reader away): a hazard is assumed rather than missed. Linear in the
+    chain's length."""
+    chain = [t]
     while (op := t.producer) is not None and op.outputs[0] is t and t not in graph.outputs:
         s = _candidate(graph, op.kind, op.inputs, t)
         if s is None:
             break
-        links.append((t, op.kind not in ALIASING))
+        chain.append(s)
         t = s
-    chain = [t]  # from the root down
-    for tensor, modifies in reversed(links):
-        chain = [tensor] if modifies and references(graph, chain[0]) != 1 else [*chain, tensor]
-    return chain[::-1]
+    return chain
 
 
 def _candidate(graph: Graph, kind: str, inputs, out: Tensor) -> Tensor | None:
