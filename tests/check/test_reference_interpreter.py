@@ -634,3 +634,30 @@ def test_index_out_of_range_is_a_run_failure_naming_the_index():
     gather_nd = single("GATHER_ND", [gauss([4, 3]), inp([2, 2], "INT32")], [2], None)
     with pytest.raises(RunFailed, match=r"index 3 out of range \[0, 3\)"):  # component 1 addresses axis 1 (3 long)
         interpreter.run(gather_nd, [np.array([[3, 0], [1, 3]], np.int32)])
+
+
+@pytest.mark.parametrize("src, dst", [("UINT8", "UINT8"), ("INT8", "INT8"), ("UINT8", "INT8"), ("INT8", "UINT8")])
+def test_requantize_is_bit_exact_with_litert(src, dst):
+    # QUANTIZE from integers (CSE_Quantize_000's requantization); every input value, random scales
+    rng = np.random.default_rng(len(src) * 7 + len(dst))
+    info = np.iinfo(NUMPY_DTYPES[src])
+    x = np.arange(info.min, info.max + 1).reshape(16, 16).astype(NUMPY_DTYPES[src])
+    checked = 0
+    for _ in range(20):
+        s_in, s_out = rng.uniform(0.01, 4.0, 2)
+        z_in, z_out = (
+            int(rng.integers(np.iinfo(NUMPY_DTYPES[d]).min, np.iinfo(NUMPY_DTYPES[d]).max)) for d in (src, dst)
+        )
+        xq, yq = qt([16, 16], s_in, z_in, dtype=src), qt([16, 16], s_out, z_out, dtype=dst)
+        recipe = {
+            "input": ["x"],
+            "output": ["y"],
+            "operand": [{**xq, "name": "x"}, {**yq, "name": "y"}],
+            "operation": [{"type": "QUANTIZE", "inputs": ["x"], "outputs": ["y"]}],
+        }
+        model = build(recipe)
+        got, want = interpreter.run(model, [x]), litert.run(model, [x])
+        assert got[0].dtype == want[0].dtype == NUMPY_DTYPES[dst]
+        np.testing.assert_array_equal(got[0], want[0])
+        checked += 1
+    assert checked == 20

@@ -72,10 +72,27 @@ def test_reshape_moves_after_a_mean_over_an_axis_it_keeps(axis):
 
 
 @pytest.mark.parametrize(
+    "x_shape, y_shape, axis, mean_shape",
+    [
+        ([3, 7, 5], [1, 21, 5], -1, (3, 7, 1)),  # ONE's Net_Reshape_Mean_000: the dims from the axis on kept
+        ([3, 7, 5], [21, 5], -1, (3, 7, 1)),  # the rank changes
+        ([4, 6, 5], [2, 2, 6, 5], -2, (4, 1, 5)),
+    ],
+)
+def test_reshape_moves_after_a_mean_over_an_axis_of_the_same_length_and_stride(x_shape, y_shape, axis, mean_shape):
+    model, _ = optimize_and_compare(mean_net(x_shape, y_shape, axis).recipe(), [PASS], {"RESHAPE": 1, "MEAN": 1})
+    mean = next(op for op in model.graphs[0].ops if op.kind == "MEAN")
+    assert mean.inputs[0].name == "h" and mean.outputs[0].shape == mean_shape
+    assert model.graphs[0].tensor("u").producer.kind == "RESHAPE"
+
+
+@pytest.mark.parametrize(
     "x_shape, y_shape, axis, keep",
     [
         ([2, 6, 4, 5], [2, 6, 10, 2], 2, True),
         ([12, 4, 5], [2, 6, 20], 1, True),
+        ([5, 3, 5], [3, 5, 5], 1, True),  # a length-5 axis in x, but none with stride 5
+        ([3, 7, 5], [21, 5], 1, True),  # x's axis 2 reads the same elements, but the constant 1 names axis 1 of x
         ([2, 6, 4, 5], [2, 6, 10, 2], 1, False),
     ],
 )

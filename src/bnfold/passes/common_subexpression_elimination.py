@@ -12,7 +12,11 @@ same input" is the same tensor, or two constants of the same type, shape, quanti
 (above 4 kB: the same buffer). The outputs must agree in type, shape and quantization too.
 
 Guards: no output of the later op is seen from outside (a model output keeps its own producer);
-the later op's outputs are replaced, never the earlier's. Cost: one dictionary lookup per op; a
+the later op's outputs are replaced, never the earlier's. Stricter than ONE here, deliberately: in
+ONE's CSE_Transpose_000 and CSE_Quantize_000 both twins' outputs are model outputs and ONE keeps
+one op (its rule: 1), pointing both outputs at it; that would drop a named model output tensor
+(a caller reading `ofm2` by name or signature finds it gone), so both stay (recipes/CSE_*_000:
+2). Read by other ops instead, the twin goes (recipes/CSE_Transpose_002: 1). Cost: one dictionary lookup per op; a
 constant's bytes are hashed once.
 """
 

@@ -5,23 +5,30 @@
     after:   x [3,28] -> NEG -> z' [3,28] -> RESHAPE([3,4,7]) -> z
 
 The elementwise ops: ABS, NEG, LOGISTIC, and MUL or DIV by one float constant (either side). And
-a MEAN with keep_dims over one constant axis a, when the RESHAPE keeps the rank and the dims up to
-a (static):
+a MEAN with keep_dims over one constant axis a of y when x has an axis b of the same length and
+the same stride (the product of the dims after it; static shapes) that the same axis constant
+names: the RESHAPE keeps the dims up to a, or the dims from a on (ONE's Net_Reshape_Mean_000, a
+ViT's [3,197,197] -> [1,591,197]):
 
     before:  x [2,6,4,5] -> RESHAPE([2,6,10,2]) -> y -> MEAN(axis 1, keep_dims) -> z [2,1,10,2]
     after:   x [2,6,4,5] -> MEAN(axis 1, keep_dims) -> z' [2,1,4,5] -> RESHAPE([2,1,10,2]) -> z
+    before:  x [3,7,5] -> RESHAPE([1,-1,5]) -> y [1,21,5] -> MEAN(axis -1, keep_dims) -> z [1,21,1]
+    after:   x [3,7,5] -> MEAN(axis -1, keep_dims) -> z' [3,7,1] -> RESHAPE([1,21,1]) -> z
 
 Exact: an elementwise op computes each element from the element at the same memory position, and a
-RESHAPE moves no element, so both orders compute the same buffer. For the MEAN: with the dims up to
-a equal, axis a has the same stride in x and in y (the product of the dims after it), so the mean
-over it averages the same elements, in the same order, at the same positions; its output differs
-from the reshaped one only in that axis a is 1 on both sides. Guards: the RESHAPE's output read
-only by that op and seen by no one (so no op is added: ONE copies the RESHAPE when it has other
-readers, which adds one), a constant new shape if it has one, the op's output of the RESHAPE's
-shape; z keeps its name and readers.
+RESHAPE moves no element, so both orders compute the same buffer. For the MEAN: an axis of length n
+and stride s splits the flat index into (outer, k < n, inner < s) the same way in x and in y, so
+the mean over b in x averages the same elements, in the same order, as the mean over a in y, and
+writes them in the same order. (ONE's own test, dims 0..a equal, misses its recipe's shape: 3
+against 1.) The axis constant stays as it is, so it must name b in x too (-1 for both when the
+rank changes). Guards: the RESHAPE's output read only by that op and seen by no one (so no op is
+added: ONE copies the RESHAPE when it has other readers, which adds one), a constant new shape if
+it has one, the op's output of the RESHAPE's shape; z keeps its name and readers.
 """
 
 from __future__ import annotations
+
+import math
 
 from ..engine.report import PassResult
 from ..engine.reshapes import add_reshape
@@ -62,20 +69,33 @@ def run(graph: Graph) -> PassResult:
 
 
 def _mean_shape(op: Op, x: Tensor, y: Tensor, z: Tensor) -> tuple[int, ...] | None:
-    """x's shape with the MEAN's one axis made 1, when the MEAN (keep_dims, one constant axis a) of
-    y = RESHAPE(x) reads the same elements from x: same rank, same static dims up to a (then axis a
-    has the same stride in both, the dims after it the same product)."""
+    """x's shape with axis b made 1, when the MEAN (keep_dims, one constant axis a) of
+    y = RESHAPE(x) reads the same elements as a MEAN over x's axis b: b has a's length and stride
+    (static shapes), and the axis constant names b in x."""
     axis = op.input(1)
     if not getattr(op.options, "keepDims", False) or axis is None or not axis.is_const or axis.const_data.size != 1:
         return None
     rank = len(y.signature)
-    a = int(axis.const_data.reshape(-1)[0])
-    a = a + rank if a < 0 else a
-    if len(x.signature) != rank or not 0 <= a < rank or -1 in x.signature or -1 in y.signature:
+    given = int(axis.const_data.reshape(-1)[0])
+    a = given + rank if given < 0 else given
+    if not 0 <= a < rank or -1 in x.signature or -1 in y.signature:
         return None
-    if x.signature[: a + 1] != y.signature[: a + 1] or z.signature != (*y.signature[:a], 1, *y.signature[a + 1 :]):
+    if z.signature != (*y.signature[:a], 1, *y.signature[a + 1 :]):
         return None
-    return (*x.signature[:a], 1, *x.signature[a + 1 :])
+    b = _axis_like(x.signature, y.signature[a], math.prod(y.signature[a + 1 :]))
+    if b is None or b != (given + len(x.signature) if given < 0 else given):  # the constant names b in x
+        return None
+    return (*x.signature[:b], 1, *x.signature[b + 1 :])
+
+
+def _axis_like(shape: tuple[int, ...], length: int, stride: int) -> int | None:
+    """The axis of `shape` with that length and that stride (the product of the dims after it)."""
+    after = 1
+    for b in reversed(range(len(shape))):
+        if shape[b] == length and after == stride:
+            return b
+        after *= shape[b]
+    return None
 
 
 def _reshaped_input(op: Op) -> int | None:

@@ -51,6 +51,17 @@ __all__ = ["Interpreter", "UnsupportedOperator", "run", "unsupported_kinds"]
 # ---- the interpreter -------------------------------------------------------------------------
 
 
+def _runs_on_integers(op) -> bool:
+    """Whether the op computes on quantized integers: DEQUANTIZE never does (its float kernel reads
+    the integers), QUANTIZE only from an integer input (a requantization), every other op when a
+    tensor of it is integer-quantized."""
+    if op.kind == "DEQUANTIZE":
+        return False
+    if op.kind == "QUANTIZE":
+        return any(_integer_quantized(t) for t in op.inputs)
+    return any(_integer_quantized(t) for t in (*op.inputs, *op.outputs))
+
+
 def _integer_quantized(t) -> bool:
     """A tensor holding quantized integers (whose arithmetic the float kernels must not do)."""
     return t is not None and t.is_quantized and t.dtype not in ("FLOAT32", "FLOAT16", "FLOAT64")
@@ -80,9 +91,7 @@ class Interpreter:
             kernel = kernel_for(op)
             if kernel is None:
                 raise UnsupportedOperator(f"reference interpreter cannot run {op_name(op)} (op {index})")
-            if op.kind not in ("DEQUANTIZE", "QUANTIZE") and any(
-                _integer_quantized(t) for t in (*op.inputs, *op.outputs)
-            ):
+            if _runs_on_integers(op):
                 kernel = QUANTIZED_KERNELS.get(op.kind)
                 if kernel is None:
                     raise UnsupportedOperator(f"reference interpreter cannot run quantized {op.kind} (op {index})")

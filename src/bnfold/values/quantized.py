@@ -7,7 +7,8 @@ where (M, shift) = quantize_multiplier(real_multiplier) and MBQM (_rescale) roun
 LiteRT 2.3 builtin kernel ("plain" resolver) does, measured against it on random models:
 - "double" (gemmlowp): a rounding doubling high multiply, then a rounding right shift, both
   rounding ties away from zero. ADD, SUB, MUL, RELU, RELU6 (and every "reference" kernel).
-- "upward" (ruy, which runs CONV_2D and FULLY_CONNECTED): the same two roundings, ties upward.
+- "upward" (ruy, which runs CONV_2D and FULLY_CONNECTED; and QUANTIZE from integers): the same
+  two roundings, ties upward.
 Neither is TFLITE_SINGLE_ROUNDING's one 64-bit rounding, which disagrees with both.
 Integer DEPTHWISE_CONV_2D is refused: LiteRT's optimized kernel mixes the two modes.
 """
@@ -241,6 +242,22 @@ def _q_pool(kind):
     return kernel
 
 
+def q_requantize(interp, op, index, args):
+    """QUANTIZE from integers (LiteRT's Requantize): (x - zp_in) rescaled by s_in / s_out, + zp_out,
+    clamped to the output's dtype; ties round upward (ties away from zero disagreed with LiteRT on
+    1 of every few values: tests/check/test_reference_interpreter.py)."""
+    x_t, out_t = op.inputs[0], op.outputs[0]
+    for t in (x_t, out_t):
+        if not t.is_quantized or t.dtype not in ("INT8", "UINT8") or quant_params(t)[0].size != 1:
+            raise UnsupportedOperator(
+                f"reference interpreter cannot requantize {t.dtype} tensor {t.name!r} (op {index}): "
+                "per-tensor INT8/UINT8 only"
+            )
+    (si, zi, _), (so, _, _) = quant_params(x_t), quant_params(out_t)
+    m, shift = quantize_multiplier(np.float64(si[0]) / np.float64(so[0]))
+    return [_requantize(args[0].astype(np.int64) - zi[0], m, shift, out_t, rounding="upward")]
+
+
 QUANTIZED_KERNELS: dict[str, Callable] = {
     "CONV_2D": q_conv_2d,
     "FULLY_CONNECTED": q_fully_connected,
@@ -252,4 +269,5 @@ QUANTIZED_KERNELS: dict[str, Callable] = {
     "MAX_POOL_2D": _q_pool("max"),
     "AVERAGE_POOL_2D": _q_pool("avg"),
     "RESHAPE": k_reshape,
+    "QUANTIZE": q_requantize,
 }
