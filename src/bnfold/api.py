@@ -146,6 +146,7 @@ def optimize(
     *,
     check: int | None = None,
     check_mode: str = "auto",
+    check_backend: str = "auto",
     rtol: float | None = None,
     atol: float | None = None,
     strict: bool = False,
@@ -159,7 +160,8 @@ def optimize(
     strict: refuse ONE options bnfold does not implement (else they are listed in the report).
     check: value-check the result on this many random samples (1..100000); raises CheckFailed if
         an output differs beyond tolerance (rtol/atol; defaults as `optimize --check`), CannotVerify
-        if the check cannot be carried out. check_mode: "auto", "whole" or "local".
+        if the check cannot be carried out. check_mode: "auto", "whole" or "local". check_backend: who
+        runs the whole-model check ("auto", "onert", "litert", "reference", as `check`'s backend).
     Returns an Optimized: `.data` (bytes), `.report` (dict), `.save(path)`; unpacks as data, report.
     """
     if isinstance(model, Model):
@@ -168,7 +170,7 @@ def optimize(
             "with bnfold.api.apply_passes(model, passes)"
         )
     chosen = arguments.selection(passes, options, strict)
-    checking = arguments.checking(check, check_mode, rtol, atol)
+    checking = arguments.checking(check, check_mode, rtol, atol, check_backend)
     if isinstance(model, (bytes, bytearray, memoryview)):
         return _from_bytes(bytes(model), chosen, checking)
     return _optimize_path(os.fspath(model), chosen, **checking)
@@ -185,6 +187,7 @@ def optimize_file(
     external_buffers: bool = False,
     check: int | None = None,
     check_mode: str = "auto",
+    check_backend: str = "auto",
     rtol: float | None = None,
     atol: float | None = None,
     strict: bool = False,
@@ -211,7 +214,7 @@ def optimize_file(
     if output_path is None:
         raise UsageError("need an output path (or in_place)")
     chosen = arguments.selection(passes, options, strict)
-    checking = arguments.checking(check, check_mode, rtol, atol)
+    checking = arguments.checking(check, check_mode, rtol, atol, check_backend)
     run_files = list(run_files)
     refuse_input_overwrite(input_path, output_path, in_place)
     refuse_run_files(output_path, "OUT", run_files)
@@ -254,6 +257,7 @@ def _optimize_path(
     rtol: float | None = None,
     atol: float | None = None,
     check_mode: str = "auto",
+    check_backend: str = "auto",
     progress=lambda step: None,
 ) -> Optimized:
     """Read `path`, run the chosen passes, measure lossy changes, optionally value-check
@@ -277,7 +281,13 @@ def _optimize_path(
         start = time.perf_counter()
         tolerance = check_tolerance(log.folds, rtol, atol)
         checked, check_note = verify_optimized(
-            load_reference(path, log), model, check, tolerance=tolerance, mode=check_mode, folds=log.folds
+            load_reference(path, log),
+            model,
+            check,
+            tolerance=tolerance,
+            mode=check_mode,
+            backend=check_backend,
+            folds=log.folds,
         )
         times["check"] = time.perf_counter() - start
     report = {

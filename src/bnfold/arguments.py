@@ -21,15 +21,23 @@ def selection(passes, options: dict, strict: bool) -> Selection:
     return select(passes, options, default=True, strict=strict)  # select: any pass named replaces the default set
 
 
-def checking(check, check_mode: str, rtol, atol) -> dict:
+def checking(check, check_mode: str, rtol, atol, check_backend: str = "auto") -> dict:
     """optimize's check arguments, refused as the CLI refuses them."""
     if check is not None:
         check = count(check, "check")
     if check_mode not in CHECK_MODES:
         raise UsageError(f"check_mode must be one of {', '.join(CHECK_MODES)}, not {check_mode!r}")
-    if check is None and (check_mode != "auto" or rtol is not None or atol is not None):
-        raise UsageError("--check-mode, --rtol and --atol go with --check N (check=N): without it nothing is checked")
-    return {"check": check, "check_mode": check_mode, "rtol": tolerance(rtol, "rtol"), "atol": tolerance(atol, "atol")}
+    if check is None and (check_mode != "auto" or rtol is not None or atol is not None or check_backend != "auto"):
+        raise UsageError(
+            "--check-mode, --backend, --rtol and --atol go with --check N (check=N): without it nothing is checked"
+        )
+    return {
+        "check": check,
+        "check_mode": check_mode,
+        "rtol": tolerance(rtol, "rtol"),
+        "atol": tolerance(atol, "atol"),
+        "check_backend": backend(check_backend),
+    }
 
 
 def count(value, name: str) -> int:
@@ -55,4 +63,9 @@ def tolerance(value, name: str) -> float | None:
 def backend(value: str) -> str:
     if value not in BACKENDS:
         raise UsageError(f"backend must be one of {', '.join(BACKENDS)}, not {value!r}")
+    if value == "onert":
+        from .values.onert import missing
+
+        if missing():
+            raise UsageError(f"--backend onert: {missing()}")
     return value

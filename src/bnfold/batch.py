@@ -257,6 +257,7 @@ def optimize_many(
     external_buffers: bool = False,
     check: int | None = None,
     check_mode: str = "auto",
+    check_backend: str = "auto",
     rtol: float | None = None,
     atol: float | None = None,
     strict: bool = False,
@@ -280,7 +281,8 @@ def optimize_many(
     """
     from . import api
 
-    chosen, checking = arguments.selection(passes, options, strict), arguments.checking(check, check_mode, rtol, atol)
+    chosen = arguments.selection(passes, options, strict)
+    checking = arguments.checking(check, check_mode, rtol, atol, check_backend)
     run_files = [os.fspath(f) for f in run_files if f]
     out_dir = os.fspath(out_dir)
     if report == "-":

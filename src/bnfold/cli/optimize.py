@@ -9,7 +9,7 @@ import click
 from .. import api, one, text
 from ..errors import CheckFailed, UsageError
 from .flags import Optimize, pass_flags
-from .options import SAMPLES, TOLERANCE, echo_lines
+from .options import BACKEND, SAMPLES, TOLERANCE, echo_lines
 
 
 def _one_path(what: str, positional: str | None, option: str | None) -> str | None:
@@ -114,6 +114,14 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
     help="--check: the whole model, each rewrite on its own, or auto (whole when a backend runs the model, else local).",
 )
 @click.option(
+    "--backend",
+    "check_backend",
+    type=BACKEND,
+    default="auto",
+    show_default=True,
+    help="--check: who runs the models (auto: onert for Circle where it loads both, then LiteRT, then the reference).",
+)
+@click.option(
     "--out-dir",
     metavar="DIR",
     help="Optimize each PATH (model, or directory of them) into DIR; exit: worst model's, 3>2>1>4>0.",
@@ -148,6 +156,7 @@ def optimize(
     node_data,
     node_data_input,
     check_mode,
+    check_backend,
     out_dir,
     jobs,
     shard,
@@ -169,6 +178,7 @@ def optimize(
     same = dict(
         force=force, external_buffers=external_buffers, check=check_samples, check_mode=check_mode, rtol=rtol, atol=atol
     )
+    same["check_backend"] = check_backend
     if out_dir is not None:  # progress.py: a bar on a terminal, the failures in input order, one table
         from .. import progress  # only for --out-dir: it loads the batch machinery (~2 ms)
 

@@ -94,13 +94,14 @@ def _run(path: Path, workdir: Path, outcome: Outcome, samples: int, seed: int, b
     names = registry.default_passes() if expect.passes is None else expect.passes
     report = run_passes(model, registry.resolve(names), parameters=registry.parameters_in(names))
     reference = registry.with_interface_of(read_model(str(model_path)), report.interface)
-    inputs, expected = _store_expected(
-        reference, workdir / f"{path.stem}.input.h5", workdir / f"{path.stem}.expected.h5", samples, seed, backend
-    )
     outcome.failures += broken_rules(model, expect.rules)
     optimized_path = workdir / f"{path.stem}.opt{fmt.extension}"
     save_model(model, str(optimized_path), fmt)
     optimized = read_model(str(optimized_path))
+    backend = Backends([reference, optimized], backend).kind  # one runtime makes and checks the expected values
+    inputs, expected = _store_expected(
+        reference, workdir / f"{path.stem}.input.h5", workdir / f"{path.stem}.expected.h5", samples, seed, backend
+    )
     outcome.result = compare_to_expected(
         optimized,
         input_samples(optimized.graphs[0].inputs, inputs),

@@ -1,6 +1,6 @@
 """`optimize --check`: the optimized model against the original, as a whole or rewrite by rewrite.
 
-Modes: "whole" runs both models (LiteRT, else the reference interpreter); "local" checks each
+Modes: "whole" runs both models (on `backend`, values/backend.py); "local" checks each
 rewrite on its own (values/local.py); "auto" is whole when a backend runs the models and local
 otherwise, and says why. A whole check measures how much it proved per output (values/strength.py);
 in "auto", the rewrites under an output that barely varied are then checked one by one as well,
@@ -40,13 +40,14 @@ def verify_optimized(
     *,
     tolerance: Tolerance = Tolerance(),
     mode: str = "auto",
+    backend: str = "auto",
     folds: list[dict] | None = None,
 ) -> tuple[CheckResult | LocalResult, dict]:
     """The passing check's result and its entry for the report (mode, backend, measured errors)."""
     why_local = None
     if mode != "local":
         try:
-            result = verify(original, optimized, samples, tolerance=tolerance)
+            result = verify(original, optimized, samples, tolerance=tolerance, backend=backend)
         except CannotVerify as e:
             if mode == "whole":
                 raise
