@@ -175,5 +175,5 @@ def test_optimize_start_up_defines_no_dataclass_and_loads_no_runtime(tmp_path):
     # RELU or another layer kind runs (registry.PassSpec.needs); the backward fold does
     kinds = {"CONV_2D", "MUL", "ADD"}
     idle = {f"bnfold.passes.{p.name}" for p in registry.PASSES if not p.default or p.needs.isdisjoint(kinds)}
-    assert len(idle) == 23 and "bnfold.passes.fuse_batchnorm_with_conv" in seen["modules"]
+    assert len(idle) == 24 and "bnfold.passes.fuse_batchnorm_with_conv" in seen["modules"]
     assert not (runtime | other_options | idle) & set(seen["modules"])

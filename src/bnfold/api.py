@@ -42,6 +42,8 @@ from . import __version__, arguments
 from .engine import registry
 from .engine.manager import run_passes
 from .engine.report import Report
+from .engine.targets import TARGETS as TARGETS  # re-exported: the CLI offers them
+from .engine.targets import default_target
 from .errors import ModelError, UsageError
 from .io.atomic import write_text, written_together
 from .io.formats import Format, format_from_extension
@@ -121,12 +123,13 @@ def save(
     return save_model(model, path, fmt or format_from_extension(path), external=external, keep_unchanged=keep_unchanged)
 
 
-def apply_passes(model: Model, passes: list[str] | None = None) -> Report:
+def apply_passes(model: Model, passes: list[str] | None = None, target: str | None = None) -> Report:
     """Run `passes` (the default set when None; pass parameters such as nchw_to_nhwc_input_shape
-    may be among them) over every subgraph of the IR `model` to a fixpoint, in place; the Report
-    says what folded and what was refused."""
+    may be among them) over every subgraph of the IR `model` to a fixpoint, in place, for the
+    runtime `target` ("litert", "onert", "any"; None: the model's format's); the Report says what
+    folded and what was refused."""
     names = registry.default_passes() if passes is None else passes
-    return run_passes(model, registry.resolve(names), parameters=registry.parameters_in(names))
+    return run_passes(model, registry.resolve(names), parameters=registry.parameters_in(names), target=target)
 
 
 def load_reference(path: str, report: Report) -> Model:
@@ -150,6 +153,7 @@ def optimize(
     rtol: float | None = None,
     atol: float | None = None,
     strict: bool = False,
+    target: str | None = None,
     **options: bool,
 ) -> Optimized:
     """Optimize `model`, a .tflite/.circle path or a file's bytes; nothing is written.
@@ -158,6 +162,9 @@ def optimize(
     **options: ONE's option names switched on or off (`O1=True`, `fuse_batchnorm_with_conv=True`);
         naming any replaces the default set, as on one-optimize's command line.
     strict: refuse ONE options bnfold does not implement (else they are listed in the report).
+    target: the runtime the result is made for, "litert", "onert" or "any" (only operators the input
+        had); None: the input's format's (.tflite: litert, .circle: onert). No pass makes what it
+        cannot run (engine/targets.py).
     check: value-check the result on this many random samples (1..100000); raises CheckFailed if
         an output differs beyond tolerance (rtol/atol; defaults as `optimize --check`), CannotVerify
         if the check cannot be carried out. check_mode: "auto", "whole" or "local". check_backend: who
@@ -170,7 +177,7 @@ def optimize(
             "with bnfold.api.apply_passes(model, passes)"
         )
     chosen = arguments.selection(passes, options, strict)
-    checking = arguments.checking(check, check_mode, rtol, atol, check_backend)
+    checking = {**arguments.checking(check, check_mode, rtol, atol, check_backend), "target": arguments.target(target)}
     if isinstance(model, (bytes, bytearray, memoryview)):
         return _from_bytes(bytes(model), chosen, checking)
     return _optimize_path(os.fspath(model), chosen, **checking)
@@ -191,6 +198,7 @@ def optimize_file(
     rtol: float | None = None,
     atol: float | None = None,
     strict: bool = False,
+    target: str | None = None,
     run_files: Iterable[str | None] = (),
     node_data: str | None = None,
     node_data_input: str | None = None,
@@ -199,6 +207,7 @@ def optimize_file(
 ) -> Optimized:
     """`bnfold optimize`: optimize `input_path` and write `output_path` (format from its
     extension), as optimize() chooses and checks; `.written` says what happened to the file.
+    `target` defaults to OUT's format's runtime (.tflite: litert, .circle: onert).
 
     Every refusal comes before any work: the output may be the input only with `in_place` (then
     `output_path` may be omitted), must not be one of `run_files` (e.g. the cfg) and must be
@@ -234,7 +243,8 @@ def optimize_file(
         refuse_side_file_clobber(path, option, [input_path, output_path, report, *others, *run_files], force)
         check_output_path(path, model=False)
     fmt = format_from_extension(output_path)
-    result = _optimize_path(input_path, chosen, progress=progress, **checking)
+    made_for = arguments.target(target) or default_target(fmt.name)
+    result = _optimize_path(input_path, chosen, progress=progress, target=made_for, **checking)
     original = load(input_path) if node_data_input else None  # before an in-place write replaces it
     progress("writing")
     with written_together():
@@ -258,6 +268,7 @@ def _optimize_path(
     atol: float | None = None,
     check_mode: str = "auto",
     check_backend: str = "auto",
+    target: str | None = None,
     progress=lambda step: None,
 ) -> Optimized:
     """Read `path`, run the chosen passes, measure lossy changes, optionally value-check
@@ -270,7 +281,7 @@ def _optimize_path(
     before = dict(model.op_counts())
     progress("passes")
     start = time.perf_counter()
-    log = apply_passes(model, chosen.names())
+    log = apply_passes(model, chosen.names(), target)
     times["passes"] = time.perf_counter() - start
     measure_lossy(lambda: load_reference(path, log), model, log)  # lossy passes: their error, measured
     checked = None

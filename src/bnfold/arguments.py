@@ -60,6 +60,15 @@ def tolerance(value, name: str) -> float | None:
     return float(value)
 
 
+def target(value: str | None) -> str | None:
+    """optimize's target runtime (None: from the output's format, else the input's)."""
+    from .engine.targets import TARGETS
+
+    if value is not None and value not in TARGETS:
+        raise UsageError(f"target must be one of {', '.join(TARGETS)}, not {value!r}")
+    return value
+
+
 def backend(value: str) -> str:
     if value not in BACKENDS:
         raise UsageError(f"backend must be one of {', '.join(BACKENDS)}, not {value!r}")

@@ -196,6 +196,7 @@ class Settings(NamedTuple):
     external_buffers: bool
     checking: dict
     run_files: tuple[str, ...]
+    target: str | None = None  # None: each output's format's runtime
 
 
 def optimize_one(job: Job, settings: Settings, on_step: Callable[[str], None] = lambda step: None) -> ModelResult:
@@ -225,6 +226,7 @@ def optimize_one(job: Job, settings: Settings, on_step: Callable[[str], None] = 
             external_buffers=settings.external_buffers,
             run_files=settings.run_files,
             progress=on_step,
+            target=settings.target,
             **settings.checking,
         )
     except BnfoldError as e:
@@ -261,6 +263,7 @@ def optimize_many(
     rtol: float | None = None,
     atol: float | None = None,
     strict: bool = False,
+    target: str | None = None,
     run_files: Iterable[str | None] = (),
     on_event: Event | None = None,
     **options: bool,
@@ -291,7 +294,7 @@ def optimize_many(
         raise UsageError("--out-dir is empty; give the directory to write into (. for the current one)")
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise UsageError("--out-dir is not a directory", out_dir)
-    settings = Settings(chosen, external_buffers, checking, tuple(run_files))
+    settings = Settings(chosen, external_buffers, checking, tuple(run_files), arguments.target(target))
     shard = None if shard is None else parse_shard(shard if isinstance(shard, str) else "/".join(map(str, shard)))
     todo = take_shard(collect(paths, out_dir), shard)
     if jobs is not None and jobs < 1:

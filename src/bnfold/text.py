@@ -17,6 +17,7 @@ def optimize_summary(result, input_path: str) -> Iterator[str]:
     for name, (folds, skips) in result.pass_counts().items():
         if folds or skips:
             yield f"{name}: {folds} folded, {skips} skipped"
+    yield from target_refusals(report["target"])
     yield from interface_changes(report.get("interface"))
     float16 = sum(1 for f in report["folds"] if f.get("float16_weights"))
     if float16:
@@ -38,6 +39,14 @@ def optimize_summary(result, input_path: str) -> Iterator[str]:
         if weak:
             yield weak
     yield written(result.written, input_path)
+
+
+def target_refusals(target: dict) -> Iterator[str]:
+    """One line per pass and reason that the target runtime refused a rewrite for."""
+    from collections import Counter
+
+    for (name, reason), count in Counter((r["pass"], r["reason"]) for r in target["refused"]).items():
+        yield f"{name}: {count} not made for target {target['name']}: {reason}"
 
 
 def interface_changes(interface: dict | None) -> Iterator[str]:

@@ -122,6 +122,13 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
     help="--check: who runs the models (auto: onert for Circle where it loads both, then LiteRT, then the reference).",
 )
 @click.option(
+    "--target",
+    type=click.Choice(api.TARGETS),
+    default=None,
+    help="The runtime OUT is made for: no pass makes what it cannot run (default: .tflite litert, .circle onert; "
+    "any: only operators IN has).",
+)
+@click.option(
     "--out-dir",
     metavar="DIR",
     help="Optimize each PATH (model, or directory of them) into DIR; exit: worst model's, 3>2>1>4>0.",
@@ -157,6 +164,7 @@ def optimize(
     node_data_input,
     check_mode,
     check_backend,
+    target,
     out_dir,
     jobs,
     shard,
@@ -178,7 +186,7 @@ def optimize(
     same = dict(
         force=force, external_buffers=external_buffers, check=check_samples, check_mode=check_mode, rtol=rtol, atol=atol
     )
-    same["check_backend"] = check_backend
+    same.update(check_backend=check_backend, target=target)
     if out_dir is not None:  # progress.py: a bar on a terminal, the failures in input order, one table
         from .. import progress  # only for --out-dir: it loads the batch machinery (~2 ms)
 

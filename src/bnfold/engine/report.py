@@ -70,11 +70,13 @@ def _plain(value):
 
 class PassResult:
     """What one run of one pass over one graph did. `skipped[i]` is the op `skips[i]` is about,
-    `into[i]` the ops that took in `folds[i]` (the report's `into`, viewers' node data)."""
+    `into[i]` the ops that took in `folds[i]` (the report's `into`, viewers' node data);
+    `unsupported`: the rewrites refused because the target runtime cannot run what they would make."""
 
-    __slots__ = ("folds", "skips", "skipped", "into")
+    __slots__ = ("folds", "skips", "skipped", "into", "unsupported")
 
     def __init__(self):
+        self.unsupported: list[dict] = []
         self.folds: list[dict] = []
         self.skips: list[dict] = []
         self.skipped: list[Op] = []
@@ -101,6 +103,12 @@ class PassResult:
         self.skips.append({"at": describe(at), "reason": str(reason), **details})
         self.skipped.append(at)
 
+    def not_for_target(self, at: Op, reason: str) -> None:
+        """A rewrite at `at` refused because the target cannot run what it would make (targets.py):
+        a skip like any other, and listed in the report's `target` whatever op it is about."""
+        self.skip(at, reason)
+        self.unsupported.append({"at": describe(at), "reason": reason})
+
     def refuse(self, refusal: Refusal, fallback: Op, **details) -> None:
         """Record a refusal at the op it is about (or at `fallback`)."""
         self.skip(refusal.at or fallback, refusal.reason, **details)
@@ -121,10 +129,25 @@ class Report:
     turns them into `skips`, one entry per batch-norm candidate left (leftovers.explain), and each
     fold's ops in `into` into its `into` entry (settle_into)."""
 
-    __slots__ = ("passes", "folds", "skips", "transposes", "notes", "rounds", "converged", "interface", "said", "into")
+    __slots__ = (
+        "passes",
+        "folds",
+        "skips",
+        "transposes",
+        "notes",
+        "rounds",
+        "converged",
+        "interface",
+        "said",
+        "into",
+        "target",
+        "unsupported",
+    )
 
     def __init__(self, passes: list[str]):
         self.passes = passes
+        self.target: str | None = None  # the runtime the passes made the model for (targets.py)
+        self.unsupported: list[dict] = []  # the final round's rewrites refused for the target
         self.folds: list[dict] = []
         self.skips: list[dict] = []
         self.transposes: list[dict] = []  # one entry per TRANSPOSE left (leftovers.py)
@@ -142,6 +165,7 @@ class Report:
         self.folds.extend({**where, **f} for f in result.folds)
         self.into.extend(result.into)
         self.said.extend(Said(pass_name, op, {**where, **s}) for op, s in zip(result.skipped, result.skips))
+        self.unsupported.extend({**where, **u} for u in result.unsupported)
 
     def settle_into(self, graphs: list[Graph]) -> None:
         """Give each fold its `into`: the ops of the output that took it in, described as they are
@@ -161,6 +185,7 @@ class Report:
         return _plain(
             {
                 "passes": self.passes,
+                "target": {"name": self.target, "refused": self.unsupported},
                 "rounds": self.rounds,
                 "converged": self.converged,
                 "folds": self.folds,

@@ -191,6 +191,7 @@ class Graph:
         self.outputs: list[Tensor] = []
         self.pinned: set[Tensor] = set()  # tensors a signature names: never removed or renamed
         self.model = None  # set by Model.add_graph
+        self.target = None  # the runtime it is made for (engine/targets.Target), set by the manager for the passes
         self._order: list[Op] = []  # execution order; may still hold removed ops (see `ops`)
         self._members: set[Op] = set()
         self._inserted_after: dict[Op, list[Op]] = {}  # anchor -> ops added right after it, pending

@@ -9,14 +9,16 @@ RELU_N1_TO_1 after NONE/RELU_N1_TO_1 -> RELU_N1_TO_1; anything else is left alon
 TANH is not fused: LiteRT's kernels compute fused activations through an activation *range*
 (ir/ops.py RANGE_ACTIVATIONS says which, and why).
 
-Guards: the producer's output has no other reader and is not a graph output; the producer is an
-operator whose fused activation is applied to its output (`fused_output` in ir/ops.py: not
-LSTM/RNN cell activations, and not CONCATENATION or TRANSPOSE_CONV, which runtimes run without
-one); float tensors only, since a quantized activation may carry its own output scale.
+Guards: the target runs the producer with that fused activation (engine/targets.py); the
+producer's output has no other reader and is not a graph output; the producer is an operator whose
+fused activation is applied to its output (`fused_output` in ir/ops.py: not LSTM/RNN cell
+activations, and not CONCATENATION or TRANSPOSE_CONV, which runtimes run without one); float
+tensors only, since a quantized activation may carry its own output scale.
 """
 
 from __future__ import annotations
 
+from ..engine import targets
 from ..engine.report import PassResult, Refusal
 from ..ir.graph import Graph
 from ..ir.ops import RANGE_ACTIVATIONS, info
@@ -45,6 +47,10 @@ def run(graph: Graph) -> PassResult:
             result.skip(act, refusal)
             continue
         fused = COMBINE[(producer.fused_activation, act.kind)]
+        unsupported = targets.refusal(graph, producer.kind, fused)
+        if unsupported:
+            result.not_for_target(act, unsupported)
+            continue
         result.fold(producer, [act], activation=act.kind, before=producer.fused_activation, after=fused)
         producer.fused_activation = fused
         graph.set_output(producer, 0, act.outputs[0])

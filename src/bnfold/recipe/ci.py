@@ -98,27 +98,29 @@ def _run(path: Path, workdir: Path, outcome: Outcome, samples: int, seed: int, b
     optimized_path = workdir / f"{path.stem}.opt{fmt.extension}"
     save_model(model, str(optimized_path), fmt)
     optimized = read_model(str(optimized_path))
-    backend = Backends([reference, optimized], backend).kind  # one runtime makes and checks the expected values
+    both = Backends([reference, optimized], backend)  # one runtime makes the expected values and checks them
     inputs, expected = _store_expected(
-        reference, workdir / f"{path.stem}.input.h5", workdir / f"{path.stem}.expected.h5", samples, seed, backend
+        both, workdir / f"{path.stem}.input.h5", workdir / f"{path.stem}.expected.h5", samples, seed
     )
     outcome.result = compare_to_expected(
         optimized,
         input_samples(optimized.graphs[0].inputs, inputs),
         expected_samples(expected),
         tolerance=Tolerance(expect.rtol, expect.atol),
-        backend=backend,
+        backend=both.kind,
     )
     if not outcome.result.passed:
         outcome.failures.append(outcome.result.failure_message())
     outcome.passed = not outcome.failures
 
 
-def _store_expected(model, input_path: Path, expected_path: Path, samples: int, seed: int, backend: str):
-    """Run the unoptimized model on `samples` random inputs and write input.h5 / expected.h5
-    (input.N.h5 ... when there are several); returns the two lists of files."""
-    graph = model.graphs[0]
-    run = Backends([model], backend)
+def _store_expected(both: Backends, input_path: Path, expected_path: Path, samples: int, seed: int):
+    """Run the unoptimized and the optimized model (`both`, so the backend that runs the expected
+    values also runs the optimized model) on `samples` random inputs and write the unoptimized
+    model's input.h5 / expected.h5 (input.N.h5 ... when there are several); returns the two lists
+    of files."""
+    graph = both.models[0].graphs[0]
+    run = both
     write_in = SampleWriter(str(input_path), graph.inputs, samples)
     write_out = SampleWriter(str(expected_path), graph.outputs, samples)
     for index, sample in enumerate(iter_random_inputs(graph, samples, seed)):
