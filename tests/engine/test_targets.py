@@ -10,7 +10,7 @@ from bnfold import api
 from bnfold.engine.targets import Target, default_target
 from bnfold.errors import UsageError
 from bnfold.recipe.chef import build
-from conftest import DATA
+from conftest import DATA, FIXTURES
 
 SHAPE = [1, 5, 7, 6]
 
@@ -77,3 +77,22 @@ def test_any_allows_what_the_input_had():
     assert target.refusal("HARD_SWISH") is None and target.refusal("CONV_2D", "RELU") is None
     assert "the input has no RESHAPE" in target.refusal("RESHAPE")
     assert "does not run CONV_2D with a fused TANH" in target.refusal("CONV_2D", "TANH")
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_any_makes_no_operator_kind_the_input_lacks(name):
+    """Every fixture (keras, TICO, the converter's pre-activation ResNet): with target any, the
+    output's operator kinds are among the input's, and the report says what that cost."""
+    result = api.optimize(DATA / name, target="any")
+    before, after = result.report["operators"]["before"], result.report["operators"]["after"]
+    assert set(after) <= set(before), sorted(set(after) - set(before))
+
+
+def test_any_refuses_the_pre_activation_relu_the_input_lacks():
+    """resnet_v2_mini has no standalone RELU: the pre-activation fold leaves one, so for any it
+    is refused with that reason (for litert it folds)."""
+    for_any = api.optimize(DATA / "resnet_v2_mini.tflite", target="any").report
+    for_litert = api.optimize(DATA / "resnet_v2_mini.tflite").report
+    assert "RELU" in for_litert["operators"]["after"] and "RELU" not in for_any["operators"]["before"]
+    reasons = {r["reason"] for r in for_any["target"]["refused"] if r["pass"] == "fuse_preactivation_batchnorm"}
+    assert reasons == {"the input has no RELU, and the target is any (only operators the input already had)"}

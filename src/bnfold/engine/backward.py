@@ -235,8 +235,8 @@ def apply_backward(graph: Graph, result: PassResult, layer: Op, spec: Layer, cha
     if not finite(new_w, new_b):
         result.skip(chain.ops[0], "the folded weights or bias would not be finite", layer=layer.outputs[0].name)
         return None
-    unsupported = targets.refusal(graph, layer.kind, chain.activation)
-    if unsupported and chain.activation != layer.fused_activation:
+    unsupported = chain.activation != layer.fused_activation and targets.refusal(graph, layer.kind, chain.activation)
+    if unsupported:  # the layer would take the chain's activation
         result.not_for_target(chain.ops[0], unsupported)
         return None
     if not layer.has_fused_activation_slot:  # no options table (LiteRT runs it with defaults)

@@ -10,12 +10,13 @@ than 1 in their order therefore leaves every element at its offset: the output b
 input buffer, which is all a RESHAPE gives. A dynamic axis counts as longer than 1 and becomes -1
 in the new shape (so at most one may be dynamic).
 
-Guards: a constant permutation of the input's rank; the output keeps the quantization of the
-input (a RESHAPE copies bytes).
+Guards: the target runs RESHAPE (engine/targets.py); a constant permutation of the input's rank; the
+output keeps the quantization of the input (a RESHAPE copies bytes).
 """
 
 from __future__ import annotations
 
+from ..engine import targets
 from ..engine.layout import transpose_perm
 from ..engine.permute import keeps_data_order
 from ..engine.report import PassResult
@@ -31,6 +32,10 @@ def run(graph: Graph) -> PassResult:
             continue
         x, y = op.inputs[0], op.outputs[0]
         if not same_quantization(x, y):
+            continue
+        unsupported = targets.refusal(graph, "RESHAPE")
+        if unsupported:
+            result.not_for_target(op, unsupported)
             continue
         result.fold(op, [op], permutation=list(perm), new_shape=list(y.signature))
         add_reshape(graph, x, y, after=op)
