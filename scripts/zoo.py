@@ -228,7 +228,8 @@ def _onert_runner(model):
     return onert.Session(model)
 
 
-# runtime -> runner(model) -> run(inputs) -> outputs: LiteRT's default kernels (XNNPACK, one thread), onert's cpu backend
+# runtime -> runner(model) -> run(inputs) -> outputs: LiteRT's default kernels (XNNPACK, one thread),
+# onert's cpu backend (one thread)
 RUNNERS = {"litert": _litert_runner, "onert": _onert_runner}
 
 
