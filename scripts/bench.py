@@ -402,7 +402,10 @@ def measure_ops_series(out_dir: Path, runs: int, rebuild: bool) -> dict:
 
 
 def print_ops_series(series: dict) -> None:
-    head = f"{'model':<10}{'blocks':>8}{'ops':>8}{'folds':>7}{'work s':>9}{'us/op':>8}{'rewrite s':>10}{'us/op rw':>9}{'RSS MB':>8}"
+    head = (
+        f"{'model':<10}{'blocks':>8}{'ops':>8}{'folds':>7}{'work s':>9}{'us/op':>8}"
+        f"{'rewrite s':>10}{'us/op rw':>9}{'RSS MB':>8}"
+    )
     print(head)
     print("-" * len(head))
     for name, r in series["rows"].items():
@@ -578,8 +581,9 @@ def print_perf_series(op_heavy: list[dict], unchanged: dict | None) -> None:
         print("-" * len(head))
         for r in op_heavy:
             print(
-                f"{r['blocks']:>7}{r['operators']:>8}{r['size'] / MB:>6.1f}{r['objapi_s']:>10.2f}{r['objapi_us_per_op']:>7.0f}"
-                f"{r['objapi_rss'] / MB:>8.0f}{r['bnfold_s']:>10.2f}{r['bnfold_us_per_op']:>7.0f}{r['bnfold_rss'] / MB:>8.0f}"
+                f"{r['blocks']:>7}{r['operators']:>8}{r['size'] / MB:>6.1f}"
+                f"{r['objapi_s']:>10.2f}{r['objapi_us_per_op']:>7.0f}{r['objapi_rss'] / MB:>8.0f}"
+                f"{r['bnfold_s']:>10.2f}{r['bnfold_us_per_op']:>7.0f}{r['bnfold_rss'] / MB:>8.0f}"
                 f"{r['bnfold_vs_objapi']:>7.2f}{r['rewrite_s']:>10.2f}{r['rewrite_us_per_op']:>7.0f}"
                 f"{r['rewrite_rss'] / MB:>8.0f}{r['rewrite_vs_objapi']:>7.2f}"
             )
@@ -589,14 +593,15 @@ def print_perf_series(op_heavy: list[dict], unchanged: dict | None) -> None:
     if unchanged:
         u = unchanged
         print(
-            f"unchanged model ({u['size'] / MB:.1f} MB): floor {u['floor_s']:.3f} s, bnfold optimize {u['bnfold_s']:.3f} s "
-            f"({u['bnfold_vs_floor']:.2f}x), --passes '' {u['no_passes_s']:.3f} s ({u['no_passes_vs_floor']:.2f}x), "
+            f"unchanged model ({u['size'] / MB:.1f} MB): floor {u['floor_s']:.3f} s, "
+            f"bnfold optimize {u['bnfold_s']:.3f} s ({u['bnfold_vs_floor']:.2f}x), "
+            f"--passes '' {u['no_passes_s']:.3f} s ({u['no_passes_vs_floor']:.2f}x), "
             f"peak RSS {u['bnfold_rss'] / MB:.0f} MB, byte-identical: {u['byte_identical']}"
         )
         print(
-            f"resnet_pre ({u['size_pre'] / MB:.1f} MB, default passes): floor {u['floor_pre_s']:.3f} s, bnfold optimize "
-            f"{u['bnfold_pre_s']:.3f} s ({u['pre_vs_floor']:.2f}x), peak RSS {u['bnfold_pre_rss'] / MB:.0f} MB "
-            f"({u['pre_rss_vs_size']:.2f}x the file)"
+            f"resnet_pre ({u['size_pre'] / MB:.1f} MB, default passes): floor {u['floor_pre_s']:.3f} s, "
+            f"bnfold optimize {u['bnfold_pre_s']:.3f} s ({u['pre_vs_floor']:.2f}x), "
+            f"peak RSS {u['bnfold_pre_rss'] / MB:.0f} MB ({u['pre_rss_vs_size']:.2f}x the file)"
         )
 
 

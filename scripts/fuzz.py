@@ -9,8 +9,8 @@ shipped-looking models: CUSTOM options, sparsity, float16 behind DEQUANTIZE, sev
 signatures, metadata; built to a temp directory, the latter in both formats).
 `--cli-cases` more cases mutate the command line instead of the file (hostile paths in every
 slot, odd option values, mutated recipes; tests/fuzzing.py: fuzz_commands), and `--recipe-cases`
-run `recipe build` on mutated copies of every recipe in recipes/ and tests/data/recipes/ (fuzz_recipes). Prints one summary
-line per outcome and per error kind (the message with paths, numbers and
+run `recipe build` on mutated copies of every recipe in recipes/ and tests/data/recipes/
+(fuzz_recipes). Prints one summary line per outcome and per error kind (the message with paths, numbers and
 names stripped), then the failures. Exit status 1 if any case failed (internal error, exception
 escaping the CLI, hang, leftover file, unreadable output). The address-space limit turns a
 runaway allocation into a MemoryError, which the run reports as a failure instead of swapping.
@@ -128,7 +128,7 @@ def _command_line_cases(args) -> bool:
             run(["check", str(model), str(model), "--write-input", str(h5)])
         started = time.perf_counter()
         outcomes, failures = collections.Counter(), []
-        for i, argv, outcome in fuzz_commands(
+        for i, _argv, outcome in fuzz_commands(
             model, circle, ROOT / "recipes" / "Net_Conv_Add_Mul_000.toml", h5, args.cli_cases, seed=args.seed
         ):
             outcomes[outcome.kind] += 1

@@ -379,7 +379,8 @@ def markdown(rows: list[dict], meta: dict) -> str:
         f"bnfold zoo: {meta['when']}, input {meta['size']}, LiteRT {meta['litert']}, "
         f"{meta['rounds']} paired rounds, {meta['inputs']} inputs",
         "",
-        "| model | MB | ops before → after | changed | BN candidates before → after | left: entry / silent | folds (kept shift) | skips | max abs err | max rel err | speed orig/opt | A/A | ms orig / opt |",
+        "| model | MB | ops before → after | changed | BN candidates before → after | left: entry / silent "
+        "| folds (kept shift) | skips | max abs err | max rel err | speed orig/opt | A/A | ms orig / opt |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:

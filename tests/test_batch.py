@@ -173,6 +173,22 @@ def test_events_tell_each_model_start_steps_and_result(collection, tmp_path):
     assert [what for kind, what in events if kind == "step"] == ["reading", "passes", "writing"]
 
 
+def test_workers_tell_each_step_under_its_own_models_index(collection, tmp_path):
+    events = []
+    optimize_many([collection], tmp_path / "out", jobs=2, on_event=lambda *event: events.append(event))
+    running, steps = set(), {}
+    for kind, index, what in events[1:]:
+        if kind == "start":
+            running.add(index)
+        elif kind == "step":
+            assert index in running, (index, what)
+            steps.setdefault(index, []).append(what)
+        else:
+            running.remove(index)
+    assert sorted(steps) == list(range(len(GOOD)))
+    assert all(s == ["reading", "passes", "writing"] for s in steps.values())
+
+
 def test_report_has_every_model_and_the_totals(collection, tmp_path):
     result = optimize_many([collection], tmp_path / "out", jobs=2)
     data = json.loads(result.to_json())
@@ -316,3 +332,20 @@ print(" ".join(p.name for p in registry.PASSES if f"bnfold.passes.{p.name}" in s
 """
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["fuse_mul_with_conv"]
+
+
+def test_a_failed_check_in_a_batch_names_its_model_and_its_report_tells_the_check(tmp_path, capsys):
+    """As `optimize --check` alone: no model written, the run's report holds each failed model's
+    report with the check's verdict and table, and its error line names the model."""
+    models = [str(DATA / "resnet_v2_mini.tflite"), str(DATA / "bn_conv_valid.tflite")]
+    report = tmp_path / "run.json"
+    argv = ["optimize", "--out-dir", str(tmp_path / "out"), *models, "--check", "2", "--rtol", "0", "--atol", "0"]
+    assert run([*argv, "--report", str(report), "-q", "-j", "1"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert [line.split(": ")[2] for line in err] == models and all("outputs outside" in line for line in err)
+    entries = json.loads(report.read_text())["models"]
+    for entry in entries:
+        check = entry["report"]["check"]
+        assert entry["status"] == "failed" and check["passed"] is False and check["verdict"] in entry["error"]
+        assert check["table"][1].endswith("FAIL")
+    assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []

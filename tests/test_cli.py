@@ -22,6 +22,21 @@ def test_passes_lists_every_registered_pass(capsys):
     assert "fuse_batchnorm_with_fc" in out and "[exact, default]" in out  # bnfold's own: not in ONE's O1
 
 
+def test_passes_marks_every_one_option_implemented_or_not(capsys):
+    from bnfold import one
+
+    assert run(["passes"]) == 0
+    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line and "  [" in line}
+    for name in one.PASS_OPTIONS - set(registry.PARAMETERS):
+        implemented = name in registry.BY_NAME
+        tag = rows[name].split("[", 1)[1].split("]", 1)[0]
+        assert ("not in bnfold" not in tag) == implemented, rows[name]
+        assert tag.endswith(", O1") == (name in one.O1), rows[name]
+        assert implemented <= (tag.endswith(", ONE") or tag.endswith(", O1")), rows[name]
+    assert "[not in bnfold]" in rows["fuse_bcq"] and rows["fold_cast"].startswith("fold_cast ")
+    assert rows["fuse_batchnorm_with_fc"].split("[", 1)[1].startswith("exact, default]")  # bnfold's own
+
+
 def test_every_registered_pass_has_a_flag(tmp_path):
     src = build_recipe("Net_Conv_Add_Mul_000", tmp_path)
     for spec in registry.PASSES:

@@ -23,7 +23,13 @@ from bnfold.recipe.rules import expectation
 from conftest import DATA, RECIPES
 
 RECIPE_NAMES = sorted(p.stem for p in RECIPES.glob("*.toml"))
-MODELS = sorted(p.relative_to(DATA).as_posix() for p in DATA.rglob("*") if p.suffix in (".tflite", ".circle"))
+# the layout repros (issue 38) are models bnfold gets wrong until their fixes land: their own test
+# (tests/ir/test_gate.py) holds them to exit 3 with nothing written, or a sound output
+MODELS = sorted(
+    p.relative_to(DATA).as_posix()
+    for p in DATA.rglob("*")
+    if p.suffix in (".tflite", ".circle") and "layout_repros" not in p.parts
+)
 # the last resort of leftovers.position_reason: no recipe or fixture should need it
 GENERIC = "no pass that ran matched it"
 

@@ -11,6 +11,7 @@ import bnfold
 from bnfold.engine import registry
 from bnfold.errors import UsageError
 from bnfold.io.reader import read_model
+from bnfold.values import DEFAULT_ATOL, DEFAULT_RTOL
 from conftest import DATA, build_recipe, fixture_input, run_litert
 
 
@@ -40,6 +41,20 @@ def test_results_say_what_they_hold(tmp_path):
     )
     ran = bnfold.run(str(src), str(tmp_path / "out.h5"))
     assert repr(ran) == f"Ran(outputs={[str(tmp_path / 'out.h5')]!r}, inputs=[], backend={ran.backend!r})"
+
+
+def test_check_and_h5diff_take_none_as_the_default_tolerance(tmp_path):
+    """None for rtol/atol/delta was a TypeError deep in the comparison (mypy: float | None passed
+    where Tolerance needs a float); it means the default, as optimize's None does."""
+    src = build_recipe("Net_Conv_Add_Mul_000", tmp_path)
+    result = bnfold.check(str(src), str(src), rtol=None, atol=None)
+    assert result.passed and (result.tolerance.rtol, result.tolerance.atol) == (DEFAULT_RTOL, DEFAULT_ATOL)
+    h5 = str(tmp_path / "out.h5")
+    bnfold.run(str(src), h5)
+    same = bnfold.h5diff(h5, h5, rtol=None, atol=None)
+    assert same.passed and (same.tolerance.rtol, same.tolerance.atol) == (DEFAULT_RTOL, DEFAULT_ATOL)
+    with pytest.raises(UsageError, match="rtol must be a finite number >= 0"):
+        bnfold.check(str(src), str(src), rtol=-1.0)
 
 
 def test_bytes_in_with_one_keywords(tmp_path):
@@ -78,7 +93,40 @@ def test_unknown_and_unimplemented_names(tmp_path):
     src = build_recipe("Net_Conv_Add_Mul_000", tmp_path)
     with pytest.raises(UsageError, match="did you mean fuse_batchnorm_with_conv"):
         bnfold.optimize(src, fuse_batchnorm_with_cnv=True)
-    result = bnfold.optimize(src, fold_cast=True, fuse_batchnorm_with_conv=True)
-    assert result.report["ignored_options"] == ["fold_cast"]
+    result = bnfold.optimize(src, fold_shape=True, fuse_batchnorm_with_conv=True)
+    assert result.report["ignored_options"] == ["fold_shape"]
     with pytest.raises(UsageError, match="strict mode"):
-        bnfold.optimize(src, fold_cast=True, strict=True)
+        bnfold.optimize(src, fold_shape=True, strict=True)
+
+
+def test_the_library_replaces_no_file_the_cli_would_refuse_to(tmp_path):
+    """bnfold.optimize(p).save(p) replaced the input silently; a missing directory was a
+    ModelError (exit 1's class) and a non-string pass name an AttributeError (issue 36)."""
+    src = build_recipe("Net_Conv_Add_Mul_000", tmp_path)
+    before = src.read_bytes()
+    result = bnfold.optimize(src)
+    with pytest.raises(UsageError, match=r"output is the input file; pass --in-place \(in_place=True\)"):
+        result.save(src)
+    with pytest.raises(UsageError, match="output is the input file"):
+        bnfold.api.save(bnfold.load(src), str(src))
+    assert src.read_bytes() == before
+    with pytest.raises(UsageError, match="output directory .* does not exist"):
+        result.save(tmp_path / "missing" / "o.tflite")
+    for passes in (["fuse_batchnorm_with_conv", 3], 3):
+        with pytest.raises(UsageError, match="must be"):
+            bnfold.optimize(src, passes=passes)
+    assert result.save(src, in_place=True).written and src.read_bytes() != before
+    assert sum(bnfold.load(src).op_counts().values()) == 1
+
+
+def test_one_input_file_may_be_given_as_a_string(tmp_path):
+    """inputs="in.h5" was read as the files "i", "n", ... ('i: no such file')."""
+    src = str(build_recipe("Net_Conv_Add_Mul_000", tmp_path))
+    inputs, expected = str(tmp_path / "in.h5"), str(tmp_path / "exp.h5")
+    bnfold.run(src, expected, write_input=inputs)
+    assert bnfold.check(src, inputs=inputs, expected=expected).passed
+    assert bnfold.run(src, str(tmp_path / "again.h5"), inputs=tmp_path / "in.h5").outputs == [
+        str(tmp_path / "again.h5")
+    ]
+    with pytest.raises(UsageError, match="a path or a list of paths"):
+        bnfold.check(src, src, inputs=3)

@@ -46,9 +46,12 @@ def test_summary_names_only_passes_that_found_something(tmp_path, capsys):
 
 def test_passes_columns_line_up(capsys):
     assert run(["passes"]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    listing = capsys.readouterr().out
+    lines = listing.split("\n\n", 1)[0].splitlines()  # the passes; then ONE's options bnfold lacks
     summary_at = {len(re.match(r"\S+\s+\[[^]]*\]\s+", line).group(0)) for line in lines}
     assert len(lines) > 5 and len(summary_at) == 1
+    missing = listing.split("\n\n", 1)[1].splitlines()[1:]
+    assert {line.index("[") for line in missing} == {lines[0].index("[")}  # the tags in one column too
 
 
 def test_ctrl_c_while_the_program_loads_is_one_line_and_exit_130():

@@ -53,10 +53,11 @@ def test_an_unchanged_model_is_copied_without_importing_the_serializer(tmp_path)
     """Reading needs no flatbuffers and a copy no io/builder.py: both only pack."""
     src, out = DATA / "resnet_v2_mini.tflite", tmp_path / "once.tflite"
     subprocess.run([sys.executable, "-m", "bnfold", "optimize", str(src), str(out), "--quiet"], check=True)
+    argv = ["optimize", str(out), str(tmp_path / "twice.tflite"), "--report", str(tmp_path / "r.json"), "--quiet"]
     imported = _python(f"""
 import json, sys
 from bnfold import cli, exits
-code = exits.run(cli.main, ["optimize", {str(out)!r}, {str(tmp_path / "twice.tflite")!r}, "--report", {str(tmp_path / "r.json")!r}, "--quiet"])
+code = exits.run(cli.main, {argv!r})
 print(json.dumps([code, [m for m in sys.modules if m.startswith(("flatbuffers", "bnfold.io.builder"))]]))
 """)
     assert imported == [0, []]

@@ -108,9 +108,10 @@ def test_exit_code_is_the_commands(error, code, tmp_path):
     assert len(lines) == 1 and lines[0].startswith("bnfold: error: ")
 
 
-def test_output_a_closed_pipe_cannot_take_is_reported_by_python_as_before(tmp_path):
-    """A flush that fails at the end leaves through the interpreter's exit, which says so (exit
-    120), as it did before the program skipped the teardown."""
+def test_output_a_closed_pipe_cannot_take_is_dropped_and_the_code_stands(tmp_path):
+    """What was printed before the command and never reached a reader (it closed the pipe) is
+    dropped like the command's own output: the exit code is still the command's, nothing is
+    reported, and the file is written (exits.py: guarded_output)."""
     read, write = os.pipe()
     os.close(read)
     try:
@@ -122,7 +123,7 @@ def test_output_a_closed_pipe_cannot_take_is_reported_by_python_as_before(tmp_pa
         )
     finally:
         os.close(write)
-    assert done.returncode == 120 and b"BrokenPipeError" in done.stderr
+    assert done.returncode == 0 and done.stderr == b""
     assert (tmp_path / "o.tflite").exists()
 
 

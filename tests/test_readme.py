@@ -123,3 +123,57 @@ def test_readme_synopsis_names_every_option_of_every_command():
                 ):
                     missing.append((name, param.opts[0]))
     assert missing == []
+
+
+def test_readme_python_block_runs_as_written_from_the_checkout(tmp_path):
+    """The "As a library" block, as written, from the checkout's root: no name it uses is left
+    undefined, no path it opens is missing, and it writes only into its scratch directory."""
+    [block] = re.findall(r"^```python\n(.*?)^```", README, re.M | re.S)
+    repo = _checkout(tmp_path)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    done = subprocess.run([sys.executable, "-c", block], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert sorted(p.name for p in repo.iterdir()) == [".venv", "recipes", "tests"]
+    [work] = scratch.iterdir()
+    assert {"model.opt.circle", "opt.tflite", "r.json", "out.0.h5", "in.1.h5"} <= {p.name for p in work.iterdir()}
+
+
+def test_no_model_lies_at_the_checkout_root_for_an_example_to_open_by_mistake():
+    assert sorted(p.name for p in ROOT.glob("*.tflite")) + sorted(p.name for p in ROOT.glob("*.circle")) == []
+
+
+def _pass_names(row: str) -> list[str]:
+    """The passes a table row names: `fuse_batchnorm_with_conv`, `_dwconv` -> both in full."""
+    names, full = [], None
+    for name in re.findall(r"`(\w+)`", row.split("|")[1]):
+        full = (full.rsplit("_", 1)[0] + name) if name.startswith("_") and full else name
+        names.append(full)
+    return names
+
+
+def test_readme_pass_tables_are_the_registry_in_run_order():
+    """The first table is the default set and the lossy pass, in the order `bnfold passes` prints
+    (the registry's run order); the tables after it hold every other pass, each once."""
+    from bnfold.engine import registry
+
+    section = README.split("## Passes\n", 1)[1].split("\n### ", 1)[0]
+    tables = [
+        [n for row in table.splitlines()[2:] for n in _pass_names(row)]
+        for table in re.findall(r"^\| pass \|.*?(?=\n\n)", section, re.M | re.S)
+    ]
+    first, others = tables[0], [name for table in tables[1:] for name in table]
+    order = [spec.name for spec in registry.PASSES]
+    assert first == [n for n in order if n in registry.default_passes() or not registry.BY_NAME[n].exact]
+    assert sorted(others) == sorted(set(order) - set(first))
+
+
+def test_readme_and_help_give_the_batch_exit_precedence_the_code_uses():
+    from bnfold.cli import main
+    from bnfold.errors import EXIT_PRECEDENCE
+
+    said = re.search(r"in this precedence: (.*?)\. ", " ".join(README.split()))
+    assert [int(code) for code in re.findall(r"(?:^|> )(\d)", said.group(1))] == [*EXIT_PRECEDENCE, 0]
+    [out_dir] = [p for p in main.commands["optimize"].params if p.name == "out_dir"]
+    assert " > ".join(map(str, (*EXIT_PRECEDENCE, 0))) in out_dir.help

@@ -527,7 +527,11 @@ BAD_RECIPES = {  # name -> (recipe text, exit code, words the one line must cont
     # found by the command-line fuzzer: the writer failed on these (exit 3)
     "option_list": (_conv_recipe("stride_w = 2", "stride_w = [1]"), 2, "field stride_w must be an integer, not [1]"),
     "option_float": (_conv_recipe("stride_w = 2", "stride_w = 1.5"), 2, "field stride_w must be an integer, not 1.5"),
-    "option_unknown": (_conv_recipe("stride_w = 2", "strid_w = 2"), 2, "Conv2DOptions has no field strid_w"),
+    "option_unknown": (
+        _conv_recipe("stride_w = 2", "strid_w = 2"),
+        2,
+        "Conv2DOptions: unknown key 'strid_w' (did you mean 'stride_w'?)",
+    ),
     # found by the recipe fuzzer (tests/fuzzing.py: fuzz_recipes)
     "option_beyond_int32": (
         _conv_recipe("stride_w = 2", "stride_w = 1000000000000"),
@@ -670,7 +674,7 @@ def test_config_interpolation_syntax_is_taken_literally(tmp_path, capsys):
     cfg = tmp_path / "one.cfg"
     cfg.write_text(f"[one-optimize]\ninput_path=%(foo)s\noutput_path={tmp_path / 'o.tflite'}\n")
     code, lines = _run(capsys, "optimize", "--config", cfg)
-    assert code == 2 and lines == ["bnfold: error: %(foo)s: no such file"]
+    assert code == 2 and lines == [f"bnfold: error: {cfg}:2: input_path=%(foo)s: no such file"]
 
 
 def test_config_directory_is_refused(tmp_path, capsys):

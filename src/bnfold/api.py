@@ -37,20 +37,19 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
-from . import __version__, arguments
+from . import arguments, reports
 from .engine import registry
 from .engine.manager import run_passes
 from .engine.report import Report
 from .engine.targets import TARGETS as TARGETS  # re-exported: the CLI offers them
 from .engine.targets import default_target
-from .errors import ModelError, UsageError
+from .errors import CheckFailed, InternalError, UsageError
 from .io.atomic import write_text, written_together
 from .io.formats import Format, format_from_extension
 from .io.paths import (
-    open_input,
     refuse_input_overwrite,
-    refuse_numbered_clobber,
     refuse_run_files,
     refuse_side_file_clobber,
     refuse_unwritable,
@@ -58,13 +57,16 @@ from .io.paths import (
 from .io.reader import read_model
 from .io.writer import WriteInfo, save_model
 from .ir.model import Model
-from .results import Inspection, Optimized, Ran
+from .results import Inspection, Optimized, Ran, refuse_model_write
 from .selection import Selection, read_config, select
+from .value_commands import check, h5diff, run
 from .values import BACKENDS as BACKENDS  # re-exported: the CLI offers them
 from .values import CHECK_MODES as CHECK_MODES
 from .values import CRITERION as CRITERION
-from .values import DEFAULT_ATOL, DEFAULT_RTOL
 from .values.lossy import measure_lossy
+
+if TYPE_CHECKING:  # at run time __getattr__ below imports it on first use
+    from .batch import optimize_many
 
 MAX_SAMPLES, MAX_SEED = arguments.MAX_SAMPLES, arguments.MAX_SEED
 PASSES = registry.PASSES  # every pass, in run order (name, summary, exact, default)
@@ -116,10 +118,19 @@ def load(path: str | os.PathLike) -> Model:
 
 
 def save(
-    model: Model, path: str, *, fmt: Format | None = None, external: bool = False, keep_unchanged: bool = False
+    model: Model,
+    path: str | os.PathLike,
+    *,
+    fmt: Format | None = None,
+    external: bool = False,
+    keep_unchanged: bool = False,
+    in_place: bool = False,
 ) -> WriteInfo:
     """Write `model` atomically (format from the extension unless `fmt`); with `keep_unchanged`, a
-    model nothing changed is kept as the input's bytes (see io.writer.save_model)."""
+    model nothing changed is kept as the input's bytes (see io.writer.save_model). The file it
+    was read from is replaced only with `in_place`; a path the CLI would refuse is a UsageError."""
+    path = os.fspath(path)
+    refuse_model_write(model, path, in_place)
     return save_model(model, path, fmt or format_from_extension(path), external=external, keep_unchanged=keep_unchanged)
 
 
@@ -152,6 +163,7 @@ def optimize(
     check_backend: str = "auto",
     rtol: float | None = None,
     atol: float | None = None,
+    check_seed: int = 0,
     strict: bool = False,
     target: str | None = None,
     **options: bool,
@@ -169,6 +181,8 @@ def optimize(
         an output differs beyond tolerance (rtol/atol; defaults as `optimize --check`), CannotVerify
         if the check cannot be carried out. check_mode: "auto", "whole" or "local". check_backend: who
         runs the whole-model check ("auto", "onert", "litert", "reference", as `check`'s backend).
+        check_seed: the seed of its samples (`optimize --check N --seed S`: the samples `check --seed S`
+        and `recipe test --seed S` draw).
     Returns an Optimized: `.data` (bytes), `.report` (dict), `.save(path)`; unpacks as data, report.
     """
     if isinstance(model, Model):
@@ -177,7 +191,8 @@ def optimize(
             "with bnfold.api.apply_passes(model, passes)"
         )
     chosen = arguments.selection(passes, options, strict)
-    checking = {**arguments.checking(check, check_mode, rtol, atol, check_backend), "target": arguments.target(target)}
+    checking = arguments.checking(check, check_mode, rtol, atol, check_seed, check_backend)
+    checking["target"] = arguments.target(target)
     if isinstance(model, (bytes, bytearray, memoryview)):
         return _from_bytes(bytes(model), chosen, checking)
     return _optimize_path(os.fspath(model), chosen, **checking)
@@ -197,6 +212,7 @@ def optimize_file(
     check_backend: str = "auto",
     rtol: float | None = None,
     atol: float | None = None,
+    check_seed: int = 0,
     strict: bool = False,
     target: str | None = None,
     run_files: Iterable[str | None] = (),
@@ -215,7 +231,8 @@ def optimize_file(
     existing model; so must `node_data` and `node_data_input` (Model Explorer node data of the
     output and of the input; they need the [explorer] extra). The model and these files appear
     together or not at all. A model no pass changed is copied byte for byte (or, in place, left
-    untouched). A failed check writes nothing.
+    untouched). A failed check writes no model, only the `report` (with the check's table and
+    verdict); the CheckFailed carries that report as `.report`.
     `progress(step)` is called as each step begins: "reading", "passes", "check", "writing".
     """
     input_path = os.fspath(input_path)
@@ -223,7 +240,7 @@ def optimize_file(
     if output_path is None:
         raise UsageError("need an output path (or in_place)")
     chosen = arguments.selection(passes, options, strict)
-    checking = arguments.checking(check, check_mode, rtol, atol, check_backend)
+    checking = arguments.checking(check, check_mode, rtol, atol, check_seed, check_backend)
     run_files = list(run_files)
     refuse_input_overwrite(input_path, output_path, in_place)
     refuse_run_files(output_path, "OUT", run_files)
@@ -244,11 +261,18 @@ def optimize_file(
         check_output_path(path, model=False)
     fmt = format_from_extension(output_path)
     made_for = arguments.target(target) or default_target(fmt.name)
-    result = _optimize_path(input_path, chosen, progress=progress, target=made_for, **checking)
+    try:
+        result = _optimize_path(input_path, chosen, progress=progress, target=made_for, **checking)
+    except CheckFailed as e:  # no model, but the report a CI job needs then: the check's table and verdict
+        if report:
+            import json  # only a report asked for needs it (~3 ms of a start)
+
+            write_text(report, json.dumps(e.report, indent=2), UsageError)
+        raise
     original = load(input_path) if node_data_input else None  # before an in-place write replaces it
     progress("writing")
     with written_together():
-        result.save(output_path, fmt=fmt, external=external_buffers, keep_unchanged=True)
+        result.save(output_path, fmt=fmt, external=external_buffers, keep_unchanged=True, in_place=in_place)
         if report:
             write_text(report, result.to_json(), UsageError)
         if node_data:
@@ -267,6 +291,7 @@ def _optimize_path(
     rtol: float | None = None,
     atol: float | None = None,
     check_mode: str = "auto",
+    check_seed: int = 0,
     check_backend: str = "auto",
     target: str | None = None,
     progress=lambda step: None,
@@ -281,9 +306,14 @@ def _optimize_path(
     before = dict(model.op_counts())
     progress("passes")
     start = time.perf_counter()
-    log = apply_passes(model, chosen.names(), target)
+    try:
+        log = apply_passes(model, chosen.names(), target)
+    except InternalError as e:  # the gate names the pass; the input names the model (--out-dir lists many)
+        e.path = e.path or path
+        raise
     times["passes"] = time.perf_counter() - start
-    measure_lossy(lambda: load_reference(path, log), model, log)  # lossy passes: their error, measured
+    lossy = measure_lossy(lambda: load_reference(path, log), model, registry.lossy_passes_in(log.folds))
+    log.notes += [lossy] if lossy else []  # lossy passes: their error, measured
     checked = None
     if check:
         from .values.verify import check_tolerance, verify_optimized
@@ -291,27 +321,32 @@ def _optimize_path(
         progress("check")
         start = time.perf_counter()
         tolerance = check_tolerance(log.folds, rtol, atol)
-        checked, check_note = verify_optimized(
-            load_reference(path, log),
-            model,
-            check,
-            tolerance=tolerance,
-            mode=check_mode,
-            backend=check_backend,
-            folds=log.folds,
-        )
+        try:
+            checked, check_note = verify_optimized(
+                load_reference(path, log),
+                model,
+                check,
+                tolerance=tolerance,
+                mode=check_mode,
+                backend=check_backend,
+                folds=log.folds,
+                seed=check_seed,
+            )
+        except CheckFailed as e:  # the report still tells what ran and how the check failed
+            times["check"] = time.perf_counter() - start
+            e.report = reports.optimize_report(path, label, model, log, before, chosen, times)
+            e.report["check"] = {
+                "rtol": tolerance.rtol,
+                "atol": tolerance.atol,
+                "seed": check_seed,
+                **reports.failed_check(e),
+            }
+            raise
         times["check"] = time.perf_counter() - start
-    report = {
-        "bnfold": __version__,
-        "input": {"path": label or path, "format": model.format.name, "bytes": os.path.getsize(path)},
-        **log.to_dict(),
-        "operators": {"before": before, "after": dict(model.op_counts())},
-        "ignored_options": chosen.not_implemented,
-        "group_members_not_implemented": chosen.group_skipped,
-        "seconds": {**{k: round(v, 6) for k, v in times.items()}, "total": round(sum(times.values()), 6)},
-    }
+    report = reports.optimize_report(path, label, model, log, before, chosen, times)
     if checked is not None:
-        report["check"] = {"rtol": tolerance.rtol, "atol": tolerance.atol, "passed": checked.passed, **check_note}
+        passed, seed = checked.passed, check_seed
+        report["check"] = {"rtol": tolerance.rtol, "atol": tolerance.atol, "seed": seed, "passed": passed, **check_note}
     return Optimized(model, report, checked)
 
 
@@ -357,7 +392,9 @@ def convert(
     refuse_input_overwrite(input_path, output_path, in_place)
     check_output_path(output_path)
     fmt = format_from_extension(output_path)
-    return save(load(input_path), output_path, fmt=fmt, external=external_buffers, keep_unchanged=True)
+    return save(
+        load(input_path), output_path, fmt=fmt, external=external_buffers, keep_unchanged=True, in_place=in_place
+    )
 
 
 def inspect(path: str | os.PathLike, *, leftovers: bool = False, report: str | dict | None = None) -> Inspection:
@@ -367,7 +404,7 @@ def inspect(path: str | os.PathLike, *, leftovers: bool = False, report: str | d
     if report is not None and not leftovers:
         raise UsageError("a report goes with leftovers")
     if isinstance(report, str):
-        report = read_report(report)
+        report = reports.read_report(report)
     model = load(path)
     if not leftovers:
         return Inspection(model)
@@ -375,158 +412,6 @@ def inspect(path: str | os.PathLike, *, leftovers: bool = False, report: str | d
 
     rows, unmatched = listing(model, report)
     return Inspection(model, rows, unmatched, transpose_listing(model, report))
-
-
-def read_report(path: str) -> dict:
-    """An optimize report (JSON) read back, refused unless it has a list of skips."""
-    import json  # only inspect's reports need it (~3 ms of a start)
-
-    try:
-        with open_input(path, "a report") as f:
-            report = json.loads(f.read().decode("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise UsageError(f"not a JSON report: {str(e).splitlines()[0]}", path) from None
-    skips = report.get("skips") if isinstance(report, dict) else None
-    if not isinstance(skips, list) or not all(isinstance(s, dict) and isinstance(s.get("at"), dict) for s in skips):
-        raise UsageError("not a bnfold optimize report (no list of skips)", path)
-    return report
-
-
-# ---- values: check, run, h5diff --------------------------------------------------------------
-
-
-def check(
-    model: str | os.PathLike,
-    other: str | os.PathLike | None = None,
-    *,
-    inputs: Iterable[str] = (),
-    expected: Iterable[str] = (),
-    samples: int = 1,
-    seed: int = 0,
-    write_input: str | None = None,
-    write_expected: str | None = None,
-    force: bool = False,
-    rtol: float = DEFAULT_RTOL,
-    atol: float = DEFAULT_ATOL,
-    backend: str = "auto",
-    timeout: float | None = None,
-    cast: bool = False,
-):
-    """`bnfold check`: run `model` and `other` on the same inputs (the h5 files `inputs`, else
-    `samples` random ones from `seed`) and compare, or compare `model`'s outputs with the stored
-    `expected` files (one per input file). Returns the CheckResult (`.passed`, `.table()`,
-    `.failure_message()`); differing values are not an error here. write_input/write_expected
-    store the inputs used and `model`'s outputs (file.N.h5 per sample when there are several).
-    CannotVerify when no backend ("auto", "litert", "reference") runs the models or `timeout`
-    seconds pass."""
-    from .values import diff
-    from .values import samples as sample_files
-    from .values.deadline import Deadline
-
-    inputs, expected = [os.fspath(p) for p in inputs], [os.fspath(p) for p in expected]
-    if bool(other) == bool(expected):
-        raise UsageError("give MODEL_B or --expected (with --input), not both and not neither")
-    if expected and not inputs:
-        raise UsageError("--expected needs the --input files its outputs came from")
-    if expected and (write_input or write_expected):
-        raise UsageError("--write-input/--write-expected go with MODEL_B, not --expected")
-    samples, seed, backend = arguments.count(samples, "samples"), arguments.seed(seed), arguments.backend(backend)
-    tolerance = diff.Tolerance(arguments.tolerance(rtol, "rtol"), arguments.tolerance(atol, "atol"))
-    deadline = Deadline(timeout)
-    count = sample_files.count_files(inputs) if inputs else samples
-    if not expected:  # before any work
-        refuse_numbered_clobber(
-            {"--write-input": write_input, "--write-expected": write_expected},
-            count,
-            [os.fspath(model), os.fspath(other), *inputs],
-            force,
-        )
-    a = load(model)
-    graph = a.graphs[0]
-    given = sample_files.input_samples(graph.inputs, inputs, cast=cast) if inputs else None
-    if expected:
-        return diff.compare_to_expected(
-            a, given, sample_files.expected_samples(expected), tolerance=tolerance, backend=backend, deadline=deadline
-        )
-    sink = sample_files.sample_sink(graph, count, write_input, write_expected)
-    with written_together():  # every h5 file of the run, or none
-        return diff.check_models(
-            a,
-            load(other),
-            samples=samples,
-            seed=seed,
-            inputs=given,
-            tolerance=tolerance,
-            backend=backend,
-            on_sample=sink,
-            deadline=deadline,
-        )
-
-
-def run(
-    model: str | os.PathLike,
-    output: str,
-    *,
-    inputs: Iterable[str] = (),
-    samples: int = 1,
-    seed: int = 0,
-    write_input: str | None = None,
-    force: bool = False,
-    backend: str = "auto",
-    timeout: float | None = None,
-    cast: bool = False,
-) -> Ran:
-    """`bnfold run`: run `model` on the h5 files `inputs` (or `samples` random inputs from
-    `seed`, also written to `write_input` if given) and write its outputs to `output` in ONE's
-    h5 layout (out.N.h5 per sample when there are several), each sample as it is computed (all
-    renamed into place together at the end)."""
-    from .values import samples as sample_files
-    from .values.backend import Backends
-    from .values.deadline import Deadline
-    from .values.diff import iter_random_inputs
-
-    inputs, model = [os.fspath(p) for p in inputs], os.fspath(model)
-    if not output:
-        raise UsageError("--output needs a file name")
-    if inputs and write_input:
-        raise UsageError("--write-input writes random inputs; with --input they are already in files")
-    samples, seed, backend = arguments.count(samples, "samples"), arguments.seed(seed), arguments.backend(backend)
-    count = sample_files.count_files(inputs) if inputs else samples
-    refuse_numbered_clobber({"--output": output, "--write-input": write_input}, count, [model, *inputs], force)
-    loaded = load(model)
-    graph = loaded.graphs[0]
-    deadline = Deadline(timeout)
-    if inputs:
-        given = sample_files.input_samples(graph.inputs, inputs, cast=cast)
-    else:
-        given = iter_random_inputs(graph, samples, seed)
-    write = sample_files.sample_sink(graph, count, write_input, output)
-    runner = Backends([loaded], backend, deadline=deadline)
-    with written_together():  # every h5 file of the run, or none
-        for index, sample in enumerate(given):
-            deadline.check()
-            write(index, sample, runner(sample)[0])
-    names = [sample_files.sample_path(output, i, count) for i in range(count)]
-    written_inputs = [sample_files.sample_path(write_input, i, count) for i in range(count)] if write_input else []
-    return Ran(names, written_inputs, runner.description)
-
-
-def h5diff(
-    file_a: str, file_b: str, *, rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL, delta: float | None = None
-):
-    """`bnfold h5diff`: compare two h5 files in ONE's layout value by value; returns the
-    CheckResult. `delta` is h5diff's -d: one absolute tolerance for every value, integers too.
-    Files holding no values are an error (ModelError): a comparison of nothing proves nothing."""
-    from .values.diff import Tolerance, compare_files
-
-    if delta is None:
-        tolerance = Tolerance(arguments.tolerance(rtol, "rtol"), arguments.tolerance(atol, "atol"))
-    else:
-        tolerance = Tolerance(0.0, arguments.tolerance(delta, "delta"), exact_integers=False)
-    result = compare_files(file_a, file_b, tolerance)
-    if result is None or not result.outputs:
-        raise ModelError(f"holds no values to compare (and so does {file_b})", file_a)
-    return result
 
 
 # ---- recipes ---------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ sample counts, seeds, tolerances, backends, the pass selection and optimize's ch
 from __future__ import annotations
 
 import math
+import os
 
 from .errors import UsageError
 from .selection import Selection, select
@@ -21,21 +22,26 @@ def selection(passes, options: dict, strict: bool) -> Selection:
     return select(passes, options, default=True, strict=strict)  # select: any pass named replaces the default set
 
 
-def checking(check, check_mode: str, rtol, atol, check_backend: str = "auto") -> dict:
+def checking(check, check_mode: str, rtol, atol, check_seed=0, check_backend: str = "auto") -> dict:
     """optimize's check arguments, refused as the CLI refuses them."""
     if check is not None:
         check = count(check, "check")
     if check_mode not in CHECK_MODES:
         raise UsageError(f"check_mode must be one of {', '.join(CHECK_MODES)}, not {check_mode!r}")
-    if check is None and (check_mode != "auto" or rtol is not None or atol is not None or check_backend != "auto"):
+    check_seed = seed(check_seed)
+    if check is None and (
+        check_mode != "auto" or rtol is not None or atol is not None or check_seed or check_backend != "auto"
+    ):
         raise UsageError(
-            "--check-mode, --backend, --rtol and --atol go with --check N (check=N): without it nothing is checked"
+            "--check-mode, --backend, --rtol, --atol and --seed go with --check N (check=N): without it nothing is "
+            "checked"
         )
     return {
         "check": check,
         "check_mode": check_mode,
         "rtol": tolerance(rtol, "rtol"),
         "atol": tolerance(atol, "atol"),
+        "check_seed": check_seed,
         "check_backend": backend(check_backend),
     }
 
@@ -67,6 +73,23 @@ def target(value: str | None) -> str | None:
     if value is not None and value not in TARGETS:
         raise UsageError(f"target must be one of {', '.join(TARGETS)}, not {value!r}")
     return value
+
+
+def tolerance_or(value, name: str, default: float) -> float:
+    """A tolerance where None means `default` (check, h5diff); optimize's None means the one its
+    folds call for (values/verify.py: check_tolerance)."""
+    given = tolerance(value, name)
+    return default if given is None else given
+
+
+def paths(value) -> list[str]:
+    """h5 files: one path, or an iterable of them (a bare string is one path, not its letters)."""
+    if isinstance(value, (str, os.PathLike)):
+        return [os.fspath(value)]
+    try:
+        return [os.fspath(p) for p in value]
+    except TypeError:
+        raise UsageError(f"expected a path or a list of paths, not {value!r}"[:200]) from None
 
 
 def backend(value: str) -> str:

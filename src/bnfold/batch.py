@@ -26,16 +26,12 @@ from contextlib import contextmanager
 from typing import NamedTuple
 
 from . import arguments
-from .errors import BnfoldError, Interrupted, UsageError, WriteFailed
+from .errors import EXIT_PRECEDENCE, BnfoldError, Interrupted, UsageError, WriteFailed
 from .io.atomic import reason
 from .io.paths import refuse_unwritable, same_file
+from .selection import Selection
 
 MODEL_SUFFIXES = (".tflite", ".circle")
-# The run's exit code: the first of these that some model exited with. A bug in bnfold (3) says
-# the most about the run, then an output that could not be written (5: a full disk, the file-size
-# limit; the models after it likely fail the same way), then a refused path or option (2), then a
-# model that is malformed or whose check differs (1), then a check that could not be carried out (4).
-EXIT_PRECEDENCE = (3, 5, 2, 1, 4)
 
 
 class Job(NamedTuple):
@@ -45,7 +41,8 @@ class Job(NamedTuple):
 
 class ModelResult(NamedTuple):
     """One model of a batch: `status` is "changed", "unchanged" or "failed" (then `error` is its
-    one-line message and `exit_code` what `bnfold optimize` would have exited with)."""
+    one-line message and `exit_code` what `bnfold optimize` would have exited with; `report` is
+    there for a failed check, as `optimize --report` writes it then)."""
 
     input: str
     output: str
@@ -82,7 +79,7 @@ class BatchResult(NamedTuple):
         return next((code for code in EXIT_PRECEDENCE if code in codes), 0)
 
     def totals(self) -> dict:
-        done = [m for m in self.models if m.report is not None]
+        done = [m.report for m in self.models if m.report is not None and m.status != "failed"]  # written models only
         count = {
             status: sum(1 for m in self.models if m.status == status) for status in ("changed", "unchanged", "failed")
         }
@@ -90,10 +87,10 @@ class BatchResult(NamedTuple):
             "models": len(self.models),
             **count,
             "operators": {
-                "before": sum(sum(m.report["operators"]["before"].values()) for m in done),
-                "after": sum(sum(m.report["operators"]["after"].values()) for m in done),
+                "before": sum(sum(report["operators"]["before"].values()) for report in done),
+                "after": sum(sum(report["operators"]["after"].values()) for report in done),
             },
-            "folds": sum(len(m.report["folds"]) for m in done),
+            "folds": sum(len(report["folds"]) for report in done),
             "seconds": round(self.seconds, 6),
         }
 
@@ -125,9 +122,10 @@ def collect(paths: Iterable[str | os.PathLike], out_dir: str) -> list[Job]:
     *.circle; its output is `out_dir` joined with its path relative to its PATH (a file's: its
     name). `out_dir` is never walked. Two inputs that would land on one output, or an output
     that is its own input, are refused."""
-    jobs, seen = [], {}
+    jobs: list[Job] = []
+    seen: dict[str, Job] = {}  # normalized output -> the job that writes it
     skip = os.path.realpath(out_dir)
-    for path in map(os.fspath, paths):
+    for path in (os.fspath(p) for p in paths):
         if os.path.isdir(path):
             found = list(_walk(path, skip))
             if not found:
@@ -192,7 +190,7 @@ def default_jobs() -> int:
 class Settings(NamedTuple):
     """What every model of the run is optimized with (a single optimize's options)."""
 
-    chosen: object  # selection.Selection
+    chosen: Selection
     external_buffers: bool
     checking: dict
     run_files: tuple[str, ...]
@@ -207,8 +205,9 @@ def optimize_one(job: Job, settings: Settings, on_step: Callable[[str], None] = 
     gc.collect()  # the last model's graph is cyclic: free it before this one is read (memory: one model at a time)
     start = time.perf_counter()
 
-    def failed(code: int, error: str) -> ModelResult:
-        return ModelResult(job.input, job.output, "failed", code, _one_line(error), seconds=time.perf_counter() - start)
+    def failed(code: int, error: str, report: dict | None = None) -> ModelResult:
+        seconds = time.perf_counter() - start
+        return ModelResult(job.input, job.output, "failed", code, _one_line(error), report=report, seconds=seconds)
 
     try:
         os.makedirs(os.path.dirname(job.output) or ".", exist_ok=True)
@@ -229,8 +228,9 @@ def optimize_one(job: Job, settings: Settings, on_step: Callable[[str], None] = 
             target=settings.target,
             **settings.checking,
         )
-    except BnfoldError as e:
-        return failed(e.exit_code, str(e))
+    except BnfoldError as e:  # a failed check's report (its table and verdict) goes into the run's report
+        named = str(e) if e.path else f"{job.input}: {e}"  # a failed check names no file of its own
+        return failed(e.exit_code, named, getattr(e, "report", None))
     except Exception as e:  # a bug in bnfold: this model's internal error, the others go on
         return failed(3, f"{job.input}: internal error: {type(e).__name__}: {e}")
     status = "unchanged" if result.report["output"]["unchanged"] else "changed"
@@ -262,6 +262,7 @@ def optimize_many(
     check_backend: str = "auto",
     rtol: float | None = None,
     atol: float | None = None,
+    check_seed: int = 0,
     strict: bool = False,
     target: str | None = None,
     run_files: Iterable[str | None] = (),
@@ -284,9 +285,11 @@ def optimize_many(
     """
     from . import api
 
-    chosen = arguments.selection(passes, options, strict)
-    checking = arguments.checking(check, check_mode, rtol, atol, check_backend)
-    run_files = [os.fspath(f) for f in run_files if f]
+    chosen, checking = (
+        arguments.selection(passes, options, strict),
+        arguments.checking(check, check_mode, rtol, atol, check_seed, check_backend),
+    )
+    run_paths = tuple(os.fspath(f) for f in run_files if f)
     out_dir = os.fspath(out_dir)
     if report == "-":
         raise UsageError("--report - (stdout) is for one model; give the run's report a file name")
@@ -294,7 +297,7 @@ def optimize_many(
         raise UsageError("--out-dir is empty; give the directory to write into (. for the current one)")
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise UsageError("--out-dir is not a directory", out_dir)
-    settings = Settings(chosen, external_buffers, checking, tuple(run_files), arguments.target(target))
+    settings = Settings(chosen, external_buffers, checking, run_paths, arguments.target(target))
     shard = None if shard is None else parse_shard(shard if isinstance(shard, str) else "/".join(map(str, shard)))
     todo = take_shard(collect(paths, out_dir), shard)
     if jobs is not None and jobs < 1:
@@ -331,11 +334,11 @@ def _import_for_workers(jobs: list[Job], settings: Settings) -> None:
     from .io.formats import FORMATS
 
     for spec in registry.resolve(settings.chosen.passes):
-        spec.module  # the property imports the pass's module: once here, not once in every worker
+        _ = spec.module  # the property imports the pass's module: once here, not once in every worker
 
     for fmt in FORMATS:
         if any(job.input.lower().endswith(fmt.extension) for job in jobs):
-            fmt.op_codes  # the generated bindings' module, and its enums
+            _ = fmt.op_codes  # the generated bindings' module, and its enums
 
 
 def _in_process(index: int, job: Job, settings: Settings, on_event: Event) -> ModelResult:
@@ -350,7 +353,8 @@ class _Worker:
 
     def __init__(self, context, settings: Settings, siblings: list):
         here, there = context.Pipe()
-        self.conn, self.index = here, None
+        self.conn = here
+        self.index: int | None = None  # the job it is working on
         self.process = context.Process(target=_serve, args=(there, settings, [here, *siblings]), daemon=True)
         self.process.start()
         there.close()
@@ -367,7 +371,7 @@ def _serve(conn, settings: Settings, inherited: list) -> None:
     try:
         while (message := conn.recv()) is not None:
             index, job = message
-            result = optimize_one(job, settings, lambda step: conn.send(("step", index, step)))
+            result = optimize_one(job, settings, _step_sender(conn, index))
             conn.send(("done", index, result))
     except (EOFError, BrokenPipeError):  # the parent is gone
         pass
@@ -377,6 +381,13 @@ def _serve(conn, settings: Settings, inherited: list) -> None:
     # multiprocessing gives a child would run the caller's registered finalizers here (those of
     # its own pools among them, which terminate processes); they are not the worker's to run.
     os._exit(code)
+
+
+def _step_sender(conn, index: int) -> Callable[[str], None]:
+    """The on_step of job `index`: tells the parent each step under the index bound here. A lambda
+    in _serve's loop would read the loop's `index` when called: right only while every step is sent
+    before the next job arrives."""
+    return lambda step: conn.send(("step", index, step))
 
 
 class _Pool:
@@ -409,7 +420,9 @@ class _Pool:
                             self._hear(worker, jobs, results, pending, on_event)
         finally:
             self._stop()
-        return results
+        heard = [result for result in results if result is not None]
+        assert len(heard) == len(jobs)  # the loop ends when every job's result is in
+        return heard
 
     def _start(self) -> _Worker:
         with _sigint_ignored():  # no Ctrl-C may reach a worker before it ignores it

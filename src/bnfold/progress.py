@@ -14,8 +14,12 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from click._termui_impl import ProgressBar  # what click.progressbar() returns
 
 from . import api, text
 from .errors import UsageError
@@ -42,7 +46,7 @@ class BatchProgress:
         self.file = file
         self.start = time.monotonic()
         self.running: dict[int, list[str]] = {}  # job index -> [input path, step], in start order
-        self.bar = None
+        self.bar: ProgressBar[int] | None = None  # from the "begin" event on
 
     def __enter__(self):
         return self
@@ -72,6 +76,7 @@ class BatchProgress:
         else:
             self.running.pop(index, None)
             done = 1
+        assert self.bar is not None, "a batch's first event is begin"
         self.bar.update(done, index)
         if not done:  # click draws on completed steps only; a model's own steps are news too
             self.bar.render_progress()

@@ -7,17 +7,35 @@ from __future__ import annotations
 import io
 import os
 import time
+from typing import TYPE_CHECKING
 
 from .io.formats import Format, format_from_extension
 from .io.reader import read_model
 from .io.writer import WriteInfo, save_model, serialize
+from .ir.invariants import gate
 from .ir.model import Model
+
+if TYPE_CHECKING:
+    from .values.diff import CheckResult
+    from .values.local import LocalResult
+
+
+def refuse_model_write(model: Model, path: str, in_place: bool) -> None:
+    """Refuse, as the CLI does, to write `model` over the file it was read from (unless
+    `in_place`) or to a path that cannot be written (UsageError)."""
+    from .errors import UsageError
+    from .io.paths import refuse_input_overwrite, refuse_unwritable
+
+    source = getattr(model.source, "path", None)
+    if source:
+        refuse_input_overwrite(source, path, in_place)
+    refuse_unwritable(path, UsageError, what="a model file")
 
 
 class Optimized:
     """The optimized model and its report. Unpacks (and indexes) as `data, report`."""
 
-    def __init__(self, model: Model, report: dict, check: object | None = None):
+    def __init__(self, model: Model, report: dict, check: CheckResult | LocalResult | None = None):
         self.model, self.report = model, report
         self.check = check  # the CheckResult of `check=N`
         self.written: WriteInfo | None = None  # set by save(): what happened to the output file
@@ -37,6 +55,7 @@ class Optimized:
     def data(self) -> bytes:
         """The optimized model as a file's bytes, in the input's format."""
         if self._data is None:
+            gate(self.model)  # the writer's last gate (save() passes it in io.writer.save_model)
             out = io.BytesIO()
             serialize(self.model, out, self.model.format)
             self._data = out.getvalue()
@@ -53,10 +72,20 @@ class Optimized:
         return (self.data, self.report)[index]
 
     def save(
-        self, path: str, *, fmt: Format | None = None, external: bool = False, keep_unchanged: bool = False
+        self,
+        path: str | os.PathLike,
+        *,
+        fmt: Format | None = None,
+        external: bool = False,
+        keep_unchanged: bool = False,
+        in_place: bool = False,
     ) -> WriteInfo:
         """Write to `path` (format from its extension unless `fmt`); the report records it. With
-        `keep_unchanged`, a model no pass changed is kept as the input's bytes (io.writer.save_model)."""
+        `keep_unchanged`, a model no pass changed is kept as the input's bytes (io.writer.save_model).
+        Refused (UsageError) as `bnfold optimize` refuses it: the input file without `in_place`, a
+        path that cannot be written (a missing directory, a read-only file)."""
+        path = os.fspath(path)
+        refuse_model_write(self.model, path, in_place)
         start = time.perf_counter()
         info = save_model(
             self.model, path, fmt or format_from_extension(path), external=external, keep_unchanged=keep_unchanged

@@ -3,9 +3,12 @@ configuration file, or the library's keywords), read the way one-optimize reads 
 
 - Only what is switched on runs; a configuration file or keyword that names nothing runs no pass.
   With nothing named at all (a bare `bnfold optimize IN OUT`) the default set runs.
-- A name switched off stays off, even when a group (O1) would switch it on.
+- A name switched off stays off, even when a group (O1) would switch it on; switched off with
+  nothing switched on (`--no-PASS` on the bare command line), the default set runs without it.
 - A ONE option that bnfold does not implement is reported (one warning per name) and the run goes
-  on; with `strict` it is a usage error. A group's members that bnfold does not implement are
+  on as if it were not named: on the bare command line or in the library the default set still
+  runs unless a pass is named (in a configuration file only what it switches on runs, as in
+  ONE); with `strict` it is a usage error. A group's members that bnfold does not implement are
   listed once, as a note: asking for a group never asks for all of it.
 - A name neither bnfold nor ONE has is a usage error that suggests the closest real names.
 - A pass parameter (nchw_to_nhwc_input_shape) qualifies its pass; without the pass it does
@@ -73,7 +76,14 @@ def unknown_name_error(name: str, where: str = "", path: str | None = None) -> U
 
 
 def split_names(passes: str | Iterable[str]) -> list[str]:
-    items = passes.split(",") if isinstance(passes, str) else list(passes)
+    """Pass names from "a,b" or a list of strings (anything else is a usage error)."""
+    try:
+        items = passes.split(",") if isinstance(passes, str) else list(passes)
+    except TypeError:
+        raise UsageError(f"passes must be names ('a,b' or a list of strings), not {passes!r}"[:200]) from None
+    bad = [p for p in items if not isinstance(p, str)]
+    if bad:
+        raise UsageError(f"a pass name must be a string, not {bad[0]!r}"[:200])
     return [p.strip() for p in items if p.strip()]
 
 
@@ -109,8 +119,11 @@ def select(
         raise UsageError(
             f"{', '.join(lacking)}: ONE option{'s' if len(lacking) > 1 else ''} bnfold does not implement (strict mode)"
         )
-    if passes is None and default and not on.keys() - registry.PARAMETERS.keys():
-        wanted = registry.default_passes()  # a parameter alone names no pass: it is ignored, and says so
+    names_a_pass = {name for name in on if name not in off and (name in registry.BY_NAME or name in one.GROUPS)}
+    if passes is None and default and not names_a_pass:
+        # a parameter or an option bnfold lacks names no pass: it is ignored, says so, and the default
+        # set runs; a pass switched off alone (--no-PASS) leaves the default set without it
+        wanted = [name for name in registry.default_passes() if name not in off]
     return Selection([spec.name for spec in registry.resolve(wanted)], lacking, skipped, parameters)
 
 
@@ -121,6 +134,11 @@ class Config(NamedTuple):
     input_path: str | None
     output_path: str | None
     switches: dict[str, bool]
+    lines: dict[str, str] = {}  # input_path / output_path -> "file:line" where the cfg gives it
+
+    def named(self, key: str, error: UsageError) -> UsageError:
+        """`error` about the file the cfg's `key` names, said as coming from the cfg (file:line)."""
+        return UsageError(f"{key}={error.path}: {str(error).removeprefix(f'{error.path}: ')}", self.lines.get(key))
 
 
 def read_config(path: str) -> Config:
@@ -128,17 +146,19 @@ def read_config(path: str) -> Config:
 
     try:
         with open_input(path, "a configuration file") as f:
-            text = f.read().decode("utf-8")
+            text = f.read().decode("utf-8-sig")  # a BOM (Windows editors write one) is not part of the text
     except UnicodeDecodeError:
         raise UsageError("not a text configuration file", path) from None
     except OSError as e:
         raise UsageError(f"cannot read: {e.strerror or e}", path) from None
     parser = configparser.ConfigParser(interpolation=None)
-    parser.optionxform = str  # ONE's option names are case-sensitive (O1)
+    # ONE's option names are case-sensitive (O1). The configparser documentation's own way to say so;
+    # typeshed declares optionxform a method, which an instance attribute may not replace.
+    parser.optionxform = str  # type: ignore[method-assign,assignment]
     try:
         parser.read_string(text, source=path)
     except configparser.Error as e:
-        raise UsageError(f"not a valid configuration file: {str(e).splitlines()[0]}", path) from None
+        raise _syntax_error(e, path, text.splitlines()) from None
     if not parser.has_section(CONFIG_SECTION):
         raise UsageError(f"no [{CONFIG_SECTION}] section", path)
 
@@ -167,7 +187,24 @@ def read_config(path: str) -> Config:
         if state is None:
             raise UsageError(f"{key}={value}: expected True or False", where(CONFIG_SECTION, key))
         switches[key] = state
-    return Config(path, _path_value(values.get("input_path")), _path_value(values.get("output_path")), switches)
+    lines = {key: where(CONFIG_SECTION, key) for key in one.PATH_KEYS if key in values}
+    return Config(path, _path_value(values.get("input_path")), _path_value(values.get("output_path")), switches, lines)
+
+
+def _syntax_error(error: Exception, path: str, lines: list[str]) -> UsageError:
+    """configparser's complaint as file:line and what is wrong there, in one line."""
+    import configparser
+    import re
+
+    number = getattr(error, "lineno", None)
+    if isinstance(error, configparser.MissingSectionHeaderError):  # (a ParsingError without .errors)
+        number = error.lineno
+        return UsageError(f"{lines[number - 1].strip()!r} comes before any [section] header", f"{path}:{number}")
+    if isinstance(error, configparser.ParsingError) and getattr(error, "errors", None):
+        number = error.errors[0][0]
+        return UsageError(f"{lines[number - 1].strip()!r} is not key=value", f"{path}:{number}")
+    message = re.sub(r"^While reading from .*?: ", "", str(error).splitlines()[0])
+    return UsageError(f"not a valid configuration file: {message}", f"{path}:{number}" if number else path)
 
 
 def _path_value(value: str | None) -> str | None:

@@ -1,7 +1,10 @@
 """What the command line prints, as lines of text made from the library's results (api.py).
 
-No I/O here: cli.py prints these lines. Kept apart so the CLI stays a shell (parse, call, print)
-and a program that calls the library can print the same summaries.
+No I/O here: cli.py prints these lines. A warning or note begins `bnfold: warning:` or
+`bnfold: note:` wherever it is printed (the library's own strings, Selection.warnings() and
+notes(), begin `warning:` / `note:`, and the command line adds `bnfold: `). Kept apart so the
+CLI stays a shell (parse, call, print) and a program that calls the library can print the same
+summaries.
 """
 
 from __future__ import annotations
@@ -17,8 +20,12 @@ def optimize_summary(result, input_path: str) -> Iterator[str]:
     for name, (folds, skips) in result.pass_counts().items():
         if folds or skips:
             yield f"{name}: {folds} folded, {skips} skipped"
+    yield left_line(report)
     yield from target_refusals(report["target"])
     yield from interface_changes(report.get("interface"))
+    dead = next((n["dead_code_removed"] for n in report["notes"] if "dead_code_removed" in n), None)
+    if dead:
+        yield "dead code removed: " + ", ".join(f"{n} {what}" for what, n in dead.items() if n)
     float16 = sum(1 for f in report["folds"] if f.get("float16_weights"))
     if float16:
         yield (
@@ -26,7 +33,7 @@ def optimize_summary(result, input_path: str) -> Iterator[str]:
             "(relative error <= 2^-11 per weight; see the report)"
         )
     if not report["converged"]:
-        yield f"warning: passes still changing the model after {report['rounds']} rounds; stopped"
+        yield f"bnfold: warning: passes still changing the model after {report['rounds']} rounds; stopped"
     if result.lossy_note is not None:
         yield lossy_warning(result.lossy_note)
     if result.check is not None:
@@ -35,10 +42,19 @@ def optimize_summary(result, input_path: str) -> Iterator[str]:
             f"check: {checked.samples} sample(s) on {checked.backend}, {checked.scope} within {checked.tolerance} "
             f"(scaled err {worst.scaled:.3e}, max abs err {worst.max_abs:.3e})"
         )
+        settled = [o.name for o in getattr(checked, "outputs", []) if o.settled]
+        if settled:
+            yield (
+                f"check: {', '.join(map(repr, settled))} differ beyond it only where a steep or discrete output "
+                "amplifies float rounding; the rewrites under them, checked one by one, agree"
+            )
         weak = weak_check_line(report["check"])
         if weak:
             yield weak
-    yield written(result.written, input_path)
+    model = result.model
+    why = None if model.changed else unchanged_why(report)
+    was = (model.format.name, model.source.offset_layout) if model.source is not None else None
+    yield written(result.written, input_path, why=why, was=was)
 
 
 def target_refusals(target: dict) -> Iterator[str]:
@@ -93,21 +109,70 @@ def lossy_warning(note: dict) -> str:
     """The line a lossy change always gets (even with --quiet): which passes, how large the error."""
     what = ", ".join(note["lossy_passes"])
     if not note.get("measured"):
-        return f"warning: {what} changed the model (LOSSY); the error could not be measured: {note['reason']}"
+        return f"bnfold: warning: {what} changed the model (LOSSY); the error could not be measured: {note['reason']}"
     return (
-        f"warning: {what} changed the model (LOSSY): max abs err {note['max_abs']:.3e}, max rel err "
+        f"bnfold: warning: {what} changed the model (LOSSY): max abs err {note['max_abs']:.3e}, max rel err "
         f"{note['max_rel']:.3e}, scaled err {note['scaled_err']:.3e} over {note['samples']} random input(s) "
         f"on {note['backend']}"
     )
 
 
-def written(info, input_path: str) -> str:
-    """The last line of a write: what happened to the output file."""
+def left_line(report: dict) -> str:
+    """What is left in the output for `inspect --leftovers` to explain: the total the per-pass
+    skipped counts add up to (with those no pass that ran spoke about)."""
+    from .engine.report import leftover_counts
+
+    candidates, transposes, unclaimed = leftover_counts(report)
+    line = f"left: {plural(candidates, 'batch-norm candidate')}, {plural(transposes, 'transpose')}"
+    if unclaimed:
+        line += f", {unclaimed} of {'them' if candidates + transposes > 1 else 'it'} outside every pass that ran"
+    return line + (" (inspect --leftovers)" if candidates or transposes else "")
+
+
+def unchanged_why(report: dict) -> str:
+    """Why no pass changed the model, in a few words: none ran, none found anything, or the
+    commonest reason the report gives for what is left."""
+    if not report["passes"]:
+        return "no pass ran"
+    entries = [*report["skips"], *report.get("transposes", [])]
+    if not entries:
+        return "nothing in it for the passes that ran"
+    reasons = [e["reason"].rsplit(" (it sits", 1)[0] for e in entries]
+    commonest = max(dict.fromkeys(reasons), key=reasons.count)
+    others = len(set(reasons)) - 1
+    return commonest + (f"; {plural(others, 'other reason')} in the report" if others else "")
+
+
+def written(info, input_path: str, why: str | None = None, was: tuple[str, bool] | None = None) -> str:
+    """The last line of a write: what happened to the output file. `why`: no pass changed the
+    model, and why; a file written anyway then says what differs from `was` (the input's format
+    and whether it stored offset buffers)."""
+    because = f" ({why})" if why else ""
     if not info.written:
-        return f"unchanged: {input_path} left as it is"
+        return f"unchanged{because}: {input_path} left as it is"
     if info.unchanged:
-        return f"unchanged: wrote {info.path} (a copy of {input_path})"
+        return f"unchanged{because}: wrote {info.path} (a copy of {input_path})"
+    if why is not None:
+        return (
+            f"wrote {info.path}: no pass changed the model{because}; only the file differs ({_file_change(info, was)})"
+        )
     return f"wrote {info.path}"
+
+
+def _file_change(info, was: tuple[str, bool] | None) -> str:
+    """What a write of a model no pass changed changed: its format, its buffer layout."""
+    layouts = {True: "offset buffers", False: "standard"}
+    changes = []
+    if was is not None and was[0] != info.format:
+        changes.append(f"format {was[0]} -> {info.format}")
+    if was is not None and was[1] != info.external:
+        changes.append(f"buffer layout {layouts[was[1]]} -> {layouts[info.external]}")
+    return ", ".join(changes) or "written anew"
+
+
+def plural(count: int, word: str) -> str:
+    """`1 operator`, `2 operators`, `0 operators`."""
+    return f"{count} {word}{'s' * (count != 1)}"
 
 
 def files(paths: list[str]) -> str:
@@ -154,7 +219,7 @@ def leftovers(found, report_path: str | None) -> Iterator[str]:
     if found.unmatched:
         first = found.unmatched[0]
         yield (
-            f"warning: {len(found.unmatched)} skip entries of {report_path} name no candidate of this model "
+            f"bnfold: warning: {len(found.unmatched)} skip entries of {report_path} name no candidate of this model "
             f"(first: {first[1]} -> {first[2]!r})"
         )
     yield f"transposes: {len(found.transposes)}"
@@ -165,15 +230,27 @@ def leftovers(found, report_path: str | None) -> Iterator[str]:
             yield f"      stays: {r['reason'] or '(no entry in the report)'}"
 
 
-def pass_table(passes, o1) -> Iterator[str]:
-    """`bnfold passes`: name, [exact/LOSSY, default, O1], summary, in aligned columns."""
-    tags = [
-        f"[{'exact' if p.exact else 'LOSSY'}{', default' if p.default else ''}{', O1' if p.name in o1 else ''}]"
-        for p in passes
-    ]
-    name_width, tag_width = max(len(p.name) for p in passes), max(len(t) for t in tags)
+def pass_table(passes, o1, one_options=frozenset(), parameters=frozenset()) -> Iterator[str]:
+    """`bnfold passes`: name, [exact/LOSSY, default, ONE or O1], summary, in aligned columns; then
+    every ONE option (`one_options`) bnfold does not implement, marked so (O1 if in the group).
+    A pass or parameter under a ONE option name is ONE's option, implemented ("O1" says ONE too)."""
+    registered = {p.name for p in passes}
+
+    def origin(name: str) -> str:
+        return ", O1" if name in o1 else ", ONE" if name in one_options else ""
+
+    tags = [f"[{'exact' if p.exact else 'LOSSY'}{', default' if p.default else ''}{origin(p.name)}]" for p in passes]
+    missing = sorted(set(one_options) - registered - set(parameters))
+    missing_tags = [f"[not in bnfold{', O1' if name in o1 else ''}]" for name in missing]
+    names = [p.name for p in passes] + missing
+    name_width, tag_width = max(map(len, names)), max(map(len, tags + missing_tags))
     for p, tag in zip(passes, tags):
         yield f"{p.name:<{name_width}}  {tag:<{tag_width}}  {p.summary}"
+    if missing:
+        yield ""
+        yield "ONE's options bnfold does not implement (switched on: a warning, then ignored; --strict refuses):"
+        for name, tag in zip(missing, missing_tags):
+            yield f"{name:<{name_width}}  {tag}"
 
 
 def batch_problems(result) -> Iterator[str]:
@@ -194,3 +271,12 @@ def batch_table(totals: dict) -> list[str]:
     row = (*(str(totals[k]) for k in head[:4]), operators, f"{totals['seconds']:.2f}")
     widths = [max(len(h), len(v)) for h, v in zip(head, row)]
     return ["  ".join(h.rjust(w) for h, w in zip(head, widths)), "  ".join(v.rjust(w) for v, w in zip(row, widths))]
+
+
+def recipe_verdict(outcomes: list) -> tuple[str, int]:
+    """The summary line and the exit code: 1 when a recipe failed, else 4 when one could not be
+    verified, else 0."""
+    failed = [o for o in outcomes if not o.passed and not o.unverified]
+    unverified = [o for o in outcomes if o.unverified]
+    line = f"{len(outcomes) - len(failed) - len(unverified)} passed, {len(failed)} failed, {len(unverified)} unverified"
+    return line, 1 if failed else 4 if unverified else 0

@@ -3,6 +3,7 @@ exactly 0; one changed weight fails with a non-zero exit that names the output."
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -189,7 +190,7 @@ def test_check_options_without_check_are_refused_before_anything_is_written(tmp_
         api.optimize(str(DATA / "resnet_v2_mini.tflite"), check_mode="local")
 
 
-def test_optimize_check_failure_writes_nothing(tmp_path, capsys, monkeypatch):
+def test_optimize_check_failure_writes_no_model_but_its_report(tmp_path, capsys, monkeypatch):
     real = api.apply_passes
 
     def breaking_optimize(model, passes=None, target=None):  # a "pass" that changes one weight
@@ -205,9 +206,12 @@ def test_optimize_check_failure_writes_nothing(tmp_path, capsys, monkeypatch):
     src = DATA / "bn_conv_valid.tflite"
     assert run(["optimize", str(src), str(out), "--check", "1", "--report", str(report)]) == 1
     captured = capsys.readouterr()
-    assert list(tmp_path.iterdir()) == []
+    assert list(tmp_path.iterdir()) == [report]  # the report a CI job needs then, and no model
     name = output_names(src)[0]
     assert "FAIL" in captured.out and name in captured.err and captured.err.count("\n") == 1
+    check = json.loads(report.read_text())["check"]
+    assert check["passed"] is False and name in check["verdict"] and check["verdict"] in captured.err
+    assert check["table"] == [line for line in captured.out.splitlines() if line][: len(check["table"])]
 
 
 def test_check_errors_are_one_line_with_exit_codes(tmp_path, capsys):

@@ -470,14 +470,22 @@ def qt(shape, scale, zp, values=None, dtype="INT8", axis=0):
 def random_int8_model(kind, rng):
     """One random int8 operator: odd sizes, SAME/VALID, strides, dilations, per-channel and
     per-tensor weights, extreme zero points, random fused activations and scales."""
-    scale = lambda lo, hi: float(np.float32(10 ** rng.uniform(lo, hi)))
-    zp = lambda: int(rng.choice([-128, 127])) if rng.random() < 0.2 else int(rng.integers(-128, 128))
+
+    def scale(lo: float, hi: float) -> float:
+        return float(np.float32(10 ** rng.uniform(lo, hi)))
+
+    def zp() -> int:
+        return int(rng.choice([-128, 127])) if rng.random() < 0.2 else int(rng.integers(-128, 128))
+
     act = {"fused_activation_function": str(rng.choice(["NONE", "RELU", "RELU6", "RELU_N1_TO_1"]))}
     n, h, w, c = int(rng.integers(1, 3)), int(rng.integers(1, 10)), int(rng.integers(1, 10)), int(rng.integers(1, 6))
     sx, so = scale(-3, 0), scale(-3, 0.5)
     kh, kw = int(rng.integers(1, min(h, 4) + 1)), int(rng.integers(1, min(w, 4) + 1))
     sh, sw, pad = int(rng.integers(1, 3)), int(rng.integers(1, 3)), str(rng.choice(["SAME", "VALID"]))
-    size = lambda s, k, st, d=1: (s + st - 1) // st if pad == "SAME" else (s - (k - 1) * d - 1 + st) // st
+
+    def size(s: int, k: int, st: int, d: int = 1) -> int:
+        return (s + st - 1) // st if pad == "SAME" else (s - (k - 1) * d - 1 + st) // st
+
     if kind == "CONV_2D":
         co = int(rng.integers(1, 7))
         dh, dw = (int(rng.integers(1, 3)), int(rng.integers(1, 3))) if pad == "SAME" else (1, 1)

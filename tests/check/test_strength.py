@@ -110,3 +110,48 @@ def test_check_command_prints_the_caveat_under_its_table(weak_model, capsys):
     assert cli.run(["check", str(weak_model), str(weak_model), "--samples", "3"]) == 0
     out = capsys.readouterr().out
     assert "weak check: 'probability' barely varies" in out and "'zero' proves nothing" in out
+
+
+def test_check_optimize_check_and_recipe_test_draw_the_same_samples_from_a_seed(weak_model, tmp_path, capsys):
+    """One seed, one set of samples, whichever command draws them (issue 36): the figures of
+    `optimize --check 2 --seed 6`, `check --seed 6 --samples 2` and `recipe test --seed 6
+    --samples 2` are the same, to the bit (seed 6 is where the saturated output differs most)."""
+    from bnfold import api
+    from bnfold.recipe import ci
+
+    out, report = tmp_path / "o.tflite", tmp_path / "r.json"
+    code, said = _optimize(capsys, weak_model, out, "--check", "2", "--seed", "6", "--report", report)
+    assert code == 0 and "check: 'probability' differ beyond it only where a steep or discrete output" in said
+    check = json.loads(report.read_text())["check"]
+    by_optimize = {o["name"]: o["max_abs"] for o in check["outputs"]}
+    assert check["seed"] == 6 and by_optimize["probability"] > 2e-5  # settled by the rewrite under it
+    by_check = {o.name: o.max_abs for o in api.check(weak_model, out, samples=2, seed=6).outputs}
+    (outcome,) = ci.run_recipe_seeds(TEST_RECIPES / f"{RECIPE}.toml", tmp_path, [6], samples=2)
+    by_recipe_test = {o.name: o.max_abs for o in outcome.result.outputs}
+    assert by_optimize == by_check == by_recipe_test
+    assert run_seed_usage(capsys) == 2
+
+
+def run_seed_usage(capsys) -> int:
+    """--seed without --check would check nothing: a usage error."""
+    code = cli.run(["optimize", str(DATA / "bn_conv_valid.tflite"), "/tmp/never-written.tflite", "--seed", "3"])
+    assert "--seed go with --check N" in capsys.readouterr().err
+    return code
+
+
+def test_a_wrong_fold_under_a_weak_output_still_fails(weak_model, tmp_path):
+    """Only rounding is settled by the rewrites under a weak output: a fold whose bias is off by
+    1e-3 fails the per-rewrite check too, so the whole check's failure stands."""
+    from bnfold import api
+    from bnfold.io.writer import save_model
+
+    model = api.load(weak_model)
+    api.apply_passes(model)
+    conv = next(op for op in model.graphs[0].ops if op.kind == "CONV_2D")
+    conv.inputs[2].data = conv.inputs[2].data + np.float32(1e-3)
+    model.changed = True
+    wrong = tmp_path / "wrong.tflite"
+    save_model(model, str(wrong), model.format)
+    result = api.check(weak_model, wrong, samples=2, seed=6)
+    assert not result.passed and not any(o.settled for o in result.outputs)
+    assert {o.name for o in result.failing} >= {"probability"}

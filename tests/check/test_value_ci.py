@@ -4,6 +4,7 @@ files as TestDataGenerator writes them, `run` + `check --expected`, `recipe test
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -14,7 +15,7 @@ from bnfold.cli import run
 from bnfold.io.reader import read_model
 from bnfold.values import diff
 from bnfold.values.h5io import read_h5, write_h5
-from conftest import DATA, RECIPES, build_recipe
+from conftest import DATA, RECIPES, TEST_RECIPES, build_recipe
 
 MODEL = str(DATA / "bn_conv_valid.tflite")
 
@@ -59,9 +60,9 @@ def input_name() -> str:
 def test_input_of_another_dtype_or_shape_is_refused_naming_the_input(tmp_path, capsys):
     shape = read_model(MODEL).graphs[0].inputs[0].shape
     ints, wide, wrong = (str(tmp_path / n) for n in ("ints.h5", "wide.h5", "shape.h5"))
-    write_h5(ints, [("x", np.ones(shape, np.int32))])
-    write_h5(wide, [("x", np.full(shape, 1e300))])
-    write_h5(wrong, [("x", np.ones((1, 2), np.float32))])
+    write_h5(ints, [(input_name(), np.ones(shape, np.int32))])
+    write_h5(wide, [(input_name(), np.full(shape, 1e300))])
+    write_h5(wrong, [(input_name(), np.ones((1, 2), np.float32))])
     assert run(["check", MODEL, MODEL, "--input", ints]) == 2
     err = one_line_error(capsys)
     assert repr(input_name()) in err and "int32" in err and "--cast" in err
@@ -174,10 +175,29 @@ def test_recipe_test_command_one_line_per_recipe_and_junit(tmp_path, capsys):
         ["PASS", "Net_Conv_Add_Mul_000"],
         ["PASS", "Neg_Conv_BN_NonConst_000"],
     ]
-    assert lines[2] == "2 passed, 0 failed"
+    assert lines[2] == "2 passed, 0 failed, 0 unverified"
     suite = ET.parse(report).getroot()
     assert suite.tag == "testsuite" and suite.get("tests") == "2" and suite.get("failures") == "0"
     assert [c.get("name") for c in suite.iter("testcase")] == ["Net_Conv_Add_Mul_000", "Neg_Conv_BN_NonConst_000"]
+
+
+def test_recipe_test_counts_a_recipe_nothing_runs_apart_and_answers_4(tmp_path, capsys):
+    """Could not verify is not a difference (issue 36): exit 4, `UNVERIFIED`, a JUnit <skipped>;
+    a failure beside it still makes the run exit 1."""
+    shipped, good = str(TEST_RECIPES / "Shipped_000.toml"), str(RECIPES / "Net_Conv_Add_Mul_000.toml")
+    report = tmp_path / "r.xml"
+    assert run(["recipe", "test", shipped, good, "--junit", str(report)]) == 4
+    out, err = capsys.readouterr()
+    assert out.startswith("UNVERIFIED Shipped_000: no backend runs the model")
+    assert out.splitlines()[-1] == "1 passed, 0 failed, 1 unverified"
+    assert err.strip() == "bnfold: error: 1 of 2 recipes could not be verified: Shipped_000"
+    suite = ET.parse(report).getroot()
+    assert (suite.get("skipped"), suite.get("errors"), suite.get("failures")) == ("1", "0", "0")
+    assert suite.find("testcase/skipped") is not None
+    broken = tmp_path / "Broken_000.toml"
+    broken.write_text(Path(good).read_text().replace('passes = ["fuse_batchnorm_with_conv"]', "passes = []"))
+    assert run(["recipe", "test", shipped, str(broken)]) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == "0 passed, 1 failed, 1 unverified"
 
 
 def test_recipe_test_fails_a_recipe_whose_rules_break(tmp_path, capsys):

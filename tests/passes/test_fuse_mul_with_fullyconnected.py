@@ -1,4 +1,5 @@
-"""fuse_mul_with_fullyconnected: a MUL after FULLY_CONNECTED into its weights and bias (the backward fold restricted to MUL)."""
+"""fuse_mul_with_fullyconnected: a MUL after FULLY_CONNECTED into its weights and bias (the backward
+fold restricted to MUL)."""
 
 import pytest
 

@@ -91,15 +91,18 @@ def _model_with(tmp_path, graph_output_extra=None, share_filter=False):
     rng = np.random.default_rng(3)
     model = Model(TFLITE, version=3)
     g = model.add_graph(Graph("main"))
-    conv = lambda pad, act: Options(
-        "Conv2DOptions",
-        padding=pad,
-        strideW=1,
-        strideH=1,
-        fusedActivationFunction=act,
-        dilationWFactor=1,
-        dilationHFactor=1,
-    )
+
+    def conv(pad: str, act: str) -> Options:
+        return Options(
+            "Conv2DOptions",
+            padding=pad,
+            strideW=1,
+            strideH=1,
+            fusedActivationFunction=act,
+            dilationWFactor=1,
+            dilationHFactor=1,
+        )
+
     x = g.add_tensor("x", "FLOAT32", [1, 6, 5, 3])
     h = g.add_tensor("h", "FLOAT32", [1, 6, 5, 4])
     g.add_op(

@@ -18,6 +18,7 @@ from bnfold.engine.backward import fold_backward
 from bnfold.engine.leftovers import explain
 from bnfold.engine.report import Refusal, Report
 from bnfold.io.reader import read_model
+from bnfold.ir.model import Model
 from bnfold.ir.ops import LAYERS
 from bnfold.values import litert
 from conftest import DATA
@@ -118,7 +119,10 @@ def test_resblock_transposes_untouched():
     path = str(DATA / "torch_resblock_nchw.circle")
     original, model = read_model(path), read_model(path)
     api.apply_passes(model, ["fuse_batchnorm_with_conv"])
-    perms = lambda m: [np.asarray(op.input(1).data).tolist() for op in m.graphs[0].ops if op.kind == "TRANSPOSE"]
+
+    def perms(m: Model) -> list:
+        return [np.asarray(op.input(1).data).tolist() for op in m.graphs[0].ops if op.kind == "TRANSPOSE"]
+
     assert perms(model) == perms(original)
     # the first BN's ADD carried the RELU: it is now on the first conv
     convs = [op for op in model.graphs[0].ops if op.kind == "CONV_2D"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from bn_models import Net, optimize_and_compare
+from bnfold import api
 from bnfold.engine.permute import compose, inverse
 from bnfold.engine.propagation import _moved_quantization, propagate
 from bnfold.recipe.chef import build
@@ -276,6 +277,32 @@ def test_transposes_that_stay_say_why(make):
     model, report = optimize_and_compare(n.recipe(), None, counts)
     assert len(report.transposes) == counts["TRANSPOSE"]
     assert any(reason in t["reason"] for t in report.transposes), report.transposes
+
+
+def test_squeeze_dims_out_of_range_stop_the_transpose_not_the_run():
+    """A SQUEEZE whose squeezeDims name no axis (a malformed model no runtime runs) was a TypeError,
+    exit 3, when a transpose tried to cross it; it is a reason the transpose stays."""
+    n = Net()
+    m = n.op("REDUCE_MIN", [head(n), n.ints("axes", [2])], "min", [2, 4, 1, 7], keep_dims=True)
+    s = n.op("SQUEEZE", [m], "squeezed", [2, 4, 7], squeeze_dims=[9])
+    n.outputs.append(n.op("TRANSPOSE", [s, n.ints("nwc", [0, 2, 1])], "out", [2, 7, 4]))
+    model = build(n.recipe())
+    report = api.apply_passes(model, ["remove_redundant_transpose"])
+    assert model.op_counts()["TRANSPOSE"] == 2 and not report.folds
+    assert any("SQUEEZE axes [9] out of range for rank 4" in t["reason"] for t in report.transposes), report.transposes
+
+
+def test_a_concatenation_without_options_is_crossed_on_its_default_axis():
+    """A CONCATENATION whose file holds no options (the runtime then joins on axis 0) was an
+    AttributeError, exit 3, when a transpose crossed it; the crossing now writes its options."""
+    n = Net()
+    a, b = head(n, "a"), head(n, "b")
+    n.tensor("cat", [4, 4, 5, 7])
+    n.operations.append({"type": "CONCATENATION", "inputs": [a, b], "outputs": ["cat"], "options_type": None})
+    back(n, "cat", [4, 4, 5, 7])
+    model, report = optimize_and_compare(n.recipe(), None, {"TRANSPOSE": 0, "CONCATENATION": 1})
+    [cat] = [op for op in model.graphs[0].ops if op.kind == "CONCATENATION"]
+    assert (cat.options.type, cat.options.axis) == ("ConcatenationOptions", 0)
 
 
 def net_split_both_layouts(n):

@@ -83,6 +83,22 @@ def test_flatten_only_fully_connected_reads_goes(x_shape, keep_num_dims):
     assert [f["flattened_by"] for f in report.folds] == [["y"]]
 
 
+def test_flatten_into_a_fully_connected_without_options_goes():
+    """An FC whose file holds no options (keep_num_dims off, the runtime's default) was an
+    AttributeError, exit 3, when the flatten before it went; there is nothing to clear."""
+    n = Net()
+    x = n.input("x", [2, 3, 4])
+    flat = n.op("RESHAPE", [x, n.ints("shape", [2, 12])], "flat", [2, 12])
+    n.tensor("y", [2, 5])
+    fc = {"type": "FULLY_CONNECTED", "inputs": [flat, n.const("w", [5, 12]), n.const("b", [5])], "outputs": ["y"]}
+    n.operations.append({**fc, "options_type": None})
+    n.outputs.append("y")
+    model, report = optimize_and_compare(n.recipe(), [PASS], {"RESHAPE": 0, "FULLY_CONNECTED": 1})
+    fc_op = next(op for op in model.graphs[0].ops if op.kind == "FULLY_CONNECTED")
+    assert fc_op.inputs[0].name == "x" and fc_op.options is None
+    assert [f["flattened_by"] for f in report.folds] == [["y"]]
+
+
 @pytest.mark.parametrize("case", [dict(other_reader=True), dict(flat_is_output=True)])
 def test_flatten_that_something_else_sees_stays(case):
     # a RELU reads [N, K]; the outside sees flat

@@ -9,6 +9,7 @@ import click
 
 from .. import api, one
 
+PASS_NAMES = frozenset(spec.name for spec in api.PASSES)  # each has --no-<name>, which gives False
 PARAMETERS = {name: (spec.name, what) for spec in api.PASSES for name, what in spec.parameters.items()}
 # ONE's options bnfold does not implement: accepted (and warned about) as hidden flags of optimize
 NOT_IMPLEMENTED = {
@@ -41,8 +42,9 @@ class Optimize(click.Command):
 
 
 def pass_flags(function):
-    """One boolean --<pass_name> flag per registered pass and per pass parameter (ONE's options
-    bnfold does not implement: see Optimize)."""
+    """One boolean --<pass_name> flag per registered pass (with --no-<pass_name>, which switches it
+    off: the default set without it) and per pass parameter (ONE's options bnfold does not
+    implement: see Optimize). A pass flag not given is None."""
     for name, (qualified, what) in sorted(PARAMETERS.items(), reverse=True):
         function = click.option(f"--{name}", name, is_flag=True, default=False, help=f"[with --{qualified}] {what}")(
             function
@@ -50,6 +52,6 @@ def pass_flags(function):
     for spec in reversed(api.PASSES):
         kind = "exact" if spec.exact else "LOSSY"
         function = click.option(
-            f"--{spec.name}", spec.name, is_flag=True, default=False, help=f"[{kind}] {spec.summary}"
+            f"--{spec.name}/--no-{spec.name}", spec.name, default=None, help=f"[{kind}] {spec.summary}"
         )(function)
     return function

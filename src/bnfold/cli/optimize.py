@@ -7,9 +7,9 @@ import functools
 import click
 
 from .. import api, one, text
-from ..errors import CheckFailed, UsageError
-from .flags import Optimize, pass_flags
-from .options import BACKEND, SAMPLES, TOLERANCE, echo_lines
+from ..errors import EXIT_PRECEDENCE, CheckFailed, UsageError
+from .flags import PASS_NAMES, Optimize, pass_flags
+from .options import BACKEND, SAMPLES, SEED, TOLERANCE, echo_lines
 
 
 def _one_path(what: str, positional: str | None, option: str | None) -> str | None:
@@ -49,7 +49,6 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
     metavar="1",
     help="-O1: run the passes of ONE's O1 group that bnfold implements (the others are listed).",
 )
-@pass_flags
 @click.option(
     "-C",
     "--config",
@@ -85,7 +84,8 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
     type=SAMPLES,
     default=None,
     metavar="N",
-    help="Value-check the result against IN on N random samples before writing; write nothing if it fails.",
+    help="Value-check the result against IN on N random samples before writing; if it fails, write no model "
+    "(--report still tells the check).",
 )
 @click.option(
     "--rtol",
@@ -94,6 +94,13 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
     help="--check: |a-b| <= atol + rtol*max|a| per output. Default 1e-5 (1e-2 when float16 weights were rewritten).",
 )
 @click.option("--atol", type=TOLERANCE, default=None, help="--check: absolute tolerance. Default 1e-5.")
+@click.option(
+    "--seed",
+    "check_seed",
+    type=SEED,
+    default=0,
+    help="--check: seed of the random samples (the samples `check --seed` and `recipe test --seed` draw).",
+)
 @click.option(
     "--node-data",
     default=None,
@@ -111,7 +118,8 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
     type=click.Choice(api.CHECK_MODES),
     default="auto",
     show_default=True,
-    help="--check: the whole model, each rewrite on its own, or auto (whole when a backend runs the model, else local).",
+    help="--check: the whole model, each rewrite on its own, "
+    "or auto (whole when a backend runs the model, else local).",
 )
 @click.option(
     "--backend",
@@ -131,7 +139,8 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
 @click.option(
     "--out-dir",
     metavar="DIR",
-    help="Optimize each PATH (model, or directory of them) into DIR; exit: worst model's, 3>2>1>4>0.",
+    help="Optimize each PATH (model, or directory of them) into DIR; exit: the worst model's, "
+    f"{' > '.join(map(str, (*EXIT_PRECEDENCE, 0)))}.",
 )
 @click.option(
     "-j",
@@ -144,6 +153,7 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
 @click.option(
     "--shard", default=None, metavar="K/N", help="--out-dir: only the K-th of N equal shares of the models (K = 1..N)."
 )
+@pass_flags  # last in --help: the 30 pass flags after the options a run is shaped by
 def optimize(
     paths,
     input_option,
@@ -160,6 +170,7 @@ def optimize(
     check_samples,
     rtol,
     atol,
+    check_seed,
     node_data,
     node_data_input,
     check_mode,
@@ -170,10 +181,12 @@ def optimize(
     shard,
     **flags,
 ):
-    """Run passes over IN and write the result to OUT (format from OUT's extension), or over every model of PATH... into DIR."""
+    """Run passes over IN and write the result to OUT (format from OUT's extension),
+    or over every model of PATH... into DIR."""
     config = api.read_config(config_path) if config_path else None
     switches = dict(config.switches) if config else {}
-    switches.update({name: True for name, on in flags.items() if on})  # the command line wins, as in ONE
+    # the command line wins, as in ONE: a flag given (True), or a pass's --no-PASS (False; not given: None)
+    switches.update({name: on for name, on in flags.items() if on or (on is False and name in PASS_NAMES)})
     if group is not None:
         if f"O{group}" not in one.GROUPS:
             raise UsageError(f"-O{group}: bnfold knows the group(s) {', '.join('-' + g for g in one.GROUPS)}")
@@ -182,11 +195,18 @@ def optimize(
     to_stdout = report_path == "-"
     echo = functools.partial(click.echo, err=to_stdout)  # stdout carries the JSON then
     echo_lines([f"bnfold: {line}" for line in chosen.warnings()], functools.partial(click.echo, err=True))
-    echo_lines([] if quiet else chosen.notes(), echo)
+    echo_lines([] if quiet else [f"bnfold: {line}" for line in chosen.notes()], echo)
     same = dict(
-        force=force, external_buffers=external_buffers, check=check_samples, check_mode=check_mode, rtol=rtol, atol=atol
+        force=force,
+        external_buffers=external_buffers,
+        check=check_samples,
+        check_mode=check_mode,
+        rtol=rtol,
+        atol=atol,
+        check_seed=check_seed,
+        check_backend=check_backend,
+        target=target,
     )
-    same.update(check_backend=check_backend, target=target)
     if out_dir is not None:  # progress.py: a bar on a terminal, the failures in input order, one table
         from .. import progress  # only for --out-dir: it loads the batch machinery (~2 ms)
 
@@ -205,11 +225,15 @@ def optimize(
                 **same,
             )
         )
-    input_path = _one_path("IN", (*paths, None)[0], input_option) or (config and config.input_path)
+    given = _one_path("IN", (*paths, None)[0], input_option)
+    input_path = given or (config and config.input_path)
     output_path = _one_path("OUT", (*paths, None, None)[1], output_option) or (config and config.output_path)
+    if config and not input_path:
+        raise UsageError("[one-optimize] has no input_path, and no IN was given (argument or -i)", config.path)
     if not input_path or not (output_path or in_place) or len(paths) > 2 or jobs or shard:
         raise UsageError(
-            "need IN and OUT (as arguments, -i/-o, or input_path/output_path in --config); several models, -j, --shard: --out-dir"
+            "need IN and OUT (as arguments, -i/-o, or input_path/output_path in --config); "
+            "several models, -j, --shard: --out-dir"
         )
     try:
         result = api.optimize_file(
@@ -223,9 +247,17 @@ def optimize(
             run_files=[config_path],
             **same,
         )
+    except UsageError as e:
+        if config and not given and e.path == input_path:  # the cfg's input_path: say where it came from
+            raise config.named("input_path", e) from None
+        raise
     except CheckFailed as e:
-        if getattr(e, "result", None) is not None:
+        if e.result is not None:
             click.echo(e.result.table(), err=to_stdout)
+        if to_stdout and getattr(e, "report", None) is not None:  # the failed check's report, as a file gets it
+            import json
+
+            click.echo(json.dumps(e.report, indent=2))
         raise
     if to_stdout:
         click.echo(result.to_json())

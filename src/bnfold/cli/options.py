@@ -8,6 +8,7 @@ import math
 import click
 
 from .. import api
+from ..errors import UsageError
 
 
 class NonNegative(click.ParamType):
@@ -39,6 +40,26 @@ TOLERANCE = NonNegative()
 SAMPLES = click.IntRange(1, api.MAX_SAMPLES)
 SEED = click.IntRange(0, api.MAX_SEED)
 BACKEND = click.Choice(api.BACKENDS)
+
+
+quiet_option = click.option(
+    "-q", "--quiet", is_flag=True, help="Print nothing on success (a failure's table and line still print)."
+)
+
+
+def refuse_ignored_sampling(input_files) -> None:
+    """--samples and --seed shape random inputs: given with --input files, which are the samples,
+    they would be ignored, so they are refused (exit 2) rather than dropped silently."""
+    if not input_files:
+        return
+    context = click.get_current_context()
+    typed = click.core.ParameterSource.COMMANDLINE
+    given = [f"--{name}" for name in ("samples", "seed") if context.get_parameter_source(name) is typed]
+    if given:
+        raise UsageError(
+            f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} for random inputs; the --input files are "
+            "the samples (one per file, or a record-minmax file's records)"
+        )
 
 
 def echo_lines(lines, echo=click.echo) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from .. import api
-from ..errors import CheckFailed
-from .options import BACKEND, SAMPLES, SEED
+from .. import api, text
+from ..errors import CannotVerify, CheckFailed
+from .options import BACKEND, SAMPLES, SEED, quiet_option
 
 
 @click.group()
@@ -20,7 +20,7 @@ def recipe():
 def recipe_build(recipe_path, output_path):
     """Build RECIPE into OUT (.tflite or .circle)."""
     model = api.build_recipe(recipe_path, output_path)
-    click.echo(f"wrote {output_path} ({sum(len(g.ops) for g in model.graphs)} operators)")
+    click.echo(f"wrote {output_path} ({text.plural(sum(len(g.ops) for g in model.graphs), 'operator')})")
 
 
 @recipe.command(name="test")
@@ -43,7 +43,8 @@ def recipe_build(recipe_path, output_path):
     show_default=True,
     help="auto: onert for Circle where it loads both models, then LiteRT, else the reference interpreter.",
 )
-def recipe_test(recipes, junit_path, force, samples, seed, backend):
+@quiet_option
+def recipe_test(recipes, junit_path, force, samples, seed, backend, quiet):
     """Value-test recipes as CI would: build, store input/expected h5, optimize, check rules and values."""
     outcomes = api.test_recipes(
         recipes,
@@ -52,9 +53,16 @@ def recipe_test(recipes, junit_path, force, samples, seed, backend):
         backend=backend,
         junit=junit_path,
         force=force,
-        on_outcome=lambda outcome: click.echo(outcome.line()),
+        on_outcome=lambda outcome: None if quiet and outcome.passed else click.echo(outcome.line()),
     )
-    bad = [o for o in outcomes if not o.passed]
-    click.echo(f"{len(outcomes) - len(bad)} passed, {len(bad)} failed")
-    if bad:
-        raise CheckFailed(f"{len(bad)} of {len(outcomes)} recipes failed: {', '.join(o.name for o in bad)}")
+    line, code = text.recipe_verdict(outcomes)
+    if code or not quiet:
+        click.echo(line)
+    failed = [o.name for o in outcomes if not o.passed and not o.unverified]
+    unverified = [o.name for o in outcomes if o.unverified]
+    if code == 1:
+        raise CheckFailed(f"{len(failed)} of {len(outcomes)} recipes failed: {', '.join(failed)}")
+    if code == 4:
+        raise CannotVerify(
+            f"{len(unverified)} of {len(outcomes)} recipes could not be verified: {', '.join(unverified)}"
+        )

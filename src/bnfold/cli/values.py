@@ -6,7 +6,7 @@ import click
 
 from .. import api, text
 from ..errors import CheckFailed
-from .options import TOLERANCE, value_options
+from .options import TOLERANCE, quiet_option, refuse_ignored_sampling, value_options
 
 
 @click.command()
@@ -44,6 +44,7 @@ from .options import TOLERANCE, value_options
 @click.option(
     "--atol", type=TOLERANCE, default=1e-5, show_default=True, help="Absolute tolerance. Integers must match exactly."
 )
+@quiet_option
 def check(
     model_a,
     model_b,
@@ -59,9 +60,11 @@ def check(
     force,
     rtol,
     atol,
+    quiet,
 ):
     """Compare MODEL's outputs with MODEL_B's on the same inputs, or with stored --expected outputs;
     exit 0 only if all match (1: they differ, 4: no backend could run them)."""
+    refuse_ignored_sampling(input_files)
     result = api.check(
         model_a,
         model_b,
@@ -78,6 +81,8 @@ def check(
         timeout=timeout,
         cast=cast,
     )
+    if result.passed and quiet:
+        return
     click.echo(result.table())
     click.echo(f"backend {result.backend}, {result.samples} sample(s), {api.CRITERION}, {result.tolerance}")
     if not result.passed:
@@ -100,8 +105,10 @@ def check(
 @click.option(
     "--force", is_flag=True, help="Let --output/--write-input replace existing model files (never this run's own)."
 )
-def run_model(model_path, input_files, cast, backend, timeout, samples, seed, output_path, write_input, force):
+@quiet_option
+def run_model(model_path, input_files, cast, backend, timeout, samples, seed, output_path, write_input, force, quiet):
     """Run MODEL on --input h5 files (or random inputs) and write its outputs in ONE's h5 layout."""
+    refuse_ignored_sampling(input_files)
     ran = api.run(
         model_path,
         output_path,
@@ -114,6 +121,8 @@ def run_model(model_path, input_files, cast, backend, timeout, samples, seed, ou
         timeout=timeout,
         cast=cast,
     )
+    if quiet:
+        return
     inputs = f" and {text.files(ran.inputs)}" if ran.inputs else ""
     click.echo(f"wrote {text.files(ran.outputs)}{inputs} ({ran.backend})")
 
@@ -136,9 +145,17 @@ def run_model(model_path, input_files, cast, backend, timeout, samples, seed, ou
     default=None,
     help="Like h5diff -d: absolute tolerance only, for every value, integers too (overrides --rtol/--atol).",
 )
-def h5diff(file_a, file_b, rtol, atol, delta):
+@click.option(
+    "--by-position",
+    is_flag=True,
+    help="Pair values by position even when both files name them (else a name only one has is a difference).",
+)
+@quiet_option
+def h5diff(file_a, file_b, rtol, atol, delta, by_position, quiet):
     """Compare two h5 files in ONE's layout value by value; exit 0 only if all are within tolerance."""
-    result = api.h5diff(file_a, file_b, rtol=rtol, atol=atol, delta=delta)
+    result = api.h5diff(file_a, file_b, rtol=rtol, atol=atol, delta=delta, by_position=by_position)
+    if result.passed and quiet:
+        return
     click.echo(result.table())
     if not result.passed:
         raise CheckFailed(result.failure_message())

@@ -82,7 +82,8 @@ def channel_vector(const: Tensor, x_shape: tuple[int, ...], axis: int) -> np.nda
                 return Refusal(f"constant {const.name!r} of shape {list(shape)} does not match {channels} channels")
         elif d != 1:
             return Refusal(
-                f"constant {const.name!r} of shape {list(shape)} varies along axis {i}, not only the channel axis {axis}"
+                f"constant {const.name!r} of shape {list(shape)} varies along axis {i}, "
+                f"not only the channel axis {axis}"
             )
     values = np.asarray(source.data, dtype=np.float64).reshape(-1)
     return np.broadcast_to(values, (channels,)).copy() if values.size == 1 else values.copy()
@@ -144,7 +145,7 @@ def match_chain(
         if ops and not graph.has_single_use(value, op):
             break
         const, value_first = _constant_operand(op, value)
-        if float_source(const) is None and (const is None or not const.is_const):
+        if const is None or (float_source(const) is None and not const.is_const):
             break
         out = op.outputs[0]
         if (
@@ -234,6 +235,7 @@ def varying_axis(const: Tensor | None, rank: int) -> int:
 def remove_chain(graph: Graph, chain: AffineChain) -> None:
     """Make whatever produced the chain's input produce its output instead, and drop the chain."""
     producer = chain.input.producer
+    assert producer is not None  # a chain is removed only after the layer making its input
     graph.set_output(producer, producer.outputs.index(chain.input), chain.output)
     for op in chain.ops:
         graph.remove_op(op)

@@ -66,7 +66,9 @@ def weights_refusal(layer: Op, spec: Layer) -> Refusal | None:
     w = layer.input(spec.weights)
     if float_source(w) is None:
         if w is not None and w.producer is not None and w.producer.kind == "DEQUANTIZE":
-            return Refusal(f"the weights are {w.producer.inputs[0].dtype} behind a DEQUANTIZE (integer-quantized)")
+            stored = w.producer.input(0)
+            kind = stored.dtype if stored is not None else "nothing"
+            return Refusal(f"the weights are {kind} behind a DEQUANTIZE (integer-quantized)")
         if w is None or not w.is_const:
             return Refusal("the weights are not constant")
         return Refusal(f"the weights are {w.dtype}{' (quantized)' if w.is_quantized else ''}, not float32")
@@ -90,7 +92,9 @@ def layer_refusal(layer: Op, spec: Layer) -> Refusal | None:
 
 
 def out_channels(layer: Op, spec: Layer) -> int:
-    return layer.input(spec.weights).shape[spec.out_axis]
+    w = layer.input(spec.weights)
+    assert w is not None  # asked of a layer weights_refusal passed
+    return w.shape[spec.out_axis]
 
 
 def fold_backward(
@@ -153,8 +157,9 @@ def chain_after(graph: Graph, layer: Op, chain_kinds: frozenset[str] = AFFINE_KI
         uniform = _uniform_chain_after(graph, out, chain_kinds)
         if uniform is not None:
             return uniform
-        readers = [u for u in graph.consumers(path.at.outputs[0]) if u.kind in chain_kinds]
+        readers = [u for u in graph.consumers(path.at.outputs[0]) if u.kind in chain_kinds] if path.at else []
         return Refusal(path.reason, readers[0]) if readers else None  # about the chain, not the layout op
+    assert path.axis is not None  # followed from the output's channel axis
     chain = match_chain(graph, path.tensor, path.axis, kinds=chain_kinds)
     if isinstance(chain, Refusal) and path.ops:
         chain.reason += f" (after {path.describe()} the layer's channel is on axis {path.axis})"
@@ -229,9 +234,9 @@ def _output_refusal(graph: Graph, layer: Op, chain: AffineChain) -> Refusal | No
 def apply_backward(graph: Graph, result: PassResult, layer: Op, spec: Layer, chain: AffineChain) -> dict | None:
     """Rewrite one matched fold; its report entry, or None (and a skip) when the result is unusable."""
     w, b = float_source(layer.input(spec.weights)), float_source(layer.input(spec.bias))
-    new_w, new_b = fold_output_affine(
-        w.pending_data, None if b is None else b.data, chain.scale, chain.shift, spec.out_axis
-    )
+    weights = w.pending_data if w is not None else None
+    assert weights is not None  # weights_refusal passed: float constant weights
+    new_w, new_b = fold_output_affine(weights, None if b is None else b.data, chain.scale, chain.shift, spec.out_axis)
     if not finite(new_w, new_b):
         result.skip(chain.ops[0], "the folded weights or bias would not be finite", layer=layer.outputs[0].name)
         return None

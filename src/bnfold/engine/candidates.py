@@ -65,8 +65,8 @@ def _stored_constant(t: Tensor | None) -> Tensor | None:
     if t.is_const:
         return t if t.dtype in FLOAT_TYPES or t.is_quantized else None
     p = t.producer
-    if p is not None and p.kind == "DEQUANTIZE" and p.input(0) is not None and p.input(0).is_const:
-        return p.input(0)
+    if p is not None and p.kind == "DEQUANTIZE" and (stored := p.input(0)) is not None and stored.is_const:
+        return stored
     return None
 
 
@@ -76,8 +76,8 @@ def _is_constant(t: Tensor | None) -> bool:
         or (
             t.producer is not None
             and t.producer.kind == "DEQUANTIZE"
-            and t.producer.input(0) is not None
-            and t.producer.input(0).is_const
+            and (stored := t.producer.input(0)) is not None
+            and stored.is_const
         )
     )
 
@@ -162,10 +162,12 @@ def chains(graph: Graph) -> list[list[Op]]:
 def source(graph: Graph, chain: list[Op]) -> tuple[Op | None, bool]:
     """What makes the chain's data, looking back through layout ops: (that op, None for a graph
     input; whether a tensor on the way has another reader or is seen outside)."""
-    t = _operands(chain[0])[0]
+    operands = _operands(chain[0])
+    assert operands is not None  # a chain starts at an affine op (chains)
+    t = operands[0]
     shared = graph.is_observed(t) or len(graph.consumers(t)) > 1
-    while t.producer is not None and t.producer.kind in LAYOUT_KINDS and t.producer.input(0) is not None:
-        t = t.producer.input(0)
+    while t.producer is not None and t.producer.kind in LAYOUT_KINDS and (before := t.producer.input(0)) is not None:
+        t = before
         shared = shared or graph.is_observed(t) or len(graph.consumers(t)) > 1
     return t.producer, shared
 

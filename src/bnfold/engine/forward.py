@@ -108,7 +108,14 @@ def padding_refusal(layer: Op, x: Tensor) -> Refusal | None:
     w = layer.input(1)
     out = layer.outputs[0]
     sig_in, sig_out = x.signature, out.signature
-    if len(x.shape) != 4 or len(out.shape) != 4 or len(sig_in) != 4 or len(sig_out) != 4 or len(w.shape) != 4:
+    if (
+        w is None
+        or len(w.shape) != 4
+        or len(x.shape) != 4
+        or len(out.shape) != 4
+        or len(sig_in) != 4
+        or len(sig_out) != 4
+    ):
         return Refusal(f"{layer.kind} is not a 4-D NHWC layer with a 4-D filter")
     if min(sig_in[1:3]) < 0 or min(sig_out[1:3]) < 0:
         return Refusal(f"{layer.kind} has SAME padding and a dynamic spatial size")
@@ -147,7 +154,9 @@ def find_sinks(graph: Graph, y: Tensor, axis: int, crossing: Crossing) -> list[S
     (pools, MEAN over other axes, zero PAD), through a flatten into a FULLY_CONNECTED — or why some
     reader of y cannot take a scale."""
     sinks: list[Sink] = []
-    frontier = [(y, axis, False, None)]  # (tensor, channel axis, a zero PAD on the way, root)
+    frontier: list[tuple[Tensor, int, bool, Op | None]] = [
+        (y, axis, False, None)
+    ]  # (tensor, channel axis, a zero PAD on the way, root)
     while frontier:
         v, a, padded, root = frontier.pop()
         users = graph.consumers(v)
@@ -201,7 +210,10 @@ def _cross(graph: Graph, op: Op, axis: int, crossing: Crossing) -> int | Refusal
         return moved.prefixed(f"{where}: ") if isinstance(moved, Refusal) else moved
     if op.has_fused_activation_slot and op.fused_activation not in crossing.activations:
         return Refusal(f"{where}: its fused {op.fused_activation} does not commute with the batch norm")
-    rank = len(op.inputs[0].shape)
+    x = op.input(0)
+    if x is None:
+        return Refusal(f"{where}: it has no data input")
+    rank = len(x.shape)
     if axis == UNIFORM:  # the same value everywhere: any reduction, pool or zero pad keeps it so
         refusal = _pad_refusal(op, None, where) if op.kind in ZERO_PADS else None
         if op.kind == "MAX_POOL_2D" and not crossing.nonnegative:
@@ -262,8 +274,8 @@ def _direct_sink(layer: Op, v: Tensor, axis: int, root: Op, padded: bool) -> Sin
     spec = LAYERS.get(layer.kind)
     inner = 1
     if axis == UNIFORM:
-        tiled = spec is not None and spec.input_channels == "tile"
-        channels = layer.input(spec.weights).shape[spec.in_axis] if tiled else (v.shape[-1] if v.shape else 1)
+        w = layer.input(spec.weights) if spec is not None and spec.input_channels == "tile" else None
+        channels = w.shape[spec.in_axis] if w is not None and spec is not None else (v.shape[-1] if v.shape else 1)
         return _sink(layer, v, channels, 1, None, root, padded)
     if spec is not None and spec.forward and axis != len(v.shape) - 1:
         if spec.input_channels != "tile":
@@ -292,7 +304,9 @@ def _weights_refusal(layer: Op, spec: Layer, channels: int, inner: int) -> Refus
     refusal = weights_refusal(layer, spec)
     if refusal:
         return refusal
-    n = layer.input(spec.weights).shape[spec.in_axis]
+    w = layer.input(spec.weights)
+    assert w is not None  # weights_refusal passed
+    n = w.shape[spec.in_axis]
     if channels * inner == 0:  # an empty tensor (a zero dimension): nothing to scale
         return Refusal("the data has no channels (a zero dimension)")
     if spec.input_channels == "exact" and n != channels:

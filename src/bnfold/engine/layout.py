@@ -48,7 +48,7 @@ class LayoutPath(NamedTuple):
     """`tensor` is what the layer's output becomes after `ops`; the channel is on its `axis`."""
 
     tensor: Tensor
-    axis: int
+    axis: int | None  # None: no channel followed (follow)
     ops: list[Op]
 
     def describe(self) -> str:
@@ -67,7 +67,7 @@ def follow(graph: Graph, start: Tensor, axis: int | None) -> LayoutPath | Refusa
         op = users[0]
         if op.input(0) is not path.tensor or not graph.has_single_use(path.tensor, op) or len(op.outputs) != 1:
             return path
-        moved = None if axis is None else map_axis(op, path.axis)
+        moved = None if path.axis is None else map_axis(op, path.axis)
         if isinstance(moved, Refusal):
             return Refusal(moved.reason, op)
         path = LayoutPath(op.outputs[0], moved, path.ops + [op])
@@ -104,6 +104,8 @@ def map_axis(op: Op, axis: int) -> int | Refusal:
     x, y = op.input(0), op.outputs[0]
     if op.kind == "TRANSPOSE":
         return _transpose_axis(op, axis)
+    if x is None:
+        return Refusal(f"the {op.kind} has no data input")
     if op.kind == "BATCH_TO_SPACE_ND":
         if axis != len(x.shape) - 1 or len(y.shape) != len(x.shape) or y.shape[-1] != x.shape[axis]:
             return Refusal(
@@ -136,7 +138,7 @@ def _transpose_axis(op: Op, axis: int) -> int | Refusal:
     if perm is None:
         return Refusal(
             f"the TRANSPOSE permutation {np.asarray(perm_t.data).reshape(-1).tolist()} is not a "
-            f"permutation of {len(op.input(0).shape)} axes"
+            f"permutation of {len(x.shape) if (x := op.input(0)) is not None else 0} axes"
         )
     return perm.index(axis)
 

@@ -63,11 +63,15 @@ def transposes_left(model: Model, said: list[Said], passes: list[str]) -> list[d
         for op in graph.ops:
             if op.kind != "TRANSPOSE":
                 continue
-            s = heard.get(id(op))
+            last = heard.get(id(op))
             reason = (
-                s.record["reason"] if s else f"{TRANSPOSE_PASS}, which moves transposes until they cancel, was not run"
+                last.record["reason"]
+                if last
+                else f"{TRANSPOSE_PASS}, which moves transposes until they cancel, was not run"
             )
-            entries.append({"subgraph": gi, "at": describe(op), "pass": s.pass_name if s else None, "reason": reason})
+            entries.append(
+                {"subgraph": gi, "at": describe(op), "pass": last.pass_name if last else None, "reason": reason}
+            )
     return entries
 
 
@@ -121,7 +125,8 @@ def position_reason(graph: Graph, chain: list[Op], found: list[Candidate], passe
             f"keep the unscaled value ({where})"
         )
     if producer is not None and producer.kind in LAYERS and LAYERS[producer.kind].backward_pass not in passes:
-        return f"{LAYERS[producer.kind].backward_pass}, which folds it into the {producer.kind} before it, was not run ({where})"
+        fold = LAYERS[producer.kind].backward_pass
+        return f"{fold}, which folds it into the {producer.kind} before it, was not run ({where})"
     if producer is not None and producer.kind == "CONCATENATION" and CONCAT_PASS not in passes:
         return f"{CONCAT_PASS}, which folds it into the layers before the CONCATENATION, was not run ({where})"
     layer_readers = [u for u in readers if u.kind in LAYERS and LAYERS[u.kind].forward]
@@ -145,7 +150,7 @@ def listing(model: Model, report: dict | None = None) -> tuple[list[dict], list[
     that wrote `model`, why it stayed —, the report's entries that name no candidate of `model`
     as (subgraph, kind, output)). Report entries are matched by subgraph, kind and output tensor
     name: their `index` is the op's position in the optimize run's *input*."""
-    entries = {}
+    entries: dict[tuple, dict] = {}  # (subgraph, kind, output) -> the report's entry
     for s in (report or {}).get("skips", []):
         entries.setdefault((s.get("subgraph"), s["at"].get("kind"), s["at"].get("output")), s)
     rows, used = [], set()
@@ -190,13 +195,14 @@ def transpose_listing(model: Model, report: dict | None = None) -> list[dict]:
         for op in graph.ops:
             if op.kind != "TRANSPOSE":
                 continue
-            perm = op.input(1)
+            perm, data = op.input(1), op.input(0)
+            perm_values = perm.data if perm is not None else None
             row = {
                 "subgraph": gi,
                 "index": op.index,
                 "output": op.outputs[0].name,
-                "perm": None if perm is None or not perm.is_const else [int(v) for v in perm.data.reshape(-1)],
-                "data_from": name_op(op.inputs[0].producer),
+                "perm": None if perm_values is None else [int(v) for v in perm_values.reshape(-1)],
+                "data_from": name_op(data.producer if data is not None else None),
                 "read_by": [name_op(u) for u in graph.consumers(op.outputs[0])]
                 + (["the graph output"] if graph.is_observed(op.outputs[0]) else []),
             }

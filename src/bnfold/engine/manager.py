@@ -8,12 +8,25 @@ per batch-norm candidate left in the model, none for any other op, apart from it
 TRANSPOSE left (leftovers.py), and each fold names the ops of the output that took it in (`into`).
 A pass runs on a graph only where it finds an operator kind it needs (registry.PassSpec.needs).
 Every graph carries the Target the model is made for (targets.py): what a pass may introduce.
+After the rounds, what no op reads any more goes from every graph (deadcode.py), once.
+
+Each graph records the ops a pass creates or changes as it runs (`graph.changes`, naming the
+pass); after the last round the model goes through the output gate (ir/invariants.py:
+check_output), so a pass that broke the graph is an InternalError naming it (exit 3) before
+anything checks values or writes a file. The gate here also holds the passes to the model's
+interface: every graph input and output keeps its shape, except those the interface parameters
+made NHWC, each permuted exactly once (`check_interface`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+
+from ..errors import BnfoldError, InternalError
 from ..ir.graph import Graph
+from ..ir.invariants import Changes, check_output, culprit
 from ..ir.model import Model
+from .deadcode import orphan_buffers, remove_dead_code
 from .leftovers import explain, transposes_left
 from .registry import PassSpec
 from .report import Report
@@ -26,7 +39,7 @@ def run_passes(
     model: Model,
     specs: list[PassSpec],
     *,
-    parameters: set[str] = frozenset(),
+    parameters: AbstractSet[str] = frozenset(),
     max_rounds: int = MAX_ROUNDS,
     target: str | None = None,
 ) -> Report:
@@ -38,14 +51,23 @@ def run_passes(
     made_for = Target.of(report.target, model)
     for graph in model.graphs:
         graph.target = made_for
+    orphans = orphan_buffers(model) if specs else 0  # before the passes: what the input brought dead
+    interface = [_interface(graph) for graph in model.graphs]
+    to_nhwc = None
+    recorders = [graph.changes or Changes() for graph in model.graphs]
+    for graph, changes in zip(model.graphs, recorders, strict=True):
+        graph.changes = changes
     for spec in specs:
         named = set(parameters) & set(spec.parameters)
         if named and model.graphs:
+            to_nhwc = spec.name, spec.module.TO_NHWC
+            recorders[0].running = spec.name
             report.interface = {"parameters": sorted(named), **spec.module.change_interface(model.graphs[0], named)}
             model.changed |= bool(report.interface["inputs"] or report.interface["outputs"])
     for round_no in range(1, max_rounds + 1):
         report.rounds = round_no
         report.said.clear()
+        report.not_folded.clear()
         report.unsupported.clear()
         changed = False
         kinds = [op_kinds(graph) for graph in model.graphs]
@@ -57,9 +79,11 @@ def run_passes(
                 # again after every change (a fold may add the kind a later pass needs).
                 if spec.needs.isdisjoint(kinds[index]):
                     continue
-                result = spec.run(graph)
+                recorders[index].running = spec.name
+                result = _run(spec, graph, index)
                 report.add(spec.name, index, result)
                 if result.changed:
+                    recorders[index].passes[spec.name] = None
                     changed = True
                     model.changed = True
                     graph.cleanup()
@@ -68,12 +92,60 @@ def run_passes(
             break
     else:
         report.converged = False
+    if specs:
+        dead = remove_dead_code(model, orphans)
+        if any(dead.values()):
+            report.notes.append({"dead_code_removed": dead})
+    for changes in recorders:
+        changes.running = None  # what library code changes from now on is not a pass's
+    check_interface(model, interface, report.interface, to_nhwc)
+    check_output(model)
     report.skips = explain(model, report.said, report.passes)
     report.transposes = transposes_left(model, report.said, report.passes)
     report.settle_into(model.graphs)
     return report
 
 
+def _run(spec: PassSpec, graph: Graph, index: int):
+    """One pass over one graph; a pass that crashes is bnfold's bug, told with the pass's name
+    (BNFOLD_DEBUG=1 shows the traceback, exits.py)."""
+    try:
+        return spec.run(graph)
+    except BnfoldError:
+        raise
+    except Exception as e:
+        raise InternalError(f"pass {spec.name} failed on subgraph {index}: {type(e).__name__}: {e}") from e
+
+
 def op_kinds(graph: Graph) -> set[str]:
     """The operator kinds in `graph` (one sweep, like the cleanup after a change)."""
     return {op.kind for op in graph.ops}
+
+
+def _interface(graph: Graph) -> dict[str, list[tuple[int, ...]]]:
+    """The shapes of a graph's inputs and outputs, by position."""
+    return {"input": [t.shape for t in graph.inputs], "output": [t.shape for t in graph.outputs]}
+
+
+def check_interface(model: Model, before: list[dict], interface: dict | None, to_nhwc: tuple | None) -> None:
+    """Every graph input and output has the shape it had before the run, except in graph 0 those
+    the interface change lists (`interface`: Report.interface), which are `to_nhwc` = (pass name,
+    permutation) of it, once, wherever the tensor sits. Raises InternalError naming the pass."""
+    for g_index, (graph, shapes) in enumerate(zip(model.graphs, before, strict=True)):
+        for side, tensors in (("input", graph.inputs), ("output", graph.outputs)):
+            made_nhwc = {r["name"] for r in interface[f"{side}s"]} if interface and g_index == 0 else set()
+            if len(tensors) != len(shapes[side]):
+                raise InternalError(
+                    f"{culprit(model, None)} left graph {g_index} with {len(tensors)} {side}s, not {len(shapes[side])}"
+                )
+            for position, (t, was) in enumerate(zip(tensors, shapes[side], strict=True)):
+                expected, by = was, None
+                if t.name in made_nhwc and to_nhwc is not None:
+                    name, perm = to_nhwc
+                    expected, by = tuple(was[i] for i in perm), f"pass {name}"
+                if t.shape != expected:
+                    by = by or culprit(model, t.producer)  # only now: it sweeps the recorded changes
+                    raise InternalError(
+                        f"{by} made graph {g_index} {side} {position} {t.name!r} {list(t.shape)}, "
+                        f"not {list(expected)} (was {list(was)})"
+                    )

@@ -101,9 +101,17 @@ def _axis_values(op: Op, index: int) -> np.ndarray | str:
     return np.asarray(x.data).reshape(-1).astype(np.int64)
 
 
+def _accepted_data(op: Op, index: int) -> np.ndarray:
+    """The values of input `index` of `op`, a constant _axis_values has accepted."""
+    x = op.input(index)
+    data = x.data if x is not None else None
+    assert data is not None  # _axis_values refused anything else
+    return data
+
+
 def _normalized(axes, rank: int) -> list[int] | str:
     out = [int(a) + rank if int(a) < 0 else int(a) for a in axes]
-    return out if all(0 <= a < rank for a in out) else f"axes {list(axes)} out of range for rank {rank}"
+    return out if all(0 <= a < rank for a in out) else f"axes {[int(a) for a in axes]} out of range for rank {rank}"
 
 
 def _unary(op: Op, t: Tensor, p: Perm) -> Crossing | str:
@@ -142,7 +150,7 @@ def _reduce(op: Op, t: Tensor, p: Perm) -> Crossing | str:
     if isinstance(old, str):
         return old
     new = sorted({p[a] for a in old})
-    crossing = Crossing(p, [0], [p], consts={1: np.array(new, dtype=op.input(1).data.dtype)})
+    crossing = Crossing(p, [0], [p], consts={1: np.array(new, dtype=_accepted_data(op, 1).dtype)})
     if getattr(op.options, "keepDims", False):
         return crossing
     kept_old = [j for j in range(rank) if j not in old]
@@ -154,10 +162,11 @@ def _reduce(op: Op, t: Tensor, p: Perm) -> Crossing | str:
 
 def _concat(op: Op, t: Tensor, p: Perm) -> Crossing | str:
     rank = len(p)
-    if any(x is None or len(x.shape) != rank for x in op.inputs + op.outputs):
+    inputs = [x for x in op.inputs if x is not None]
+    if len(inputs) != len(op.inputs) or any(len(x.shape) != rank for x in inputs + list(op.outputs)):
         return "CONCATENATION of tensors of other ranks"
     crossing = Crossing(p, [], [p], options={"axis": p[concatenation_axis(op)]})
-    for index, x in enumerate(op.inputs):
+    for index, x in enumerate(inputs):
         if x.is_const and x.dtype not in NUMPY_DTYPES:
             return f"its constant {x.name!r} is {x.dtype}, which bnfold does not move"
         if x.is_const:
@@ -176,7 +185,8 @@ def _split(op: Op, t: Tensor, p: Perm, data: int, axis_index: int) -> Crossing |
     a = _normalized(axis, len(p))
     if isinstance(a, str):
         return a
-    values = np.array(p[a[0]], dtype=op.input(axis_index).data.dtype).reshape(op.input(axis_index).shape)
+    stored = _accepted_data(op, axis_index)
+    values = np.array(p[a[0]], dtype=stored.dtype).reshape(stored.shape)
     return Crossing(p, [data], [p] * len(op.outputs), consts={axis_index: values})
 
 
@@ -243,7 +253,10 @@ def _reshape(op: Op, t: Tensor, p: Perm) -> Crossing | str:
         return mixes
     source, options = moved_shape(t.shape, p), {}
     if op.kind == "SQUEEZE":
-        dims = [p[d] for d in _normalized(getattr(op.options, "squeezeDims", None) or [], len(p))]
+        stated = squeeze_dims(op)
+        if isinstance(stated, str):
+            return f"SQUEEZE {stated}"
+        dims = [p[d] for d in stated]
         target = tuple(d for i, d in enumerate(source) if (source[i] != 1 or (dims and i not in dims)))
         options = {"squeezeDims": sorted(dims)} if dims else {}
     elif op.kind == "EXPAND_DIMS":
@@ -263,14 +276,22 @@ def _reshape(op: Op, t: Tensor, p: Perm) -> Crossing | str:
     return crossing
 
 
+def squeeze_dims(op: Op) -> list[int] | str:
+    """A SQUEEZE's squeeze_dims as non-negative axes; [] (squeeze every unit axis) when the
+    option is absent or empty. The reader hands a vector as a numpy array, whose truth value is
+    no test for emptiness ([0] is falsy, [0, 1] ambiguous): only its length is."""
+    stated = getattr(op.options, "squeezeDims", None) if op.options is not None else None
+    rank = len(op.inputs[0].shape)
+    return [] if stated is None or len(stated) == 0 else _normalized(list(stated), rank)
+
+
 def reshape_target(op: Op, shape) -> tuple[dict[int, np.ndarray], dict]:
     """The new shape constant and options of a RESHAPE made to produce `shape`."""
     stated = getattr(op.options, "newShape", None) if op.options is not None else None
     options = {"newShape": list(shape)} if stated is not None and len(stated) else {}
     shape_input = op.input(1)
-    consts = (
-        {1: np.array(shape, dtype=shape_input.data.dtype)} if shape_input is not None and shape_input.is_const else {}
-    )
+    stored = shape_input.data if shape_input is not None else None  # None unless a constant
+    consts = {1: np.array(shape, dtype=stored.dtype)} if stored is not None else {}
     return consts, options
 
 

@@ -42,8 +42,10 @@ channel shuffle's transpose after the reshape merging the channels back).
 
 Each rewrite lowers the number of transposes, so repeated rounds end. Three regions are measured per
 seed — through operators whose other operands need a new transpose, stopping there, and reaching
-those operands backward first — and the best one is taken. Cost is linear: a seed's region is visited once per run, and seeds a
-rejected region reached are not tried again in that run.
+those operands backward first — and the best one is taken. Cost is linear: a seed's region is
+visited once per run, and seeds a rejected region reached are not tried again in that run. A region
+is also rejected when removing its seeds would let LiteRT run an op in place over a buffer another
+reader still needs (reshapes.py: a TRANSPOSE has a buffer of its own, the tensor before it may not).
 
 Exact for every type: data is only moved. Constants are copied, never edited (another reader keeps
 the old one); a tensor quantized per channel keeps its quantized_dimension on the moved axis; a
@@ -65,7 +67,15 @@ from .layout import transpose_perm
 from .permute import Crossing, Perm, compose, inverse, is_identity, keeps_data_order, moved_shape, reshape_target
 from .region import TRANSPOSE, Region, crossing_giving, feature_order, grow, quantization_problem
 from .report import PassResult, describe
-from .reshapes import same_quantization
+from .reshapes import (
+    HAZARD,
+    aliasing_hazard,
+    chain_hazard,
+    in_place_hazard,
+    reading_slots,
+    references,
+    same_quantization,
+)
 
 
 def propagate(graph: Graph, scope: frozenset[str] | None = None) -> PassResult:
@@ -115,8 +125,12 @@ def _move(graph: Graph, seed: Op, scope, result: PassResult, reasons: dict[Op, s
         grow(graph, seed, scope, sides, absorb)
         for sides, absorb in ((False, False), (True, False), (True, scope is None))
     )
-    best = max(narrow, wide, back, key=lambda r: r.gain(graph))
-    if best.gain(graph) > 0:
+    paying = [r for r in (narrow, wide, back) if r.gain(graph) > 0]
+    safe = [r for r in paying if not _aliasing_hazard(graph, r)]
+    best = max(safe or [narrow, wide, back], key=lambda r: r.gain(graph))
+    if paying and not safe:
+        reasons.update(dict.fromkeys(max(paying, key=lambda r: r.gain(graph)).seeds, HAZARD))
+    elif best.gain(graph) > 0:
         result.fold(
             seed,
             [*best.seeds, *(u for u in best.merges if best.cancels(graph, u))],
@@ -138,6 +152,29 @@ def _move(graph: Graph, seed: Op, scope, result: PassResult, reasons: dict[Op, s
         reasons.update(dict.fromkeys(best.seeds, why))
 
 
+def _aliasing_hazard(graph: Graph, region: Region) -> bool:
+    """A seed goes and its readers read its input x instead: when LiteRT runs x in place over an
+    upstream buffer, x's new readers could let an op overwrite what another reader of that buffer
+    needs (reshapes.py; the TRANSPOSE had a buffer of its own)."""
+    seeds = any(
+        chain_hazard(graph, seed.inputs[0], added=references(graph, seed.outputs[0]) - 1)
+        for seed in region.seeds
+        if seed.outputs[0] not in region.stops
+    )
+    return seeds or any(_merge_hazard(graph, region, u) for u in region.merges)
+
+
+def _merge_hazard(graph: Graph, region: Region, u: Op) -> bool:
+    """A cancelling TRANSPOSE reader goes and its readers read what the crossed op makes: when
+    LiteRT runs that op in place, the same hazard (reshapes.py: `in_place_hazard`)."""
+    t, y = u.inputs[0], u.outputs[0]
+    maker = t.producer
+    if maker not in region.crossed or graph.is_observed(y) or not region.cancels(graph, u):
+        return False
+    readers = [r for r in reading_slots(graph, t) if r is not u] + reading_slots(graph, y)
+    return in_place_hazard(graph, maker, readers)
+
+
 def _pull(graph: Graph, seed: Op, q: Perm, result: PassResult) -> bool:
     """Move `seed` back before the op making its input, when that op can take the other layout and
     the transposes this puts on its data operands merge or cancel with the ones making them (fewer
@@ -147,8 +184,9 @@ def _pull(graph: Graph, seed: Op, q: Perm, result: PassResult) -> bool:
         after:   a -> TRANSPOSE(r) -> TRANSPOSE(argsort(s)) -> u' -> y     u' crosses s, giving y
 
     s is found by trying the permutations of u's data rank (at most 6 axes): the one whose crossing
-    leaves u's output carrying argsort(q), i.e. u'(transposed inputs) = transpose(x, q)."""
-    x = seed.inputs[0]
+    leaves u's output carrying argsort(q), i.e. u'(transposed inputs) = transpose(x, q). Not when
+    LiteRT would run u in place and y has a RESHAPE-like reader besides another (reshapes.py)."""
+    x = _present(seed, 0)
     u = x.producer
     if (
         u is None
@@ -161,9 +199,11 @@ def _pull(graph: Graph, seed: Op, q: Perm, result: PassResult) -> bool:
     if found is None or quantization_problem(u, found[1]):
         return False
     s, crossing = found
-    data = list(dict.fromkeys(u.inputs[i] for i in crossing.data))
+    data = list(dict.fromkeys(_present(u, i) for i in crossing.data))
     if sum(_pull_cost(graph, d, u, s) for d in data) >= 1:
         return False
+    if in_place_hazard(graph, u, reading_slots(graph, seed.outputs[0])):
+        return False  # u would write y, read by a RESHAPE-like op and another, over a shared buffer
     result.fold(seed, [seed], into=[u], pulled_before=describe(u))
     opcode = seed.opcode
     new = {
@@ -180,7 +220,7 @@ def _pull(graph: Graph, seed: Op, q: Perm, result: PassResult) -> bool:
         for d in data
     }
     for i in crossing.data:
-        graph.set_input(u, i, new[u.inputs[i]])
+        graph.set_input(u, i, new[_present(u, i)])
     _apply_constants(graph, u, crossing)
     y = seed.outputs[0]
     graph.remove_op(seed)
@@ -201,7 +241,7 @@ def _remove_identity(graph: Graph, op: Op, result: PassResult) -> bool:
     """An identity permutation only copies. Its output keeps its name when it is a graph output
     (the producer of its input writes it directly, and x's other readers read it: the same
     values); False when neither can be done (x too is seen from outside, or is no op's output)."""
-    x, y = op.inputs[0], op.outputs[0]
+    x, y = _present(op, 0), op.outputs[0]
     producer = x.producer
     if not graph.is_observed(y):
         result.fold(op, [op], identity=True)
@@ -219,8 +259,9 @@ def _remove_identity(graph: Graph, op: Op, result: PassResult) -> bool:
 
 def _into_reshape(graph: Graph, seed: Op, p: Perm, result: PassResult) -> bool:
     """A TRANSPOSE moving only unit axes is a reshape: next to a RESHAPE (making its input alone,
-    or the only kind of op reading it) the two are one RESHAPE."""
-    x, y = seed.inputs[0], seed.outputs[0]
+    or the only kind of op reading it) the two are one RESHAPE — unless LiteRT would then run an
+    op in place over a buffer another reader needs (reshapes.py: the TRANSPOSE had its own)."""
+    x, y = _present(seed, 0), seed.outputs[0]
     if not keeps_data_order(x.shape, p) or any(d < 0 for d in x.signature + y.signature):
         return False
     producer, readers = x.producer, graph.consumers(y)
@@ -228,14 +269,20 @@ def _into_reshape(graph: Graph, seed: Op, p: Perm, result: PassResult) -> bool:
         producer is not None
         and producer.kind == "RESHAPE"
         and graph.has_single_use(x, seed)
-        and all(d >= 0 for d in producer.inputs[0].signature)
+        and all(d >= 0 for d in _present(producer, 0).signature)
+        and not aliasing_hazard(graph, x, y, added=0)
     ):
         result.fold(seed, [seed], into=[producer], merged_into=describe(producer))
         graph.remove_op(seed)
         graph.set_output(producer, 0, y)
         _set_reshape(graph, producer, y.shape)
         return True
-    if readers and not graph.is_observed(y) and all(u.kind == "RESHAPE" and u.inputs[0] is y for u in readers):
+    if (
+        readers
+        and not graph.is_observed(y)
+        and all(u.kind == "RESHAPE" and u.inputs[0] is y for u in readers)
+        and not any(aliasing_hazard(graph, x, u.outputs[0], added=len(readers) - 1) for u in readers)
+    ):
         result.fold(seed, [seed], into=readers, merged_into=[describe(u) for u in readers])
         for u in readers:
             graph.set_input(u, 0, x)
@@ -248,9 +295,9 @@ def _into_reshape(graph: Graph, seed: Op, p: Perm, result: PassResult) -> bool:
 def _set_reshape(graph: Graph, op: Op, shape) -> None:
     consts, options = reshape_target(op, shape)
     for i, values in consts.items():
-        graph.set_input(op, i, _const_like(graph, op.inputs[i], values))
+        graph.set_input(op, i, _const_like(graph, _present(op, i), values))
     if options:
-        op.options = op.options.copy(**options)
+        op.options = _with_options(op, options)
     _drop_if_identity(graph, op)
 
 
@@ -258,8 +305,14 @@ def _drop_if_identity(graph: Graph, op: Op) -> None:
     """A RESHAPE / SQUEEZE / EXPAND_DIMS to its input's own shape, read with its input's
     quantization, copies: it goes (its output keeps its name when it is a graph output: then it
     stays)."""
-    x, y = op.inputs[0], op.outputs[0]
-    if x.shape == y.shape and x.signature == y.signature and same_quantization(x, y) and not graph.is_observed(y):
+    x, y = op.input(0), op.outputs[0]
+    if (
+        x is not None
+        and x.shape == y.shape
+        and x.signature == y.signature
+        and same_quantization(x, y)
+        and not graph.is_observed(y)
+    ):
         graph.replace_uses(y, x)
         graph.remove_op(op)
 
@@ -269,8 +322,8 @@ def _drop_if_identity(graph: Graph, op: Op) -> None:
 
 def _rewrite(graph: Graph, region: Region) -> None:
     opcode = next(iter(region.seeds)).opcode
-    new: dict[Tensor, Tensor] = {op.outputs[0]: op.inputs[0] for op in region.seeds}
-    direct = {u.inputs[0]: u for u in region.merges if graph.is_observed(u.outputs[0]) and region.cancels(graph, u)}
+    new: dict[Tensor, Tensor] = {op.outputs[0]: _present(op, 0) for op in region.seeds}
+    direct = {_present(u, 0): u for u in region.merges if graph.is_observed(u.outputs[0]) and region.cancels(graph, u)}
     for u, crossing in region.crossed.items():
         for out, q in zip(u.outputs, crossing.outputs):
             if out in direct:  # the cancelling transpose's graph output, written under its own name
@@ -298,49 +351,79 @@ def _rewrite(graph: Graph, region: Region) -> None:
         )
     for u, crossing in region.crossed.items():
         for i in crossing.data:
-            graph.set_input(u, i, new[u.inputs[i]])
+            graph.set_input(u, i, new[_present(u, i)])
+        for i, x in enumerate(u.inputs):  # a one-value operand the region moved too: the same values
+            if i not in crossing.data and x in new:
+                graph.set_input(u, i, new[x])
         _apply_constants(graph, u, crossing)
         for i, out in enumerate(u.outputs):
-            if out in new:
+            if out in new and out not in region.sides:  # a side is transposed into the layout, not rewritten
                 graph.set_output(u, i, new[out])
                 if out in region.stops:
                     _transpose(graph, opcode, new[out], region.carried[out], out, None, after=u)
-        if info(u.kind).layout == "reshape":
-            _drop_if_identity(graph, u)
     for flatten, fcs in region.flattens.items():  # a RESHAPE before the FCs, or an FC itself
-        t = flatten.inputs[0]
+        t = _present(flatten, 0)
         order = feature_order(t.shape, region.carried[t])
         graph.set_input(flatten, 0, new[t])
         for fc in fcs:
-            w = fc.inputs[1]
+            w = _present(fc, 1)
             # column order[f] of W' is column f of W; take() gathers, 10x faster than that scatter
             moved = np.take(np.asarray(w.data), np.argsort(order), axis=1)
             graph.set_input(fc, 1, _const_like(graph, w, moved))
     for u, q in region.merges.items():
         if graph.contains(u):
-            _merge(graph, u, new[u.inputs[0]], q)
+            t = _present(u, 0)
+            new[t] = _merge(graph, u, new[t], q)  # the moved tensor may now go by u's output name
     for seed in region.seeds:
         if seed.outputs[0] not in region.stops:
             graph.remove_op(seed)
+    # a reshape the move made an identity goes last: every reader of its output is rewired by now
+    # (dropped earlier, a reader rewired after would read the tensor it no longer writes)
+    for u in region.crossed:
+        if info(u.kind).layout == "reshape" and graph.contains(u):
+            _drop_if_identity(graph, u)
 
 
 def _apply_constants(graph: Graph, u: Op, crossing: Crossing) -> None:
     for i, values in crossing.consts.items():
-        graph.set_input(u, i, _const_like(graph, u.inputs[i], values))
+        graph.set_input(u, i, _const_like(graph, _present(u, i), values))
     if crossing.options:
-        u.options = u.options.copy(**crossing.options)
+        u.options = _with_options(u, crossing.options)
 
 
-def _merge(graph: Graph, u: Op, source: Tensor, q: Perm) -> None:
+def _merge(graph: Graph, u: Op, source: Tensor, q: Perm) -> Tensor:
+    """TRANSPOSE reader `u` reads `source` (its input moved) by `q`; an identity goes. Returns the
+    tensor holding `source`'s values now: a cancelling graph output the producer of `source`
+    writes under its own name renames `source` for every other reader too (another merge of the
+    same tensor must read that name, not the one no op writes any more)."""
     y = u.outputs[0]
     if is_identity(q) and not graph.is_observed(y):
         graph.replace_uses(y, source)
         graph.remove_op(u)
-        return
+        return source
     graph.set_input(u, 0, source)
     graph.set_input(u, 1, graph.add_const(f"{y.name}/perm", np.array(q, dtype=np.int32), "INT32"))
-    if is_identity(q):
-        _remove_identity(graph, u, PassResult())
+    if is_identity(q) and _remove_identity(graph, u, PassResult()):
+        return y  # y is observed: the producer of `source` writes y, and source's readers read it
+    return source
+
+
+def _present(op: Op, i: int) -> Tensor:
+    """Input `i` of an op a seed, region or crossing holds: present (region.py and permute.py
+    refuse an op without the inputs they move)."""
+    t = op.inputs[i]
+    assert t is not None, f"{op.kind} input {i}"
+    return t
+
+
+def _with_options(op: Op, changes: dict) -> Options:
+    """op's options with `changes`; when the file gave the op none (the runtime then uses the
+    defaults, as permute.py read them), a table of its kind's holding only the changes."""
+    if op.options is None:
+        table = info(op.kind).options
+        assert table is not None, f"{op.kind} has no options table"  # permute.py moves only options tables
+        return Options(table, **changes)
+    return op.options.copy(**changes)
 
 
 def _transpose(

@@ -41,8 +41,8 @@ class Region:
         is no graph output — or is one the op making its input can write directly under its name."""
         if not is_identity(self.merges[u]):
             return False
-        t, y = u.inputs[0], u.outputs[0]
-        return not graph.is_observed(y) or self.writes_directly(graph, t, u)
+        t, y = u.input(0), u.outputs[0]
+        return not graph.is_observed(y) or (t is not None and self.writes_directly(graph, t, u))
 
     def writes_directly(self, graph: Graph, t: Tensor, u: Op) -> bool:
         return t.producer in self.crossed and graph.has_single_use(t, u) and t not in self.stops
@@ -88,7 +88,9 @@ def grow(graph: Graph, seed: Op, scope, sides_allowed: bool, absorb: bool = Fals
 
     def add_seed(op: Op) -> None:
         region.seeds[op] = None
-        carry(op.outputs[0], transpose_perm(op))
+        perm = transpose_perm(op)
+        assert perm is not None  # a seed is a TRANSPOSE that only permutes
+        carry(op.outputs[0], perm)
 
     add_seed(seed)
     while work and region.conflict is None:
@@ -135,9 +137,11 @@ def _visit(
         return f"{where}: {problem}"
     for i in crossing.data:
         s = u.inputs[i]
+        if s is None:
+            return f"{where} has no input {i}"
         if s is t or s in region.carried:
             continue
-        if _seedable(region, s, p):
+        if _seedable(region, s, p) and s.producer is not None:
             add_seed(s.producer)
         elif absorb and _absorb(graph, region, s, p, add_seed, carry):
             continue
@@ -205,6 +209,8 @@ def _plan_back(graph: Graph, region: Region, s: Tensor, p: Perm):
         crossed[op] = crossing = found[1]
         for i in crossing.data:
             d = op.inputs[i]
+            if d is None:
+                return None
             if d in region.carried:
                 if region.carried[d] != crossing.perm:
                     return None
@@ -226,9 +232,12 @@ def _seedable(region: Region, s: Tensor, p: Perm) -> bool:
 
 def quantization_problem(u: Op, crossing: Crossing) -> str | None:
     for index in crossing.consts:
-        q = u.inputs[index].quantization
+        const = u.inputs[index]
+        if const is None:
+            continue
+        q = const.quantization
         if q is not None and len(getattr(q, "scale", None) or []) > 1:
-            return f"its constant {u.inputs[index].name!r} is quantized per channel"
+            return f"its constant {const.name!r} is quantized per channel"
     return None
 
 
@@ -236,6 +245,8 @@ def _collect_sides(region: Region) -> None:
     for u, crossing in region.crossed.items():
         for i in crossing.data:
             s = u.inputs[i]
+            if s is None:
+                continue
             want = region.carried.get(s, region.sides.get(s, crossing.perm))
             if want != crossing.perm:
                 region.conflict = (

@@ -18,7 +18,7 @@ from typing import NamedTuple
 from ..errors import UsageError
 from ..ir.graph import Graph
 from ..ir.model import Model
-from ..ir.ops import AFFINE_KINDS, LAYERS, RANGE_ACTIVATIONS
+from ..ir.ops import AFFINE_KINDS, LAYERS, OPS, RANGE_ACTIVATIONS
 from .report import PassResult
 
 
@@ -56,6 +56,7 @@ def _layers_of(backward_pass: str) -> frozenset[str]:
 TRANSPOSES = frozenset({"TRANSPOSE"})
 LAYOUT_MOVES = frozenset({"TRANSPOSE", "RESHAPE"})  # the propagation offers a unit-axis RESHAPE as a TRANSPOSE
 RESHAPES = frozenset({"RESHAPE"})
+CUSTOM = frozenset({"CUSTOM"})
 
 
 # Run order matters and is fixed here, not by the command line:
@@ -79,6 +80,60 @@ RESHAPES = frozenset({"RESHAPE"})
 # - fuse_pad_with_conv after them: the folds and the propagation see the PAD as exported;
 # - fuse_activation_function last, to absorb standalone activations the folds leave behind.
 PASSES: tuple[PassSpec, ...] = (
+    # ONE's constant folds (O1, opt-in), in one-optimize's order: an op whose inputs are all constants
+    # is computed once with the value check's kernels (engine/constfold.py), so every later pass sees
+    # constants where the model computed them
+    *(
+        PassSpec(name, summary, True, False, needs=frozenset({kind}))
+        for name, kind, summary in (
+            ("fold_add_v2", "CUSTOM", "compute TensorFlow's AddV2 (a custom op) of two integer constants"),
+            ("fold_cast", "CAST", "compute a CAST of a constant"),
+            ("fold_densify", "DENSIFY", "compute a DENSIFY of a sparse constant (the dense constant)"),
+            ("fold_dequantize", "DEQUANTIZE", "compute a DEQUANTIZE of a quantized or float16 constant"),
+            ("fold_dwconv", "DEPTHWISE_CONV_2D", "compute a DEPTHWISE_CONV_2D of constants"),
+            ("fold_fully_connected", "FULLY_CONNECTED", "compute a FULLY_CONNECTED of constants"),
+            ("fold_gather", "GATHER", "compute a GATHER of a constant at constant indices"),
+            ("fold_sparse_to_dense", "SPARSE_TO_DENSE", "compute a SPARSE_TO_DENSE of constants"),
+        )
+    ),
+    # ONE's canonicalizations (O1, opt-in): identities go, ops become the simpler kind that computes
+    # the same (engine/identity.py decides "every element in order" with the value check's kernels)
+    *(
+        PassSpec(name, summary, True, False, needs=frozenset(kinds))
+        for name, kinds, summary in (
+            ("remove_unnecessary_add", {"ADD"}, "remove an ADD of a constant zero"),
+            ("remove_unnecessary_slice", {"SLICE"}, "remove a SLICE that keeps its whole input"),
+            (
+                "remove_unnecessary_strided_slice",
+                {"STRIDED_SLICE"},
+                "remove a STRIDED_SLICE that keeps its whole input",
+            ),
+            ("remove_unnecessary_split", {"SPLIT", "SPLIT_V"}, "remove a SPLIT or SPLIT_V into one part"),
+            (
+                "common_subexpression_elimination",
+                frozenset(OPS),
+                "compute once what two ops of one kind and options compute from the same inputs",
+            ),
+            ("substitute_pack_to_reshape", {"PACK"}, "replace a PACK of one tensor by a RESHAPE"),
+            (
+                "substitute_padv2_to_pad",
+                {"PADV2"},
+                "replace a PADV2 by a value <= 0 of non-negative data before a MAX_POOL_2D by a PAD",
+            ),
+            ("substitute_splitv_to_split", {"SPLIT_V"}, "replace a SPLIT_V into equal parts by a SPLIT"),
+            ("substitute_squeeze_to_reshape", {"SQUEEZE"}, "replace a SQUEEZE by a RESHAPE"),
+            (
+                "substitute_strided_slice_to_reshape",
+                {"STRIDED_SLICE"},
+                "replace a STRIDED_SLICE that only drops unit axes by a RESHAPE",
+            ),
+            (
+                "forward_reshape_to_unaryop",
+                {"RESHAPE"},
+                "move a RESHAPE after the ABS/NEG/LOGISTIC/MUL or DIV by a scalar/MEAN that alone reads it",
+            ),
+        )
+    ),
     PassSpec(
         "remove_unnecessary_concat",
         "remove a CONCATENATION of a single tensor (PyTorch's torch.cat([x]))",
@@ -102,6 +157,124 @@ PASSES: tuple[PassSpec, ...] = (
         True,
         False,
         needs=frozenset({"HARD_SWISH"}),
+    ),
+    # ONE's O1 pattern passes (opt-in; -O1 runs them), in O1's order: canonical forms and fused
+    # operators first, so the batch-norm folds below see them as one op and cannot take their
+    # scalar constants apart
+    PassSpec(
+        "fuse_mul_with_div",
+        "make a MUL by a scalar constant and a DIV by (or of) a scalar constant one DIV or MUL",
+        True,
+        False,
+        needs=frozenset({"DIV"}),
+    ),
+    PassSpec(
+        "fuse_instnorm",
+        "replace instance normalization written out with MEAN, SQUARED_DIFFERENCE, RSQRT or POW by one "
+        "INSTANCE_NORM (Circle only)",
+        True,
+        False,
+        needs=frozenset({"SQUARED_DIFFERENCE"}),
+    ),
+    PassSpec(
+        "fuse_prelu",
+        "replace relu(x) + α·(x - |x|)·0.5 (PReLU written with ABS) by one PRELU",
+        True,
+        False,
+        needs=frozenset({"ABS"}),
+    ),
+    PassSpec(
+        "fuse_gelu",
+        "replace 0.5·x·(1 + erf(x/√2)) written with TensorFlow's Erf (a CUSTOM op) by one GELU",
+        True,
+        False,
+        needs=CUSTOM,
+    ),
+    PassSpec(
+        "fuse_mean_with_mean",
+        "make MEAN over some axes followed by MEAN over others one MEAN over all of them",
+        True,
+        False,
+        needs=frozenset({"MEAN"}),
+    ),
+    PassSpec(
+        "fuse_slice_with_tconv",
+        "make a SLICE of a TRANSPOSE_CONV's output part of it (more padding, fewer filters)",
+        True,
+        False,
+        needs=frozenset({"TRANSPOSE_CONV"}),
+    ),
+    PassSpec(
+        "fuse_horizontal_fc_layers",
+        "make ADD(FC(x, W1, b1), FC(x, W2, b2)) one FC(x, W1 + W2, b1 + b2)",
+        True,
+        False,
+        needs=frozenset({"FULLY_CONNECTED"}),
+    ),
+    PassSpec(
+        "transform_min_max_to_relu6",
+        "replace a clamp to [0, 6] written as MINIMUM and MAXIMUM by one RELU6",
+        True,
+        False,
+        needs=frozenset({"MINIMUM", "MAXIMUM"}),
+    ),
+    PassSpec(
+        "transform_min_relu_to_relu6",
+        "replace RELU(MINIMUM(x, 6)) by one RELU6",
+        True,
+        False,
+        needs=frozenset({"MINIMUM"}),
+    ),
+    # TensorFlow ops a converter left as CUSTOM (Select TF ops) made builtins
+    PassSpec(
+        "resolve_customop_add",
+        "replace TensorFlow's AddV2 left as a CUSTOM op by ADD (skipping a BroadcastTo ADD does itself)",
+        True,
+        False,
+        needs=CUSTOM,
+    ),
+    PassSpec(
+        "resolve_customop_batchmatmul",
+        "replace TensorFlow's BatchMatMulV2 left as a CUSTOM op by BATCH_MATMUL",
+        True,
+        False,
+        needs=CUSTOM,
+    ),
+    PassSpec(
+        "resolve_customop_matmul",
+        "replace TensorFlow's MatMul left as a CUSTOM op by FULLY_CONNECTED (a constant right operand transposed once)",
+        True,
+        False,
+        needs=CUSTOM,
+    ),
+    PassSpec(
+        "resolve_customop_max_pool_with_argmax",
+        "replace TensorFlow's MaxPoolWithArgmax left as a CUSTOM op by MAX_POOL_2D and, for the indices, "
+        "a per-tap comparison with the maximum (STRIDED_SLICE, EQUAL, SELECT_V2)",
+        True,
+        False,
+        needs=CUSTOM,
+    ),
+    PassSpec(
+        "resolve_customop_splitv",
+        "replace TensorFlow's SplitV left as a CUSTOM op by SPLIT_V",
+        True,
+        False,
+        needs=CUSTOM,
+    ),
+    PassSpec(
+        "replace_non_const_fc_with_batch_matmul",
+        "replace a FULLY_CONNECTED whose weights are computed at run time by BATCH_MATMUL (+ RESHAPE, bias ADD)",
+        True,
+        False,
+        needs=frozenset({"FULLY_CONNECTED"}),
+    ),
+    PassSpec(
+        "replace_with_fc_gelu_fc",
+        "make FC -> (x·(1 + erf(FC/√2))) -> FC, a GELU TensorFlow folded into the layers, FC -> GELU -> FC",
+        True,
+        False,
+        needs=CUSTOM,
     ),
     PassSpec(
         "fuse_batchnorm_with_conv",
@@ -306,6 +479,11 @@ assert all(p.exact for p in PASSES if p.default), "a default pass must be exact"
 
 def default_passes() -> list[str]:
     return [p.name for p in PASSES if p.default]
+
+
+def lossy_passes_in(folds: list[dict]) -> list[str]:
+    """The lossy (exact=False) passes that folded something, sorted: what values/lossy.py measures."""
+    return sorted({f["pass"] for f in folds if f["pass"] in BY_NAME and not BY_NAME[f["pass"]].exact})
 
 
 def resolve(names) -> list[PassSpec]:

@@ -73,7 +73,7 @@ class PassResult:
     `into[i]` the ops that took in `folds[i]` (the report's `into`, viewers' node data);
     `unsupported`: the rewrites refused because the target runtime cannot run what they would make."""
 
-    __slots__ = ("folds", "skips", "skipped", "into", "unsupported")
+    __slots__ = ("folds", "skips", "skipped", "into", "not_folded", "unsupported")
 
     def __init__(self):
         self.unsupported: list[dict] = []
@@ -81,6 +81,7 @@ class PassResult:
         self.skips: list[dict] = []
         self.skipped: list[Op] = []
         self.into: list[list[Op]] = []
+        self.not_folded: list[dict] = []  # refusals about ops that are no batch-norm candidate
 
     @property
     def changed(self) -> bool:
@@ -108,6 +109,11 @@ class PassResult:
         a skip like any other, and listed in the report's `target` whatever op it is about."""
         self.skip(at, reason)
         self.unsupported.append({"at": describe(at), "reason": reason})
+
+    def refuse_value(self, at: Op, reason: str) -> None:
+        """An op a constant fold or rewrite could not take, and why (the report's `not_folded`: the
+        skip list is about batch-norm candidates only)."""
+        self.not_folded.append({"at": describe(at), "reason": reason})
 
     def refuse(self, refusal: Refusal, fallback: Op, **details) -> None:
         """Record a refusal at the op it is about (or at `fallback`)."""
@@ -140,6 +146,7 @@ class Report:
         "interface",
         "said",
         "into",
+        "not_folded",
         "target",
         "unsupported",
     )
@@ -159,12 +166,16 @@ class Report:
         self.interface: dict | None = None
         self.said: list[Said] = []
         self.into: list[list[Op]] = []
+        # what the passes of the final round could not fold that is no batch-norm candidate (a
+        # constant a kernel cannot compute): {"pass", "subgraph", "at", "reason"}
+        self.not_folded: list[dict] = []
 
     def add(self, pass_name: str, graph_index: int, result: PassResult) -> None:
         where = {"pass": pass_name, "subgraph": graph_index}
         self.folds.extend({**where, **f} for f in result.folds)
         self.into.extend(result.into)
         self.said.extend(Said(pass_name, op, {**where, **s}) for op, s in zip(result.skipped, result.skips))
+        self.not_folded.extend({**where, **n} for n in result.not_folded)
         self.unsupported.extend({**where, **u} for u in result.unsupported)
 
     def settle_into(self, graphs: list[Graph]) -> None:
@@ -182,6 +193,7 @@ class Report:
     def to_dict(self) -> dict:
         """The report as plain JSON-ready values (numpy arrays and scalars made lists and numbers)."""
         interface = {} if self.interface is None else {"interface": self.interface}
+        not_folded = {"not_folded": self.not_folded} if self.not_folded else {}
         return _plain(
             {
                 "passes": self.passes,
@@ -193,6 +205,7 @@ class Report:
                 "transposes": self.transposes,
                 "notes": self.notes,
                 **interface,
+                **not_folded,
             }
         )
 
@@ -203,11 +216,18 @@ class Report:
 
 
 def pass_counts(report: dict) -> dict[str, tuple[int, int]]:
-    """Per pass of a report (a Report or its JSON form): (chains it folded, chains left in the
-    output that it refused). A chain is counted once however many of its ops are listed, and by
-    every pass that refused it; a TRANSPOSE left counts for the pass that gave its reason."""
+    """Per pass of a report (a Report or its JSON form): (chains it folded, things left in the
+    output it answers for). Each batch-norm candidate and TRANSPOSE left counts once, for the pass
+    whose reason its entry gives (the most specific of those that refused it); one no pass that
+    ran spoke about counts for none. So the counts, with those, add up to what `inspect
+    --leftovers` lists (leftover_counts)."""
     folds = Counter(f["pass"] for f in report["folds"])
-    chains = {(s["subgraph"], tuple(op["output"] for op in s["chain"])): s["reasons"] for s in report["skips"]}
-    skips = Counter(name for reasons in chains.values() for name in reasons)
-    skips.update(t["pass"] for t in report.get("transposes", []) if t["pass"])
-    return {name: (folds[name], skips[name]) for name in report["passes"]}
+    left = Counter(entry["pass"] for entry in (*report["skips"], *report.get("transposes", [])))
+    return {name: (folds[name], left[name]) for name in report["passes"]}
+
+
+def leftover_counts(report: dict) -> tuple[int, int, int]:
+    """(batch-norm candidates left, TRANSPOSEs left, of those how many no pass that ran spoke
+    about): what `inspect --leftovers` lists, from the report of the run that wrote the model."""
+    entries = (*report["skips"], *report.get("transposes", []))
+    return len(report["skips"]), len(report.get("transposes", [])), sum(1 for e in entries if e["pass"] is None)

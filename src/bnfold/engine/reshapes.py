@@ -5,12 +5,39 @@ A RESHAPE only renames the axes of a row-major buffer; it never moves an element
 for any op that also moves none (a TRANSPOSE of unit axes), and it can be dropped or merged
 wherever the shapes say so. Dynamic dimensions (-1 in the shape signature) are kept as -1 in the
 new shape; a RESHAPE takes at most one of them.
+
+LiteRT runs some operators in place, and that restricts where a rewrite may put a RESHAPE.
+Its arena planner (tflite/arena_planner.cc, IdentifyInPlaceTensors, in execution order) gives an
+operator's first output the buffer of an input when the kernel's registration says it may
+(`inplace_operator` flags, tflite/kernels/*.cc):
+
+    RESHAPE, SQUEEZE, EXPAND_DIMS, BITCAST   input 0, data unmodified: always shared, whatever
+                                             else reads the input
+    ADD, SUB, MUL, DIV (input 0 or 1),       data modified: shared only when that input has one
+    SOFTMAX, DYNAMIC_UPDATE_SLICE (input 0)  reader, the same byte size (over 4 bytes), and the
+                                             buffer's first tensor (its *root*) has one reader
+
+never a graph input, never into a graph output, never a constant, never with
+experimental_preserve_all_tensors. The reader counts are checked on the input and on the root
+only, not on the tensors between them: in
+
+    a -> MUL(c) -> m -> RESHAPE -> r -> DIV(c) -> d          m is also read by GATHER, later
+                   `-> GATHER
+
+m shares a's buffer (MUL in place), r shares it too (RESHAPE), and DIV, seeing one reader on r
+and on the root a, writes d over it: GATHER then reads m divided. So a tensor *inside* such a
+chain (shared with its producer's input, not a root) with a second reader is a hazard as soon as
+a RESHAPE-like op reads it or a tensor sharing its buffer. A rewrite never adds a RESHAPE (or
+makes a RESHAPE-like op read another tensor) where `aliasing_hazard` says so, nor makes an op
+LiteRT runs in place write a tensor with such readers (`in_place_hazard`: a fused activation, a
+transpose that cancels); the original model's own hazards are the runtime's business, not bnfold's.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..ir.const import NUMPY_DTYPES
 from ..ir.graph import Graph, Op, Options, Tensor
 
 
@@ -32,3 +59,99 @@ def add_reshape(graph: Graph, x: Tensor, y: Tensor, *, after: Op) -> Op:
     new_shape = [int(d) for d in y.signature]
     shape = graph.add_const(f"{y.name}/shape", np.array(new_shape, dtype=np.int32), "INT32")
     return graph.add_op("RESHAPE", [x, shape], [y], Options("ReshapeOptions", newShape=new_shape), after=after)
+
+
+ALIASING = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS", "BITCAST"})  # LiteRT shares input 0, unmodified
+IN_PLACE = {"ADD": (0, 1), "SUB": (0, 1), "MUL": (0, 1), "DIV": (0, 1), "SOFTMAX": (0,), "DYNAMIC_UPDATE_SLICE": (0,)}
+HAZARD = "LiteRT would then run an op in place over a buffer another reader still needs (engine/reshapes.py)"
+SCALAR_BYTES = 4  # LiteRT shares no buffer of this size or less with an op that modifies it
+
+
+def aliasing_hazard(graph: Graph, x: Tensor, y: Tensor, *, added: int = 1) -> bool:
+    """Whether a RESHAPE-like op writing `y` from `x` (x gaining `added` readers by it) would let
+    LiteRT overwrite a tensor another op still reads (module docstring): some tensor from x up
+    its buffer's chain, other than the root, has a second reader."""
+    if y in graph.outputs or not _in_arena(graph, x):
+        return False  # LiteRT gives y a buffer of its own
+    return chain_hazard(graph, x, added=added)
+
+
+def chain_hazard(graph: Graph, x: Tensor, *, added: int) -> bool:
+    """Whether some tensor from `x` (gaining `added` readers) up its buffer's chain, other than
+    the chain's root, has a second reader: an op LiteRT runs in place after x could overwrite it."""
+    chain = buffer_chain(graph, x)
+    return any(references(graph, t) + (added if t is x else 0) > 1 for t in chain[:-1])
+
+
+def in_place_hazard(graph: Graph, op: Op, readers: list[Op]) -> bool:
+    """Whether `op`, its output read by `readers` (one entry per input slot), would start such a
+    chain: LiteRT may run op in place, and its output has a second reader besides a RESHAPE-like
+    one (an op after that one may then run in place over the buffer the other reader needs)."""
+    out = op.outputs[0]
+    if out in graph.outputs or len(readers) < 2 or not any(u.kind in ALIASING for u in readers):
+        return False
+    s = _candidate(graph, op.kind, op.inputs, out)
+    return s is not None and (op.kind in ALIASING or references(graph, buffer_chain(graph, s)[-1]) == 1)
+
+
+def reading_slots(graph: Graph, t: Tensor) -> list[Op]:
+    """The ops reading `t`, one entry per input slot."""
+    return [u for u in graph.consumers(t) for _ in range(u.inputs.count(t))]
+
+
+def references(graph: Graph, t: Tensor) -> int:
+    """LiteRT's reference count of `t`: one per operator input slot reading it, one per listing
+    among the graph outputs."""
+    return len(reading_slots(graph, t)) + graph.outputs.count(t)
+
+
+def buffer_chain(graph: Graph, t: Tensor) -> list[Tensor]:
+    """The tensors sharing t's buffer from t up to the one that owns it (its root, last), as
+    LiteRT's planner links them in execution order: each producer's candidate input first (one
+    walk up), then, from the top down, a modifying link kept only while the root has one reader.
+    Linear in the chain's length."""
+    links = []  # (tensor, the input it would share, whether its producer modifies the data)
+    while (op := t.producer) is not None and op.outputs[0] is t and t not in graph.outputs:
+        s = _candidate(graph, op.kind, op.inputs, t)
+        if s is None:
+            break
+        links.append((t, op.kind not in ALIASING))
+        t = s
+    chain = [t]  # from the root down
+    for tensor, modifies in reversed(links):
+        chain = [tensor] if modifies and references(graph, chain[0]) != 1 else [*chain, tensor]
+    return chain[::-1]
+
+
+def _candidate(graph: Graph, kind: str, inputs, out: Tensor) -> Tensor | None:
+    """The input LiteRT considers sharing with `out` for an op of `kind` (before its root check):
+    input 0 of an aliasing op; the first modifiable input with one reader and out's byte size."""
+    if kind in ALIASING:
+        s = inputs[0] if inputs else None
+        return s if s is not None and _in_arena(graph, s) else None
+    for i in IN_PLACE.get(kind, ()):
+        s = inputs[i] if i < len(inputs) else None
+        if s is not None and _in_arena(graph, s) and references(graph, s) == 1 and _same_size(s, out):
+            return s
+    return None
+
+
+def _in_arena(graph: Graph, s: Tensor) -> bool:
+    """A tensor LiteRT places in its arena and lets an output share: no constant, no graph input."""
+    return not s.is_const and s not in graph.inputs
+
+
+def _same_size(s: Tensor, t: Tensor | None) -> bool:
+    """Same byte size, over a scalar's (unknown sizes, dynamic ones, count as the same: a hazard
+    is assumed rather than missed)."""
+    if t is None:
+        return True
+    sizes = [_nbytes(a) for a in (s, t)]
+    if None in sizes or any(d < 0 for d in s.signature + t.signature):
+        return True
+    return sizes[0] == sizes[1] and sizes[0] > SCALAR_BYTES
+
+
+def _nbytes(t: Tensor) -> int | None:
+    dtype = NUMPY_DTYPES.get(t.dtype)
+    return None if dtype is None else np.dtype(dtype).itemsize * int(np.prod(t.shape))

@@ -71,7 +71,11 @@ def _op_node(model: Model, op: Op, node_id: str, source: dict, ids: list[str]) -
         inputs.append(_tensor_item(str(i), t))
         if id(t) in source:
             edges.append(_edge(source[id(t)], i))
-    subgraphs = [ids[v] for k, v in _option_fields(op) if k.endswith("SubgraphIndex") and 0 <= v < len(ids)]
+    subgraphs = [
+        ids[v]
+        for k, v in _option_fields(op)
+        if k.endswith("SubgraphIndex") and isinstance(v, int) and 0 <= v < len(ids)
+    ]
     return gb.GraphNode(
         id=node_id,
         label=label,

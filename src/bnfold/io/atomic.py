@@ -31,6 +31,7 @@ namespace or host sharing the directory, a PID reused since).
 from __future__ import annotations
 
 import contextvars
+import errno
 import os
 import re
 import signal
@@ -38,34 +39,21 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ..errors import Interrupted, ModelError, WriteFailed
+from ..errors import CAUGHT_SIGNALS, Finished, Interrupted, ModelError, UsageError, WriteFailed
 from .paths import refuse_unwritable
 
 try:
     import fcntl
 except ImportError:  # no flock here: nothing can tell a live file from a stale one, so none is removed
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]  # a platform without it (Windows)
 
 TEMP_NAME = re.compile(r"(\.bnfold-\d+-\d+)(\.\d+)?\.tmp")  # an anchor or lone file; a member (.M)
-CAUGHT_SIGNALS = tuple(s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s is not None)
 NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+# A directory that takes no new file whoever asks (sysfs, procfs, a read-only mount seen only at the
+# create): an output path that may not be written, a usage error (exit 2) as the README promises,
+# not a failed write (ENOSPC, EDQUOT, EIO stay exit 5).
+REFUSING_DIRECTORY = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.ENOTDIR})
 IGNORED_SIGNALS = tuple(s for s in (getattr(signal, "SIGXFSZ", None),) if s is not None)
-
-
-class Finished:
-    """The files this process has renamed into place (count and last), so an interrupt that
-    comes after a write can say the file is complete (exits.py resets it per command)."""
-
-    count = 0
-    last: str | None = None
-
-    @classmethod
-    def reset(cls) -> None:
-        cls.count, cls.last = 0, None
-
-    @classmethod
-    def note(cls, path: str) -> None:
-        cls.count, cls.last = cls.count + 1, path
 
 
 def target_of(path: str) -> str:
@@ -172,8 +160,13 @@ def _temporary(path: str, error):
         remove_stale_temps(directory)
     with signals_interrupt():
         try:
-            fd, tmp = _create_temp(directory) if anchor is None else _create_member(anchor.tmp, len(group.members))
+            if anchor is None or group is None:  # (an anchor is always a group's)
+                fd, tmp = _create_temp(directory)
+            else:
+                fd, tmp = _create_member(anchor.tmp, len(group.members))
         except OSError as e:
+            if e.errno in REFUSING_DIRECTORY:  # what refuse_unwritable could not foresee (root in /sys, /proc)
+                raise UsageError(f"cannot write in {directory}: {reason(e)}", path) from None
             raise WriteFailed(f"cannot create a file in {directory}: {reason(e)}", path) from None
         pending = _Pending(fd, tmp, target, path)
         try:
@@ -211,7 +204,7 @@ def write_text(path: str, text: str, error=ModelError) -> None:
 def remove_stale_temps(directory: str) -> list[str]:
     """Remove the temporary files in `directory` that no process holds (left by a run killed
     mid-write); returns their names. A file another run is still writing is kept."""
-    removed = []
+    removed: list[str] = []
     try:
         names = os.listdir(directory) if fcntl else []
     except OSError:

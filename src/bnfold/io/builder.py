@@ -22,6 +22,16 @@ _ZEROS = bytes(16)
 
 
 class Builder(fb.Builder):
+    # The state fb.Builder keeps (flatbuffers has no types), as this subclass uses it.
+    Bytes: bytearray
+    head: int
+    minalign: int
+    nested: bool
+    objectEnd: int
+    vectorNumElems: int | None  # while a vector is open
+    current_vtable: list[int] | None  # while a table is open
+    vtables: dict[tuple[int, ...], int]
+
     def Prep(self, size: int, additional_bytes: int) -> None:
         if size > self.minalign:
             self.minalign = size
@@ -64,6 +74,7 @@ class Builder(fb.Builder):
     def PrependUOffsetTRelativeSlot(self, slot: int, off: int, default: int) -> None:
         if off != default or self.forceDefaults:
             self.PrependUOffsetTRelative(off)
+            assert self.current_vtable is not None  # a slot is only set in an open table
             self.current_vtable[slot] = len(self.Bytes) - self.head
 
     def CreateString(self, s, encoding: str = "utf-8", errors: str = "strict") -> int:
@@ -126,6 +137,7 @@ class Builder(fb.Builder):
         self.head -= 4  # the offset to the vtable, written below
         object_offset = len(self.Bytes) - self.head
         entries = self.current_vtable
+        assert entries is not None  # nested: StartObject made it
         used = len(entries)
         while used and not entries[used - 1]:
             used -= 1

@@ -31,7 +31,7 @@ import threading
 try:
     import fcntl
 except ImportError:  # no pipes to size here (nor copy_file_range: the writer makes no copier)
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]  # a platform without it (Windows)
 
 # the most the copier copies between looks at `cancelled`: a cancelled copier stops after it (~10 ms)
 STEP = 16 << 20

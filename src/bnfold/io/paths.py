@@ -11,7 +11,8 @@ Writing: every output is checked before any work (`refuse_unwritable`): its dire
 exist and be writable, the target must be a regular file or new, and a read-only file (no write
 permission bit, `chmod a-w`, or none for this user) is never replaced, not even by root: the
 mode is the user's statement that the file is not to change. The model output may replace the
-input only with --in-place (the user named it twice on purpose). A side file (JSON report, h5 inputs/expected outputs) never replaces a file the
+input only with --in-place (the user named it twice on purpose). A side file (JSON report, h5
+inputs/expected outputs) never replaces a file the
 same run reads or writes, and replaces an existing model file only with --force: a report or
 h5 file landing on a model is a typo that would destroy the model.
 """
@@ -138,7 +139,7 @@ def is_model_file(path: str) -> bool:
 def refuse_input_overwrite(input_path: str, output_path: str, in_place: bool) -> None:
     """The model output may be the input only when --in-place says so."""
     if not in_place and os.path.exists(output_path) and same_file(input_path, output_path):
-        raise UsageError("output is the input file; pass --in-place to overwrite it", output_path)
+        raise UsageError("output is the input file; pass --in-place (in_place=True) to overwrite it", output_path)
 
 
 def refuse_run_files(path: str, what: str, run_files: list[str | None]) -> None:
@@ -212,9 +213,9 @@ def refuse_numbered_clobber(
     for path in filter(None, run_files):
         directory, name, resolved, names = place(path)
         claim("", directory, resolved, names, {name})
-    for option, path in outputs.items():
-        if path:
-            directory, name, resolved, names = place(path)
+    for option, output in outputs.items():
+        if output:
+            directory, name, resolved, names = place(output)
             series = {name} if count == 1 else _series(name, count)
             claim(option, directory, resolved, names, series)
             refuse_unwritable(

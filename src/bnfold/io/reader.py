@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import ModelError
 from ..ir.const import Buffer
 from ..ir.graph import Graph, Options, Tensor
-from ..ir.invariants import validate_model
+from ..ir.invariants import mark_sound, validate_model
 from ..ir.model import Metadata, Model, OpCode, Signature
 from .formats import MODELED_FIELDS, Format, format_from_identifier
 from .gcpause import paused_gc
@@ -88,11 +88,13 @@ def read_model(path: str) -> Model:
     validate(source.mapping, fmt, path)
     try:
         with paused_gc():
-            return validate_model(_Lift(fmt, source).model(), path)
+            model = validate_model(_Lift(fmt, source).model(), path)
     except ModelError:
         raise
     except _DECODE_ERRORS as e:
         raise ModelError(f"malformed {fmt.name} flatbuffer ({type(e).__name__}: {e})", path) from None
+    mark_sound(model)  # what is written unchanged need not be checked again (ir/invariants.py: gate)
+    return model
 
 
 def _text(raw) -> str | None:
@@ -426,7 +428,7 @@ class _Lift:
 
     def _options(self, code: int, pos: int | None) -> Options | None:
         name = self.fmt.options_names.get(code) if pos is not None else None
-        if name is None or name == "NONE":
+        if name is None or name == "NONE" or pos is None:
             return None
         reader = self._options_reader(name)
         if reader is None:

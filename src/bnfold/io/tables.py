@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 import struct
 from functools import cache, cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -70,9 +70,14 @@ class Field:
 
     def __init__(self, name: str, slot: int, kind: str, type_: str | None, extra):
         self.name, self.slot, self.voffset, self.type = name, slot, 4 + 2 * slot, type_
-        self.arg = self.default = self.struct = self.dtype = None
+        self.arg = ""  # TABLE, TABLES, UNION: the table (or union enum) it holds
+        self.default = None
+        self.struct: struct.Struct | None = None  # SCALAR
+        self.dtype: np.dtype | None = None  # VECTOR
         self.size = self.align = 0
         if kind.isdigit():
+            if type_ is None:
+                raise ValueError(f"field {name}: a scalar without a type")
             self.kind, self.default, self.struct = SCALAR, extra, struct.Struct(SCALAR_FORMATS[type_])
             self.size, self.bounds = self.struct.size, scalar_bounds(type_)
             return
@@ -101,6 +106,11 @@ class Record:
 
     table: Table
 
+    if TYPE_CHECKING:  # the fields are the schema's, set per table at run time
+
+        def __getattr__(self, name: str) -> Any: ...
+        def __setattr__(self, name: str, value: Any) -> None: ...
+
     def __init__(self):
         self.__dict__.update(self.table.defaults)
 
@@ -123,7 +133,7 @@ class Table:
         self.by_slot = {f.slot: f for f in self.fields}
         self.children = [self.by_name[n] for n in spec["children"]]  # in the order Pack builds them
         self.defaults = {f.name: f.default for f in self.fields}
-        self.record = type(name + "T", (Record,), {"table": self})
+        self.record: type[Record] = type(name + "T", (Record,), {"table": self})
 
 
 class Layout:
@@ -189,6 +199,7 @@ def unpack(table: Table, buf, pos: int, skip: frozenset[str] = frozenset()) -> R
             continue
         at = pos + off
         if f.kind == SCALAR:
+            assert f.struct is not None  # every SCALAR field has one (Field)
             values[f.name] = f.struct.unpack_from(buf, at)[0]
             continue
         target = at + _U32(buf, at)[0]
@@ -207,8 +218,8 @@ def unpack(table: Table, buf, pos: int, skip: frozenset[str] = frozenset()) -> R
             if f.kind == STRINGS:
                 values[f.name] = [_string(buf, at) for at in items]
             else:
-                member = table.layout.table(f.arg)
-                values[f.name] = [unpack(member, buf, at) for at in items]
+                member_table = table.layout.table(f.arg)
+                values[f.name] = [unpack(member_table, buf, at) for at in items]
     return record
 
 
@@ -227,6 +238,7 @@ def pack(record: Record, builder: Builder) -> int:
     builder.StartObject(table.slots)
     for f in table.fields:
         if f.kind == SCALAR:
+            assert f.struct is not None  # every SCALAR field has one (Field)
             value = values[f.name]
             if value != f.default or builder.forceDefaults:
                 if f.bounds is not None and not f.bounds[0] <= value <= f.bounds[1]:

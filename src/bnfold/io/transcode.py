@@ -7,7 +7,8 @@ care:
 - union fields (`details`/`detailsType`, ...): the type number is looked up by the value's class
   name in the target's union enum, since the two schemas number some members differently;
 - fields only one format has: dropped when they hold their default value, refused otherwise
-  (`NotRepresentable`), so a conversion never silently loses information.
+  (`NotRepresentable`), so a conversion never silently loses information; a field the two name
+  differently (Circle's BatchMatMulOptions.adjoint_lhs is TFLite's adj_x) is `RENAMED`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,22 @@ UNION_ENUMS = {
     "builtinOptions": "BuiltinOptions",
     "builtinOptions2": "BuiltinOptions2",
 }
+
+# fields the two schemas name differently: (table, name in one format) -> name in the other
+RENAMED = {
+    ("BatchMatMulOptions", "adjX"): "adjointLhs",  # TFLite's adj_x is Circle's adjoint_lhs
+    ("BatchMatMulOptions", "adjY"): "adjointRhs",
+    ("BatchMatMulOptions", "adjointLhs"): "adjX",
+    ("BatchMatMulOptions", "adjointRhs"): "adjY",
+}
+
+
+def counterpart(table: str, field: str, record) -> str:
+    """The name `field` of `table` has in `record`'s format (itself unless RENAMED says otherwise)."""
+    if hasattr(record, field):
+        return field
+    return RENAMED.get((table, field), field)
+
 
 # deprecated fields that carry no meaning and may be dropped whatever they hold
 DROPPABLE = {("SubGraphT", "deprecatedDataFormat"), ("SubGraphT", "dataFormat")}
@@ -57,6 +74,7 @@ def transcode(value, target, shallow=frozenset()):
         if field in shallow:
             setattr(out, field, item)
             continue
+        field = counterpart(name[:-1], field, out)
         if not hasattr(out, field):
             if (name, field) in DROPPABLE or same_value(item, getattr(defaults, field, None)):
                 continue

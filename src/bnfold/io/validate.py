@@ -54,7 +54,7 @@ class _Unknown(_Malformed):
 
 def _compile(spec: str) -> tuple:
     """(slot, kind, inline width, argument) for each slot a spec string describes, by slot."""
-    fields = []
+    fields: list[tuple[int, int, int, object]] = []  # the argument: a width, a table name, or None
     for slot, token in enumerate(spec.split()):
         if token == "-":
             continue
@@ -179,7 +179,7 @@ def _shape(buf, size: int, pos: int, vt: int, name: str, known: tuple[int, tuple
     slots = struct.unpack_from(f"<{(vt_size - 4) // 2}H", buf, vt + 4)
     nslots = len(slots)
     n_known, fields = known
-    checks = []
+    checks: list[tuple[int, int, int, object]] = []
     extra = next((s for s in range(n_known, nslots) if slots[s]), None)
     if extra is not None:
         checks.append((extra, 0, _EXTRA, None))

@@ -23,18 +23,20 @@ from __future__ import annotations
 import copy
 import os
 import struct
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, NamedTuple, NoReturn
 
 import numpy as np
 
 from ..errors import ModelError
 from ..ir.const import Buffer
+from ..ir.invariants import gate
 from ..ir.model import Model
 from .atomic import atomic_file
 from .copier import Copier, copy_range
 from .formats import MODELED_FIELDS, Format
 from .gcpause import paused_gc
-from .transcode import NotRepresentable, same_value, transcode
+from .transcode import NotRepresentable, counterpart, same_value, transcode
 
 if TYPE_CHECKING:
     import flatbuffers
@@ -57,7 +59,7 @@ class _BufferSlot:
     def __init__(self, buffer: Buffer, external: bool):
         self.buffer = buffer
         self.external = external and buffer.nbytes > 0
-        self.field = None  # distance of the patch field from the end of the builder
+        self.field: int | None = None  # distance of the patch field from the end of the builder
 
     def Pack(self, builder: flatbuffers.Builder) -> int:
         builder.StartObject(BUFFER_FIELDS)
@@ -123,14 +125,16 @@ def save_model(
     layout is not re-serialized: the output is a copy of the input's bytes (byte-identical, which
     keeps caches and content-addressed stores valid), and nothing at all is written when the
     output is the input file."""
-    unchanged = keep_unchanged and is_unchanged(model, fmt, external)
-    if unchanged and _same_file(model.source.path, path):
-        return WriteInfo(path, fmt.name, model.source.offset_layout, model.source.size, unchanged=True, written=False)
+    source = model.source if keep_unchanged and is_unchanged(model, fmt, external) else None  # to copy as it is
+    if source is not None and _same_file(source.path, path):
+        return WriteInfo(path, fmt.name, source.offset_layout, source.size, unchanged=True, written=False)
+    if source is None:
+        gate(model, path)  # the last gate: before any file (even a temporary one) exists
     try:
         with atomic_file(path) as out:
-            if unchanged:
-                _Sink(out, model.source).copy_all()
-                info = WriteInfo(path, fmt.name, model.source.offset_layout, model.source.size, unchanged=True)
+            if source is not None:
+                _Sink(out, source).copy_all()
+                info = WriteInfo(path, fmt.name, source.offset_layout, source.size, unchanged=True)
             else:
                 info = serialize(model, out, fmt, external=external)
     except ModelError as e:
@@ -158,7 +162,8 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def serialize(model: Model, out, fmt: Format, *, external: bool = False) -> WriteInfo:
-    """Write the model to the open binary file `out`."""
+    """Write the model to the open binary file `out` (`save_model` and `Optimized.data` put the
+    model through the output gate, ir/invariants.py: check_output, first)."""
     with paused_gc():
         return _serialize(model, out, fmt, external)
 
@@ -180,7 +185,7 @@ def _serialize(model: Model, out, fmt: Format, external: bool) -> WriteInfo:
     # lay out the data region and patch the placeholders; inline data vectors come before every
     # offset buffer, so their 32-bit uoffsets stay inside the first 2 GB whatever the model's size
     cursor = tables_size
-    pieces = []
+    pieces: list[tuple[int, bytes | None, Buffer]] = []  # (where, length prefix, data) in file order
     inline_end = tables_size
     for slot in sorted(slots, key=lambda s: s.external):  # stable: file order within each group
         if slot.field is None:
@@ -200,7 +205,13 @@ def _serialize(model: Model, out, fmt: Format, external: bool) -> WriteInfo:
     if inline_end >= TWO_GB or (not external and cursor >= TWO_GB):
         raise ModelError("model does not fit a 2 GB flatbuffer; write it with --external-buffers")
     with _Sink(out, model.source) as sink:
-        sink.copy_behind([(buffer.source, buffer.nbytes, start) for start, _, buffer in pieces if sink.copied(buffer)])
+        sink.copy_behind(
+            [
+                (buffer.source, buffer.nbytes, at)
+                for at, _, buffer in pieces
+                if buffer.source is not None and sink.copied(buffer)
+            ]
+        )
         sink.write(memoryview(builder.Bytes)[head:])
         for start, prefix, buffer in pieces:
             sink.pad_to(start - (4 if prefix else 0))
@@ -279,12 +290,14 @@ class _Sink:
         if self.copier is not None and self.copied(buffer):
             self.skip(n)
             return
+        pieces: Iterable[memoryview]
         if buffer.pending is not None:
             if self.scratch is None:
                 self.scratch = np.empty(self.SCRATCH, np.uint8)
             pieces = buffer.pending.chunks(self.scratch)
         else:
-            pieces = (memoryview(buffer.data),)
+            data = buffer.data  # None only for a buffer of no bytes
+            pieces = () if data is None else (data.data,)
         if n >= 1 << 20:
             self.flush()
             for piece in pieces:
@@ -399,7 +412,7 @@ class _Plan:
         except NotRepresentable as e:
             raise ModelError(f"cannot be written as {self.fmt.name}: {e}") from None
 
-    def _refuse(self, what: str):
+    def _refuse(self, what: str) -> NoReturn:
         raise ModelError(f"cannot be written as {self.fmt.name}: {what}")
 
     def model_record(self, slots):
@@ -499,6 +512,7 @@ class _Plan:
             options = self.fmt.record(op.options.type)
             defaults = None
             for name, value in op.options.fields().items():
+                name = counterpart(op.options.type, name, options)
                 if not hasattr(options, name):
                     defaults = defaults or self.model.format.record(op.options.type)
                     if same_value(value, getattr(defaults, name, None)):

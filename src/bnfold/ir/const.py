@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from types import EllipsisType
 
 import numpy as np
 
@@ -143,7 +144,7 @@ class Scaled:
         return f"Scaled({self.dtype}{list(self.shape)}, {len(self.steps)} step{'s' * (len(self.steps) > 1)})"
 
 
-def _blocks(shape: tuple[int, ...], limit: int) -> Iterator[tuple]:
+def _blocks(shape: tuple[int, ...], limit: int) -> Iterator[tuple | EllipsisType]:
     """Index keys cutting an array of `shape` into consecutive (C-order) blocks of at most `limit`
     elements: runs along the outermost axis whose sub-arrays fit, for each index of the axes
     before it. At most 3·size/limit + 1 blocks: a full run holds at least half the limit, and

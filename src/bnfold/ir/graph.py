@@ -14,21 +14,40 @@ Every mutation costs time in proportion to what it touches, never to the graph's
 over a graph of 100k operators stays linear: removed ops leave the execution order lazily and ops
 inserted after an anchor are spliced in when `graph.ops` is next read (one sweep for any number of
 edits); membership is a set; new tensor names come from a set and a counter per base name.
+
+While a pass runs, every op it creates or changes is recorded as the change happens
+(`graph.changes`, an ir/invariants.py `Changes` the manager installs): `add_op`, `set_input`,
+`set_output`, `set_const_input`, assigning `op.options` or `op.fused_activation`, and a new
+`tensor.shape` (its producer and readers) all call `touch`. The output gate re-derives the shapes
+of exactly those ops, so checking a rewrite costs what the rewrite touched, never a graph diff.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .const import NUMPY_DTYPES, Buffer, Scaled, as_stored
 from .ops import FUSED_ACTIVATIONS, SIDE_EFFECT_KINDS
 
+if TYPE_CHECKING:
+    from ..engine.targets import Target
+    from .invariants import Changes
+    from .model import Model
+
 
 class Options:
     """A builtin-options table by name, with the object API's field names as attributes."""
+
+    type: str  # the table's name, kept apart from the fields
+
+    if TYPE_CHECKING:  # the fields are the table's, set at run time
+
+        def __getattr__(self, name: str) -> Any: ...
+        def __setattr__(self, name: str, value: Any) -> None: ...
 
     def __init__(self, type: str, **fields):
         self.__dict__["type"] = type
@@ -46,7 +65,7 @@ class Options:
 
 
 class Tensor:
-    __slots__ = ("name", "dtype", "shape", "shape_signature", "buffer", "quantization", "record", "producer", "_uses")
+    __slots__ = ("name", "dtype", "_shape", "shape_signature", "buffer", "quantization", "record", "producer", "_uses")
 
     def __init__(
         self,
@@ -61,13 +80,28 @@ class Tensor:
     ):
         self.name = name
         self.dtype = dtype
-        self.shape = tuple(map(int, shape))
+        self._shape = tuple(map(int, shape))
         self.shape_signature = None if shape_signature is None else tuple(map(int, shape_signature))
         self.buffer = buffer
         self.quantization = quantization
         self.record = record
         self.producer: Op | None = None
         self._uses: list[Op] = []  # one entry per input slot that reads this tensor
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._shape
+
+    @shape.setter
+    def shape(self, shape: Sequence[int]) -> None:
+        """A new shape changes what its producer writes and its readers read: the graph records
+        them as changed (before the change, so it sees what they were)."""
+        shape = tuple(map(int, shape))
+        if shape != self._shape:
+            for op in (self.producer, *self._uses):
+                if op is not None and op.graph is not None:
+                    op.graph.touch(op)
+        self._shape = shape
 
     @property
     def signature(self) -> tuple[int, ...]:
@@ -82,9 +116,9 @@ class Tensor:
     @property
     def data(self) -> np.ndarray | None:
         """The constant value in the tensor's dtype and shape (raw uint8 for types numpy lacks)."""
-        if not self.is_const:
+        raw = self.buffer.data if self.buffer is not None and self.is_const else None
+        if raw is None:
             return None
-        raw = self.buffer.data
         dtype = NUMPY_DTYPES.get(self.dtype)
         if dtype is None:
             return raw
@@ -116,7 +150,7 @@ class Tensor:
 
 
 class Op:
-    __slots__ = ("opcode", "inputs", "outputs", "options", "record", "intermediates", "index")
+    __slots__ = ("opcode", "inputs", "outputs", "_options", "record", "intermediates", "index", "graph")
 
     def __init__(
         self,
@@ -129,16 +163,27 @@ class Op:
         intermediates: Sequence[Tensor] = (),
     ):
         self.index: int | None = None  # position in the graph as read or built; None for ops passes make
+        self.graph: Graph | None = None  # the graph that added it (it records the op's changes)
         self.opcode = opcode
         self.inputs: tuple[Tensor | None, ...] = tuple(inputs)
         self.outputs: tuple[Tensor, ...] = tuple(outputs)
-        self.options = options
+        self._options = options
         self.record = record
         self.intermediates: tuple[Tensor, ...] = tuple(intermediates)
 
     @property
     def kind(self) -> str:
         return self.opcode.kind
+
+    @property
+    def options(self) -> Options | None:
+        return self._options
+
+    @options.setter
+    def options(self, options: Options | None) -> None:
+        if self.graph is not None:
+            self.graph.touch(self)
+        self._options = options
 
     @property
     def fused_activation(self) -> str:
@@ -149,6 +194,8 @@ class Op:
     def fused_activation(self, name: str) -> None:
         if self.options is None or not hasattr(self.options, "fusedActivationFunction"):
             raise ValueError(f"{self.kind} has no fused activation")
+        if self.graph is not None:
+            self.graph.touch(self)
         self.options.fusedActivationFunction = FUSED_ACTIVATIONS.index(name)
 
     @property
@@ -190,8 +237,8 @@ class Graph:
         self.inputs: list[Tensor] = []
         self.outputs: list[Tensor] = []
         self.pinned: set[Tensor] = set()  # tensors a signature names: never removed or renamed
-        self.model = None  # set by Model.add_graph
-        self.target = None  # the runtime it is made for (engine/targets.Target), set by the manager for the passes
+        self.model: Model | None = None  # set by Model.add_graph
+        self.target: Target | None = None  # the runtime it is made for, set by the manager for the passes
         self._order: list[Op] = []  # execution order; may still hold removed ops (see `ops`)
         self._members: set[Op] = set()
         self._inserted_after: dict[Op, list[Op]] = {}  # anchor -> ops added right after it, pending
@@ -199,6 +246,9 @@ class Graph:
         self._dirty = False
         self._names: set[str] | None = None  # built on first use (the reader appends tensors directly)
         self._next_suffix: dict[str, int] = {}
+        # records the ops a pass creates or changes, as it does (ir/invariants.py: Changes, set by
+        # the pass manager); None while nothing is recording (reading, building a model)
+        self.changes: Changes | None = None
 
     # ---- lookups -------------------------------------------------------------------------
     @property
@@ -235,12 +285,11 @@ class Graph:
     # ---- construction --------------------------------------------------------------------
     def unique_name(self, base: str) -> str:
         """`base`, or `base_N` with the first N not taken since this base was last asked for."""
-        if self._names is None:
-            self._names = {t.name for t in self.tensors}
-        if base not in self._names:
+        names = self._taken_names()
+        if base not in names:
             return base
         i = self._next_suffix.get(base, 1)
-        while f"{base}_{i}" in self._names:
+        while f"{base}_{i}" in names:
             i += 1
         self._next_suffix[base] = i + 1
         return f"{base}_{i}"
@@ -249,9 +298,14 @@ class Graph:
         if buffer is None and self.model is not None:
             buffer = self.model.empty_buffer
         t = Tensor(self.unique_name(name), dtype, shape, buffer, **kw)
-        self._names.add(t.name)
+        self._taken_names().add(t.name)
         self.tensors.append(t)
         return t
+
+    def _taken_names(self) -> set[str]:
+        if self._names is None:
+            self._names = {t.name for t in self.tensors}
+        return self._names
 
     def add_const(self, name: str, values: np.ndarray | Scaled, dtype: str = "FLOAT32") -> Tensor:
         values = as_stored(values, NUMPY_DTYPES[dtype])
@@ -273,8 +327,15 @@ class Graph:
         before the op `before` (for a value that has no producer to follow: a graph input)."""
         opcode = kind_or_opcode
         if isinstance(kind_or_opcode, str):
+            if self.model is None:
+                raise ValueError(
+                    f"add_op({kind_or_opcode!r}): an op by kind needs the graph in a model (Model.add_graph)"
+                )
             opcode = self.model.opcode(kind_or_opcode, version=version)
         op = Op(opcode, inputs, outputs, options, record=record)
+        op.graph = self
+        if self.changes is not None:
+            self.changes.created(op)
         if before is not None:
             self._inserted_before.setdefault(before, []).append(op)
             self._dirty = True
@@ -288,6 +349,11 @@ class Graph:
         self._link(op)
         return op
 
+    def touch(self, op: Op) -> None:
+        """Record that `op` is about to change (its edges, options or tensors' shapes)."""
+        if self.changes is not None:
+            self.changes.changed(op)
+
     def _link(self, op: Op) -> None:
         for t in op.inputs:
             if t is not None:
@@ -296,6 +362,8 @@ class Graph:
             t.producer = op
 
     def remove_op(self, op: Op) -> None:
+        if self.changes is not None:
+            self.changes.sound = False  # its readers may now read nothing: the gate looks again
         self._members.remove(op)
         self._dirty = True
         for t in op.inputs:
@@ -327,6 +395,7 @@ class Graph:
 
     # ---- rewiring ------------------------------------------------------------------------
     def set_input(self, op: Op, index: int, tensor: Tensor | None) -> None:
+        self.touch(op)
         inputs = list(op.inputs)
         while len(inputs) <= index:
             inputs.append(None)
@@ -339,6 +408,7 @@ class Graph:
         op.inputs = tuple(inputs)
 
     def set_output(self, op: Op, index: int, tensor: Tensor) -> None:
+        self.touch(op)
         outputs = list(op.outputs)
         old = outputs[index]
         if old.producer is op:
@@ -359,12 +429,13 @@ class Graph:
         are expected in float16 already: weights are never widened). Returns whether it wrote
         float16 values.
         """
+        self.touch(op)
         old = op.input(index)
         if old is not None and values.size == math.prod(old.shape):
             values = values.reshape(old.shape)
         source = float_source(old)
-        if source is not None and source is not old:
-            self._set_dequantized_input(op, index, values, name)
+        if old is not None and source is not None and source is not old:
+            self._set_dequantized_input(op, index, old, source, values, name)
             return True
         if old is not None and self.has_single_use(old, op) and old.dtype == "FLOAT32":
             old.data = values
@@ -372,10 +443,12 @@ class Graph:
             self.set_input(op, index, self.add_const(name, values))
         return False
 
-    def _set_dequantized_input(self, op: Op, index: int, values: np.ndarray, name: str) -> None:
-        old = op.inputs[index]
+    def _set_dequantized_input(
+        self, op: Op, index: int, old: Tensor, source: Tensor, values: np.ndarray | Scaled, name: str
+    ) -> None:
+        """`old`, input `index` of `op`, is the DEQUANTIZE of the FLOAT16 constant `source` (float_source)."""
         dequantize = old.producer
-        source = dequantize.inputs[0]
+        assert dequantize is not None and dequantize.inputs[0] is source  # float_source found it so
         if self.has_single_use(old, op) and self.has_single_use(source, dequantize):
             source.data = values
             return

@@ -4,20 +4,37 @@ Run by the reader after io/validate.py has bounds-checked the bytes and the mode
 passes and the interpreter can rely on it: buffers match their tensor's shape and type, no
 negative dimensions, each tensor written once, everything read is produced (or an input, a
 constant, a variable), no cycles, subgraph indices in options in range, and what ir/ops.py says of
-each operator kind (options table, arity, weight rank, bias length, positive strides). Every
-failure is one ModelError naming the file and the place.
+each operator kind (options table, arity, weight rank, bias length, positive strides, an axis
+inside its output). Every failure is one ModelError naming the file and the place (and, in `op`,
+the operator it is about).
+
+The same checks are the last gate before bnfold writes a model (`check_output`, called by the
+pass manager after its last round and by the writer before any file is opened): what bnfold
+writes must be what its reader accepts. The gate adds one check the reader cannot make of a
+user's file: every operator a pass created or changed (`Changes`, recorded by the graph as the
+pass mutates it) has its output shapes recomputed from its inputs and options (ir/shapes.py, the
+rule ir/ops.py names) and compared with the recorded ones. An operator read from the file whose
+recorded shapes already disagreed with its rule before any pass touched it is not held against
+the pass (LiteRT recomputes shapes when it prepares, so stale ones load). A failure is an
+InternalError (exit 3, bnfold's bug) naming the pass; nothing is written.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import InternalError, ModelError
 from .const import NUMPY_DTYPES
 from .ops import FUSED_ACTIVATIONS, OUTPUT_AXIS_KINDS, info
+from .shapes import shape_problem
+
+if TYPE_CHECKING:
+    from .graph import Op
+    from .model import Model
 
 # Byte sizes of fixed-size element types numpy has no dtype for (sizes of the others come from
 # NUMPY_DTYPES); packed and variable-size types (INT4, UINT4, INT2, STRING, RESOURCE, VARIANT)
@@ -39,7 +56,7 @@ POSITIVE_FIELDS = (
 MAX_ELEMENTS = 2**31
 
 
-def validate_model(model, path: str):
+def validate_model(model, path: str | None):
     """Semantic checks on a lifted model; returns it, or raises ModelError naming the problem."""
     n_graphs = len(model.graphs)
     calls = []
@@ -94,27 +111,37 @@ def _check_ops(graph, where: str, n_graphs: int, path: str) -> list[tuple[int, s
     for o_index, op in enumerate(graph.ops):
         for t in op.outputs:
             if id(t) in producers:
-                raise ModelError(
-                    f"{where}: tensor {t.name!r} is written by operators {producers[id(t)]} and {o_index}", path
+                raise _about(
+                    op, f"{where}: tensor {t.name!r} is written by operators {producers[id(t)]} and {o_index}", path
                 )
             producers[id(t)] = o_index
         at = f"{where} operator {o_index} ({op.kind})"
-        calls += [
-            (index, f"{at}: {name} = {index}")
-            for name, index in _check_options(op, at, n_graphs, len(FUSED_ACTIVATIONS), path)
-        ]
+        try:
+            found = _check_options(op, at, n_graphs, len(FUSED_ACTIVATIONS), path)
+        except ModelError as e:
+            e.op = op
+            raise
+        calls += [(index, f"{at}: {name} = {index}") for name, index in found]
     sources = {id(t) for t in graph.inputs}
     for o_index, op in enumerate(graph.ops):
         for t in op.inputs:
             if t is None or id(t) in producers or id(t) in sources or t.is_const or _is_variable(t) or _is_empty(t):
                 continue
-            raise ModelError(
+            raise _about(
+                op,
                 f"{where} operator {o_index} ({op.kind}) reads tensor {t.name!r}, which no operator "
                 "produces and which is neither an input, a constant nor a variable",
                 path,
             )
     _check_acyclic(graph, producers, where, path)
     return calls
+
+
+def _about(op, message: str, path: str) -> ModelError:
+    """A ModelError about `op` (the gate names the pass that made or changed it)."""
+    error = ModelError(message, path)
+    error.op = op
+    return error
 
 
 def _is_variable(t) -> bool:
@@ -245,4 +272,96 @@ def _check_acyclic(graph, producers: dict[int, int], where: str, path: str) -> N
                 ready.append(u)
     if done != len(ops):
         stuck = next(i for i, n in enumerate(pending) if n > 0)
-        raise ModelError(f"{where} has a cycle through operator {stuck} ({ops[stuck].kind})", path)
+        raise _about(ops[stuck], f"{where} has a cycle through operator {stuck} ({ops[stuck].kind})", path)
+
+
+# ---- the output gate ---------------------------------------------------------------------------
+
+
+class Changes:
+    """The ops passes created or changed in one graph, each with the pass that last did, recorded
+    by the graph as the mutation happens (`Graph.touch`); `running` is the pass the manager runs
+    (None outside a pass: library code's own edits are not recorded, so only the reader's checks
+    hold them). `sound`: the graph passed the reader's checks or the gate and nothing has touched
+    it since (the writer's gate then has nothing new to check; any mutation method or a removed op
+    clears it)."""
+
+    def __init__(self, sound: bool = False) -> None:
+        self.sound = sound
+        self.running: str | None = None
+        self.ops: dict[Op, str | None] = {}  # op -> name of the pass that last created or changed it
+        self.stale: set[Op] = set()  # ops read whose recorded shapes disagreed with their rule before any change
+        self.passes: dict[str, None] = {}  # the passes that said they changed the graph, in order
+
+    def created(self, op: Op) -> None:
+        self.sound = False
+        if self.running is not None:
+            self.ops[op] = self.running
+
+    def changed(self, op: Op) -> None:
+        self.sound = False
+        if self.running is None:
+            return
+        if op not in self.ops and shape_problem(op, info(op.kind).shape) is not None:
+            self.stale.add(op)
+        self.ops[op] = self.running
+
+
+def mark_sound(model: Model) -> None:
+    """`model` has just passed validate_model (the reader): record its graphs' changes from now on."""
+    for graph in model.graphs:
+        graph.changes = Changes(sound=True)
+
+
+def gate(model: Model, path: str | None = None) -> None:
+    """The writer's gate: check_output, unless every graph is sound (read or gated, untouched since)."""
+    if not all(graph.changes is not None and graph.changes.sound for graph in model.graphs):
+        check_output(model, path)
+
+
+def check_output(model: Model, path: str | None = None) -> None:
+    """The last gate before `model` is written (module docstring): the reader's invariants, then
+    the output shapes of every op a pass created or changed. Raises InternalError naming the pass;
+    costs one sweep of the model plus one shape rule per changed op."""
+    try:
+        validate_model(model, path)
+    except ModelError as e:
+        op = getattr(e, "op", None)
+        raise InternalError(f"{culprit(model, op)} left a model bnfold's reader refuses: {e.args[0]}", path) from None
+    for g_index, graph in enumerate(model.graphs):
+        changes = graph.changes
+        if changes is None:
+            continue
+        for op, name in changes.ops.items():
+            if op in changes.stale or not graph.contains(op):
+                continue
+            problem = shape_problem(op, info(op.kind).shape)
+            if problem is not None:
+                position = graph.ops.index(op)
+                raise InternalError(
+                    f"{_by(name)} left subgraph {g_index} operator {position} ({op.kind}) inconsistent: {problem}",
+                    path,
+                )
+    for graph in model.graphs:
+        graph.changes = graph.changes or Changes()
+        graph.changes.sound = True
+
+
+def _by(name: str | None) -> str:
+    """Who made a change: a pass, or bnfold's library code outside any pass (name None)."""
+    return "bnfold" if name is None else f"pass {name}"
+
+
+def culprit(model: Model, op: Op | None) -> str:
+    """`pass NAME` for the pass that last made or changed `op`, else the passes that changed anything."""
+    names: list[str] = []
+    for graph in model.graphs:
+        changes = graph.changes
+        if changes is None:
+            continue
+        if op is not None and op in changes.ops:
+            return _by(changes.ops[op])
+        names += [n for n in (*changes.passes, *changes.ops.values()) if n is not None and n not in names]
+    if not names:
+        return "bnfold"
+    return f"pass {names[0]}" if len(names) == 1 else f"one of the passes {', '.join(map(str, names))}"

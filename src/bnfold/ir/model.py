@@ -8,9 +8,14 @@ never removed or reordered, so subgraph indices inside options (IF, WHILE, CALL_
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING, Any
 
 from .const import Buffer
 from .graph import Graph, Tensor
+
+if TYPE_CHECKING:
+    from ..io.formats import Format
+    from ..io.reader import Source
 
 
 class OpCode:
@@ -71,13 +76,13 @@ class Model:
 
     def __init__(
         self,
-        format: object,
+        format: Format,
         *,
         buffers: list[Buffer] | None = None,
         description: bytes | None = None,
         version: int = 3,
-        record: object = None,
-        source: object = None,
+        record: Any = None,
+        source: Source | None = None,
     ):
         self.format = format
         self.graphs: list[Graph] = []

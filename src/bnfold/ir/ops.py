@@ -31,6 +31,9 @@ Columns of `OpInfo`:
                      "reshape"       RESHAPE/SQUEEZE/EXPAND_DIMS whose merged or split axes stay
                                      adjacent and in order in the other layout (unit axes anywhere)
                      "transpose"     composes with the permutation (cancels or merges)
+    shape          the rule that computes its output shapes from its inputs and options (a name in
+                   ir/shapes.py's RULES; None: not checked), read by the output gate
+                   (ir/invariants.py: check_changes) for every operator a pass created or changed
 
 `Layer` says which weight axis carries the output channel (backward folds scale it) and which
 the input channel (forward folds scale it):
@@ -133,6 +136,7 @@ class OpInfo(NamedTuple):
     values_from: tuple[int, ...] | str = ()
     indexes: Indexing | None = None
     layout: str | None = None
+    shape: str | None = None
 
 
 def _pool(kind: str) -> OpInfo:
@@ -143,21 +147,23 @@ def _pool(kind: str) -> OpInfo:
         needs_options=True,
         fused_output=kind != "L2_POOL_2D",
         commutes_with_scale=kind != "L2_POOL_2D",
+        shape="pool",
     )
 
 
 def _binary(
     kind: str, options: str | None, fused: bool = False, same_types: bool = True, layout: str | None = "elementwise"
 ) -> OpInfo:
-    return OpInfo(kind, options, (2, 1), fused_output=fused, same_input_types=same_types, layout=layout)
+    shape = "broadcast" if layout == "elementwise" else None
+    return OpInfo(kind, options, (2, 1), fused_output=fused, same_input_types=same_types, layout=layout, shape=shape)
 
 
 def _unary(kind: str, options: str | None = None, layout: str | None = "unary") -> OpInfo:
-    return OpInfo(kind, options, (1, 1), layout=layout)
+    return OpInfo(kind, options, (1, 1), layout=layout, shape="same")
 
 
 def _reducer(kind: str, **facts) -> OpInfo:
-    return OpInfo(kind, "ReducerOptions", layout="reduce", **facts)
+    return OpInfo(kind, "ReducerOptions", layout="reduce", shape="reduce", **facts)
 
 
 TABLE: tuple[OpInfo, ...] = (
@@ -169,6 +175,7 @@ TABLE: tuple[OpInfo, ...] = (
         True,
         True,
         Layer("fuse_batchnorm_with_conv", 1, 2, 4, out_axis=0, in_axis=3),
+        shape="conv_2d",
     ),
     OpInfo(
         "DEPTHWISE_CONV_2D",
@@ -177,6 +184,7 @@ TABLE: tuple[OpInfo, ...] = (
         True,
         True,
         Layer("fuse_batchnorm_with_dwconv", 1, 2, 4, out_axis=3, in_axis=3, input_channels="repeat"),
+        shape="depthwise_conv_2d",
     ),
     OpInfo(
         "TRANSPOSE_CONV",
@@ -195,6 +203,7 @@ TABLE: tuple[OpInfo, ...] = (
             versions=(("bias", 3), ("activation", 4)),
             standalone_activation_in_circle=True,
         ),
+        shape="given_shape",
     ),
     OpInfo(
         "FULLY_CONNECTED",
@@ -203,6 +212,7 @@ TABLE: tuple[OpInfo, ...] = (
         False,
         True,
         Layer("fuse_batchnorm_with_fc", 1, 2, 2, out_axis=0, in_axis=1, input_channels="tile"),
+        shape="fully_connected",
     ),
     OpInfo(
         "CONV_3D",
@@ -211,6 +221,7 @@ TABLE: tuple[OpInfo, ...] = (
         True,
         True,
         Layer("fuse_batchnorm_with_conv3d", 1, 2, 5, out_axis=4, in_axis=3, forward=False),
+        shape="conv_3d",
     ),
     OpInfo(
         "CONV_3D_TRANSPOSE",
@@ -219,6 +230,7 @@ TABLE: tuple[OpInfo, ...] = (
         True,
         True,
         Layer("fuse_batchnorm_with_conv3d", 1, 3, 5, out_axis=3, in_axis=4, forward=False),
+        shape="given_shape",
     ),
     # elementwise
     _binary("ADD", "AddOptions", fused=True),
@@ -232,7 +244,7 @@ TABLE: tuple[OpInfo, ...] = (
     _binary("BATCH_MATMUL", "BatchMatMulOptions", same_types=False, layout=None),  # hybrid float x int8 is allowed
     # elementwise kinds the folds do not read; the layout propagation moves permutations across them
     *(
-        OpInfo(kind, layout="elementwise")
+        OpInfo(kind, layout="elementwise", shape="broadcast")
         for kind in (
             "POW",
             "SQUARED_DIFFERENCE",
@@ -250,11 +262,10 @@ TABLE: tuple[OpInfo, ...] = (
         )
     ),
     *(
-        OpInfo(kind, layout="unary")
+        OpInfo(kind, layout="unary", shape="same")
         for kind in (
             "RELU_0_TO_1",
             "HARD_SWISH",
-            "GELU",
             "ELU",
             "ABS",
             "NEG",
@@ -280,29 +291,53 @@ TABLE: tuple[OpInfo, ...] = (
     _reducer("SUM"),
     *(_reducer(kind) for kind in ("REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD", "REDUCE_ANY", "REDUCE_ALL")),
     # the index along one axis: a reduction without keep_dims
-    OpInfo("ARG_MAX", "ArgMaxOptions", layout="reduce"),
-    OpInfo("ARG_MIN", "ArgMinOptions", layout="reduce"),
+    OpInfo("ARG_MAX", "ArgMaxOptions", layout="reduce", shape="arg_reduce"),
+    OpInfo("ARG_MIN", "ArgMinOptions", layout="reduce", shape="arg_reduce"),
     # layout
-    OpInfo("TRANSPOSE", "TransposeOptions", (2, 1), moves_elements=True, values_from=(0,), layout="transpose"),
-    OpInfo("RESHAPE", "ReshapeOptions", (1, 1), moves_elements=True, values_from=(0,), layout="reshape"),
-    OpInfo("SQUEEZE", "SqueezeOptions", (1, 1), moves_elements=True, values_from=(0,), layout="reshape"),
-    OpInfo("EXPAND_DIMS", "ExpandDimsOptions", (2, 1), moves_elements=True, values_from=(0,), layout="reshape"),
+    OpInfo(
+        "TRANSPOSE",
+        "TransposeOptions",
+        (2, 1),
+        moves_elements=True,
+        values_from=(0,),
+        layout="transpose",
+        shape="transpose",
+    ),
+    OpInfo(
+        "RESHAPE", "ReshapeOptions", (1, 1), moves_elements=True, values_from=(0,), layout="reshape", shape="reshape"
+    ),
+    OpInfo(
+        "SQUEEZE", "SqueezeOptions", (1, 1), moves_elements=True, values_from=(0,), layout="reshape", shape="squeeze"
+    ),
+    OpInfo(
+        "EXPAND_DIMS",
+        "ExpandDimsOptions",
+        (2, 1),
+        moves_elements=True,
+        values_from=(0,),
+        layout="reshape",
+        shape="expand_dims",
+    ),
     OpInfo("BATCH_TO_SPACE_ND", "BatchToSpaceNDOptions", moves_elements=True),
     # SPACE_TO_BATCH_ND pads with zeros, which a shift would see: not a layout op for folds
     OpInfo("SPACE_TO_BATCH_ND", "SpaceToBatchNDOptions"),
-    OpInfo("PAD", "PadOptions", (2, 1), commutes_with_scale=True, layout="pad"),
-    OpInfo("PADV2", None, commutes_with_scale=True, layout="pad"),
-    OpInfo("MIRROR_PAD", "MirrorPadOptions", layout="pad"),
-    OpInfo("TILE", "TileOptions", layout="pad"),
-    OpInfo("BROADCAST_TO", "BroadcastToOptions", layout="pad"),
-    OpInfo("CONCATENATION", "ConcatenationOptions", (1, 1), values_from="*", layout="concat"),
-    OpInfo("SPLIT", "SplitOptions", layout="split"),
-    OpInfo("SPLIT_V", "SplitVOptions", layout="split_v"),
-    OpInfo("SLICE", "SliceOptions", values_from=(0,), layout="slice"),
-    OpInfo("STRIDED_SLICE", "StridedSliceOptions", values_from=(0,), layout="strided_slice"),
-    OpInfo("CAST", "CastOptions", values_from=(0,), layout="unary"),
+    OpInfo("PAD", "PadOptions", (2, 1), commutes_with_scale=True, layout="pad", shape="pad"),
+    OpInfo("PADV2", None, commutes_with_scale=True, layout="pad", shape="pad"),
+    OpInfo("MIRROR_PAD", "MirrorPadOptions", layout="pad", shape="pad"),
+    OpInfo("TILE", "TileOptions", layout="pad", shape="tile"),
+    OpInfo("BROADCAST_TO", "BroadcastToOptions", layout="pad", shape="broadcast_to"),
+    OpInfo("CONCATENATION", "ConcatenationOptions", (1, 1), values_from="*", layout="concat", shape="concatenation"),
+    OpInfo("SPLIT", "SplitOptions", layout="split", shape="split"),
+    OpInfo("SPLIT_V", "SplitVOptions", layout="split_v", shape="split_v"),
+    OpInfo("SLICE", "SliceOptions", values_from=(0,), layout="slice", shape="slice"),
+    OpInfo("STRIDED_SLICE", "StridedSliceOptions", values_from=(0,), layout="strided_slice", shape="strided_slice"),
+    OpInfo("CAST", "CastOptions", values_from=(0,), layout="unary", shape="same"),
+    OpInfo("PACK", "PackOptions", values_from="*"),
+    # dense tensors from sparse descriptions (constant folding computes them)
+    OpInfo("SPARSE_TO_DENSE", "SparseToDenseOptions", (4, 1)),
+    OpInfo("DENSIFY", "DensifyOptions", (1, 1)),
     # indexing
-    OpInfo("GATHER", "GatherOptions", values_from=(0,), indexes=Indexing(1, 0, "option")),
+    OpInfo("GATHER", "GatherOptions", values_from=(0,), indexes=Indexing(1, 0, "option"), shape="gather"),
     OpInfo("GATHER_ND", "GatherNdOptions", values_from=(0,), indexes=Indexing(1, 0, "leading")),
     OpInfo("EMBEDDING_LOOKUP", values_from=(1,), indexes=Indexing(0, 1, "first")),
     # activations and the rest
@@ -312,12 +347,13 @@ TABLE: tuple[OpInfo, ...] = (
     _unary("TANH"),
     _unary("LOGISTIC"),
     _unary("LEAKY_RELU", "LeakyReluOptions"),
+    _unary("GELU", "GeluOptions"),
     _unary("SOFTMAX", "SoftmaxOptions", layout="last_axis"),
     _unary("LOG_SOFTMAX", "LogSoftmaxOptions", layout="last_axis"),
     _unary("L2_NORMALIZATION", "L2NormOptions", layout="last_axis"),
     _unary("DEQUANTIZE", "DequantizeOptions"),
     _unary("QUANTIZE", "QuantizeOptions"),
-    OpInfo("INSTANCE_NORM", "InstanceNormOptions", (3, 1)),
+    OpInfo("INSTANCE_NORM", "InstanceNormOptions", (3, 1), shape="same"),
     OpInfo("WHILE", "WhileOptions"),
     OpInfo("IF", "IfOptions"),
 )

@@ -28,6 +28,8 @@ model gives the original's output transposed the same way.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ..engine import registry
@@ -51,6 +53,7 @@ def propagate_with_unit_reshapes(graph: Graph) -> PassResult:
     """Offer every RESHAPE that is a transpose of unit axes to the propagation as that TRANSPOSE;
     those it did not move become their RESHAPE again. When nothing moved at all, what the offers
     added (permutation constants, a TRANSPOSE operator code) goes too: the graph is as it was."""
+    assert graph.model is not None  # passes run on the graphs of a model
     opcodes = len(graph.model.opcodes)
     offered = {}
     for op in [op for op in graph.ops if op.kind == "RESHAPE"]:
@@ -111,6 +114,7 @@ def _unmoved(graph: Graph, transpose: Op, reshape: Op, perm) -> bool:
 
 def _forget(graph: Graph, perms: set[int], opcodes: int) -> None:
     graph.tensors = [t for t in graph.tensors if id(t) not in perms]
+    assert graph.model is not None  # passes run on the graphs of a model
     del graph.model.opcodes[opcodes:]
 
 
@@ -123,11 +127,12 @@ def _restore(graph: Graph, transpose: Op, reshape: Op) -> None:
 
 def change_interface(graph: Graph, named: set[str]) -> dict:
     """Make the 4-D inputs and/or outputs NHWC (module docstring); what changed and what did not."""
-    record = {"inputs": [], "outputs": [], "kept": []}
-    sides = [("input", graph.inputs, _input_to_nhwc)] if INPUT_PARAMETER in named else []
+    record: dict[str, list] = {"inputs": [], "outputs": [], "kept": []}
+    sides: list[tuple[str, list[Tensor], Callable[[Graph, Tensor], None]]] = []
+    sides += [("input", graph.inputs, _input_to_nhwc)] if INPUT_PARAMETER in named else []
     sides += [("output", graph.outputs, _output_to_nhwc)] if OUTPUT_PARAMETER in named else []
     for side, tensors, convert in sides:
-        for t in list(tensors):
+        for t in dict.fromkeys(tensors):  # a tensor listed twice is one tensor: converted once
             reason = _why_kept(graph, t, side)
             if reason:
                 record["kept"].append({"name": t.name, "side": side, "shape": list(t.shape), "reason": reason})
@@ -181,6 +186,7 @@ def _output_to_nhwc(graph: Graph, y: Tensor) -> None:
     """producer -> y (NCHW) [-> readers]   becomes   producer -> y/nchw [-> readers] ->
     TRANSPOSE(0,2,3,1) -> y (NHWC): readers inside the graph keep reading the NCHW value."""
     producer = y.producer
+    assert producer is not None  # _why_kept keeps an output no op makes
     nchw = _nchw_copy(graph, y)
     graph.replace_uses(y, nchw)
     graph.set_output(producer, producer.outputs.index(y), nchw)

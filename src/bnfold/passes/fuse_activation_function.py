@@ -13,13 +13,17 @@ Guards: the target runs the producer with that fused activation (engine/targets.
 producer's output has no other reader and is not a graph output; the producer is an operator whose
 fused activation is applied to its output (`fused_output` in ir/ops.py: not LSTM/RNN cell
 activations, and not CONCATENATION or TRANSPOSE_CONV, which runtimes run without one); float
-tensors only, since a quantized activation may carry its own output scale.
+tensors only, since a quantized activation may carry its own output scale; not when LiteRT runs P
+in place (ADD, SUB, MUL, DIV over a single-reader input) and y has a RESHAPE-like reader besides
+another: the RELU gave y a buffer of its own, P's would be shared, and an op after the RESHAPE
+could run in place over it (engine/reshapes.py: `in_place_hazard`).
 """
 
 from __future__ import annotations
 
 from ..engine import targets
 from ..engine.report import PassResult, Refusal
+from ..engine.reshapes import in_place_hazard, reading_slots
 from ..ir.graph import Graph
 from ..ir.ops import RANGE_ACTIVATIONS, info
 
@@ -68,6 +72,8 @@ def _refusal(graph: Graph, producer, act) -> Refusal | None:
         return Refusal("the producer's output has other readers or is a graph output")
     if x.dtype != "FLOAT32" or act.outputs[0].dtype != "FLOAT32" or x.is_quantized:
         return Refusal(f"not float32 ({x.dtype})")
+    if in_place_hazard(graph, producer, reading_slots(graph, act.outputs[0])):
+        return Refusal(f"LiteRT would run the {producer.kind} in place over a buffer another reader needs")
     if (producer.fused_activation, act.kind) not in COMBINE:
         return Refusal(f"{act.kind} after a fused {producer.fused_activation} has no single equivalent")
     return None

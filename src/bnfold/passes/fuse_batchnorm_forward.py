@@ -45,6 +45,7 @@ from ..engine import targets
 from ..engine.affine import AffineChain, as_float32, chains_from_starts, finite, freed_constants, kept_constant
 from ..engine.forward import UNIFORM, Crossing, Sink, constant_input_response, find_sinks, fold_input_scale
 from ..engine.report import PassResult, Refusal, float16_note
+from ..ir.const import Scaled
 from ..ir.graph import Graph, Op, Options, Tensor, float_source
 from ..ir.ops import LAYERS
 
@@ -79,7 +80,7 @@ def _fold(graph: Graph, result: PassResult, chain: AffineChain) -> None:
         shift=chain.shift,
         shift_kept=kept_shift is not None,
         shift_kept_for=[k.name for k in kept_for],
-        reasons_shift_kept=[_root_padding(k.root, sinks).reason for k in kept_for],
+        reasons_shift_kept=[r.reason for k in kept_for if (r := _root_padding(k.root, sinks)) is not None],
         buffers_freed=freed_constants(graph, chain),
     )
     written = []
@@ -147,8 +148,10 @@ def _reaches_layer(graph: Graph, y: Tensor) -> bool:
     return False
 
 
-def _layer_update(sink: Sink, s: np.ndarray, t: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
-    w = float_source(sink.layer.input(sink.spec.weights)).pending_data
+def _layer_update(sink: Sink, s: np.ndarray, t: np.ndarray | None) -> tuple[Scaled, np.ndarray | None]:
+    source = float_source(sink.layer.input(sink.spec.weights))
+    w = source.pending_data if source is not None else None
+    assert w is not None  # a sink's weights passed weights_refusal: float constants
     new_w = fold_input_scale(w, sink.spec, sink.per_channel(s), sink.inner)
     if t is None:
         return new_w, None
@@ -169,7 +172,9 @@ def _rewire(graph: Graph, chain: AffineChain, sinks: list[Sink], kept_shift: np.
             "ADD", [x, d], [shifted], Options("AddOptions", fusedActivationFunction=0), after=chain.ops[-1]
         )
     for k in sinks:
-        graph.replace_uses(y, shifted if _keeps_shift(k, sinks, kept_shift) else x, only=[k.root])
+        graph.replace_uses(
+            y, shifted if shifted is not None and _keeps_shift(k, sinks, kept_shift) else x, only=[k.root]
+        )
     for op in chain.ops:
         graph.remove_op(op)
     return add

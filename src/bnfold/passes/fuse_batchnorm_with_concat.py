@@ -59,7 +59,7 @@ def _chain_after(graph: Graph, concat: Op) -> AffineChain | Refusal | None:
     """The chain per channel on the concatenation axis after its output (through layout ops)."""
     out = concat.outputs[0]
     path = follow(graph, out, concatenation_axis(concat))
-    if isinstance(path, Refusal):
+    if isinstance(path, Refusal) or path.axis is None:  # (follow keeps the axis it was given)
         return None
     return match_chain(graph, path.tensor, path.axis)
 
@@ -74,6 +74,8 @@ def _parts(graph: Graph, concat: Op, chain: AffineChain) -> list[tuple[Op, Layer
     axis = concatenation_axis(concat)
     parts, offset, seen = [], 0, set()
     for x in concat.inputs:
+        if x is None:
+            return Refusal("the concatenation lacks an input")
         part = _part(graph, concat, x, axis, chain.activation)
         if isinstance(part, Refusal):
             return part.prefixed(f"part {x.name!r}: ")
@@ -121,8 +123,10 @@ def _fold(
     updates = []
     for layer, spec, channels in parts:
         w, b = float_source(layer.input(spec.weights)), float_source(layer.input(spec.bias))
+        weights = w.pending_data if w is not None else None
+        assert weights is not None  # _part: layer_refusal passed (float constant weights)
         new_w, new_b = fold_output_affine(
-            w.pending_data, None if b is None else b.data, chain.scale[channels], chain.shift[channels], spec.out_axis
+            weights, None if b is None else b.data, chain.scale[channels], chain.shift[channels], spec.out_axis
         )
         if not finite(new_w, new_b):
             result.skip(chain.ops[0], f"the folded weights or bias of {layer.outputs[0].name!r} would not be finite")

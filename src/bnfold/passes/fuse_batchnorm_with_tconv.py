@@ -42,7 +42,7 @@ def run(graph: Graph) -> PassResult:
 def finish(graph: Graph, layer: Op) -> dict:
     """Give the folded layer an operator version (TFLite) or a standalone activation (Circle).
     Shared with fuse_add_with_tconv, which folds into the same layer."""
-    details = {}
+    details: dict[str, object] = {}
     circle = graph.model is not None and graph.model.format.name == "circle"
     act = layer.fused_activation
     if act != "NONE" and circle and SPEC.standalone_activation_in_circle and act in ACTIVATION_KINDS:

@@ -34,6 +34,7 @@ def run(graph: Graph) -> PassResult:
             continue
         result.fold(layer, [pad], padding="SAME")
         graph.set_input(layer, 0, pad.inputs[0])
+        assert layer.options is not None  # _same_pad: it has VALID padding
         layer.options = layer.options.copy(padding=PADDINGS.index("SAME"))
         graph.remove_op(pad)
     return result
@@ -41,26 +42,27 @@ def run(graph: Graph) -> PassResult:
 
 def _same_pad(graph: Graph, layer: Op) -> Op | None:
     """The PAD before `layer` that pads what SAME would, or None."""
-    y = layer.input(0)
+    y, options = layer.input(0), layer.options
     pad = None if y is None else y.producer
     if (
-        pad is None
+        y is None
+        or options is None
+        or pad is None
         or pad.kind not in ("PAD", "PADV2")
-        or getattr(layer.options, "padding", None) != PADDINGS.index("VALID")
+        or getattr(options, "padding", None) != PADDINGS.index("VALID")
         or graph.is_observed(y)
         or graph.consumers(y) != [layer]
         or y in layer.inputs[1:]
     ):
         return None
     x, w, out = pad.inputs[0], layer.input(1), layer.outputs[0]
-    if x.dtype != "FLOAT32" or x.is_quantized or w is None or len(w.shape) != 4:
+    if x is None or x.dtype != "FLOAT32" or x.is_quantized or w is None or len(w.shape) != 4:
         return None
     if any(len(t.shape) != 4 or -1 in t.signature for t in (x, y, out)):
         return None
     paddings = _paddings(pad)
     if paddings is None or np.any(paddings[[0, 3]] != 0):
         return None
-    options = layer.options
     strides = (options.strideH or 1, options.strideW or 1)
     dilations = (getattr(options, "dilationHFactor", 1) or 1, getattr(options, "dilationWFactor", 1) or 1)
     for d in range(2):

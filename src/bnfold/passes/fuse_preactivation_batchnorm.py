@@ -163,6 +163,7 @@ def _replace_chain(graph: Graph, chain: AffineChain, kept_shift: np.ndarray | No
     else:
         const = graph.add_const(f"{y.name}/shift", kept_constant(as_float32(kept_shift), chain))
         if last.kind == "ADD":
+            assert last.options is not None  # the chain's RELU is fused in its options
             op = graph.add_op(last.opcode, [x, const], [y], last.options.copy(), after=last)
         else:
             op = graph.add_op(
@@ -185,7 +186,9 @@ def _forward_updates(sinks: list[Sink], s: np.ndarray, constant: np.ndarray) -> 
     Σ W·relu(t) the constant (s == 0) channels contribute."""
     updates, terms = [], []
     for k in sinks:
-        w = float_source(k.layer.input(k.spec.weights)).pending_data
+        source = float_source(k.layer.input(k.spec.weights))
+        w = source.pending_data if source is not None else None
+        assert w is not None  # a sink's weights passed weights_refusal: float constants
         updates.append((k.layer, k.spec.weights, fold_input_scale(w, k.spec, s, k.inner), f"{k.name}/weights"))
         if np.any(constant):
             terms.append(BiasEdit(k.layer, k.spec, constant_input_response(w, k.spec, constant, k.inner)))
@@ -254,6 +257,8 @@ def _concat_plan(graph: Graph, concat: Op, axis: int, d: np.ndarray) -> list[Bia
         return Refusal(f"the CONCATENATION has a fused {concat.fused_activation}")
     plan, offset = [], 0
     for part in concat.inputs:
+        if part is None:
+            return Refusal("the CONCATENATION lacks an input")
         width = part.shape[axis]
         edit = _layer_behind(graph, part, axis, concat, width, d[offset : offset + width])
         if isinstance(edit, Refusal):
@@ -273,8 +278,10 @@ def _bias_target(graph: Graph, layer: Op, reader: Op, channels: int, delta: np.n
     refusal = layer_refusal(layer, spec)
     if refusal:
         return refusal.prefixed(f"{where}: ")
-    if layer.input(spec.weights).shape[spec.out_axis] != channels:
-        return Refusal(f"{where} has {layer.input(spec.weights).shape[spec.out_axis]} output channels, not {channels}")
+    w = layer.input(spec.weights)
+    assert w is not None  # layer_refusal passed: constant weights
+    if w.shape[spec.out_axis] != channels:
+        return Refusal(f"{where} has {w.shape[spec.out_axis]} output channels, not {channels}")
     if not graph.has_single_use(layer.outputs[0], reader):
         return Refusal(f"{where}: its output has other readers or is a graph output")
     return BiasEdit(layer, spec, delta)
@@ -284,9 +291,9 @@ def _through_pool(graph: Graph, pool: Op, x: Tensor, reader: Op, channels: int, 
     """max(v) + d = max(v + d): a MAX_POOL_2D without activation passes a per-channel shift."""
     if pool.fused_activation != "NONE":
         return Refusal(f"MAX_POOL_2D -> {x.name} has a fused {pool.fused_activation}")
-    v = pool.inputs[0]
-    q = v.producer
-    if q is None:
+    v = pool.input(0)
+    q = v.producer if v is not None else None
+    if v is None or q is None:
         return Refusal(f"MAX_POOL_2D -> {x.name} reads a graph input")
     if q.kind in ("PAD", "PADV2", "MIRROR_PAD"):
         return Refusal(
@@ -317,7 +324,7 @@ def _residual_plan(
         return Refusal(f"the residual ADD -> {x.name} has a fused {add.fused_activation}")
     reasons = []
     target = None
-    for operand in (add.inputs[1], add.inputs[0]):
+    for operand in (t for t in (add.inputs[1], add.inputs[0]) if t is not None):
         found = _layer_behind(graph, operand, axis, add, channels, d)
         if isinstance(found, BiasEdit):
             target = found
@@ -351,7 +358,7 @@ def _compensation(graph: Graph, u: Op, v: Tensor, channels: int, delta: np.ndarr
     if u.kind != "ADD" or not _is_residual_add(u, v):
         return Refusal(f"{u.kind} is not a residual ADD")
     other = u.inputs[1] if u.inputs[0] is v else u.inputs[0]
-    if other.producer is None:
+    if other is None or other.producer is None:
         return Refusal("the other operand of the ADD is a graph input")
     return _layer_behind(graph, other, axis, u, channels, delta)
 

@@ -31,8 +31,8 @@ def run(graph: Graph) -> PassResult:
         gamma_index = _gamma_index(mul)
         if gamma_index is None:
             continue
-        x = mul.inputs[1 - gamma_index]
-        if len(x.shape) == 0:
+        x, gamma = mul.inputs[1 - gamma_index], mul.inputs[gamma_index]
+        if x is None or gamma is None or len(x.shape) == 0:
             continue
         chain = match_chain(graph, x, len(x.shape) - 1, start=mul)
         if (
@@ -41,7 +41,6 @@ def run(graph: Graph) -> PassResult:
             or chain.activation != "RELU"
         ):
             continue
-        gamma = mul.inputs[gamma_index]
         values = channel_vector(gamma, x.shape, len(x.shape) - 1)
         if isinstance(values, Refusal) or not np.any(values < 0):
             continue

@@ -9,13 +9,14 @@ element count, which x and t share.
 
 Guards: t is made by a RESHAPE; x, t and y read their bytes with the same quantization. The first
 RESHAPE is left to whoever else reads t (cleanup drops it when no one does), so nothing another
-reader or the outside sees changes.
+reader or the outside sees changes. Not when LiteRT, running the second RESHAPE over x's buffer,
+would let an op after it overwrite what another reader of x needs (engine/reshapes.py).
 """
 
 from __future__ import annotations
 
 from ..engine.report import PassResult
-from ..engine.reshapes import same_quantization
+from ..engine.reshapes import HAZARD, aliasing_hazard, same_quantization
 from ..ir.graph import Graph
 
 
@@ -24,12 +25,14 @@ def run(graph: Graph) -> PassResult:
     for op in [op for op in graph.ops if op.kind == "RESHAPE"]:
         t = op.input(0)
         first = None if t is None else t.producer
-        if first is None or first.kind != "RESHAPE" or first.input(0) is None:
+        if t is None or first is None or first.kind != "RESHAPE" or (x := first.input(0)) is None:
             continue
-        x = first.inputs[0]
         if not (same_quantization(x, t) and same_quantization(t, op.outputs[0])):
             continue
         removed = [first] if graph.has_single_use(t, op) else []  # else it stays for t's other readers
+        if aliasing_hazard(graph, x, op.outputs[0], added=0 if removed else 1):
+            result.skip(op, HAZARD)
+            continue
         result.fold(op, removed, output=op.outputs[0].name)
         graph.set_input(op, 0, x)
     return result

@@ -16,7 +16,8 @@ itself, so reading x gives the same rows. On y's rank-2 input keep_num_dims chan
 graph output (or a signature names it), its name must stay: then x's producer writes y directly,
 which needs x to have no other reader and to be seen by no one; otherwise the RESHAPE stays.
 
-Guards for the flatten: y is [N, K] with K the weights' columns of every reader; a static N only from a static x (a dynamic x's size is checked by the RESHAPE);
+Guards for the flatten: y is [N, K] with K the weights' columns of every reader; a static N only
+from a static x (a dynamic x's size is checked by the RESHAPE);
 the same quantization on both sides; y no graph output.
 
 Guards for the identity: both shapes known the same, dynamic dimensions in the same places (a RESHAPE to a static
@@ -44,17 +45,18 @@ def run(graph: Graph) -> PassResult:
             fcs = graph.consumers(y)
             result.fold(op, [op], into=fcs, flattened_by=[fc.outputs[0].name for fc in fcs])
             for fc in fcs:
-                fc.options = fc.options.copy(keepNumDims=False)
+                if fc.options is not None:  # without options keep_num_dims is off already
+                    fc.options = fc.options.copy(keepNumDims=False)
             graph.remove_op(op)
             graph.replace_uses(y, x)
             continue
         if x.signature != y.signature or not same_quantization(x, y):
             continue
         if graph.is_observed(y):
-            if not _producer_takes_output(graph, op):
+            if not _producer_takes_output(graph, op, x):
                 continue
         result.fold(op, [op], shape=list(y.signature))
-        _bypass(graph, op)
+        _bypass(graph, op, x)
     return result
 
 
@@ -80,16 +82,16 @@ def _only_flattening_layers_read(graph: Graph, x: Tensor, y: Tensor) -> bool:
     return True
 
 
-def _producer_takes_output(graph: Graph, op: Op) -> bool:
-    x = op.inputs[0]
+def _producer_takes_output(graph: Graph, op: Op, x: Tensor) -> bool:
     return x.producer is not None and graph.has_single_use(x, op)
 
 
-def _bypass(graph: Graph, op: Op) -> None:
-    x, y = op.inputs[0], op.outputs[0]
+def _bypass(graph: Graph, op: Op, x: Tensor) -> None:
+    y = op.outputs[0]
     graph.remove_op(op)
     if graph.is_observed(y):
         producer = x.producer
+        assert producer is not None  # _producer_takes_output
         graph.set_output(producer, producer.outputs.index(x), y)
     else:
         graph.replace_uses(y, x)

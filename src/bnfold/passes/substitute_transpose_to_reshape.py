@@ -11,7 +11,9 @@ input buffer, which is all a RESHAPE gives. A dynamic axis counts as longer than
 in the new shape (so at most one may be dynamic).
 
 Guards: the target runs RESHAPE (engine/targets.py); a constant permutation of the input's rank; the
-output keeps the quantization of the input (a RESHAPE copies bytes).
+output keeps the quantization of the input (a RESHAPE copies bytes); LiteRT would not let the
+RESHAPE share a buffer another reader of x still needs (engine/reshapes.py: `aliasing_hazard`; a
+TRANSPOSE has a buffer of its own).
 """
 
 from __future__ import annotations
@@ -20,22 +22,24 @@ from ..engine import targets
 from ..engine.layout import transpose_perm
 from ..engine.permute import keeps_data_order
 from ..engine.report import PassResult
-from ..engine.reshapes import add_reshape, same_quantization
+from ..engine.reshapes import HAZARD, add_reshape, aliasing_hazard, same_quantization
 from ..ir.graph import Graph
 
 
 def run(graph: Graph) -> PassResult:
     result = PassResult()
     for op in [op for op in graph.ops if op.kind == "TRANSPOSE"]:
-        perm = transpose_perm(op)
-        if perm is None or not _is_a_reshape(op.inputs[0].signature, perm):
+        perm, x, y = transpose_perm(op), op.input(0), op.outputs[0]
+        if perm is None or x is None or not _is_a_reshape(x.signature, perm):
             continue
-        x, y = op.inputs[0], op.outputs[0]
         if not same_quantization(x, y):
             continue
         unsupported = targets.refusal(graph, "RESHAPE")
         if unsupported:
             result.not_for_target(op, unsupported)
+            continue
+        if aliasing_hazard(graph, x, y, added=0):
+            result.skip(op, HAZARD)
             continue
         result.fold(op, [op], permutation=list(perm), new_shape=list(y.signature))
         add_reshape(graph, x, y, after=op)

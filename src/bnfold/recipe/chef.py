@@ -39,6 +39,7 @@ from ..ir.graph import Graph, Options, Tensor
 from ..ir.invariants import MAX_ELEMENTS, validate_model
 from ..ir.model import Metadata, Model, Signature
 from ..ir.ops import FUSED_ACTIVATIONS, PADDINGS, info
+from .rules import expectation
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 # option fields whose values are given by enum name
@@ -67,6 +68,8 @@ def load_recipe(path: str | Path) -> dict:
 def build(recipe: dict, fmt: Format = TFLITE, *, where: str = "recipe") -> Model:
     """The IR model a recipe describes; a recipe that is not well-formed, or describes a model
     bnfold's own reader would refuse, is refused here (UsageError / ModelError naming `where`)."""
+    check_keys(recipe, RECIPE_KEYS, where)
+    expectation(recipe, where)  # refused here too: `recipe build` of a recipe `recipe test` would refuse
     description = _typed(recipe.get("description", "bnfold recipe"), str, "description", where)
     model = Model(fmt, version=fmt.schema_version, description=description.encode())
     seed = _typed(recipe.get("seed", 0), int, "seed", where)
@@ -74,15 +77,20 @@ def build(recipe: dict, fmt: Format = TFLITE, *, where: str = "recipe") -> Model
         raise UsageError(f"{where}: seed must not be negative, not {seed}")
     rng = np.random.default_rng(seed)
     graphs_spec = [recipe] + _tables(recipe, "subgraph", where)
+    for gi, spec in enumerate(graphs_spec[1:], 1):
+        check_keys(spec, GRAPH_KEYS, f"{where} subgraph {gi}")
     names: list[dict[str, Tensor]] = []  # per subgraph: recipe name -> tensor
     for gi, spec in enumerate(graphs_spec):
         name = _typed(spec.get("name", "main" if gi == 0 else f"subgraph_{gi}"), str, "subgraph name", where)
         model.add_graph(Graph(name))
     for gi, spec in enumerate(graphs_spec):
         names.append(_build_graph(model, model.graphs[gi], spec, rng, f"{where} subgraph {gi}"))
+    if not model.graphs[0].ops:
+        raise UsageError(f"{where}: defines no operator (a model needs at least one [[operation]])")
     for s in _tables(recipe, "signature", where):
         model.signatures.append(_signature(s, model, names, where))
     for m in _tables(recipe, "metadata", where):
+        check_keys(m, METADATA_KEYS, f"{where} metadata")
         text = _typed(m.get("text"), str, "metadata text", where)
         buffer = Buffer.from_array(np.frombuffer(text.encode(), dtype=np.uint8))
         model.buffers.append(buffer)
@@ -91,6 +99,7 @@ def build(recipe: dict, fmt: Format = TFLITE, *, where: str = "recipe") -> Model
 
 
 def _signature(spec: dict, model: Model, names: list[dict[str, Tensor]], where: str) -> Signature:
+    check_keys(spec, SIGNATURE_KEYS, f"{where} signature")
     index = _typed(spec.get("subgraph", 0), int, "signature subgraph", where)
     if not 0 <= index < len(model.graphs):
         raise UsageError(f"{where}: signature names subgraph {index}, but the recipe has {len(model.graphs)}")
@@ -114,7 +123,7 @@ def _signature(spec: dict, model: Model, names: list[dict[str, Tensor]], where: 
     return sig
 
 
-def _typed(value, kind: type, what: str, where: str):
+def _typed(value, kind: type | tuple[type, ...], what: str, where: str):
     """`value` if it is a `kind` (an int is never a bool here), else a usage error naming it."""
     if isinstance(value, kind) and not isinstance(value, bool) or kind is bool and isinstance(value, bool):
         return value
@@ -154,24 +163,35 @@ def _shape(value, what: str, where: str) -> list[int]:
     return dims
 
 
+# Every key a recipe table may hold: anything else is a typo that would silently define nothing.
+GRAPH_KEYS = {"name", "operand", "operation", "input", "output"}
+RECIPE_KEYS = GRAPH_KEYS | {"description", "seed", "format", "subgraph", "signature", "metadata", "expect"}
 OPERAND_KEYS = {"name", "shape", "dtype", "filler", "quant", "sparsity"}
 OPERATION_KEYS = {"type", "inputs", "outputs", "options", "options_type", "version", "custom_code", "custom_options"}
+SIGNATURE_KEYS = {"key", "subgraph", "inputs", "outputs"}
+METADATA_KEYS = {"name", "text"}
+FILLER_KEYS = {"kind", "mean", "stddev", "low", "high", "value", "values"}
+QUANT_KEYS = {"scale", "zero_point", "quantized_dimension"}
+SPARSITY_KEYS = {"traversal_order", "block_map", "dim_metadata"}
+DIMENSION_KEYS = {"format", "dense_size", "array_segments", "array_indices"}
 
 
-def _check_keys(table: dict, allowed: set, what: str) -> None:
-    unknown = set(table) - allowed
-    if unknown:
-        # the usual cause: a top-level key (input = [...]) written after a [[table]] header
-        raise UsageError(
-            f"{what} has unknown key(s) {', '.join(sorted(unknown))}; top-level keys must come before any [[table]]"
-        )
+def check_keys(table: dict, allowed: set, what: str) -> None:
+    """Refuse a key `allowed` lacks, naming it and the closest allowed one."""
+    import difflib
+
+    for key in sorted(set(table) - allowed):
+        close = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(sorted(allowed))})"
+        after = " (top-level keys must come before any [[table]])" if key in RECIPE_KEYS - allowed else ""
+        raise UsageError(f"{what}: unknown key {key!r}{hint}{after}"[:400])
 
 
 def _build_graph(model: Model, graph: Graph, spec: dict, rng, where: str) -> dict[str, Tensor]:
     """Fill `graph` from its recipe table; returns the operands by name."""
     known: dict[str, Tensor] = {}
     for operand in _tables(spec, "operand", where):
-        _check_keys(operand, OPERAND_KEYS, f"{where} operand {operand.get('name')!r}")
+        check_keys(operand, OPERAND_KEYS, f"{where} operand {operand.get('name')!r}")
         name = _typed(operand.get("name"), str, "operand name", where)
         dtype = _typed(operand.get("dtype", "FLOAT32"), str, f"operand {name!r} dtype", where)
         shape = _shape(operand.get("shape", []), f"operand {name!r} shape", where)
@@ -197,6 +217,7 @@ def _build_graph(model: Model, graph: Graph, spec: dict, rng, where: str) -> dic
         if "quant" in operand:
             q = model.format.cls("QuantizationParametersT")()
             quant = _typed(operand["quant"], dict, f"operand {name!r} quant", where)
+            check_keys(quant, QUANT_KEYS, f"{where} operand {name!r} quant")
             q.scale = np.asarray(_numbers(quant.get("scale"), "quant scale", where), dtype=np.float32)
             zero_point = quant.get("zero_point", [0] * len(q.scale))
             q.zeroPoint = np.asarray(
@@ -210,7 +231,7 @@ def _build_graph(model: Model, graph: Graph, spec: dict, rng, where: str) -> dic
             t.quantization = q
 
     def tensors(names, what, optional=False):
-        out = []
+        out: list[Tensor | None] = []
         for name in _typed(names, list, what, where):
             if optional and name in ("", "-"):  # an absent optional input (e.g. TRANSPOSE_CONV without bias)
                 out.append(None)
@@ -221,7 +242,7 @@ def _build_graph(model: Model, graph: Graph, spec: dict, rng, where: str) -> dic
         return out
 
     for op in _tables(spec, "operation", where):
-        _check_keys(op, OPERATION_KEYS, f"{where} operation {op.get('type')!r}")
+        check_keys(op, OPERATION_KEYS, f"{where} operation {op.get('type')!r}")
         kind = _typed(op.get("type"), str, "operation type", where)
         if kind not in model.format.op_codes:
             raise UsageError(f"{where}: unknown operator {kind} for {model.format.name}")
@@ -268,6 +289,7 @@ def _sparsity(fmt: Format, spec, shape: list[int], where: str):
     index count (SPARSE_CSR, whose segments run over the count so far). More values than the
     dense `shape` holds is refused."""
     spec = _typed(spec, dict, "sparsity", where)
+    check_keys(spec, SPARSITY_KEYS, f"{where} sparsity")
     record = fmt.cls("SparsityParametersT")()
     record.traversalOrder = [
         _typed(v, int, "traversal_order", where)
@@ -278,6 +300,7 @@ def _sparsity(fmt: Format, spec, shape: list[int], where: str):
     ] or None
     record.dimMetadata, count = [], 1
     for dim in _tables(spec, "dim_metadata", where):
+        check_keys(dim, DIMENSION_KEYS, f"{where} dim_metadata")
         kind = dim.get("format")
         if kind not in DIMENSION_FORMATS:
             raise UsageError(
@@ -338,6 +361,8 @@ def _options(kind: str, op: dict, where: str) -> Options | None:
                 raise UsageError(f"{where}: {kind} option {key} holds a value outside int32"[:300])
             value = np.asarray(value, dtype=np.int32)
         elif not isinstance(value, (int, float, bool)):
+            if isinstance(value, str):  # only enum fields take names: a misspelt one is the likely cause
+                check_keys({key: value}, set(ENUM_FIELDS), f"{where}: {kind} options")
             raise UsageError(f"{where}: {kind} option {key} must be a number, a boolean or a list of integers")
         fields[camel(key)] = value
     return Options(type_name, **fields)
@@ -363,8 +388,7 @@ def _with_defaults(fmt: Format, options: Options | None, where: str = "recipe") 
 def _check_option(type_name: str, name: str, value, defaults: dict, where: str) -> None:
     """`value` has the kind the schema gives field `name` of `type_name` (its default's type)."""
     if name not in defaults:
-        known = ", ".join(sorted(_snake(k) for k in defaults))
-        raise UsageError(f"{where}: {type_name} has no field {_snake(name)} (it has: {known})")
+        check_keys({_snake(name): value}, {_snake(k) for k in defaults}, f"{where}: {type_name}")
     default = defaults[name]
     if isinstance(default, bool):
         ok = isinstance(value, (bool, int)) and not isinstance(value, float)
@@ -394,6 +418,7 @@ def _snake(name: str) -> str:
 
 
 def _fill(filler: dict, shape: list[int], dtype: str, rng, where: str) -> np.ndarray:
+    check_keys(filler, FILLER_KEYS, f"{where} filler")
     kind = filler.get("kind")
     count = math.prod(shape)
     np_dtype = NUMPY_DTYPES.get(dtype)

@@ -17,15 +17,17 @@ from pathlib import Path
 
 from ..engine import registry
 from ..engine.manager import run_passes
-from ..errors import BnfoldError, UsageError
+from ..errors import BnfoldError, CannotVerify, UsageError
 from ..io.paths import open_input
 from ..io.reader import read_model
 from ..io.writer import save_model
+from ..ir.model import Model
 from ..values.backend import Backends
 from ..values.diff import CheckResult, Tolerance, compare_to_expected, iter_random_inputs
 from ..values.samples import SampleWriter, expected_samples, input_samples
+from ..values.verify import settle_weak
 from .chef import build, load_recipe, recipe_format
-from .rules import broken_rules, expectation
+from .rules import Expectation, broken_rules, expectation
 
 SAMPLES = 2
 SEED = 1
@@ -33,24 +35,32 @@ SEED = 1
 
 @dataclass
 class Outcome:
-    """What one recipe's test found. `error` is set when it could not be carried out."""
+    """What one recipe's test found. `error` is set when it could not be carried out: `unverified`
+    too when nothing runs the model (CannotVerify, exit 4: not a difference), else the recipe is
+    broken (a failure)."""
 
     name: str
     passed: bool = False
     failures: list[str] = field(default_factory=list)
     error: str | None = None
+    unverified: bool = False
     result: CheckResult | None = None
     seconds: float = 0.0
 
     def line(self) -> str:
-        """One line, dredd-style: PASS/FAIL/ERROR, the recipe, and why or how close."""
+        """One line, dredd-style: PASS/FAIL/ERROR/UNVERIFIED, the recipe, and why or how close."""
+        if self.unverified:
+            return f"UNVERIFIED {self.name}: {self.error}"
         if self.error:
             return f"ERROR {self.name}: {self.error}"
         if not self.passed:
             return f"FAIL  {self.name}: {'; '.join(self.failures)}"
+        assert self.result is not None  # a recipe passes on its check's result (run_recipe)
         worst = self.result.worst
+        settled = ", weak output settled by rewrite" if worst.settled else ""
         return (
-            f"PASS  {self.name} (scaled err {worst.scaled:.2e}, {self.result.samples} samples, {self.result.backend})"
+            f"PASS  {self.name} (scaled err {worst.scaled:.2e}{settled}, {self.result.samples} samples, "
+            f"{self.result.backend})"
         )
 
 
@@ -74,17 +84,48 @@ def run_recipe_test(
     path: Path, workdir: Path, *, samples: int = SAMPLES, seed: int = SEED, backend: str = "auto"
 ) -> Outcome:
     """Build, store input/expected h5, optimize, check rules and values (module docstring)."""
-    outcome = Outcome(path.stem)
+    return run_recipe_seeds(path, workdir, [seed], samples=samples, backend=backend)[0]
+
+
+def run_recipe_seeds(
+    path: Path, workdir: Path, seeds: list[int], *, samples: int = SAMPLES, backend: str = "auto"
+) -> list[Outcome]:
+    """run_recipe_test at each of `seeds`, building and optimizing the recipe once."""
     start = time.monotonic()
     try:
-        _run(path, workdir, outcome, samples, seed, backend)
+        built = _build(path, workdir)
     except BnfoldError as e:
-        outcome.error = str(e)
-    outcome.seconds = time.monotonic() - start
+        return [_failed(Outcome(path.stem, seconds=time.monotonic() - start), e) for _ in seeds]
+    outcomes = []
+    for seed in seeds:
+        outcome = Outcome(path.stem)
+        try:
+            _value_test(built, path, workdir, outcome, samples, seed, backend)
+        except BnfoldError as e:
+            _failed(outcome, e)
+        outcome.seconds = time.monotonic() - start
+        start = time.monotonic()
+        outcomes.append(outcome)
+    return outcomes
+
+
+def _failed(outcome: Outcome, error: BnfoldError) -> Outcome:
+    outcome.error, outcome.unverified = str(error), isinstance(error, CannotVerify)
     return outcome
 
 
-def _run(path: Path, workdir: Path, outcome: Outcome, samples: int, seed: int, backend: str) -> None:
+@dataclass
+class _Built:
+    """A recipe built, optimized and written: what each seed's value test reads."""
+
+    expect: Expectation
+    model: Model  # the optimized IR, for the rules
+    reference: Model  # the unoptimized model with the run's interface change
+    optimized: Model  # the optimized model as written and read back
+    folds: list[dict]
+
+
+def _build(path: Path, workdir: Path) -> _Built:
     recipe = load_recipe(path)
     expect = expectation(recipe)
     fmt = recipe_format(recipe)
@@ -94,21 +135,29 @@ def _run(path: Path, workdir: Path, outcome: Outcome, samples: int, seed: int, b
     names = registry.default_passes() if expect.passes is None else expect.passes
     report = run_passes(model, registry.resolve(names), parameters=registry.parameters_in(names))
     reference = registry.with_interface_of(read_model(str(model_path)), report.interface)
-    outcome.failures += broken_rules(model, expect.rules)
     optimized_path = workdir / f"{path.stem}.opt{fmt.extension}"
     save_model(model, str(optimized_path), fmt)
-    optimized = read_model(str(optimized_path))
-    both = Backends([reference, optimized], backend)  # one runtime makes the expected values and checks them
+    return _Built(expect, model, reference, read_model(str(optimized_path)), report.folds)
+
+
+def _value_test(
+    built: _Built, path: Path, workdir: Path, outcome: Outcome, samples: int, seed: int, backend: str
+) -> None:
+    optimized = built.optimized
+    both = Backends([built.reference, optimized], backend)  # one runtime makes the expected values and checks them
     inputs, expected = _store_expected(
         both, workdir / f"{path.stem}.input.h5", workdir / f"{path.stem}.expected.h5", samples, seed
     )
+    outcome.failures += broken_rules(built.model, built.expect.rules)
     outcome.result = compare_to_expected(
         optimized,
         input_samples(optimized.graphs[0].inputs, inputs),
         expected_samples(expected),
-        tolerance=Tolerance(expect.rtol, expect.atol),
+        tolerance=Tolerance(built.expect.rtol, built.expect.atol),
         backend=both.kind,
     )
+    if not outcome.result.passed:  # a difference at a weak output, judged by the rewrites under it
+        settle_weak(built.reference, optimized, outcome.result, samples, built.folds)
     if not outcome.result.passed:
         outcome.failures.append(outcome.result.failure_message())
     outcome.passed = not outcome.failures
@@ -131,7 +180,7 @@ def _store_expected(both: Backends, input_path: Path, expected_path: Path, sampl
 
 def junit_xml(outcomes: list[Outcome]) -> str:
     """JUnit XML: one testsuite, one testcase per recipe (<failure> for broken rules or values,
-    <error> when the test could not be carried out)."""
+    <error> when the recipe is broken, <skipped> when nothing could run the model)."""
     from xml.etree import ElementTree as ET
 
     suite = ET.Element(
@@ -139,12 +188,15 @@ def junit_xml(outcomes: list[Outcome]) -> str:
         name="bnfold recipe test",
         tests=str(len(outcomes)),
         failures=str(sum(1 for o in outcomes if not o.passed and not o.error)),
-        errors=str(sum(1 for o in outcomes if o.error)),
+        errors=str(sum(1 for o in outcomes if o.error and not o.unverified)),
+        skipped=str(sum(1 for o in outcomes if o.unverified)),
         time=f"{sum(o.seconds for o in outcomes):.3f}",
     )
     for o in outcomes:
         case = ET.SubElement(suite, "testcase", classname="recipes", name=o.name, time=f"{o.seconds:.3f}")
-        if o.error:
+        if o.unverified:
+            ET.SubElement(case, "skipped", message=f"could not verify: {o.error}")
+        elif o.error:
             ET.SubElement(case, "error", message=o.error)
         elif not o.passed:
             ET.SubElement(case, "failure", message="; ".join(o.failures))

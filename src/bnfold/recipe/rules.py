@@ -24,13 +24,24 @@ class Expectation:
     atol: float = 1e-5
 
 
-def expectation(recipe: dict) -> Expectation:
+EXPECT_KEYS = {"passes", "rules", "rtol", "atol"}
+
+
+def expectation(recipe: dict, where: str = "recipe") -> Expectation:
+    """The recipe's [expect] table, refused unless well-formed: a misspelt key or operator would
+    make a rule that can never fail."""
+    from .chef import check_keys
+
     spec = recipe.get("expect", {})
     if not isinstance(spec, dict):
         raise UsageError("recipe [expect] must be a table")
+    check_keys(spec, EXPECT_KEYS, f"{where} [expect]")
     rules = spec.get("rules", {})
     if not isinstance(rules, dict) or not all(isinstance(v, int) and not isinstance(v, bool) for v in rules.values()):
         raise UsageError("recipe rules must be operator = count")
+    # a custom operator is counted by its code (Model.op_counts: CUSTOM(AddV2)); the code is the recipe's own
+    named = {kind for kind in rules if not (kind.startswith("CUSTOM(") and kind.endswith(")"))}
+    check_keys({kind: rules[kind] for kind in named}, _operator_kinds(), f"{where} [expect] rules")
     passes = spec.get("passes")
     if passes is not None and not (isinstance(passes, list) and all(isinstance(p, str) for p in passes)):
         raise UsageError("recipe expect.passes must be a list of pass names")
@@ -38,6 +49,13 @@ def expectation(recipe: dict) -> Expectation:
     if not all(isinstance(t, (int, float)) and not isinstance(t, bool) and t >= 0 for t in tolerances):
         raise UsageError("recipe expect.rtol and expect.atol must be non-negative numbers")
     return Expectation(passes, dict(rules), float(tolerances[0]), float(tolerances[1]))
+
+
+def _operator_kinds() -> set[str]:
+    """Every operator either format knows by name."""
+    from ..io.formats import CIRCLE, TFLITE
+
+    return set(TFLITE.op_codes) | set(CIRCLE.op_codes)
 
 
 def broken_rules(model: Model, rules: dict[str, int]) -> list[str]:

@@ -61,9 +61,9 @@ class Runner:
 
     @property
     def description(self) -> str:
-        if self.backend == "litert":
-            return DESCRIPTIONS[self.resolver]
-        return DESCRIPTIONS["onert"] if self.backend == "onert" else "reference interpreter"
+        if self.backend == "onert":
+            return DESCRIPTIONS["onert"]
+        return "reference interpreter" if self.resolver is None else DESCRIPTIONS[self.resolver]
 
     def __call__(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
         if self._reference is not None:

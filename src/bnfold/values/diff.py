@@ -62,6 +62,7 @@ class OutputDiff:
     scaled: float = 0.0  # max |a - b| / max|a|, what the verdict uses
     passed: bool = True
     problem: str | None = None  # shape/dtype mismatch, reported instead of numbers
+    settled: str | None = None  # why a difference at a weak output is not one (values/verify.py: settle_weak)
 
     def merge(self, other: OutputDiff) -> None:
         self.max_abs = max(self.max_abs, other.max_abs)
@@ -69,6 +70,7 @@ class OutputDiff:
         self.scaled = max(self.scaled, other.scaled)
         self.passed = self.passed and other.passed
         self.problem = self.problem or other.problem
+        self.settled = self.settled or other.settled
 
 
 @dataclass
@@ -105,19 +107,21 @@ class CheckResult:
         return total
 
     def table(self) -> str:
-        """One line per output: name, max abs err, max rel err, scaled err, ok/FAIL."""
+        """One line per output: name, max abs err, max rel err, scaled err, ok/FAIL. A passing
+        output whose reference has a 0 where the other is not (an infinite relative error, within
+        the tolerance the verdict uses) shows `-` for its relative error, not `inf`."""
         width = max([len(o.name) for o in self.outputs] + [6])
         lines = [f"{'output':<{width}}  {'max abs err':>11}  {'max rel err':>11}  {'scaled err':>11}  result"]
         for o in self.outputs:
             if o.problem:
                 lines.append(f"{o.name:<{width}}  {'-':>11}  {'-':>11}  {'-':>11}  FAIL ({o.problem})")
             else:
-                lines.append(
-                    f"{o.name:<{width}}  {o.max_abs:>11.3e}  {o.max_rel:>11.3e}  {o.scaled:>11.3e}  "
-                    f"{'ok' if o.passed else 'FAIL'}"
-                )
+                rel = f"{o.max_rel:>11.3e}" if o.max_rel < np.inf or not o.passed else f"{'-':>11}"
+                verdict = "ok (by rewrite)" if o.settled else "ok" if o.passed else "FAIL"
+                lines.append(f"{o.name:<{width}}  {o.max_abs:>11.3e}  {rel}  {o.scaled:>11.3e}  {verdict}")
+        notes = [f"{o.name!r}: {o.settled}" for o in self.outputs if o.settled]
         note = caveat(self.strengths)
-        return "\n".join(lines + ([note] if note else []))
+        return "\n".join(lines + notes + ([note] if note else []))
 
     def failure_message(self) -> str:
         bad = self.failing
@@ -291,7 +295,7 @@ def check_models(
     `inputs` (already conformed to the model's inputs) replaces the random samples; each sample
     is generated, run, compared and handed to `on_sample(index, inputs, expected)` before the
     next one exists."""
-    graph_a, graph_b = model_a.graphs[0], model_b.graphs[0]
+    graph_a = model_a.graphs[0]
     _check_signatures(model_a, model_b)
     if inputs is None:
         inputs = iter_random_inputs(graph_a, samples, seed)
@@ -360,14 +364,20 @@ def _bare(name: str) -> str:
     return name[:-2] if name.endswith(":0") else name
 
 
-def match_names(names: list[str], stored: list[tuple[str, np.ndarray]], *, what: str) -> list[tuple[str, np.ndarray]]:
+def match_names(
+    names: list[str], stored: list[tuple[str, np.ndarray]], *, what: str, named: bool = False, owner: str = ""
+) -> list[tuple[str, np.ndarray]]:
     """`stored` values in the order of `names`: by name when the stored names are these names
-    (ONE's ":0" suffix ignored), else by position."""
+    (ONE's ":0" suffix ignored), else by position, unless the file `named` its values: then names
+    that differ are refused, naming both sides (`owner`: whose tensors `names` are)."""
     if len(stored) != len(names):
         raise UsageError(f"{what} has {len(stored)} values; {len(names)} expected")
     by_name = {_bare(n): (n, v) for n, v in stored}
     if len(by_name) == len(stored) and {_bare(n) for n in names} == set(by_name):
         return [by_name[_bare(n)] for n in names]
+    if named:
+        listed = lambda ns: ", ".join(map(repr, ns))  # noqa: E731
+        raise UsageError(f"{what} names {listed(n for n, _ in stored)}; {owner} are {listed(names)}"[:400])
     return stored
 
 
@@ -386,26 +396,38 @@ def verify(
         original, optimized, samples=samples, seed=seed, tolerance=tolerance, backend=backend, deadline=deadline
     )
     if not result.passed:
-        error = CheckFailed(result.failure_message())
-        error.result = result
-        raise error
+        raise CheckFailed(result.failure_message(), result=result)
     return result
 
 
-def compare_files(path_a: str, path_b: str, tolerance: Tolerance = Tolerance()) -> CheckResult:
+def compare_files(
+    path_a: str, path_b: str, tolerance: Tolerance = Tolerance(), *, by_position: bool = False
+) -> CheckResult | None:
     """Compare two h5 files in ONE's layout (or record-minmax files, record by record), value by
-    value: by /name when both files name the same tensors, else by position (named after A)."""
-    from .h5io import read_samples
+    value: by /name when both files name their values (a name without a partner is a difference),
+    else, or `by_position`, by position (named after A). None when the files hold no sample."""
+    from .h5io import has_names, read_samples
 
+    by_name = not by_position and has_names(path_a) and has_names(path_b)
     result = None
     for a, b in _zip_samples(read_samples(path_a), read_samples(path_b), f"{path_a} and {path_b}"):
-        if len(a) != len(b):
+        if not by_name and len(a) != len(b):
             raise UsageError(f"{path_a} has {len(a)} values, {path_b} has {len(b)}")
-        names = [n for n, _ in a]
-        b = match_names(names, b, what=path_b)
+        pairs = _pair_by_name(a, b) if by_name else [(n, x, y) for (n, x), (_, y) in zip(a, b)]
         if result is None:
-            result = CheckResult([OutputDiff(n) for n in names], "files", 0, tolerance)
-        for total, diff in zip(result.outputs, compare_all(names, [v for _, v in a], [v for _, v in b], tolerance)):
-            total.merge(diff)
+            result = CheckResult([OutputDiff(n) for n, _, _ in pairs], "files", 0, tolerance)
+        for total, (name, x, y) in zip(result.outputs, pairs):
+            if x is None or y is None:
+                total.merge(OutputDiff(name, passed=False, problem=f"only in {path_a if y is None else path_b}"))
+            else:
+                total.merge(compare(name, x, y, tolerance))
         result.samples += 1
     return result
+
+
+def _pair_by_name(a: list[tuple[str, np.ndarray]], b: list[tuple[str, np.ndarray]]) -> list[tuple]:
+    """(name, value in a or None, value in b or None): A's names in A's order, then the names only
+    B has (ONE's ":0" suffix ignored)."""
+    in_b = {_bare(n): v for n, v in b}
+    in_a = {_bare(n) for n, _ in a}
+    return [(n, x, in_b.get(_bare(n))) for n, x in a] + [(n, None, y) for n, y in b if _bare(n) not in in_a]

@@ -8,13 +8,21 @@
             bool, an 8-bit unsigned integer)
 
 One such file holds one sample: the values of a subgraph's inputs (or outputs), in order.
-Reading also accepts variable-length /name strings (what bnfold wrote before), files without
-/name, h5py's enum bools, and ONE's record-minmax layout, several samples in one file:
+Reading also accepts variable-length /name strings (what bnfold wrote before, and ONE's
+gen_golden.py), files without /name (onert_run's dumps), h5py's enum bools, and ONE's
+record-minmax layout, several samples in one file:
 
     /value/<record>/<input>   datasets; records "0", "1", ..., inputs "0", "1", ... in each
 
-Names are matched with the model's tensors by name when they agree (":0" ignored), else by
-position, as ONE's drivers do.
+Values are read as their numbers in native byte order, whatever order the file stores
+(gen_golden.py writes float32 as big-endian `>f4`, onert_run IEEE_F32BE); bool stored as `u1`
+0/1 is a uint8 here and read as bool where a model wants bool (values/diff.py). Files bnfold
+writes are native.
+
+A file names its values when /name has an attribute for every value (`has_names`); then values
+are matched to a model's tensors, or to another file's values, by name (":0" ignored), and a
+name without a partner is refused or is a difference (values/diff.py: match_names); a file
+without names is matched by position, as ONE's drivers do.
 """
 
 from __future__ import annotations
@@ -108,6 +116,8 @@ def _read_array(node, path: str, where: str) -> np.ndarray:
     value = np.asarray(value)
     if value.dtype.kind == "O":  # variable-length strings
         value = value.astype(str)
+    if not value.dtype.isnative:  # ONE's gen_golden.py and onert_run store float32 big-endian
+        value = value.astype(value.dtype.newbyteorder("="))
     return value
 
 
@@ -162,6 +172,18 @@ def read_samples(path: str) -> Iterator[Named]:
             group = values[record]
             where = f"/value/{record}"
             yield [(k, _read_array(group[k], path, f"{where}/{k}")) for k in _numbered(group, path, where)]
+
+
+def has_names(path: str) -> bool:
+    """Whether the file names its values: ONE's one-sample layout with a /name attribute for every
+    /value member (record-minmax files and onert_run's dumps have none)."""
+    import h5py
+
+    with _open(path) as f:
+        names = f.get("name")
+        if _layout(f, path) != "one" or not isinstance(names, h5py.Group):
+            return False
+        return all(key in names.attrs for key in f["value"].keys())
 
 
 def count_samples(path: str) -> int:

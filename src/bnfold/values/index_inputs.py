@@ -50,7 +50,8 @@ def caveats(graph: Graph) -> list[str]:
     """One sentence per input whose valid range bnfold cannot tell, pointing at --input."""
     uses = index_uses(graph)
     return [
-        f"input {t.name!r} {uses[id(t)].unknown[0]}, so bnfold cannot tell its valid range: give its values with --input"
+        f"input {t.name!r} {uses[id(t)].unknown[0]}, so bnfold cannot tell its valid range: "
+        "give its values with --input"
         for t in graph.inputs
         if id(t) in uses and uses[id(t)].unknown
     ]
@@ -102,12 +103,14 @@ def _index_site(op: Op, graph: Graph, through: str | None, use: IndexUse) -> Non
 def _addressed_axes(op: Op) -> tuple[Tensor | None, list[int]]:
     """The params of an indexing op and the axes of them its indices address (ir/ops.py Indexing)."""
     indexing = info(op.kind).indexes
+    if indexing is None:  # not an indexing op
+        return None, []
     params, indices = op.input(indexing.params), op.input(indexing.indices)
     if params is None:
         return None, []
     rank = len(params.shape)
     if indexing.axes == "leading":
-        return params, list(range(min(indices.shape[-1], rank))) if indices.shape else []
+        return params, list(range(min(indices.shape[-1], rank))) if indices is not None and indices.shape else []
     if indexing.axes == "option":
         axis = getattr(op.options, "axis", None) if op.options is not None else None
         return params, [(axis or 0) % rank] if rank else []

@@ -1,7 +1,9 @@
 """The reference interpreter: runs a model's IR in numpy, with LiteRT's semantics.
 
 It exists so that a value check does not depend on one runtime, and so that Circle-only models
-(operators TFLite lacks) can be checked at all. The float kernels are in kernels.py; int8
+(operators TFLite lacks) can be checked at all, and models holding the TensorFlow ops a converter
+leaves as CUSTOM (custom_kernels.py: AddV2, BatchMatMulV2, MatMul, SplitV, BroadcastTo,
+MaxPoolWithArgmax, Erf; and GELU). The float kernels are in kernels.py; int8
 CONV_2D, FULLY_CONNECTED, ADD, SUB, MUL, RELU, RELU6, MAX_POOL_2D, AVERAGE_POOL_2D and RESHAPE
 run with TFLite's integer arithmetic, bit-exact with LiteRT's builtin kernels (quantized.py);
 other integer-quantized operators are refused.
@@ -13,18 +15,36 @@ does not fit) raises RunFailed: the value check then could not verify, which is 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Protocol
+
 import numpy as np
 
 from ..errors import ModelError, RunFailed
 from ..ir.const import NUMPY_DTYPES
-from ..ir.graph import Graph
+from ..ir.custom import custom_code
+from ..ir.graph import Op, Tensor
 from ..ir.model import Model
 from . import kernels
+from .custom_kernels import CUSTOM_KERNELS, k_custom, k_gelu
 from .kernels import UnsupportedOperator
 from .quantized import QUANTIZED_KERNELS
 from .select_kernels import SELECT_KERNELS
+from .sparse_kernels import SPARSE_KERNELS
 
-KERNELS = {**kernels.KERNELS, **SELECT_KERNELS}
+
+class Runnable(Protocol):
+    """What run_graph reads of a graph: a Graph, or a region of one (values/local.py)."""
+
+    @property
+    def ops(self) -> Sequence[Op]: ...
+    @property
+    def inputs(self) -> Sequence[Tensor]: ...
+    @property
+    def outputs(self) -> Sequence[Tensor]: ...
+
+
+KERNELS = {**kernels.KERNELS, **SELECT_KERNELS, **SPARSE_KERNELS, "CUSTOM": k_custom, "GELU": k_gelu}
 
 __all__ = ["Interpreter", "UnsupportedOperator", "run", "unsupported_kinds"]
 
@@ -51,13 +71,13 @@ class Interpreter:
         cast = [np.asarray(x, dtype=NUMPY_DTYPES.get(t.dtype, None)) for x, t in zip(inputs, graph.inputs)]
         return [np.array(v) for v in self.run_graph(graph, cast)]
 
-    def run_graph(self, graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    def run_graph(self, graph: Runnable, inputs: list[np.ndarray]) -> list[np.ndarray]:
         values: dict[int, np.ndarray] = {id(t): x for t, x in zip(graph.inputs, inputs)}
         remaining = self._last_uses(graph)
         for index, op in enumerate(graph.ops):
             if self.deadline is not None:
                 self.deadline.check()
-            kernel = KERNELS.get(op.kind)
+            kernel = kernel_for(op)
             if kernel is None:
                 raise UnsupportedOperator(f"reference interpreter cannot run {op_name(op)} (op {index})")
             if op.kind not in ("DEQUANTIZE", "QUANTIZE") and any(
@@ -79,9 +99,9 @@ class Interpreter:
         return [self._value(t, values, None, None) for t in graph.outputs]
 
     @staticmethod
-    def _last_uses(graph: Graph) -> dict[int, list]:
+    def _last_uses(graph: Runnable) -> dict[int, list]:
         """op index -> activations no later op or graph output needs (freed to bound memory)."""
-        last: dict[int, tuple[int, object]] = {}
+        last: dict[int, tuple[int, Tensor]] = {}
         for index, op in enumerate(graph.ops):
             for t in op.inputs:
                 if t is not None and not t.is_const:
@@ -101,6 +121,8 @@ class Interpreter:
         if t.is_const:
             where = f" (op {index})" if index is not None else ""
             if getattr(t.record, "sparsity", None) is not None:  # stored compressed, not in its shape
+                if op is not None and op.kind == "DENSIFY":
+                    return t.buffer.data  # DENSIFY decodes it (sparse_kernels.py)
                 raise UnsupportedOperator(f"reference interpreter cannot read sparse tensor {t.name!r}{where}")
             data = t.data
             if data.dtype == np.uint8 and t.dtype not in NUMPY_DTYPES:
@@ -108,6 +130,13 @@ class Interpreter:
             return data
         where = f"{op.kind} (op {index})" if op is not None else "a graph output"
         raise ModelError(f"tensor {t.name!r} read by {where} has no value")
+
+
+def kernel_for(op):
+    """The kernel that computes `op` (a custom one by its custom code), or None."""
+    if op.kind == "CUSTOM":  # only the TensorFlow ops custom_kernels.py knows, by their custom code
+        return k_custom if (custom_code(op) or "") in CUSTOM_KERNELS else None
+    return KERNELS.get(op.kind)
 
 
 def run(model: Model, inputs: list[np.ndarray], graph_index: int = 0) -> list[np.ndarray]:
@@ -124,4 +153,4 @@ def op_name(op) -> str:
 
 def unsupported_kinds(model: Model) -> list[str]:
     """Operator kinds of `model` the reference interpreter has no kernel for (custom ones named)."""
-    return sorted({op_name(op) for g in model.graphs for op in g.ops if op.kind not in KERNELS})
+    return sorted({op_name(op) for g in model.graphs for op in g.ops if kernel_for(op) is None})

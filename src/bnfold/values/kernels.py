@@ -299,7 +299,8 @@ def _unary(fn):
 
 
 def _logistic(x):
-    return 1.0 / (1.0 + np.exp(-x))
+    with np.errstate(over="ignore"):  # exp(-x) of a very negative x is inf, and 1 / inf the 0 it should be
+        return 1.0 / (1.0 + np.exp(-x))
 
 
 def k_leaky_relu(interp, op, index, args):
@@ -511,9 +512,9 @@ def k_while(interp, op, index, args):
 
 def k_batch_matmul(interp, op, index, args):
     a, b = float32_only(args[0], op, index), float32_only(args[1], op, index)
-    if opt(op, "adjX", False):
+    if opt(op, "adjX", False) or opt(op, "adjointLhs", False):  # TFLite's name, Circle's
         a = np.swapaxes(a, -1, -2)
-    if opt(op, "adjY", False):
+    if opt(op, "adjY", False) or opt(op, "adjointRhs", False):
         b = np.swapaxes(b, -1, -2)
     return [np.matmul(a, b).astype(np.float32)]
 
@@ -532,6 +533,7 @@ KERNELS: dict[str, Callable] = {  # the interpreter adds select_kernels.SELECT_K
     "MAXIMUM": _binary(np.maximum),
     "MINIMUM": _binary(np.minimum),
     "SQUARED_DIFFERENCE": _binary(lambda a, b: (a - b) * (a - b)),
+    "POW": _binary(np.power),
     "LESS": _comparison(np.less),
     "GREATER": _comparison(np.greater),
     "LESS_EQUAL": _comparison(np.less_equal),

@@ -12,6 +12,8 @@ depend on how the passes are written:
 - A region's boundary inputs are the non-constant tensors its ops read and do not produce (they
   exist in both models); its boundary outputs are the tensors it produces that an op outside it
   reads, or that are graph outputs. Both must be the same set on both sides.
+- A fold exact only given what other ops compute (a twin op's equal output, a value >= 0) names
+  their outputs in its report entry's `context`; those ops count as changed, so they run too.
 - Each side runs in the reference interpreter on the same random boundary inputs (normal(0, 2)
   floats, as the whole-model check), and the outputs are compared with the same criterion.
 
@@ -24,12 +26,12 @@ entries whose layer or removed ops it contains.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from types import SimpleNamespace
+from typing import NamedTuple
 
 import numpy as np
 
 from ..errors import CannotVerify, CheckFailed
-from ..ir.graph import Graph, Op
+from ..ir.graph import Graph, Op, Tensor
 from ..ir.model import Model
 from .diff import OutputDiff, Tolerance, compare, random_input
 from .interpreter import Interpreter
@@ -160,11 +162,18 @@ def _producers(graph: Graph) -> dict[str, Op]:
     return {t.name: op for op in graph.ops for t in op.outputs}
 
 
-def find_regions(before: Graph, after: Graph, subgraph: int = 0) -> list[Region]:
-    """The connected groups of changed ops (module docstring), in the original's op order."""
+def find_regions(before: Graph, after: Graph, subgraph: int = 0, context: frozenset[str] = frozenset()) -> list[Region]:
+    """The connected groups of changed ops (module docstring), in the original's op order; the ops
+    making the tensors named in `context` (on both sides) count as changed: a fold that is exact
+    only given what they compute (a twin op's equal output, a value >= 0) names them."""
     made_a, made_b = _producers(before), _producers(after)
     changed_a = [op for op in before.ops if not _unchanged(op, made_b.get(op.outputs[0].name) if op.outputs else None)]
     changed_b = [op for op in after.ops if not _unchanged(op, made_a.get(op.outputs[0].name) if op.outputs else None)]
+    if context:  # in execution order, as the region runs them
+        ids_a = {id(made_a[n]) for n in context if n in made_a} | set(map(id, changed_a))
+        ids_b = {id(made_b[n]) for n in context if n in made_b} | set(map(id, changed_b))
+        changed_a = [op for op in before.ops if id(op) in ids_a]
+        changed_b = [op for op in after.ops if id(op) in ids_b]
     parent: dict[int, int] = {id(op): id(op) for op in changed_a + changed_b}
 
     def root(key: int) -> int:
@@ -250,12 +259,18 @@ def _take_shared_producers(region: Region, names: set[str], before: Graph, after
 # ---- running them ----------------------------------------------------------------------------
 
 
+class _Region(NamedTuple):
+    """A region's ops with its inputs and outputs: what the interpreter runs (interpreter.Runnable)."""
+
+    ops: list[Op]
+    inputs: list[Tensor]
+    outputs: list[Tensor]
+
+
 def _run_side(model: Model, graph: Graph, ops: list[Op], inputs: dict[str, np.ndarray], outputs: list[str]):
     """The region's ops as a small graph of their own, run in the reference interpreter."""
     tensors = {t.name: t for t in graph.tensors}
-    region = SimpleNamespace(
-        ops=ops, inputs=[tensors[n] for n in inputs if n in tensors], outputs=[tensors[n] for n in outputs]
-    )
+    region = _Region(ops, [tensors[n] for n in inputs if n in tensors], [tensors[n] for n in outputs])
     values = [inputs[t.name] for t in region.inputs]
     return Interpreter(model).run_graph(region, values)
 
@@ -325,7 +340,8 @@ def _check_graph(original, optimized, ga, gb, index, rng, samples, tolerance, fo
     difference at a graph output may come from a boundary input that an earlier rewrite changed)."""
     tensors = ({t.name: t for t in ga.tensors}, {t.name: t for t in gb.tensors})
     graph_outputs = {t.name for t in ga.outputs} | {t.name for t in gb.outputs}
-    regions = find_regions(ga, gb, index)
+    context = frozenset(n for f in folds if f.get("subgraph", 0) == index for n in f.get("context", ()))
+    regions = find_regions(ga, gb, index, context)
     owner = {id(op): region for region in regions for op in region.before + region.after}
     if wanted is not None:  # only the rewrites under some outputs (`under`)
         regions = [
@@ -410,7 +426,5 @@ def verify_rewrites(
     """check_rewrites, raising CheckFailed (naming the failing rewrites) when one does not pass."""
     result = check_rewrites(original, optimized, samples=samples, tolerance=tolerance, folds=folds, under=under)
     if not result.passed:
-        error = CheckFailed(result.failure_message())
-        error.result = result
-        raise error
+        raise CheckFailed(result.failure_message(), result=result)
     return result

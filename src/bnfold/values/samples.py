@@ -6,6 +6,7 @@ written as each sample is computed, so memory does not grow with the number of s
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import numpy as np
@@ -14,28 +15,58 @@ from ..errors import UsageError
 from ..io.paths import numbered
 from ..ir.graph import Tensor
 from .diff import conform, match_names
-from .h5io import count_samples, read_samples, write_h5
+from .h5io import count_samples, has_names, read_samples, write_h5
+
+
+def numbered_series(paths: list[str]) -> list[str]:
+    """`paths` with each missing PATH that names a numbered series (PATH.0.h5, PATH.1.h5, ...,
+    what `run --samples N --write-input PATH` and `--output PATH` write) replaced by the files of
+    that series, in order: the next step takes the name the last one was given."""
+    files = []
+    for path in paths:
+        if os.path.lexists(path) or not os.path.lexists(numbered(path, 0, 2)):
+            files.append(path)  # a file, or nothing to stand for: open_input names the problem
+            continue
+        index = 0
+        while os.path.lexists(numbered(path, index, 2)):
+            files.append(numbered(path, index, 2))
+            index += 1
+    return files
 
 
 def count_files(paths: list[str]) -> int:
     return sum(count_samples(p) for p in paths)
 
 
-def input_samples(tensors: list[Tensor], paths: list[str], *, cast: bool = False) -> Iterator[list[np.ndarray]]:
-    """Each sample of each file, its values matched to `tensors` (by name, else by position) and
-    conformed to them (shape and dtype; --cast converts a dtype when no value changes)."""
+def input_samples(
+    tensors: list[Tensor], paths: list[str], *, cast: bool = False, owner: str = "the model"
+) -> Iterator[list[np.ndarray]]:
+    """Each sample of each file, its values matched to `tensors` (by name when the file names
+    them, and then refused unless they are the model's inputs, `owner` naming it; else by
+    position) and conformed to them (shape and dtype; --cast converts a dtype when no value
+    changes)."""
     names = [t.name for t in tensors]
     for path in paths:
+        named = has_names(path)
         for sample in read_samples(path):
             if len(sample) != len(tensors):
                 raise UsageError(f"holds {len(sample)} values; the model has {len(tensors)} inputs", path)
-            matched = match_names(names, sample, what=path)
+            matched = match_names(names, sample, what=path, named=named, owner=f"{owner}'s inputs")
             yield [conform(t, v, cast=cast, where=f" in {path}") for t, (_, v) in zip(tensors, matched)]
 
 
-def expected_samples(paths: list[str]) -> Iterator[list[tuple[str, np.ndarray]]]:
+def expected_samples(
+    paths: list[str], tensors: list[Tensor] | None = None, owner: str = "the model"
+) -> Iterator[list[tuple[str, np.ndarray]]]:
+    """Each sample of each file; given the model's outputs `tensors`, a file that names its
+    values must name these (else UsageError naming the file and `owner`)."""
+    names = [t.name for t in tensors] if tensors is not None else None
     for path in paths:
-        yield from read_samples(path)
+        named = names is not None and has_names(path)
+        for sample in read_samples(path):
+            if named:
+                match_names(names, sample, what=path, named=True, owner=f"{owner}'s outputs")
+            yield sample
 
 
 sample_path = numbered  # PATH itself for one sample; PATH with .N before the extension for more

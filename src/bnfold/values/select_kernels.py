@@ -1,6 +1,6 @@
 """Kernels of the reference interpreter that select or resample elements: RESIZE_BILINEAR,
 RESIZE_NEAREST_NEIGHBOR, STRIDED_SLICE, SLICE, SPLIT, SPLIT_V, PACK, UNPACK, GATHER, GATHER_ND,
-EMBEDDING_LOOKUP, ARG_MAX, ARG_MIN, TILE (the interpreter joins their table with kernels.py's).
+EMBEDDING_LOOKUP, ARG_MAX, ARG_MIN, TILE, BROADCAST_TO, SELECT_V2 (the interpreter joins their table with kernels.py's).
 Same contract as kernels.py: f(interp, op, index, args) -> list of outputs. The gathers refuse an
 index outside [0, dim) of the axis it addresses with RunFailed, as LiteRT fails the run
 (index_inputs.py draws random indices in range).
@@ -80,7 +80,8 @@ def k_strided_slice(interp, op, index, args):
         )
     begin_mask, end_mask, shrink = (int(opt(op, n, 0)) for n in ("beginMask", "endMask", "shrinkAxisMask"))
     offset = bool(opt(op, "offset", False))
-    index_, squeeze = [], []
+    index_: list[slice | int] = []
+    squeeze: list[int] = []
     for axis in range(x.ndim):
         if axis >= len(begin):
             index_.append(slice(None))
@@ -129,6 +130,14 @@ def _arg(select):
 
 def k_tile(interp, op, index, args):
     return [np.tile(args[0], np.asarray(args[1]).reshape(-1))]
+
+
+def k_broadcast_to(interp, op, index, args):
+    return [np.broadcast_to(args[0], [int(d) for d in np.reshape(args[1], -1)]).copy()]
+
+
+def k_select_v2(interp, op, index, args):
+    return [np.where(args[0].astype(bool), args[1], args[2])]
 
 
 def k_pack(interp, op, index, args):
@@ -191,4 +200,6 @@ SELECT_KERNELS: dict[str, Callable] = {
     "ARG_MAX": _arg(np.argmax),
     "ARG_MIN": _arg(np.argmin),
     "TILE": k_tile,
+    "BROADCAST_TO": k_broadcast_to,
+    "SELECT_V2": k_select_v2,
 }

@@ -50,7 +50,8 @@ class Spread:
     def __init__(self, name: str):
         self.name = name
         self.samples = 0
-        self.low = self.high = None
+        self.low: np.ndarray | None = None  # elementwise min and max over the samples
+        self.high: np.ndarray | None = None
         self.peak = 0.0
         self.distinct: float | None = None
         self.discrete = False
@@ -69,7 +70,7 @@ class Spread:
             self.distinct = share if self.distinct is None else min(self.distinct, share)
         finite = flat[np.isfinite(flat)]
         self.peak = max(self.peak, float(np.abs(finite).max(initial=0.0)))
-        if self.low is None:
+        if self.low is None or self.high is None:  # the first sample (they are set together)
             self.low, self.high = flat.copy(), flat.copy()
         elif self.low.shape != flat.shape:  # an output whose shape changes: no elementwise spread
             self.measurable = False

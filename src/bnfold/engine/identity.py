@@ -1,0 +1,62 @@
+"""What the passes removing or substituting data-movement ops share: whether an op passes every
+element of its input through in order (an identity, or a RESHAPE in disguise), and how an op that
+computes its input is taken out of the graph.
+
+Whether a SLICE, STRIDED_SLICE or the like keeps every element in order is decided by running the
+value check's own kernel (values/select_kernels.py) on the positions 0 .. n-1 of a static input:
+it keeps them all in order exactly when it returns those positions in that order. So the masks,
+negative indices, clamping and strides are read the way the runtime reads them, not re-derived
+(cost: one pass over n integers, asked only when the element counts already agree).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ir.graph import Graph, Op, Tensor
+from .reshapes import same_quantization
+
+
+def keeps_every_element_in_order(graph: Graph, op: Op) -> bool:
+    """`op` (data in input 0, index operands constant) outputs input 0's elements, all of them,
+    in memory order, whatever its shape: the output is a RESHAPE of the input."""
+    from ..errors import RunFailed  # only asked of slices whose counts agree
+    from ..values.interpreter import Interpreter, kernel_for
+
+    x, y = op.input(0), op.outputs[0]
+    if x is None or -1 in x.signature or -1 in y.signature or math.prod(x.shape) != math.prod(y.shape):
+        return False
+    if not all(t is None or t.is_const for t in op.inputs[1:]) or not same_quantization(x, y):
+        return False
+    kernel = kernel_for(op)
+    if kernel is None:
+        return False
+    positions = np.arange(math.prod(x.shape), dtype=np.int64).reshape(x.shape)
+    try:
+        args = [positions, *(None if t is None else t.data for t in op.inputs[1:])]
+        out = kernel(Interpreter(graph.model), op, None, args)[0]
+    except (RunFailed, ValueError, IndexError):
+        return False
+    return out.size == positions.size and bool(np.array_equal(out.reshape(-1), positions.reshape(-1)))
+
+
+def can_bypass(graph: Graph, op: Op, x: Tensor, y: Tensor) -> bool:
+    """y (an output of `op`) may be replaced by x, which holds the same values: y's readers read x,
+    or, when the outside sees y, x's producer writes y (x then must have no other reader and be
+    seen by no one)."""
+    if not graph.is_observed(y):
+        return True
+    producer = x.producer
+    return producer is not None and graph.has_single_use(x, op)
+
+
+def bypass(graph: Graph, op: Op, x: Tensor, y: Tensor) -> None:
+    """Take `op` out: y's readers read x (can_bypass said it may). Call for the op's last output."""
+    graph.remove_op(op)
+    if graph.is_observed(y):
+        producer = x.producer
+        graph.set_output(producer, producer.outputs.index(x), y)
+    else:
+        graph.replace_uses(y, x)

@@ -1,0 +1,79 @@
+"""Small matching helpers the pattern passes share (the O1 fusions and canonicalizations): who
+reads a tensor, which operand of a binary op is a constant, and the value of a one-element float
+constant. A helper answers about the ops it is given only, never by scanning the graph."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.graph import Graph, Op, Options, Tensor
+
+
+def only_reader(graph: Graph, t: Tensor) -> Op | None:
+    """The one op reading `t`, when exactly one does (reading it once) and no one outside sees it."""
+    readers = graph.consumers(t)
+    if len(readers) != 1 or not graph.has_single_use(t, readers[0]):
+        return None
+    return readers[0]
+
+
+def float_const(t: Tensor | None) -> np.ndarray | None:
+    """The values of a float32 constant that is not quantized, else None."""
+    if t is None or not t.is_const or t.dtype != "FLOAT32" or t.is_quantized:
+        return None
+    return t.data
+
+
+def scalar(t: Tensor | None) -> float | None:
+    """The value of a one-element float32 constant (of any rank), else None."""
+    data = float_const(t)
+    if data is None or data.size != 1:
+        return None
+    return float(data.reshape(-1)[0])
+
+
+def const_operand(op: Op) -> tuple[Tensor, Tensor] | None:
+    """(constant, other) for a binary op with exactly one constant operand, in either order."""
+    if len(op.inputs) < 2:
+        return None
+    a, b = op.inputs[:2]
+    if a is None or b is None or a.is_const == b.is_const:
+        return None
+    return (a, b) if a.is_const else (b, a)
+
+
+def is_plain_float(t: Tensor | None) -> bool:
+    """A float32 tensor that is not quantized (what every exact fusion here computes on)."""
+    return t is not None and t.dtype == "FLOAT32" and not t.is_quantized
+
+
+def format_has(graph: Graph, kind: str) -> bool:
+    """Whether the graph's model format has operator `kind` (INSTANCE_NORM: Circle only)."""
+    return graph.model is not None and kind in graph.model.format.op_codes
+
+
+def batch_matmul_options(graph: Graph, adj_x: bool, adj_y: bool) -> Options:
+    """BATCH_MATMUL's options in the graph's format: TFLite names the flags adj_x / adj_y, Circle
+    adjoint_lhs / adjoint_rhs (the same table otherwise)."""
+    circle = graph.model is not None and graph.model.format.name == "circle"
+    names = ("adjointLhs", "adjointRhs") if circle else ("adjX", "adjY")
+    return Options("BatchMatMulOptions", **{names[0]: adj_x, names[1]: adj_y}, asymmetricQuantizeInputs=False)
+
+
+def no_activation(op: Op) -> bool:
+    return not op.has_fused_activation_slot or op.fused_activation == "NONE"
+
+
+def collapse(graph: Graph, result, ops: list[Op], inputs: list[Tensor | None], kind, options=None, **details) -> Op:
+    """Replace the chain `ops` (in execution order, its last op's output the result) by one `kind`
+    op (a kind name, or an OpCode to keep its version) reading `inputs` and writing that same
+    output tensor, so its name and readers stay; the fold is recorded in `result` (a PassResult)
+    before anything moves."""
+    last = ops[-1]
+    y = last.outputs[0]
+    result.fold(last, ops, into=[], **details)
+    for op in ops:
+        graph.remove_op(op)
+    made = graph.add_op(kind, inputs, [y], options, after=last)
+    result.made(made)
+    return made

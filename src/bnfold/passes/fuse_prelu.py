@@ -1,0 +1,96 @@
+"""fuse_prelu: PReLU written out with ABS, as ONNX exporters and tflchef-reverse leave it, becomes one
+PRELU (ONE's pass of that name, its recipe Net_Conv_PReluGraph_000).
+
+    x ─┬─> RELU -> r ────────────────────────────────────────────┐
+       ├─> ABS -> a ─┐                                           ├─> ADD -> y
+       └────────────-┴─> SUB(x, a) -> s -> MUL(α) -> MUL(0.5) -> m┘   (the MULs in either order)
+    after:  x -> PRELU(x, α) -> y
+
+Algebra: x - |x| is 2x for x < 0 and 0 otherwise, so m = α·min(x, 0) and y = relu(x) + α·min(x, 0)
+= prelu(x, α). Exact: x - |x| = 2x is exact, scaling by 0.5 is exact (away from the subnormal
+range) and commutes with the rounding of the product by α, and one of the two terms of the ADD
+is zero: the same float32 values as LiteRT's PRELU.
+
+Guards: float32 throughout, none quantized, all of x's shape; α a float32 constant that
+broadcasts to x without changing its shape (per channel [C], [1, .., C], or one value), the
+other MUL by exactly 0.5; no fused activations; r, a, s and the MUL outputs read only inside the
+pattern and no graph outputs. PRELU is a builtin of both formats: `may_hold_prelu` decides.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..engine.match import (
+    collapse,
+    const_operand,
+    float_const,
+    format_has,
+    is_plain_float,
+    no_activation,
+    only_reader,
+    scalar,
+)
+from ..engine.report import PassResult
+from ..ir.graph import Graph, Op, Tensor
+
+
+def may_hold_prelu(graph: Graph) -> bool:
+    """Whether the model may hold a PRELU (the one place a target runtime's table would decide):
+    a builtin of both formats, which LiteRT runs. onert 0.1.0's CPU backend does not (measured: a
+    Circle model with PRELU fails session preparation; the written-out form runs)."""
+    return format_has(graph, "PRELU")
+
+
+def run(graph: Graph) -> PassResult:
+    result = PassResult()
+    if not may_hold_prelu(graph):
+        return result
+    for abs_op in [op for op in graph.ops if op.kind == "ABS"]:
+        match = _match(graph, abs_op)
+        if match is not None:
+            x, alpha, ops = match
+            collapse(graph, result, ops, [x, alpha], "PRELU", None, activation="PRELU")
+    return result
+
+
+def _match(graph: Graph, abs_op: Op) -> tuple[Tensor, Tensor, list[Op]] | None:
+    x = abs_op.input(0)
+    sub = only_reader(graph, abs_op.outputs[0])
+    if x is None or sub is None or sub.kind != "SUB" or sub.inputs[:2] != (x, abs_op.outputs[0]):
+        return None
+    first = only_reader(graph, sub.outputs[0])
+    second = None if first is None else only_reader(graph, first.outputs[0])
+    scales = _alpha_and_half(first, second, sub.outputs[0])
+    if scales is None:
+        return None
+    alpha, _ = scales
+    add = only_reader(graph, second.outputs[0])
+    if add is None or add.kind != "ADD" or second.outputs[0] not in add.inputs[:2]:
+        return None
+    r = add.inputs[1] if add.inputs[0] is second.outputs[0] else add.inputs[0]
+    relu = r.producer
+    if relu is None or relu.kind != "RELU" or relu.input(0) is not x or only_reader(graph, r) is not add:
+        return None
+    ops = [relu, abs_op, sub, first, second, add]
+    if not all(no_activation(op) for op in ops):
+        return None
+    if not all(is_plain_float(t) and t.shape == x.shape for t in (x, *(op.outputs[0] for op in ops))):
+        return None
+    if np.broadcast_shapes(alpha.shape, x.shape) != x.shape:
+        return None
+    return x, alpha, ops
+
+
+def _alpha_and_half(first: Op | None, second: Op | None, s: Tensor) -> tuple[Tensor, Op] | None:
+    """(α, the MUL by 0.5) for s -> MUL(α) -> MUL(0.5), or s -> MUL(0.5) -> MUL(α)."""
+    if first is None or second is None or first.kind != "MUL" or second.kind != "MUL":
+        return None
+    a, b = const_operand(first), const_operand(second)
+    if a is None or b is None or a[1] is not s or b[1] is not first.outputs[0]:
+        return None
+    if scalar(b[0]) == 0.5 and float_const(a[0]) is not None:
+        return a[0], second
+    if scalar(a[0]) == 0.5 and float_const(b[0]) is not None:
+        return b[0], first
+    return None

@@ -1,0 +1,65 @@
+"""resolve_customop_matmul: TensorFlow's MatMul left as a CUSTOM op becomes the builtin
+FULLY_CONNECTED (ONE's pass of that name).
+
+    before:  a [M, K], b [K, U] -> CUSTOM(MatMul, transpose_a, transpose_b) -> y [M, U]
+    after:   a -> [TRANSPOSE if transpose_a] -> FULLY_CONNECTED(weights W [U, K], no bias) -> y
+
+Exact: FULLY_CONNECTED computes a · Wᵀ, so W is b transposed (b itself under transpose_b); a
+constant b is transposed once here (a new constant; the original is left to its other readers),
+a computed one by a TRANSPOSE op (ONE always adds the op). float32 sums either way (float
+rounding).
+
+Guards: a and b of rank 2 with static shapes (TFLite's MatMul is 2-D; a batched product is
+BatchMatMul), float32 in and out, none quantized; readable custom options whose transpose_a and
+transpose_b (absent: false) are booleans.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..engine.match import is_plain_float
+from ..engine.report import PassResult
+from ..ir.custom import custom_code, custom_options
+from ..ir.graph import Graph, Op, Options, Tensor
+
+
+def run(graph: Graph) -> PassResult:
+    result = PassResult()
+    for op in [op for op in graph.ops if custom_code(op) == "MatMul"]:
+        options = custom_options(op)
+        if options is None or len(op.inputs) != 2 or len(op.outputs) != 1:
+            continue
+        flags = [options.get(name, False) for name in ("transpose_a", "transpose_b")]
+        if not all(isinstance(f, bool) for f in flags):
+            continue
+        if not all(is_plain_float(t) and len(t.signature) == 2 and min(t.signature) >= 0 for t in op.inputs):
+            continue
+        if not is_plain_float(op.outputs[0]):
+            continue
+        result.fold(op, [op], into=[], resolved="MatMul", transpose_a=flags[0], transpose_b=flags[1])
+        graph.remove_op(op)
+        a, b = op.inputs
+        if flags[0]:
+            a = _transposed(graph, result, a, op)
+        weights = b if flags[1] else _transposed(graph, result, b, op)
+        fc_options = Options(
+            "FullyConnectedOptions",
+            fusedActivationFunction=0,
+            weightsFormat=0,
+            keepNumDims=False,
+            asymmetricQuantizeInputs=False,
+        )
+        result.made(graph.add_op("FULLY_CONNECTED", [a, weights, None], op.outputs, fc_options, after=op))
+    return result
+
+
+def _transposed(graph: Graph, result: PassResult, t: Tensor, at: Op) -> Tensor:
+    """t's 2-D transpose: a new constant for a constant, else the output of a new TRANSPOSE op."""
+    name = graph.unique_name(f"{t.name}/transposed")
+    if t.is_const:
+        return graph.add_const(name, np.ascontiguousarray(t.data.T))
+    perm = graph.add_const(graph.unique_name(f"{name}/perm"), np.array([1, 0], np.int32), "INT32")
+    out = graph.add_tensor(name, t.dtype, t.shape[::-1])
+    result.made(graph.add_op("TRANSPOSE", [t, perm], [out], Options("TransposeOptions"), before=at))
+    return out

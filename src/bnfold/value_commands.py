@@ -1,0 +1,170 @@
+"""The library's value commands: `check` (two models on the same inputs, or one against stored
+outputs), `run` (one model's outputs written in ONE's h5 layout) and `h5diff` (two h5 files).
+api.py exposes them as `bnfold.check`, `bnfold.run` and `bnfold.h5diff`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+from . import arguments
+from .errors import ModelError, UsageError
+from .io.atomic import written_together
+from .io.paths import refuse_numbered_clobber
+from .io.reader import read_model
+from .results import Ran
+from .values import DEFAULT_ATOL, DEFAULT_RTOL
+
+
+def check(
+    model: str | os.PathLike,
+    other: str | os.PathLike | None = None,
+    *,
+    inputs: Iterable[str] = (),
+    expected: Iterable[str] = (),
+    samples: int = 1,
+    seed: int = 0,
+    write_input: str | None = None,
+    write_expected: str | None = None,
+    force: bool = False,
+    rtol: float | None = DEFAULT_RTOL,
+    atol: float | None = DEFAULT_ATOL,
+    backend: str = "auto",
+    timeout: float | None = None,
+    cast: bool = False,
+):
+    """`bnfold check`: run `model` and `other` on the same inputs (the h5 files `inputs`, else
+    `samples` random ones from `seed`) and compare, or compare `model`'s outputs with the stored
+    `expected` files (one per input file). Returns the CheckResult (`.passed`, `.table()`,
+    `.failure_message()`); differing values are not an error here. write_input/write_expected
+    store the inputs used and `model`'s outputs (file.N.h5 per sample when there are several).
+    A missing `inputs` or `expected` path whose numbered series exists (in.h5: in.0.h5, in.1.h5,
+    ...) stands for that series. CannotVerify when no backend ("auto", "litert", "reference") runs
+    the models or `timeout` seconds pass."""
+    from .values import diff
+    from .values import samples as sample_files
+    from .values.deadline import Deadline
+
+    inputs = sample_files.numbered_series(arguments.paths(inputs))
+    expected = sample_files.numbered_series(arguments.paths(expected))
+    if bool(other) == bool(expected):
+        raise UsageError("give MODEL_B or --expected (with --input), not both and not neither")
+    if expected and not inputs:
+        raise UsageError("--expected needs the --input files its outputs came from")
+    if expected and (write_input or write_expected):
+        raise UsageError("--write-input/--write-expected go with MODEL_B, not --expected")
+    samples, seed, backend = arguments.count(samples, "samples"), arguments.seed(seed), arguments.backend(backend)
+    tolerance = diff.Tolerance(
+        arguments.tolerance_or(rtol, "rtol", DEFAULT_RTOL), arguments.tolerance_or(atol, "atol", DEFAULT_ATOL)
+    )
+    deadline = Deadline(timeout)
+    count = sample_files.count_files(inputs) if inputs else samples
+    if other:  # MODEL_B, so no --expected: before any work
+        refuse_numbered_clobber(
+            {"--write-input": write_input, "--write-expected": write_expected},
+            count,
+            [os.fspath(model), os.fspath(other), *inputs],
+            force,
+        )
+    a = read_model(os.fspath(model))
+    graph = a.graphs[0]
+    owner = os.fspath(model)
+    given = sample_files.input_samples(graph.inputs, inputs, cast=cast, owner=owner) if inputs else None
+    if expected:
+        stored = sample_files.expected_samples(expected, graph.outputs, owner)
+        return diff.compare_to_expected(a, given, stored, tolerance=tolerance, backend=backend, deadline=deadline)
+    from .values.verify import settle_weak
+
+    sink = sample_files.sample_sink(graph, count, write_input, write_expected)
+    b = read_model(os.fspath(other))
+    with written_together():  # every h5 file of the run, or none
+        result = diff.check_models(
+            a,
+            b,
+            samples=samples,
+            seed=seed,
+            inputs=given,
+            tolerance=tolerance,
+            backend=backend,
+            on_sample=sink,
+            deadline=deadline,
+        )
+    settle_weak(a, b, result, result.samples)  # a difference at a weak output, judged by the rewrites under it
+    return result
+
+
+def run(
+    model: str | os.PathLike,
+    output: str,
+    *,
+    inputs: Iterable[str] = (),
+    samples: int = 1,
+    seed: int = 0,
+    write_input: str | None = None,
+    force: bool = False,
+    backend: str = "auto",
+    timeout: float | None = None,
+    cast: bool = False,
+) -> Ran:
+    """`bnfold run`: run `model` on the h5 files `inputs` (or `samples` random inputs from
+    `seed`, also written to `write_input` if given) and write its outputs to `output` in ONE's
+    h5 layout (out.N.h5 per sample when there are several), each sample as it is computed (all
+    renamed into place together at the end). A missing `inputs` path whose numbered series
+    exists stands for that series, as in check()."""
+    from .values import samples as sample_files
+    from .values.backend import Backends
+    from .values.deadline import Deadline
+    from .values.diff import iter_random_inputs
+
+    inputs, model = sample_files.numbered_series(arguments.paths(inputs)), os.fspath(model)
+    if not output:
+        raise UsageError("--output needs a file name")
+    if inputs and write_input:
+        raise UsageError("--write-input writes random inputs; with --input they are already in files")
+    samples, seed, backend = arguments.count(samples, "samples"), arguments.seed(seed), arguments.backend(backend)
+    count = sample_files.count_files(inputs) if inputs else samples
+    refuse_numbered_clobber({"--output": output, "--write-input": write_input}, count, [model, *inputs], force)
+    loaded = read_model(os.fspath(model))
+    graph = loaded.graphs[0]
+    deadline = Deadline(timeout)
+    if inputs:
+        given = sample_files.input_samples(graph.inputs, inputs, cast=cast, owner=model)
+    else:
+        given = iter_random_inputs(graph, samples, seed)
+    write = sample_files.sample_sink(graph, count, write_input, output)
+    runner = Backends([loaded], backend, deadline=deadline)
+    with written_together():  # every h5 file of the run, or none
+        for index, sample in enumerate(given):
+            deadline.check()
+            write(index, sample, runner(sample)[0])
+    names = [sample_files.sample_path(output, i, count) for i in range(count)]
+    written_inputs = [sample_files.sample_path(write_input, i, count) for i in range(count)] if write_input else []
+    return Ran(names, written_inputs, runner.description)
+
+
+def h5diff(
+    file_a: str,
+    file_b: str,
+    *,
+    rtol: float | None = DEFAULT_RTOL,
+    atol: float | None = DEFAULT_ATOL,
+    delta: float | None = None,
+    by_position: bool = False,
+):
+    """`bnfold h5diff`: compare two h5 files in ONE's layout value by value; returns the
+    CheckResult. Values are matched by name when both files name them (a name only one file has
+    is a difference), else or `by_position` by position; numbers compare whatever their byte
+    order. `delta` is h5diff's -d: one absolute tolerance for every value, integers too.
+    Files holding no values are an error (ModelError): a comparison of nothing proves nothing."""
+    from .values.diff import Tolerance, compare_files
+
+    if delta is None:
+        tolerance = Tolerance(
+            arguments.tolerance_or(rtol, "rtol", DEFAULT_RTOL), arguments.tolerance_or(atol, "atol", DEFAULT_ATOL)
+        )
+    else:
+        tolerance = Tolerance(0.0, arguments.tolerance_or(delta, "delta", 0.0), exact_integers=False)
+    result = compare_files(file_a, file_b, tolerance, by_position=by_position)
+    if result is None or not result.outputs:
+        raise ModelError(f"holds no values to compare (and so does {file_b})", file_a)
+    return result

@@ -1,0 +1,524 @@
+"""Differential fuzzing of the layout passes, shared by tests/test_layout_fuzz.py (a small seeded
+run in CI) and scripts/layout_fuzz.py (the long run, and shrinking a failure to a repro).
+
+A case is a random legal float32 graph of the operators the layout passes move through (PyTorch-
+style TRANSPOSEs around NHWC layers, RESHAPE, SQUEEZE, EXPAND_DIMS, CONCATENATION, SPLIT,
+reductions, SLICE / STRIDED_SLICE, PAD, elementwise ops with constants and fused activations,
+CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED, SOFTMAX; tensors with several readers, several
+outputs, an output listed twice), built by the recipe chef, optimized in-process by
+`bnfold.optimize` under one option set, and run in LiteRT. The oracle is LiteRT itself, never
+bnfold's interpreter: the original runs with experimental_preserve_all_tensors (no buffer shared,
+so its values are the graph's), the optimized model as deployed: the default interpreter (XNNPACK)
+and the builtin kernels, both sharing buffers as LiteRT does. A graph LiteRT itself miscomputes
+(its own default run differs from the preserved one) or that the generator got wrong (a shape
+LiteRT infers otherwise) is not a case: it is counted apart.
+
+Outcomes: "ok", "refused" (a BnfoldError: a one-line refusal, legal for bnfold but counted),
+"exit3" (anything else escaping bnfold), "load_fail", "run_fail", "interface" (the optimized
+model's inputs or outputs are not the original's, NHWC where asked), "values".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import random
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bn_models import Net
+from bnfold import api
+from bnfold.errors import BnfoldError
+
+C_LAYOUT = (
+    "remove_redundant_transpose,forward_transpose_op,fuse_transpose_with_mean,remove_unnecessary_transpose,"
+    "substitute_transpose_to_reshape,remove_redundant_reshape,remove_unnecessary_reshape"
+)
+NCHW_IO = {"convert_nchw_to_nhwc": True, "nchw_to_nhwc_input_shape": True, "nchw_to_nhwc_output_shape": True}
+OPTION_SETS: dict[str, tuple[str | None, dict]] = {
+    "default": (None, {}),
+    "O1": (None, {"O1": True}),
+    "c_layout": (C_LAYOUT, {}),
+    "nchw": (None, {"convert_nchw_to_nhwc": True}),
+    "nchw_in": (None, {"convert_nchw_to_nhwc": True, "nchw_to_nhwc_input_shape": True}),
+    "nchw_out": (None, {"convert_nchw_to_nhwc": True, "nchw_to_nhwc_output_shape": True}),
+    "nchw_io": (None, NCHW_IO),
+}
+TO_NHWC, TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
+ACTIVATIONS = ("NONE", "NONE", "RELU", "RELU6")
+
+
+# ---- the generator ------------------------------------------------------------------------------
+
+
+@dataclass
+class Builder:
+    """A random graph under construction: the Net and the tensors ops may read (name -> shape)."""
+
+    rng: random.Random
+    net: Net
+    live: dict[str, list[int]] = field(default_factory=dict)
+    count: int = 0
+
+    def name(self, kind: str) -> str:
+        self.count += 1
+        return f"{kind.lower()}_{self.count}"
+
+    def pick(self, rank: int | None = None) -> str | None:
+        names = [n for n, s in self.live.items() if rank is None or len(s) == rank]
+        return self.rng.choice(names) if names else None
+
+    def out(self, kind: str, inputs, shape, **options) -> str:
+        name = self.net.op(kind, inputs, self.name(kind), list(shape), **options)
+        self.live[name] = list(shape)
+        return name
+
+    def ints(self, values) -> str:
+        return self.net.ints(self.name("c"), [int(v) for v in values])
+
+
+def _dims(rng: random.Random, rank: int) -> list[int]:
+    return [rng.choice((1, 1, 2, 3, 4, 5)) for _ in range(rank)]
+
+
+def _transpose(b: Builder) -> str | None:
+    t = b.pick()
+    shape = b.live[t]
+    if len(shape) == 4 and b.rng.random() < 0.7:
+        perm = b.rng.choice((TO_NCHW, TO_NHWC))
+    else:
+        perm = list(range(len(shape)))
+        b.rng.shuffle(perm)
+    return b.out("TRANSPOSE", [t, b.ints(perm)], [shape[p] for p in perm])
+
+
+def _reshape(b: Builder) -> str | None:
+    t = b.pick()
+    shape = b.live[t]
+    choice = b.rng.randrange(5)
+    if choice == 0 and len(shape) > 1:  # merge two adjacent axes
+        a = b.rng.randrange(len(shape) - 1)
+        new = shape[:a] + [shape[a] * shape[a + 1]] + shape[a + 2 :]
+    elif choice == 1 and len(shape) < 5:  # a unit axis somewhere
+        a = b.rng.randrange(len(shape) + 1)
+        new = shape[:a] + [1] + shape[a:]
+    elif choice == 2 and 1 in shape and len(shape) > 1:  # a unit axis gone
+        a = shape.index(1)
+        new = shape[:a] + shape[a + 1 :]
+    elif choice == 3:  # the same shape
+        new = list(shape)
+    else:  # to 2-D
+        new = [shape[0], int(np.prod(shape[1:]))] if len(shape) > 1 else [1, shape[0]]
+    given = list(new)
+    if b.rng.random() < 0.3:
+        given[b.rng.randrange(len(given))] = -1
+    return b.out("RESHAPE", [t, b.ints(given)], new)
+
+
+def _squeeze(b: Builder) -> str | None:
+    units = [(n, s) for n, s in b.live.items() if 1 in s and len(s) > 1]
+    if not units:
+        return None
+    t, shape = b.rng.choice(units)
+    ones = [a for a, d in enumerate(shape) if d == 1]
+    dims = [] if b.rng.random() < 0.3 else sorted(b.rng.sample(ones, b.rng.randint(1, len(ones))))
+    if len(dims) == len(shape) or (not dims and len(ones) == len(shape)):
+        return None
+    new = [d for a, d in enumerate(shape) if (a not in dims if dims else d != 1)]
+    given = [a - len(shape) if b.rng.random() < 0.3 else a for a in dims]
+    return b.out("SQUEEZE", [t], new, squeeze_dims=given)
+
+
+def _expand_dims(b: Builder) -> str | None:
+    t = b.pick()
+    shape = b.live[t]
+    if len(shape) >= 5:
+        return None
+    a = b.rng.randint(-len(shape) - 1, len(shape))
+    at = a + len(shape) + 1 if a < 0 else a
+    return b.out("EXPAND_DIMS", [t, b.ints([a])], shape[:at] + [1] + shape[at:])
+
+
+def _concat(b: Builder) -> str | None:
+    t = b.pick()
+    shape = b.live[t]
+    same = [n for n, s in b.live.items() if s == shape]
+    other = b.rng.choice(same)
+    a = b.rng.randrange(len(shape))
+    new = list(shape)
+    new[a] *= 2
+    axis = a - len(shape) if b.rng.random() < 0.3 else a
+    return b.out("CONCATENATION", [t, other], new, axis=axis)  # LiteRT runs no fused activation on it
+
+
+def _split(b: Builder) -> str | None:
+    cands = [(n, s, a) for n, s in b.live.items() for a, d in enumerate(s) if d % 2 == 0]
+    if not cands:
+        return None
+    t, shape, a = b.rng.choice(cands)
+    half = list(shape)
+    half[a] //= 2
+    outs = [b.name("SPLIT") for _ in range(2)]
+    for o in outs:
+        b.net.tensor(o, half)
+        b.live[o] = list(half)
+    b.net.operations.append(
+        {"type": "SPLIT", "inputs": [b.ints([a]), t], "outputs": outs, "options": {"num_splits": 2}, "version": 1}
+    )
+    return outs[0]
+
+
+def _reduce(b: Builder) -> str | None:
+    t = b.pick()
+    shape = b.live[t]
+    axes = sorted(b.rng.sample(range(len(shape)), b.rng.randint(1, len(shape))))
+    keep = b.rng.random() < 0.5
+    if not keep and len(axes) == len(shape):
+        return None
+    new = (
+        [1 if a in axes else d for a, d in enumerate(shape)]
+        if keep
+        else [d for a, d in enumerate(shape) if a not in axes]
+    )
+    kind = b.rng.choice(("MEAN", "SUM", "REDUCE_MAX"))
+    return b.out(kind, [t, b.ints(axes)], new, keep_dims=keep)
+
+
+def _slice(b: Builder) -> str | None:
+    t = b.pick()
+    shape = b.live[t]
+    begin = [b.rng.randrange(d) for d in shape]
+    size = [b.rng.randint(1, d - s) for d, s in zip(shape, begin)]
+    return b.out("SLICE", [t, b.ints(begin), b.ints(size)], size)
+
+
+def _strided_slice(b: Builder) -> str | None:
+    t = b.pick()
+    shape = b.live[t]
+    begin = [b.rng.randrange(d) for d in shape]
+    end = [b.rng.randint(s + 1, d) for d, s in zip(shape, begin)]
+    strides = [b.rng.choice((1, 1, 2)) for _ in shape]
+    bmask = b.rng.randrange(1 << len(shape)) if b.rng.random() < 0.4 else 0
+    emask = b.rng.randrange(1 << len(shape)) if b.rng.random() < 0.4 else 0
+    new = []
+    for a, d in enumerate(shape):
+        lo = 0 if bmask >> a & 1 else begin[a]
+        hi = d if emask >> a & 1 else end[a]
+        new.append(len(range(lo, hi, strides[a])))
+    if 0 in new:
+        return None
+    inputs = [t, b.ints(begin), b.ints(end), b.ints(strides)]
+    return b.out("STRIDED_SLICE", inputs, new, begin_mask=bmask, end_mask=emask)
+
+
+def _pad(b: Builder) -> str | None:
+    t = b.pick()
+    shape = b.live[t]
+    pads = [[b.rng.randint(0, 1), b.rng.randint(0, 1)] for _ in shape]
+    paddings = b.net.tensor(b.name("pads"), [len(shape), 2], "INT32", {"kind": "explicit", "values": sum(pads, [])})
+    return b.out("PAD", [t, paddings], [d + p + q for d, (p, q) in zip(shape, pads)])
+
+
+def _elementwise(b: Builder) -> str | None:
+    t = b.pick()
+    shape = b.live[t]
+    kind = b.rng.choice(("ADD", "MUL", "SUB", "DIV"))
+    form = b.rng.randrange(4)
+    if form == 0 and kind == "DIV":
+        kind = "MUL"  # a computed divisor may be 0: inf and nan are no test of a layout
+    if form == 0:  # another tensor of the same shape (often itself)
+        other = b.rng.choice([n for n, s in b.live.items() if s == shape])
+    else:
+        cshape = {1: [1], 2: [shape[-1]], 3: list(shape)}[form]
+        if form == 3 and b.rng.random() < 0.5:
+            cshape = [d if b.rng.random() < 0.5 else 1 for d in shape]
+        low = 0.5 if kind == "DIV" else -2.0
+        other = b.net.const(b.name("k"), cshape, low=low, high=2.0)
+    inputs = [other, t] if b.rng.random() < 0.3 and kind in ("ADD", "MUL") else [t, other]
+    return b.out(kind, inputs, shape, fused_activation_function=b.rng.choice(ACTIVATIONS))
+
+
+def _unary(b: Builder) -> str | None:
+    t = b.pick()
+    return b.out(b.rng.choice(("RELU", "TANH", "ABS", "RELU6")), [t], b.live[t])
+
+
+def _softmax(b: Builder) -> str | None:
+    t = b.pick()
+    return b.out("SOFTMAX", [t], b.live[t], beta=1.0)
+
+
+def _conv(b: Builder) -> str | None:
+    t = b.pick(4)
+    if t is None:
+        return None
+    n, h, w, c = b.live[t]
+    act = b.rng.choice(ACTIVATIONS)
+    k = b.rng.choice((1, 3))
+    if b.rng.random() < 0.5:
+        u = b.rng.randint(1, 5)
+        weights, bias = b.net.const(b.name("w"), [u, k, k, c]), b.net.const(b.name("b"), [u])
+        options = dict(padding="SAME", stride_w=1, stride_h=1, fused_activation_function=act)
+        return b.out("CONV_2D", [t, weights, bias], [n, h, w, u], **options)
+    weights, bias = b.net.const(b.name("w"), [1, k, k, c]), b.net.const(b.name("b"), [c])
+    options = dict(padding="SAME", stride_w=1, stride_h=1, depth_multiplier=1, fused_activation_function=act)
+    return b.out("DEPTHWISE_CONV_2D", [t, weights, bias], [n, h, w, c], **options)
+
+
+def _fc(b: Builder) -> str | None:
+    t = b.pick()
+    shape = b.live[t]
+    u = b.rng.randint(1, 5)
+    keep = b.rng.random() < 0.5 and len(shape) >= 2
+    weights, bias = b.net.const(b.name("w"), [u, shape[-1]]), b.net.const(b.name("b"), [u])
+    new = shape[:-1] + [u] if keep else [int(np.prod(shape[:-1])), u]
+    act = b.rng.choice(ACTIVATIONS)
+    return b.out("FULLY_CONNECTED", [t, weights, bias], new, keep_num_dims=keep, fused_activation_function=act)
+
+
+STEPS = {
+    _transpose: 6,
+    _reshape: 3,
+    _squeeze: 2,
+    _expand_dims: 1,
+    _concat: 2,
+    _split: 1,
+    _reduce: 2,
+    _slice: 1,
+    _strided_slice: 1,
+    _pad: 1,
+    _elementwise: 4,
+    _unary: 2,
+    _softmax: 1,
+    _conv: 2,
+    _fc: 1,
+}
+
+
+def random_graph(seed: int, max_ops: int = 12) -> dict:
+    """A recipe dict: 1-2 inputs of rank 4 (sometimes 3), 1-max_ops operators, 1-3 outputs."""
+    rng = random.Random(seed)
+    b = Builder(rng, Net(seed=seed))
+    for i in range(rng.choice((1, 1, 2))):
+        shape = _dims(rng, rng.choice((4, 4, 4, 3)))
+        b.live[b.net.input(f"in{i}", shape)] = shape
+    inputs = set(b.live)
+    steps, weights = list(STEPS), list(STEPS.values())
+    for _ in range(rng.randint(1, max_ops)):
+        for _attempt in range(5):
+            if rng.choices(steps, weights)[0](b) is not None:
+                break
+    made = [n for n in b.live if n not in inputs]
+    if not made:
+        _unary(b)
+        made = [n for n in b.live if n not in inputs]
+    read = {i for op in b.net.operations for i in op["inputs"]}
+    outputs = [n for n in made if n not in read] or [made[-1]]
+    extra = [n for n in made if n not in outputs]
+    if extra and rng.random() < 0.4:
+        outputs.append(rng.choice(extra))  # a tensor both read inside and seen outside
+    if rng.random() < 0.1:
+        outputs.append(rng.choice(outputs))  # one tensor listed twice
+    b.net.outputs = outputs[:4]
+    return b.net.recipe()
+
+
+# ---- running a case -----------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    kind: str
+    detail: str = ""
+
+
+def _interpreter(content: bytes, *, preserve: bool = False, resolver: str = "AUTO"):
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    with _quiet():
+        interp = Interpreter(
+            model_content=content,
+            experimental_op_resolver_type=getattr(OpResolverType, resolver),
+            experimental_preserve_all_tensors=preserve,
+            num_threads=1,
+        )
+        interp.allocate_tensors()
+    return interp
+
+
+def _invoke(interp, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    for d, x in zip(interp.get_input_details(), inputs):
+        interp.set_tensor(d["index"], x)
+    with _quiet():
+        interp.invoke()
+    return [interp.get_tensor(d["index"]).copy() for d in interp.get_output_details()]
+
+
+@contextlib.contextmanager
+def _quiet():
+    """LiteRT's C++ logging goes to file descriptor 2 ("Created TensorFlow Lite XNNPACK delegate")."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def original_bytes(recipe: dict) -> bytes | None:
+    return prepare(recipe)[0]
+
+
+def prepare(recipe: dict) -> tuple[bytes | None, str]:
+    """The graph as a .tflite file's bytes, or None and why it is no fair case: the chef refuses
+    it ("chef"), LiteRT refuses it or infers another shape than the generator's ("litert"), or
+    LiteRT's own buffer sharing changes its values ("litert_inplace": its default run differs from
+    the run with every tensor preserved)."""
+    from bnfold.io.writer import serialize
+    from bnfold.recipe.chef import build
+
+    try:
+        model = build(recipe)
+    except BnfoldError:
+        return None, "chef"
+    out = io.BytesIO()
+    serialize(model, out, model.format)
+    content = out.getvalue()
+    try:
+        preserved = _interpreter(content, preserve=True, resolver="BUILTIN_WITHOUT_DEFAULT_DELEGATES")
+        xs = sample_inputs(preserved, 0)
+        want = _invoke(preserved, xs)
+        if any(tuple(d["shape"]) != tuple(recipe_shape(recipe, d["name"])) for d in preserved.get_output_details()):
+            return None, "litert"
+        shared = _invoke(_interpreter(content, resolver="BUILTIN_WITHOUT_DEFAULT_DELEGATES"), xs)
+    except (ValueError, RuntimeError):
+        return None, "litert"
+    if not all(_close(a, b) for a, b in zip(want, shared)):
+        return None, "litert_inplace"
+    return content, ""
+
+
+def recipe_shape(recipe: dict, name: str) -> list[int]:
+    return next(o["shape"] for o in recipe["operand"] if o["name"] == name)
+
+
+def sample_inputs(interp, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.normal(0.0, 2.0, d["shape"]).astype(np.float32) for d in interp.get_input_details()]
+
+
+def _close(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal up to float32 rounding, scaled by the values' size (XNNPACK sums in another order)."""
+    if a.shape != b.shape:
+        return False
+    finite = np.isfinite(a) & np.isfinite(b)
+    if not np.array_equal(a[~finite], b[~finite], equal_nan=True):
+        return False
+    scale = max(1.0, float(np.max(np.abs(a[finite]))) if finite.any() else 1.0)
+    return bool(np.all(np.abs(a[finite].astype(np.float64) - b[finite]) <= 1e-4 * scale))
+
+
+def run_case(content: bytes, option_set: str) -> Outcome:
+    """Optimize `content` under `option_set` and compare in LiteRT (module docstring)."""
+    passes, options = OPTION_SETS[option_set]
+    try:
+        result = api.optimize(content, passes, **options)
+    except BnfoldError as e:
+        return Outcome("refused", str(e).splitlines()[0])
+    except Exception as e:  # noqa: BLE001 - what the CLI reports as exit 3
+        return Outcome("exit3", f"{type(e).__name__}: {e}".splitlines()[0])
+    interface = result.report.get("interface") or {}
+    nhwc_in = {t["name"] for t in interface.get("inputs", [])}
+    nhwc_out = {t["name"] for t in interface.get("outputs", [])}
+    original = _interpreter(content, preserve=True, resolver="BUILTIN_WITHOUT_DEFAULT_DELEGATES")
+    xs = sample_inputs(original, 1)
+    want = _invoke(original, xs)
+    for resolver in ("AUTO", "BUILTIN_WITHOUT_DEFAULT_DELEGATES"):
+        try:
+            interp = _interpreter(result.data, resolver=resolver)
+        except (ValueError, RuntimeError) as e:
+            return Outcome("load_fail", str(e).strip().splitlines()[0][:200])
+        names_in = [d["name"] for d in interp.get_input_details()]
+        names_out = [d["name"] for d in interp.get_output_details()]
+        if names_in != [d["name"] for d in original.get_input_details()] or names_out != [
+            d["name"] for d in original.get_output_details()
+        ]:
+            return Outcome("interface", f"inputs {names_in}, outputs {names_out}")
+        fed = [np.ascontiguousarray(np.transpose(x, TO_NHWC)) if n in nhwc_in else x for n, x in zip(names_in, xs)]
+        try:
+            have = _invoke(interp, fed)
+        except (ValueError, RuntimeError) as e:
+            return Outcome("run_fail", str(e).strip().splitlines()[0][:200])
+        have = [np.transpose(y, TO_NCHW) if n in nhwc_out and y.ndim == 4 else y for n, y in zip(names_out, have)]
+        for i, (a, b) in enumerate(zip(want, have)):
+            if a.shape != b.shape:
+                return Outcome("interface", f"output {i} {names_out[i]}: shape {list(b.shape)}, want {list(a.shape)}")
+            if not _close(a, b):
+                diff = float(np.max(np.abs(a.astype(np.float64) - b)))
+                return Outcome("values", f"{resolver}: output {i} {names_out[i]} max|diff| {diff:.3g}")
+    return Outcome("ok")
+
+
+def shrink(recipe: dict, option_set: str, kind: str) -> dict:
+    """Drop operators (from the last) and outputs while the case still fails with `kind`: the
+    graph's outputs become the tensors nothing reads any more."""
+
+    def fails(candidate: dict) -> bool:
+        content = original_bytes(candidate)
+        return content is not None and run_case(content, option_set).kind == kind
+
+    best = recipe
+    changed = True
+    while changed:
+        changed = False
+        for i in reversed(range(len(best["operation"]))):
+            candidate = _without_op(best, i)
+            if candidate is not None and fails(candidate):
+                best, changed = candidate, True
+        for i in reversed(range(len(best["output"]))):
+            if len(best["output"]) > 1:
+                candidate = {**best, "output": best["output"][:i] + best["output"][i + 1 :]}
+                if fails(candidate):
+                    best, changed = candidate, True
+    return best
+
+
+def _without_op(recipe: dict, index: int) -> dict | None:
+    """The recipe without operation `index`, if nothing else reads what it makes."""
+    op = recipe["operation"][index]
+    rest = recipe["operation"][:index] + recipe["operation"][index + 1 :]
+    read = {i for o in rest for i in o["inputs"]}
+    if read & set(op["outputs"]):
+        return None
+    made = {o for other in rest for o in other["outputs"]}
+    outputs = [o for o in recipe["output"] if o in made or o in recipe["input"]]
+    outputs = [o for o in outputs if o not in recipe["input"]]
+    if not outputs:
+        unread = [o for other in rest for o in other["outputs"] if o not in read]
+        outputs = unread[-1:]
+    if not outputs:
+        return None
+    used = read | set(outputs) | {i for o in rest for i in o["outputs"]}
+    operands = [o for o in recipe["operand"] if o["name"] in used or o["name"] in recipe["input"]]
+    return {**recipe, "operation": rest, "output": outputs, "operand": operands}
+
+
+def describe(recipe: dict) -> str:
+    """The graph op by op, as the repro .txt files show it."""
+    shapes = {o["name"]: o["shape"] for o in recipe["operand"]}
+    consts = {o["name"]: o["filler"].get("values") for o in recipe["operand"] if "filler" in o}
+    lines = [f"input  {n} {shapes[n]}" for n in recipe["input"]]
+    for op in recipe["operation"]:
+        args = ", ".join(f"{i}{shapes[i]}" + (f"={consts[i]}" if consts.get(i) else "") for i in op["inputs"])
+        outs = ", ".join(f"{o}{shapes[o]}" for o in op["outputs"])
+        options = {k: v for k, v in op["options"].items() if v not in (None, "NONE")}
+        lines.append(f"{op['type']}({args}) {options if options else ''} -> {outs}")
+    lines += [f"output {n} {shapes[n]}" for n in recipe["output"]]
+    return "\n".join(lines)

@@ -1,0 +1,50 @@
+"""common_subexpression_elimination: ops of one kind and options reading the same inputs (or equal
+constants) are computed once; different options, different constants or a model output keep both."""
+
+from __future__ import annotations
+
+import pytest
+
+from bn_models import Net, optimize_and_compare
+
+PASS = "common_subexpression_elimination"
+SHAPE = [3, 7, 5]
+
+
+def twin_net(*, second_act="NONE", second_values=None, second_is_output=False) -> Net:
+    """x -> EXP -> h; h -> MUL(c1) -> a; h -> MUL(c2) -> b; a + b -> y (c1, c2 equal by value)."""
+    n = Net()
+    n.input("x", SHAPE)
+    h = n.op("EXP", ["x"], "h", SHAPE)
+    c1 = n.const("c1", [5], values=[0.5, -1.0, 2.0, 3.0, -0.25])
+    c2 = n.const("c2", [5], values=second_values or [0.5, -1.0, 2.0, 3.0, -0.25])
+    a = n.op("MUL", [h, c1], "a", SHAPE)
+    b = n.op("MUL", [h, c2], "b", SHAPE, fused_activation_function=second_act)
+    n.outputs = [n.op("ADD", [a, b], "y", SHAPE)]
+    if second_is_output:
+        n.outputs.append(b)
+    return n
+
+
+def test_twin_ops_are_computed_once():
+    model, report = optimize_and_compare(twin_net().recipe(), [PASS], {"MUL": 1, "ADD": 1, "EXP": 1})
+    add = next(op for op in model.graphs[0].ops if op.kind == "ADD")
+    assert [t.name for t in add.inputs] == ["a", "a"] and report.folds[0]["outputs"] == ["b"]
+
+
+def test_a_chain_of_twins_collapses_in_one_run():
+    n = Net()
+    n.input("x", SHAPE)
+    a1 = n.op("EXP", ["x"], "a1", SHAPE)
+    b1 = n.op("EXP", ["x"], "b1", SHAPE)
+    a2 = n.op("TANH", [a1], "a2", SHAPE)
+    b2 = n.op("TANH", [b1], "b2", SHAPE)
+    n.outputs = [n.op("SUB", [a2, b2], "y", SHAPE)]
+    optimize_and_compare(n.recipe(), [PASS], {"EXP": 1, "TANH": 1, "SUB": 1})
+
+
+@pytest.mark.parametrize(
+    "case", [dict(second_act="RELU"), dict(second_values=[0.5, -1.0, 2.0, 3.0, 0.25]), dict(second_is_output=True)]
+)
+def test_ops_that_differ_or_are_seen_stay(case):
+    optimize_and_compare(twin_net(**case).recipe(), [PASS], {"MUL": 2})

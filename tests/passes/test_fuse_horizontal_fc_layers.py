@@ -1,0 +1,54 @@
+"""fuse_horizontal_fc_layers: ADD(FC(x, W1, b1), FC(x, W2, b2)) becomes FC(x, W1 + W2, b1 + b2) with
+the ADD's activation, a missing bias counted as zero; LiteRT values agree. Different inputs,
+different options, activations on a layer and outputs read elsewhere stay."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bn_models import Net, optimize_and_compare
+
+PASS = "fuse_horizontal_fc_layers"
+N, K, U = 3, 5, 4
+
+
+def horizontal_net(
+    *, biases=(True, True), act="NONE", act1="NONE", second_input=False, keep=(False, False), other=False
+) -> Net:
+    n = Net()
+    n.input("x", [N, K])
+    x2 = n.input("x2", [N, K]) if second_input else "x"
+    outs = []
+    for i, (src, bias, layer_act, keep_dims) in enumerate(zip(("x", x2), biases, (act1, "NONE"), keep)):
+        inputs = [src, n.const(f"w{i}", [U, K]), n.const(f"b{i}", [U]) if bias else ""]
+        outs.append(
+            n.op(
+                "FULLY_CONNECTED", inputs, f"p{i}", [N, U], fused_activation_function=layer_act, keep_num_dims=keep_dims
+            )
+        )
+    n.outputs = [n.op("ADD", outs, "y", [N, U], fused_activation_function=act)]
+    if other:
+        n.outputs.append(n.op("TANH", ["p0"], "t", [N, U]))
+    return n
+
+
+@pytest.mark.parametrize("biases", [(True, True), (True, False), (False, True), (False, False)])
+@pytest.mark.parametrize("act", ["NONE", "RELU6"])
+def test_two_layers_added_become_one(biases, act):
+    model, report = optimize_and_compare(
+        horizontal_net(biases=biases, act=act).recipe(), [PASS], {"FULLY_CONNECTED": 1, "ADD": 0}
+    )
+    (fc,) = model.graphs[0].ops
+    original = horizontal_net(biases=biases).model().graphs[0]
+    assert np.array_equal(fc.inputs[1].data, original.tensor("w0").data + original.tensor("w1").data)
+    assert (
+        (fc.input(2) is None) == (biases == (False, False)) and fc.fused_activation == act and fc.outputs[0].name == "y"
+    )
+
+
+@pytest.mark.parametrize(
+    "case", [dict(second_input=True), dict(act1="RELU"), dict(keep=(True, False)), dict(other=True)]
+)
+def test_other_pairs_stay(case):
+    optimize_and_compare(horizontal_net(**case).recipe(), [PASS], {"FULLY_CONNECTED": 2, "ADD": 1})

@@ -1,0 +1,53 @@
+"""fuse_mean_with_mean: two MEANs become one over the union of their axes (the second op's axes
+mapped to x's axes through what the first kept), values within float rounding; mixed keep_dims,
+an integer mean and a first mean read elsewhere stay."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bn_models import Net, optimize_and_compare
+
+PASS = "fuse_mean_with_mean"
+SHAPE = [2, 3, 4, 5]
+
+
+def reduced(shape, axes, keep):
+    axes = {a % len(shape) for a in axes}
+    return [1 if i in axes else d for i, d in enumerate(shape) if keep or i not in axes]
+
+
+def mean_mean_net(first_axes, second_axes, keep=(True, True), *, other=False) -> Net:
+    n = Net()
+    n.input("x", SHAPE)
+    m_shape = reduced(SHAPE, first_axes, keep[0])
+    m = n.op("MEAN", ["x", n.ints("a1", first_axes)], "m", m_shape, keep_dims=keep[0])
+    n.outputs = [
+        n.op("MEAN", [m, n.ints("a2", second_axes)], "y", reduced(m_shape, second_axes, keep[1]), keep_dims=keep[1])
+    ]
+    if other:
+        n.outputs.append(n.op("TANH", [m], "t", m_shape))
+    return n
+
+
+@pytest.mark.parametrize(
+    "first, second, keep, axes",
+    [
+        ([1], [2], (True, True), [1, 2]),
+        ([2], [1], (False, False), [1, 2]),  # the second axis 1 is x's 1 (x's 2 is gone)
+        ([1], [1], (False, False), [1, 2]),  # ... here x's 2, not 1 again
+        ([0, -1], [1], (False, False), [0, 2, 3]),
+        ([3], [-3], (True, True), [1, 3]),
+    ],
+)
+def test_two_means_become_one(first, second, keep, axes):
+    model, report = optimize_and_compare(mean_mean_net(first, second, keep).recipe(), [PASS], {"MEAN": 1})
+    mean = model.graphs[0].ops[0]
+    assert mean.inputs[0].name == "x" and mean.outputs[0].name == "y"
+    assert np.array_equal(mean.inputs[1].data, axes) and report.folds[0]["axes"] == axes
+
+
+@pytest.mark.parametrize("case", [dict(keep=(True, False)), dict(keep=(False, True)), dict(other=True)])
+def test_other_forms_stay(case):
+    optimize_and_compare(mean_mean_net([1], [1], **case).recipe(), [PASS], {"MEAN": 2})

@@ -1,0 +1,119 @@
+"""The layout repros of issue 38 (tests/data/layout_repros, copied byte for byte from the shared
+fixtures): each optimized under the command its .txt gives, then run in LiteRT as deployed (the
+default interpreter, and the builtin kernels, both sharing buffers) against the original run with
+every tensor preserved, on the NHWC interface where the command asks for it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bn_models import Net
+from bnfold import cli
+from bnfold.engine.reshapes import chain_hazard
+from bnfold.io.reader import read_model
+from layout_fuzzing import (
+    C_LAYOUT,
+    OPTION_SETS,
+    TO_NCHW,
+    TO_NHWC,
+    _close,
+    _interpreter,
+    _invoke,
+    prepare,
+    run_case,
+    sample_inputs,
+)
+
+REPROS = Path(__file__).resolve().parent.parent / "data" / "layout_repros"
+NCHW_IO = ["--convert_nchw_to_nhwc", "--nchw_to_nhwc_input_shape", "--nchw_to_nhwc_output_shape"]
+CASES = {  # repro -> the options of its .txt's command
+    "internal-c_layout-3971": ["--passes", C_LAYOUT],  # SQUEEZE dims [0, 1]
+    "internal-c_layout-900": ["--passes", C_LAYOUT],  # SQUEEZE without dims
+    "internal-e_nchw_io-1525": NCHW_IO,  # SQUEEZE without dims
+    "load_fail-c_layout-squeeze0": ["--passes", C_LAYOUT],  # SQUEEZE dims [0]
+    "run_fail-c_layout-818": ["--passes", C_LAYOUT],  # CONCATENATION(t, t) -> two TRANSPOSEs
+    "run_fail-e_nchw_io-103": NCHW_IO,  # a same-shape RESHAPE
+    "run_fail-e_nchw_io-3052": NCHW_IO,
+    "meta_mismatch-e_nchw_io-output_twice": NCHW_IO,  # one tensor listed twice among the outputs
+    "value_mismatch-c_layout-1454": ["--passes", C_LAYOUT],  # LiteRT's in-place RESHAPE
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("default_passes", [False, True], ids=["as_in_txt", "default_passes"])
+def test_repro_optimizes_exactly_in_litert(name, default_passes, tmp_path):
+    source, out = REPROS / f"{name}.tflite", tmp_path / f"{name}.opt.tflite"
+    options = [o for o in CASES[name] if o.startswith("--nchw") or o == "--convert_nchw_to_nhwc"]
+    options = options if default_passes else CASES[name]
+    code = cli.run(["optimize", str(source), str(out), *options])
+    assert code == 0
+    nhwc = "e_nchw_io" in name and "--nchw_to_nhwc_input_shape" in options
+    original = _interpreter(source.read_bytes(), preserve=True, resolver="BUILTIN_WITHOUT_DEFAULT_DELEGATES")
+    xs = sample_inputs(original, 0)
+    want = _invoke(original, xs)
+    for resolver in ("AUTO", "BUILTIN_WITHOUT_DEFAULT_DELEGATES"):
+        interp = _interpreter(out.read_bytes(), resolver=resolver)
+        fed = [np.ascontiguousarray(np.transpose(x, TO_NHWC)) if nhwc and x.ndim == 4 else x for x in xs]
+        have = _invoke(interp, fed)
+        have = [np.transpose(y, TO_NCHW) if nhwc and y.ndim == 4 else y for y in have]
+        assert len(have) == len(want)
+        for a, b in zip(want, have):
+            assert _close(a, b), f"{resolver}: max|diff| {np.max(np.abs(a - b)) if a.shape == b.shape else b.shape}"
+
+
+def test_litert_runs_a_reshape_chain_in_place_over_a_tensor_another_op_reads():
+    """litert_inplace_reshape (no bnfold): m = relu(x)*c is read by a GATHER and, through a
+    RESHAPE, by a DIV that LiteRT runs in place over m's buffer. The default interpreter gives the
+    GATHER m divided; with every tensor preserved it gives m. engine/reshapes.py's rule sees it."""
+    content = (REPROS / "litert_inplace_reshape.tflite").read_bytes()
+    preserved = _interpreter(content, preserve=True, resolver="BUILTIN_WITHOUT_DEFAULT_DELEGATES")
+    xs = sample_inputs(preserved, 0)
+    want = _invoke(preserved, xs)
+    shared = _invoke(_interpreter(content, resolver="BUILTIN_WITHOUT_DEFAULT_DELEGATES"), xs)
+    assert not _close(want[0], shared[0])  # LiteRT's own miscomputation, as the repro says
+    graph = read_model(str(REPROS / "litert_inplace_reshape.tflite")).graphs[0]
+    reshape = next(op for op in graph.ops if op.kind == "RESHAPE")
+    m = reshape.inputs[0]
+    assert chain_hazard(graph, m, added=0)  # m: in place over the RELU's output, with two readers
+    relu = next(op for op in graph.ops if op.kind == "RELU")
+    assert not chain_hazard(graph, relu.inputs[0], added=0)  # a graph input has a buffer of its own
+
+
+# ---- found by the differential fuzzer (scripts/layout_fuzz.py), shrunk, rebuilt here ----------
+
+
+def _one_value_operand():
+    """seed 434: SUB(r, RELU(r)) of a [1,1,1,1] REDUCE_MAX: the SUB crosses through r, and reads
+    the RELU's output as a one-value operand, which the region moves too: it must read the moved
+    tensor, not the old one nothing writes any more ("Input tensor lacks data")."""
+    n = Net()
+    n.input("x", [4, 1, 3, 4])
+    r = n.op("REDUCE_MAX", ["x", n.ints("axes", [0, 2, 3])], "r", [1, 1, 1, 1], keep_dims=True)
+    n.outputs = [n.op("SUB", [r, n.op("RELU", [r], "relu", [1, 1, 1, 1])], "sub", [1, 1, 1, 1])]
+    return n
+
+
+def _side_made_by_crossed_reshape():
+    """seed 845: a same-shape RESHAPE of the moved input feeds a CONCATENATION with that input
+    (its output a side, transposed into the layout) and a CONV_2D: the RESHAPE keeps writing its
+    own output, which the side's TRANSPOSE reads."""
+    n = Net()
+    n.input("x", [5, 1, 4, 1])
+    r = n.op("RESHAPE", ["x", n.ints("shape", [5, 1, 4, 1])], "r", [5, 1, 4, 1])
+    cat = n.op("CONCATENATION", ["x", r], "cat", [5, 1, 8, 1], axis=2)
+    n.op("TRANSPOSE", [cat, n.ints("perm", [0, 2, 3, 1])], "t", [5, 8, 1, 1])
+    conv = [r, n.const("w", [2, 1, 1, 1]), n.const("b", [2])]
+    n.outputs = [n.op("CONV_2D", conv, "conv", [5, 1, 4, 2], padding="SAME", stride_w=1, stride_h=1)]
+    return n
+
+
+@pytest.mark.parametrize("graph", [_one_value_operand, _side_made_by_crossed_reshape])
+@pytest.mark.parametrize("option_set", sorted(OPTION_SETS))
+def test_fuzzer_found_graph_optimizes_exactly_in_litert(graph, option_set):
+    content, why = prepare(graph().recipe())
+    assert content is not None, why
+    outcome = run_case(content, option_set)
+    assert outcome.kind == "ok", outcome.detail

@@ -1,0 +1,87 @@
+"""replace_non_const_fc_with_batch_matmul: in a Circle model, a FULLY_CONNECTED with computed
+weights becomes BATCH_MATMUL(adj_y) with a RESHAPE only where the shapes differ, the bias as one
+ADD carrying the activation (or the activation as its own op); LiteRT values agree. Constant
+weights, an activation LiteRT cannot apply as a range, and a TFLite model (LiteRT runs computed
+FC weights itself, faster for one row) stay."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bn_models import Net, build_copy, inputs_for, optimize_and_compare
+from bnfold import api
+from bnfold.io.formats import CIRCLE
+from bnfold.io.reader import read_model
+from bnfold.io.writer import save_model
+from bnfold.recipe.chef import build
+from bnfold.values import interpreter, litert
+
+PASS = "replace_non_const_fc_with_batch_matmul"
+U = 3
+
+
+def fc_net(x_shape, *, bias="const", act="NONE", keep_num_dims=False, const_weights=False) -> Net:
+    n = Net()
+    n.input("x", x_shape)
+    k = x_shape[-1]
+    w = n.const("w", [U, k]) if const_weights else n.input("w", [U, k])
+    b = "" if bias == "none" else n.const("b", [U], values=[0.0] * U if bias == "zero" else None)
+    rows = 1
+    for d in x_shape[:-1]:
+        rows *= d
+    out = [*x_shape[:-1], U] if keep_num_dims else [rows, U]
+    n.outputs = [
+        n.op("FULLY_CONNECTED", ["x", w, b], "y", out, fused_activation_function=act, keep_num_dims=keep_num_dims)
+    ]
+    return n
+
+
+@pytest.mark.parametrize(
+    "x_shape, case, counts",
+    [
+        ([2, 5], dict(), {"BATCH_MATMUL": 1, "ADD": 1, "RESHAPE": 0}),
+        ([2, 5], dict(bias="zero", act="RELU6"), {"BATCH_MATMUL": 1, "ADD": 0, "RELU6": 1}),
+        ([2, 5], dict(bias="none"), {"BATCH_MATMUL": 1, "ADD": 0, "RESHAPE": 0}),
+        ([2, 4, 5], dict(act="RELU"), {"BATCH_MATMUL": 1, "ADD": 1, "RESHAPE": 1}),
+        ([2, 4, 5], dict(keep_num_dims=True, bias="none"), {"BATCH_MATMUL": 1, "RESHAPE": 0}),
+    ],
+)
+def test_fc_with_computed_weights_becomes_batch_matmul(x_shape, case, counts):
+    model, report = circle_optimize_and_compare(fc_net(x_shape, **case).recipe(), {"FULLY_CONNECTED": 0, **counts})
+    assert model.graphs[0].outputs[0].name == "y" and len(report.folds) == 1
+    bmm = next(op for op in model.graphs[0].ops if op.kind == "BATCH_MATMUL")
+    assert [t.name for t in bmm.inputs] == ["x", "w"] and bmm.options.adjointRhs and not bmm.options.adjointLhs
+
+
+def circle_optimize_and_compare(recipe: dict, counts: dict):
+    """The pass on the recipe built as Circle; counts, and LiteRT's outputs of both (written, read
+    back, converted in memory) within 1e-5."""
+    original, model = build(recipe, CIRCLE), build(recipe, CIRCLE)
+    report = api.apply_passes(model, [PASS])
+    assert {k: model.op_counts().get(k, 0) for k in counts} == counts
+    xs = inputs_for(original)
+    np.testing.assert_allclose(litert.run(build_copy(model), xs)[0], litert.run(original, xs)[0], rtol=1e-5, atol=1e-5)
+    return model, report
+
+
+@pytest.mark.parametrize("case", [dict(const_weights=True), dict(act="TANH")])
+def test_other_layers_stay(case):
+    model = build(fc_net([2, 5], **case).recipe(), CIRCLE)
+    assert not api.apply_passes(model, [PASS]).folds and model.op_counts()["FULLY_CONNECTED"] == 1
+
+
+def test_tflite_model_keeps_its_fully_connected():
+    optimize_and_compare(fc_net([1, 5]).recipe(), [PASS], {"FULLY_CONNECTED": 1, "BATCH_MATMUL": 0})
+
+
+def test_circle_model_gets_circles_option_names(tmp_path):
+    recipe = fc_net([2, 4, 5], act="RELU").recipe()
+    original, model = build(recipe, CIRCLE), build(recipe, CIRCLE)
+    api.apply_passes(model, [PASS])
+    save_model(model, str(tmp_path / "m.circle"), CIRCLE)
+    back = read_model(str(tmp_path / "m.circle"))
+    bmm = next(op for op in back.graphs[0].ops if op.kind == "BATCH_MATMUL")
+    assert bmm.options.adjointRhs and not bmm.options.adjointLhs
+    xs = inputs_for(original)
+    np.testing.assert_allclose(interpreter.run(back, xs)[0], interpreter.run(original, xs)[0], rtol=1e-5, atol=1e-5)

@@ -1,0 +1,55 @@
+"""resolve_customop_splitv: a CUSTOM SplitV becomes SPLIT_V (INT64 constants given as INT32 copies);
+pieces agree (original in the reference interpreter's TensorFlow kernel, result in LiteRT); sizes
+that are not a constant, or do not fit int32, stay."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bn_models import Net
+from custom_ops import resolve_and_compare
+
+PASS = "resolve_customop_splitv"
+
+
+def splitv_net(sizes, axis, *, dtype="INT32", const_sizes=True, shape=(2, 9, 3)) -> Net:
+    n = Net()
+    n.input("x", list(shape))
+    if const_sizes:
+        s = n.tensor("sizes", [len(sizes)], dtype, {"kind": "explicit", "values": sizes})
+    else:
+        n.inputs.append(n.tensor("sizes", [len(sizes)], dtype))
+        s = "sizes"
+    a = n.tensor("axis", [], dtype, {"kind": "explicit", "values": [axis]})
+    dim = axis % len(shape)
+    rest = shape[dim] - sum(v for v in sizes if v != -1)
+    outs = []
+    for i, size in enumerate(sizes):
+        outs.append(
+            n.tensor(f"y{i}", [(rest if size == -1 else size) if d == dim else shape[d] for d in range(len(shape))])
+        )
+    n.operations.append(
+        {
+            "type": "CUSTOM",
+            "custom_code": "SplitV",
+            "inputs": ["x", s, a],
+            "outputs": outs,
+            "custom_options": {"num_split": len(sizes)},
+        }
+    )
+    n.outputs = outs
+    return n
+
+
+@pytest.mark.parametrize("dtype", ["INT32", "INT64"])
+@pytest.mark.parametrize("sizes, axis", [([2, 3, 4], 1), ([2, -1], -1), ([1, 1], 0)])
+def test_splitv_becomes_split_v(sizes, axis, dtype):
+    model, _ = resolve_and_compare(
+        splitv_net(sizes, axis, dtype=dtype).recipe(), [PASS], {"SPLIT_V": 1, "CUSTOM(SplitV)": 0}
+    )
+    (op,) = model.graphs[0].ops
+    assert op.options.numSplits == len(sizes) and [t.dtype for t in op.inputs[1:]] == ["INT32", "INT32"]
+    assert np.array_equal(op.inputs[1].data, sizes) and [t.name for t in op.outputs] == [
+        f"y{i}" for i in range(len(sizes))
+    ]

@@ -1,0 +1,42 @@
+"""A small seeded run of the layout differential fuzzer (tests/layout_fuzzing.py; the long run is
+scripts/layout_fuzz.py): random layout-heavy graphs, every option set, original vs optimized in
+LiteRT. Every fair case must come out "ok"; the generator must make mostly fair cases."""
+
+from __future__ import annotations
+
+import collections
+
+from layout_fuzzing import OPTION_SETS, prepare, random_graph, run_case
+
+GRAPHS = 200
+
+
+def test_seeded_graphs_optimize_exactly_in_litert():
+    outcomes: collections.Counter = collections.Counter()
+    failures = []
+    fair = 0
+    for seed in range(GRAPHS):
+        content, _why = prepare(random_graph(seed))
+        if content is None:
+            continue
+        fair += 1
+        for option_set in OPTION_SETS:
+            outcome = run_case(content, option_set)
+            outcomes[outcome.kind] += 1
+            if outcome.kind != "ok":
+                failures.append((seed, option_set, outcome.kind, outcome.detail))
+    assert fair >= 0.9 * GRAPHS, f"only {fair} of {GRAPHS} generated graphs are fair cases"
+    assert failures == [], failures[:10]
+    assert outcomes["ok"] == fair * len(OPTION_SETS)
+
+
+def test_the_fuzzer_sees_a_broken_output():
+    """The comparison can fail: a model whose output is negated differs in LiteRT."""
+    import numpy as np
+
+    from layout_fuzzing import _close
+
+    a = np.linspace(-1, 1, 12, dtype=np.float32)
+    assert _close(a, a + np.float32(1e-7))
+    assert not _close(a, -a)
+    assert not _close(a, a.reshape(3, 4))
