@@ -93,6 +93,12 @@ PROBES = {
     "TRANSPOSE": (lambda: ([_const("p", [4], "INT32", [0, 3, 1, 2])], ["x", "p"], {}), False),
     "MEAN": (lambda: ([_const("a", [2], "INT32", [1, 2])], ["x", "a"], {"keep_dims": True}), False),
     "PAD": (lambda: ([_const("p", [4, 2], "INT32", [0, 0, 1, 1, 1, 1, 0, 0])], ["x", "p"], {}), False),
+    # what ONE's O1 fusions make (passes/fuse_prelu.py, fuse_gelu.py, fuse_instnorm.py,
+    # replace_non_const_fc_with_batch_matmul.py)
+    "PRELU": (lambda: ([_const("a", [3])], ["x", "a"], {}), False),
+    "GELU": (lambda: ([], ["x"], {"approximate": False}), False),
+    "INSTANCE_NORM": (lambda: ([_const("g", [3]), _const("b", [3])], ["x", "g", "b"], {"epsilon": 0.001}), True),
+    "BATCH_MATMUL": (lambda: ([_const("w", [1, 4, 3, 2])], ["x", "w"], {}), False),
 }
 
 
@@ -104,6 +110,7 @@ OUTPUT = {
     "TRANSPOSE": [1, 3, 4, 4],
     "MEAN": [1, 1, 1, 3],
     "PAD": [1, 6, 6, 3],
+    "BATCH_MATMUL": [1, 4, 4, 2],
 }
 
 

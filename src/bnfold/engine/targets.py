@@ -11,7 +11,8 @@ input's when nothing is written (`default_target`).
 A pass asks `refusal(graph, kind, activation)` before it makes an operator `kind` or gives one
 the fused `activation`; a reason means the rewrite is refused with it (the report shows it). The
 manager hands each graph its Target (`graph.target`); a pass run on a graph without one (a unit
-test) may make anything.
+test) may make anything. A pass whose rewrite only one runtime wants (not a refusal: LiteRT runs
+both forms, slower) reads the target's name (`name_of`: replace_non_const_fc_with_batch_matmul).
 """
 
 from __future__ import annotations
@@ -60,6 +61,14 @@ class Target:
 def default_target(format_name: str) -> str:
     """The target of a model written in (or, when nothing is written, read from) that format."""
     return FORMAT_TARGETS[format_name]
+
+
+def name_of(graph: Graph) -> str | None:
+    """The target `graph` is made for: the manager's, else its model's format's (a pass run on its
+    own, as in a unit test); None for a graph in no model."""
+    if graph.target is not None:
+        return graph.target.name
+    return None if graph.model is None else default_target(graph.model.format.name)
 
 
 def refusal(graph: Graph, kind: str, activation: str = "NONE") -> str | None:

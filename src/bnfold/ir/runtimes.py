@@ -67,6 +67,14 @@ PROBED = frozenset(
         ("TRANSPOSE", "NONE"),
         ("MEAN", "NONE"),
         ("PAD", "NONE"),
+        ("PRELU", "NONE"),
+        ("GELU", "NONE"),
+        ("INSTANCE_NORM", "NONE"),
+        ("INSTANCE_NORM", "RELU"),
+        ("INSTANCE_NORM", "RELU_N1_TO_1"),
+        ("INSTANCE_NORM", "RELU6"),
+        ("INSTANCE_NORM", "TANH"),
+        ("BATCH_MATMUL", "NONE"),
     }
 )
 
@@ -120,6 +128,9 @@ RUNS = {
             ("TRANSPOSE", "NONE"),
             ("MEAN", "NONE"),
             ("PAD", "NONE"),
+            ("PRELU", "NONE"),
+            ("GELU", "NONE"),
+            ("BATCH_MATMUL", "NONE"),
         }
     ),
     "onert": frozenset(
@@ -169,6 +180,8 @@ RUNS = {
             ("TRANSPOSE", "NONE"),
             ("MEAN", "NONE"),
             ("PAD", "NONE"),
+            ("GELU", "NONE"),
+            ("BATCH_MATMUL", "NONE"),
         }
     ),
 }
