@@ -26,7 +26,7 @@ import numpy as np
 
 from ..engine import targets
 from ..engine.report import PassResult
-from ..ir.graph import Graph, Op, Options
+from ..ir.graph import Graph, Op, Options, Tensor
 from ..ir.ops import FUSED_ACTIVATIONS
 
 NO_ACTIVATION = FUSED_ACTIVATIONS.index("NONE")
@@ -35,7 +35,9 @@ NO_ACTIVATION = FUSED_ACTIVATIONS.index("NONE")
 def run(graph: Graph) -> PassResult:
     result = PassResult()
     for hard_swish in [op for op in graph.ops if op.kind == "HARD_SWISH"]:
-        x, y = hard_swish.inputs[0], hard_swish.outputs[0]
+        x, y = hard_swish.input(0), hard_swish.outputs[0]
+        if x is None:  # no input: nothing to decompose (the reader allows an optional input slot)
+            continue
         if x.dtype != "FLOAT32" or y.dtype != "FLOAT32" or x.is_quantized or y.is_quantized:
             result.skip(hard_swish, f"hard swish of {y.dtype}, not float32 (left as ONE leaves it)")
             continue
@@ -44,15 +46,15 @@ def run(graph: Graph) -> PassResult:
             result.not_for_target(hard_swish, unsupported)
             continue
         result.fold(hard_swish, [hard_swish], into=[], activation="HARD_SWISH", decomposed=True)
-        for op in _decomposition(graph, hard_swish):
+        for op in _decomposition(graph, hard_swish, x):
             result.made(op)
         graph.remove_op(hard_swish)
     return result
 
 
-def _decomposition(graph: Graph, hard_swish: Op) -> list[Op]:
-    """The ADD, RELU6 and two MULs computing hard_swish's output, placed where it was."""
-    x, y = hard_swish.inputs[0], hard_swish.outputs[0]
+def _decomposition(graph: Graph, hard_swish: Op, x: Tensor) -> list[Op]:
+    """The ADD, RELU6 and two MULs computing hard_swish's output from its input `x`, placed where it was."""
+    y = hard_swish.outputs[0]
     name = y.name
     three = graph.add_const(f"{name}/Add/const", np.array(3.0, dtype=np.float32))
     sixth = graph.add_const(f"{name}/Mul/const", np.array(1.0 / 6.0, dtype=np.float32))
