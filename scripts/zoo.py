@@ -215,44 +215,61 @@ def random_inputs(model, count: int) -> list[list[np.ndarray]]:
     ]
 
 
-def max_error(original, optimized, inputs) -> tuple[float, float]:
+def _litert_runner(model):
     from bnfold.values import litert
 
+    interp = litert.model_interpreter(model, resolver="default")
+    return lambda x: litert.invoke(interp, x)
+
+
+def _onert_runner(model):
+    from bnfold.values import onert  # one thread, as LiteRT is measured (values/onert.py sets NUM_THREADS=1)
+
+    return onert.Session(model)
+
+
+# runtime -> runner(model) -> run(inputs) -> outputs: LiteRT's default kernels (XNNPACK, one thread),
+# onert's cpu backend (one thread)
+RUNNERS = {"litert": _litert_runner, "onert": _onert_runner}
+
+
+def max_error(original, optimized, inputs, runtime: str = "litert") -> tuple[float, float]:
     worst, scale = 0.0, 0.0
+    run_a, run_b = RUNNERS[runtime](original), RUNNERS[runtime](optimized)
     for x in inputs:
-        for a, b in zip(litert.run(original, x), litert.run(optimized, x)):
+        for a, b in zip(run_a(x), run_b(x)):
             worst = max(worst, float(np.max(np.abs(a.astype(np.float64) - b))))
             scale = max(scale, float(np.max(np.abs(a))))
     return worst, worst / scale if scale else worst
 
 
-def paired_speed(original, optimized, x, rounds: int, blocks: int = 5) -> tuple[float, float, float]:
-    """(median t_original / t_optimized, median ms original, median ms optimized).
+def paired_speed(
+    original, optimized, x, rounds: int, blocks: int = 5, runtime: str = "litert"
+) -> tuple[float, float, float]:
+    """(median t_original / t_optimized, median ms original, median ms optimized) in `runtime`.
 
     One sample is `reps` back-to-back invocations, enough for about 20 ms, so that small models
     are not measured at the timer's resolution. The rounds run in `blocks`, each with a new pair
     of interpreters: one interpreter instance can be a few percent faster or slower than another
     of the same model (where its buffers landed), which no number of rounds would average out."""
-    from bnfold.values import litert
-
     times: list[list[float]] = [[], []]
     reps = None
     for block in range(blocks):
-        interps = [litert.model_interpreter(m, resolver="default") for m in (original, optimized)]
-        for interp in interps:
+        runs = [RUNNERS[runtime](m) for m in (original, optimized)]
+        for run in runs:
             for _ in range(3):
-                litert.invoke(interp, x)
+                run(x)
         if reps is None:
             start = time.perf_counter()
-            litert.invoke(interps[0], x)
+            runs[0](x)
             reps = max(1, int(0.02 / max(time.perf_counter() - start, 1e-6)))
         for r in range(-(-rounds // blocks)):
             for which in (0, 1) if (r + block) % 2 == 0 else (1, 0):
                 start = time.perf_counter()
                 for _ in range(reps):
-                    litert.invoke(interps[which], x)
+                    runs[which](x)
                 times[which].append((time.perf_counter() - start) / reps)
-        del interps
+        del runs
     ratios = [a / b for a, b in zip(*times)]
     return statistics.median(ratios), 1e3 * statistics.median(times[0]), 1e3 * statistics.median(times[1])
 
@@ -264,7 +281,15 @@ def short_reason(text: str) -> str:
     return re.sub(r"\S*(/|;|::)\S*", "…", re.sub(r"'[^']*'", "'…'", text))[:110]
 
 
-def measure(path: Path, work: Path, rounds: int, samples: int, bnfold: str, control: bool) -> dict:
+def measure(
+    path: Path,
+    work: Path,
+    rounds: int,
+    samples: int,
+    bnfold: str,
+    control: bool,
+    runtimes: tuple[str, ...] = ("litert",),
+) -> dict:
     from bnfold.io.reader import read_model
 
     out = work / f"{path.stem}.opt{path.suffix}"
@@ -315,6 +340,27 @@ def measure(path: Path, work: Path, rounds: int, samples: int, bnfold: str, cont
             row["speed_control"] = paired_speed(original, original, inputs[0], rounds)[0]
     except Exception as e:  # LiteRT refusing a model is a finding, not a crash of the table
         row["error"] = f"LiteRT: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+    if "onert" in runtimes:
+        row.update(onert_figures(original, optimized, random_inputs(original, samples), rounds, control))
+    return row
+
+
+def onert_figures(original, optimized, inputs, rounds: int, control: bool) -> dict:
+    """The same error and paired speed in onert (cpu backend); which model it cannot load, if any."""
+    from bnfold.values import onert
+
+    for which, model in (("original", original), ("optimized", optimized)):
+        try:
+            onert.Session(model)(inputs[0])
+        except Exception as e:  # a finding: onert does not load or run it
+            return {"onert_error": f"{which}: {str(e).splitlines()[0][:160]}"}
+    row = {}
+    row["onert_max_abs_error"], row["onert_max_rel_error"] = max_error(original, optimized, inputs, "onert")
+    row["onert_speed"], row["onert_ms_original"], row["onert_ms_optimized"] = paired_speed(
+        original, optimized, inputs[0], rounds, runtime="onert"
+    )
+    if control:
+        row["onert_speed_control"] = paired_speed(original, original, inputs[0], rounds, runtime="onert")[0]
     return row
 
 
@@ -369,7 +415,43 @@ def markdown(rows: list[dict], meta: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def table(cache: Path, out: Path, names: list[str], rounds: int, samples: int, bnfold: str, control: bool) -> None:
+def runtimes_table(rows: list[dict], meta: dict) -> str:
+    """Both runtimes side by side: the paired median t_original / t_optimized (A/A: the original
+    against itself, the noise floor), the optimized model's milliseconds, and its error."""
+    lines = [
+        f"LiteRT {meta['litert']} (default kernels, XNNPACK, 1 thread) and onert {meta['onert']} (cpu backend), "
+        f"{meta['rounds']} paired alternating rounds each:",
+        "",
+        "| model | LiteRT orig/opt | A/A | ms orig / opt | onert orig/opt | A/A | ms orig / opt | onert max rel err |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        litert_cells = (
+            f"{r['speed']:.3f} | {r.get('speed_control', float('nan')):.3f} | "
+            f"{r['ms_original']:.2f} / {r['ms_optimized']:.2f}"
+            if "speed" in r
+            else f"{r.get('error', '')} | | "
+        )
+        onert_cells = (
+            f"{r['onert_speed']:.3f} | {r.get('onert_speed_control', float('nan')):.3f} | "
+            f"{r['onert_ms_original']:.2f} / {r['onert_ms_optimized']:.2f} | {r['onert_max_rel_error']:.2g}"
+            if "onert_speed" in r
+            else f"{r.get('onert_error', r.get('error', ''))} | | | "
+        )
+        lines.append(f"| {r['model']} | {litert_cells} | {onert_cells} |")
+    return "\n".join(lines) + "\n"
+
+
+def table(
+    cache: Path,
+    out: Path,
+    names: list[str],
+    rounds: int,
+    samples: int,
+    bnfold: str,
+    control: bool,
+    runtimes: tuple[str, ...] = ("litert",),
+) -> None:
     from importlib.metadata import version
 
     work = out / "optimized"
@@ -379,7 +461,7 @@ def table(cache: Path, out: Path, names: list[str], rounds: int, samples: int, b
         path = cached(cache, name, (".tflite", ".circle"))  # ONNX files are only a stage on the way
         if path is None:
             continue
-        row = measure(path, work, rounds, samples, bnfold, control)
+        row = measure(path, work, rounds, samples, bnfold, control, runtimes)
         print(
             json.dumps({k: row[k] for k in row if k not in ("ops_before", "ops_after", "skip_reasons", "silent")}),
             flush=True,
@@ -394,6 +476,9 @@ def table(cache: Path, out: Path, names: list[str], rounds: int, samples: int, b
     }
     (out / "zoo.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     text = markdown(rows, meta)
+    if "onert" in runtimes:
+        meta["onert"] = version("onert")
+        text += "\n" + runtimes_table(rows, meta)
     nets = [n for n in TORCH_NETS if f"tico_{n}" in names and f"litert_{n}" in names]
     if nets:  # the same network from both exporters: TICO+bnfold next to litert-torch+bnfold
         import parity
@@ -415,6 +500,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--rounds", type=int, default=30, help="paired LiteRT rounds per model (default 30)")
     parser.add_argument("--inputs", type=int, default=2, help="fixed inputs for the error (default 2)")
     parser.add_argument(
+        "--runtimes",
+        default="litert",
+        help="comma-separated: litert, onert (onert: the same error and paired speed in ONE's runtime, side by side)",
+    )
+    parser.add_argument(
         "--no-control", action="store_true", help="skip the original-against-itself speed run (the noise floor column)"
     )
     parser.add_argument(
@@ -430,7 +520,17 @@ def main(argv: list[str]) -> int:
     if args.stage == "build":
         build_all(args.cache, names, args.size)
     else:
-        table(args.cache, args.out or args.cache, names, args.rounds, args.inputs, args.bnfold, not args.no_control)
+        runtimes = tuple(args.runtimes.split(","))
+        table(
+            args.cache,
+            args.out or args.cache,
+            names,
+            args.rounds,
+            args.inputs,
+            args.bnfold,
+            not args.no_control,
+            runtimes,
+        )
     return 0
 
 

@@ -392,3 +392,21 @@ def check_negative(layer, pass_name: str, case: str):
         reasons = [s.record["reason"] for s in report.said if s.pass_name == pass_name]
     assert any(reason in r for r in reasons), reasons
     return model, report
+
+
+def apply_for_no_target(model, pass_name: str):
+    """`pass_name` alone over graph 0, once, made for no runtime (graph.target None: engine/targets.py
+    lets a pass make any operator), reported and gated as the manager does: the algebra of a fusion
+    into an operator no runtime of the table runs (INSTANCE_NORM: LiteRT has none, onert 0.1.0
+    fails to prepare it), which every target refuses."""
+    from bnfold.engine import registry
+    from bnfold.engine.report import Report
+    from bnfold.ir.invariants import check_output
+
+    graph = model.graphs[0]
+    report = Report([pass_name])
+    report.add(pass_name, 0, registry.BY_NAME[pass_name].run(graph))
+    graph.cleanup()
+    report.settle_into(model.graphs)
+    check_output(model)
+    return report

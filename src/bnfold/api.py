@@ -43,6 +43,8 @@ from . import arguments, reports
 from .engine import registry
 from .engine.manager import run_passes
 from .engine.report import Report
+from .engine.targets import TARGETS as TARGETS  # re-exported: the CLI offers them
+from .engine.targets import default_target
 from .errors import CheckFailed, InternalError, UsageError
 from .io.atomic import write_text, written_together
 from .io.formats import Format, format_from_extension
@@ -132,12 +134,13 @@ def save(
     return save_model(model, path, fmt or format_from_extension(path), external=external, keep_unchanged=keep_unchanged)
 
 
-def apply_passes(model: Model, passes: list[str] | None = None) -> Report:
+def apply_passes(model: Model, passes: list[str] | None = None, target: str | None = None) -> Report:
     """Run `passes` (the default set when None; pass parameters such as nchw_to_nhwc_input_shape
-    may be among them) over every subgraph of the IR `model` to a fixpoint, in place; the Report
-    says what folded and what was refused."""
+    may be among them) over every subgraph of the IR `model` to a fixpoint, in place, for the
+    runtime `target` ("litert", "onert", "any"; None: the model's format's); the Report says what
+    folded and what was refused."""
     names = registry.default_passes() if passes is None else passes
-    return run_passes(model, registry.resolve(names), parameters=registry.parameters_in(names))
+    return run_passes(model, registry.resolve(names), parameters=registry.parameters_in(names), target=target)
 
 
 def load_reference(path: str, report: Report) -> Model:
@@ -157,10 +160,12 @@ def optimize(
     *,
     check: int | None = None,
     check_mode: str = "auto",
+    check_backend: str = "auto",
     rtol: float | None = None,
     atol: float | None = None,
     check_seed: int = 0,
     strict: bool = False,
+    target: str | None = None,
     **options: bool,
 ) -> Optimized:
     """Optimize `model`, a .tflite/.circle path or a file's bytes; nothing is written.
@@ -169,11 +174,15 @@ def optimize(
     **options: ONE's option names switched on or off (`O1=True`, `fuse_batchnorm_with_conv=True`);
         naming any replaces the default set, as on one-optimize's command line.
     strict: refuse ONE options bnfold does not implement (else they are listed in the report).
+    target: the runtime the result is made for, "litert", "onert" or "any" (only operators the input
+        had); None: the input's format's (.tflite: litert, .circle: onert). No pass makes what it
+        cannot run (engine/targets.py).
     check: value-check the result on this many random samples (1..100000); raises CheckFailed if
         an output differs beyond tolerance (rtol/atol; defaults as `optimize --check`), CannotVerify
-        if the check cannot be carried out. check_mode: "auto", "whole" or "local". check_seed: the
-        seed of its samples (`optimize --check N --seed S`: the samples `check --seed S` and
-        `recipe test --seed S` draw).
+        if the check cannot be carried out. check_mode: "auto", "whole" or "local". check_backend: who
+        runs the whole-model check ("auto", "onert", "litert", "reference", as `check`'s backend).
+        check_seed: the seed of its samples (`optimize --check N --seed S`: the samples `check --seed S`
+        and `recipe test --seed S` draw).
     Returns an Optimized: `.data` (bytes), `.report` (dict), `.save(path)`; unpacks as data, report.
     """
     if isinstance(model, Model):
@@ -182,7 +191,8 @@ def optimize(
             "with bnfold.api.apply_passes(model, passes)"
         )
     chosen = arguments.selection(passes, options, strict)
-    checking = arguments.checking(check, check_mode, rtol, atol, check_seed)
+    checking = arguments.checking(check, check_mode, rtol, atol, check_seed, check_backend)
+    checking["target"] = arguments.target(target)
     if isinstance(model, (bytes, bytearray, memoryview)):
         return _from_bytes(bytes(model), chosen, checking)
     return _optimize_path(os.fspath(model), chosen, **checking)
@@ -199,10 +209,12 @@ def optimize_file(
     external_buffers: bool = False,
     check: int | None = None,
     check_mode: str = "auto",
+    check_backend: str = "auto",
     rtol: float | None = None,
     atol: float | None = None,
     check_seed: int = 0,
     strict: bool = False,
+    target: str | None = None,
     run_files: Iterable[str | None] = (),
     node_data: str | None = None,
     node_data_input: str | None = None,
@@ -211,6 +223,7 @@ def optimize_file(
 ) -> Optimized:
     """`bnfold optimize`: optimize `input_path` and write `output_path` (format from its
     extension), as optimize() chooses and checks; `.written` says what happened to the file.
+    `target` defaults to OUT's format's runtime (.tflite: litert, .circle: onert).
 
     Every refusal comes before any work: the output may be the input only with `in_place` (then
     `output_path` may be omitted), must not be one of `run_files` (e.g. the cfg) and must be
@@ -227,7 +240,7 @@ def optimize_file(
     if output_path is None:
         raise UsageError("need an output path (or in_place)")
     chosen = arguments.selection(passes, options, strict)
-    checking = arguments.checking(check, check_mode, rtol, atol, check_seed)
+    checking = arguments.checking(check, check_mode, rtol, atol, check_seed, check_backend)
     run_files = list(run_files)
     refuse_input_overwrite(input_path, output_path, in_place)
     refuse_run_files(output_path, "OUT", run_files)
@@ -247,8 +260,9 @@ def optimize_file(
         refuse_side_file_clobber(path, option, [input_path, output_path, report, *others, *run_files], force)
         check_output_path(path, model=False)
     fmt = format_from_extension(output_path)
+    made_for = arguments.target(target) or default_target(fmt.name)
     try:
-        result = _optimize_path(input_path, chosen, progress=progress, **checking)
+        result = _optimize_path(input_path, chosen, progress=progress, target=made_for, **checking)
     except CheckFailed as e:  # no model, but the report a CI job needs then: the check's table and verdict
         if report:
             import json  # only a report asked for needs it (~3 ms of a start)
@@ -278,6 +292,8 @@ def _optimize_path(
     atol: float | None = None,
     check_mode: str = "auto",
     check_seed: int = 0,
+    check_backend: str = "auto",
+    target: str | None = None,
     progress=lambda step: None,
 ) -> Optimized:
     """Read `path`, run the chosen passes, measure lossy changes, optionally value-check
@@ -291,7 +307,7 @@ def _optimize_path(
     progress("passes")
     start = time.perf_counter()
     try:
-        log = apply_passes(model, chosen.names())
+        log = apply_passes(model, chosen.names(), target)
     except InternalError as e:  # the gate names the pass; the input names the model (--out-dir lists many)
         e.path = e.path or path
         raise
@@ -312,6 +328,7 @@ def _optimize_path(
                 check,
                 tolerance=tolerance,
                 mode=check_mode,
+                backend=check_backend,
                 folds=log.folds,
                 seed=check_seed,
             )

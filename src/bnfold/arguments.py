@@ -22,16 +22,19 @@ def selection(passes, options: dict, strict: bool) -> Selection:
     return select(passes, options, default=True, strict=strict)  # select: any pass named replaces the default set
 
 
-def checking(check, check_mode: str, rtol, atol, check_seed=0) -> dict:
+def checking(check, check_mode: str, rtol, atol, check_seed=0, check_backend: str = "auto") -> dict:
     """optimize's check arguments, refused as the CLI refuses them."""
     if check is not None:
         check = count(check, "check")
     if check_mode not in CHECK_MODES:
         raise UsageError(f"check_mode must be one of {', '.join(CHECK_MODES)}, not {check_mode!r}")
     check_seed = seed(check_seed)
-    if check is None and (check_mode != "auto" or rtol is not None or atol is not None or check_seed):
+    if check is None and (
+        check_mode != "auto" or rtol is not None or atol is not None or check_seed or check_backend != "auto"
+    ):
         raise UsageError(
-            "--check-mode, --rtol, --atol and --seed go with --check N (check=N): without it nothing is checked"
+            "--check-mode, --backend, --rtol, --atol and --seed go with --check N (check=N): without it nothing is "
+            "checked"
         )
     return {
         "check": check,
@@ -39,6 +42,7 @@ def checking(check, check_mode: str, rtol, atol, check_seed=0) -> dict:
         "rtol": tolerance(rtol, "rtol"),
         "atol": tolerance(atol, "atol"),
         "check_seed": check_seed,
+        "check_backend": backend(check_backend),
     }
 
 
@@ -62,6 +66,15 @@ def tolerance(value, name: str) -> float | None:
     return float(value)
 
 
+def target(value: str | None) -> str | None:
+    """optimize's target runtime (None: from the output's format, else the input's)."""
+    from .engine.targets import TARGETS
+
+    if value is not None and value not in TARGETS:
+        raise UsageError(f"target must be one of {', '.join(TARGETS)}, not {value!r}")
+    return value
+
+
 def tolerance_or(value, name: str, default: float) -> float:
     """A tolerance where None means `default` (check, h5diff); optimize's None means the one its
     folds call for (values/verify.py: check_tolerance)."""
@@ -82,4 +95,9 @@ def paths(value) -> list[str]:
 def backend(value: str) -> str:
     if value not in BACKENDS:
         raise UsageError(f"backend must be one of {', '.join(BACKENDS)}, not {value!r}")
+    if value == "onert":
+        from .values.onert import missing
+
+        if missing():
+            raise UsageError(f"--backend onert: {missing()}")
     return value

@@ -194,6 +194,7 @@ class Settings(NamedTuple):
     external_buffers: bool
     checking: dict
     run_files: tuple[str, ...]
+    target: str | None = None  # None: each output's format's runtime
 
 
 def optimize_one(job: Job, settings: Settings, on_step: Callable[[str], None] = lambda step: None) -> ModelResult:
@@ -224,6 +225,7 @@ def optimize_one(job: Job, settings: Settings, on_step: Callable[[str], None] = 
             external_buffers=settings.external_buffers,
             run_files=settings.run_files,
             progress=on_step,
+            target=settings.target,
             **settings.checking,
         )
     except BnfoldError as e:  # a failed check's report (its table and verdict) goes into the run's report
@@ -257,10 +259,12 @@ def optimize_many(
     external_buffers: bool = False,
     check: int | None = None,
     check_mode: str = "auto",
+    check_backend: str = "auto",
     rtol: float | None = None,
     atol: float | None = None,
     check_seed: int = 0,
     strict: bool = False,
+    target: str | None = None,
     run_files: Iterable[str | None] = (),
     on_event: Event | None = None,
     **options: bool,
@@ -283,7 +287,7 @@ def optimize_many(
 
     chosen, checking = (
         arguments.selection(passes, options, strict),
-        arguments.checking(check, check_mode, rtol, atol, check_seed),
+        arguments.checking(check, check_mode, rtol, atol, check_seed, check_backend),
     )
     run_paths = tuple(os.fspath(f) for f in run_files if f)
     out_dir = os.fspath(out_dir)
@@ -293,7 +297,7 @@ def optimize_many(
         raise UsageError("--out-dir is empty; give the directory to write into (. for the current one)")
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise UsageError("--out-dir is not a directory", out_dir)
-    settings = Settings(chosen, external_buffers, checking, run_paths)
+    settings = Settings(chosen, external_buffers, checking, run_paths, arguments.target(target))
     shard = None if shard is None else parse_shard(shard if isinstance(shard, str) else "/".join(map(str, shard)))
     todo = take_shard(collect(paths, out_dir), shard)
     if jobs is not None and jobs < 1:

@@ -76,6 +76,7 @@ class CheckFailed(BnfoldError):
     def __init__(self, message: str, path: str | None = None, result: CheckResult | LocalResult | None = None):
         super().__init__(message, path)
         self.result = result
+        self.report: dict | None = None  # optimize's report up to the failed check (api.py), for --report
 
 
 class CannotVerify(BnfoldError):

@@ -21,6 +21,7 @@ def optimize_summary(result, input_path: str) -> Iterator[str]:
         if folds or skips:
             yield f"{name}: {folds} folded, {skips} skipped"
     yield left_line(report)
+    yield from target_refusals(report["target"])
     yield from interface_changes(report.get("interface"))
     dead = next((n["dead_code_removed"] for n in report["notes"] if "dead_code_removed" in n), None)
     if dead:
@@ -54,6 +55,14 @@ def optimize_summary(result, input_path: str) -> Iterator[str]:
     why = None if model.changed else unchanged_why(report)
     was = (model.format.name, model.source.offset_layout) if model.source is not None else None
     yield written(result.written, input_path, why=why, was=was)
+
+
+def target_refusals(target: dict) -> Iterator[str]:
+    """One line per pass and reason that the target runtime refused a rewrite for."""
+    from collections import Counter
+
+    for (name, reason), count in Counter((r["pass"], r["reason"]) for r in target["refused"]).items():
+        yield f"{name}: {count} not made for target {target['name']}: {reason}"
 
 
 def interface_changes(interface: dict | None) -> Iterator[str]:

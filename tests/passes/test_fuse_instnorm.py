@@ -1,6 +1,8 @@
 """fuse_instnorm: instance normalization written out (ONE's Version_1, _5 and _2) becomes one Circle
 INSTANCE_NORM whose values (reference interpreter) match the written-out form run in LiteRT; other
-axes, a TFLite model, an intermediate read elsewhere and ε after the square root stay."""
+axes, a TFLite model, an intermediate read elsewhere and ε after the square root stay. Neither
+runtime of the target table runs INSTANCE_NORM, so the algebra is tested made for no target, and an
+onert (or litert) target keeps the written-out form, saying why in the report."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import copy
 import numpy as np
 import pytest
 
-from bn_models import ATOL, RTOL, inputs_for
+from bn_models import ATOL, RTOL, apply_for_no_target, inputs_for
 from bnfold import api
 from bnfold.io.formats import CIRCLE, TFLITE
 from bnfold.recipe.chef import build, load_recipe
@@ -25,8 +27,7 @@ def recipe(name: str) -> dict:
 
 def fused(spec: dict, fmt=CIRCLE):
     original, model = build(spec, fmt), build(spec, fmt)
-    report = api.apply_passes(model, [PASS])
-    return original, model, report
+    return original, model, apply_for_no_target(model, PASS)
 
 
 @pytest.mark.parametrize(
@@ -88,3 +89,17 @@ def test_other_forms_stay(change):
 def test_tflite_model_gets_no_instance_norm():
     _, model, report = fused(recipe("Net_InstanceNorm_001"), TFLITE)
     assert not report.folds and model.op_counts()["MEAN"] == 2
+
+
+@pytest.mark.parametrize("target", [None, "onert", "litert", "any"])
+def test_no_target_gets_an_instance_norm_and_the_report_says_why(target):
+    """A Circle model's default target is onert, whose cpu backend fails to prepare INSTANCE_NORM
+    (ir/runtimes.py); LiteRT has none; `any` allows only what the input had."""
+    model = build(recipe("Net_InstanceNorm_001"), CIRCLE)
+    report = api.apply_passes(model, [PASS], target=target).to_dict()
+    assert not report["folds"] and model.op_counts()["MEAN"] == 2 and "INSTANCE_NORM" not in model.op_counts()
+    (refused,) = report["target"]["refused"]
+    made_for = target or "onert"
+    assert report["target"]["name"] == made_for and refused["pass"] == PASS and refused["at"]["kind"] == "ADD"
+    why = "the input has no INSTANCE_NORM" if made_for == "any" else f"{made_for} does not run INSTANCE_NORM"
+    assert refused["reason"].startswith(why)

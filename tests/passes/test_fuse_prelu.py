@@ -50,3 +50,24 @@ def test_written_out_prelu_becomes_one(alpha_shape, half_first, relu_first):
 )
 def test_other_forms_stay(case):
     optimize_and_compare(prelu_net(**case).recipe(), [PASS], {"PRELU": 0, "ABS": 1, "ADD": 1})
+
+
+@pytest.mark.parametrize(
+    "fmt, target, made", [("circle", None, False), ("circle", "litert", True), ("tflite", "onert", False)]
+)
+def test_the_target_decides_whether_a_prelu_is_made(fmt, target, made):
+    """A Circle output's default target, onert, fails to prepare PRELU (ir/runtimes.py: "NYI for
+    operation 'PReLU'"): the written-out form stays and the report says why; LiteRT runs it."""
+    from bnfold import api
+    from bnfold.io.formats import CIRCLE, TFLITE
+
+    model = build(prelu_net().recipe(), CIRCLE if fmt == "circle" else TFLITE)
+    report = api.apply_passes(model, [PASS], target=target).to_dict()
+    assert model.op_counts().get("PRELU", 0) == int(made) and model.op_counts().get("ABS", 0) == int(not made)
+    refused = report["target"]["refused"]
+    if made:
+        assert not refused and len(report["folds"]) == 1
+    else:
+        assert [(r["pass"], r["at"]["kind"], r["reason"]) for r in refused] == [
+            (PASS, "ADD", "onert does not run PRELU (the target is onert)")
+        ]

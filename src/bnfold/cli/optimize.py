@@ -9,7 +9,7 @@ import click
 from .. import api, one, text
 from ..errors import EXIT_PRECEDENCE, CheckFailed, UsageError
 from .flags import PASS_NAMES, Optimize, pass_flags
-from .options import SAMPLES, SEED, TOLERANCE, echo_lines
+from .options import BACKEND, SAMPLES, SEED, TOLERANCE, echo_lines
 
 
 def _one_path(what: str, positional: str | None, option: str | None) -> str | None:
@@ -122,6 +122,21 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
     "or auto (whole when a backend runs the model, else local).",
 )
 @click.option(
+    "--backend",
+    "check_backend",
+    type=BACKEND,
+    default="auto",
+    show_default=True,
+    help="--check: who runs the models (auto: onert for Circle where it loads both, then LiteRT, then the reference).",
+)
+@click.option(
+    "--target",
+    type=click.Choice(api.TARGETS),
+    default=None,
+    help="The runtime OUT is made for: no pass makes what it cannot run (default: .tflite litert, .circle onert; "
+    "any: only operators IN has).",
+)
+@click.option(
     "--out-dir",
     metavar="DIR",
     help="Optimize each PATH (model, or directory of them) into DIR; exit: the worst model's, "
@@ -159,6 +174,8 @@ def optimize(
     node_data,
     node_data_input,
     check_mode,
+    check_backend,
+    target,
     out_dir,
     jobs,
     shard,
@@ -187,6 +204,8 @@ def optimize(
         rtol=rtol,
         atol=atol,
         check_seed=check_seed,
+        check_backend=check_backend,
+        target=target,
     )
     if out_dir is not None:  # progress.py: a bar on a terminal, the failures in input order, one table
         from .. import progress  # only for --out-dir: it loads the batch machinery (~2 ms)

@@ -86,7 +86,7 @@ def value_options(function):
                 type=BACKEND,
                 default="auto",
                 show_default=True,
-                help="auto: LiteRT when it loads the model(s), else the reference interpreter.",
+                help="auto: onert for Circle where it loads the model(s), then LiteRT, else the reference interpreter.",
             ),
             click.option(
                 "--timeout", type=Seconds(), default=None, metavar="SECONDS", help="Give up (exit 4) after this long."

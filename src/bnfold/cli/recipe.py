@@ -41,7 +41,7 @@ def recipe_build(recipe_path, output_path):
     type=BACKEND,
     default="auto",
     show_default=True,
-    help="auto: LiteRT when it loads the model, else the reference interpreter.",
+    help="auto: onert for Circle where it loads both models, then LiteRT, else the reference interpreter.",
 )
 @quiet_option
 def recipe_test(recipes, junit_path, force, samples, seed, backend, quiet):

@@ -37,6 +37,7 @@ import numpy as np
 from ..ir.const import Scaled
 from ..ir.graph import Graph, Op, Tensor, float_source
 from ..ir.ops import AFFINE_KINDS, LAYERS, LAYOUT_KINDS, Layer
+from . import targets
 from .affine import AffineChain, as_float32, finite, freed_constants, match_chain, remove_chain, scale_along
 from .candidates import candidate, dtype_refusal
 from .layout import follow
@@ -238,6 +239,10 @@ def apply_backward(graph: Graph, result: PassResult, layer: Op, spec: Layer, cha
     new_w, new_b = fold_output_affine(weights, None if b is None else b.data, chain.scale, chain.shift, spec.out_axis)
     if not finite(new_w, new_b):
         result.skip(chain.ops[0], "the folded weights or bias would not be finite", layer=layer.outputs[0].name)
+        return None
+    unsupported = chain.activation != layer.fused_activation and targets.refusal(graph, layer.kind, chain.activation)
+    if unsupported:  # the layer would take the chain's activation
+        result.not_for_target(chain.ops[0], unsupported)
         return None
     if not layer.has_fused_activation_slot:  # no options table (LiteRT runs it with defaults)
         result.skip(

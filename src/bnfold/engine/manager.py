@@ -7,6 +7,7 @@ another pass has run. At the end the skip list is made from it by construction: 
 per batch-norm candidate left in the model, none for any other op, apart from it one entry per
 TRANSPOSE left (leftovers.py), and each fold names the ops of the output that took it in (`into`).
 A pass runs on a graph only where it finds an operator kind it needs (registry.PassSpec.needs).
+Every graph carries the Target the model is made for (targets.py): what a pass may introduce.
 After the rounds, what no op reads any more goes from every graph (deadcode.py), once.
 
 Each graph records the ops a pass creates or changes as it runs (`graph.changes`, naming the
@@ -29,16 +30,27 @@ from .deadcode import orphan_buffers, remove_dead_code
 from .leftovers import explain, transposes_left
 from .registry import PassSpec
 from .report import Report
+from .targets import Target, default_target
 
 MAX_ROUNDS = 50
 
 
 def run_passes(
-    model: Model, specs: list[PassSpec], *, parameters: AbstractSet[str] = frozenset(), max_rounds: int = MAX_ROUNDS
+    model: Model,
+    specs: list[PassSpec],
+    *,
+    parameters: AbstractSet[str] = frozenset(),
+    max_rounds: int = MAX_ROUNDS,
+    target: str | None = None,
 ) -> Report:
-    """Run `specs` to a fixpoint; a pass named with its `parameters` first changes the model's
-    interface, once (its module's change_interface)."""
+    """Run `specs` to a fixpoint for the runtime `target` ("litert", "onert", "any"; None: the
+    input format's, targets.default_target); a pass named with its `parameters` first changes the
+    model's interface, once (its module's change_interface)."""
     report = Report([s.name for s in specs])
+    report.target = target or default_target(model.format.name)
+    made_for = Target.of(report.target, model)
+    for graph in model.graphs:
+        graph.target = made_for
     orphans = orphan_buffers(model) if specs else 0  # before the passes: what the input brought dead
     interface = [_interface(graph) for graph in model.graphs]
     to_nhwc = None
@@ -56,6 +68,7 @@ def run_passes(
         report.rounds = round_no
         report.said.clear()
         report.not_folded.clear()
+        report.unsupported.clear()
         changed = False
         kinds = [op_kinds(graph) for graph in model.graphs]
         for spec in specs:

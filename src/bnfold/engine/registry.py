@@ -150,6 +150,14 @@ PASSES: tuple[PassSpec, ...] = (
         True,
         needs=frozenset({"MUL"}),
     ),
+    # ONE's opposite rewrite, for runtimes without HARD_SWISH (onert); never run with fuse_hardswish (resolve)
+    PassSpec(
+        "decompose_hardswish",
+        "replace HARD_SWISH by x·relu6(x+3)·(1/6) as ADD/RELU6/MUL, as circle2circle does (onert has no HARD_SWISH)",
+        True,
+        False,
+        needs=frozenset({"HARD_SWISH"}),
+    ),
     # ONE's O1 pattern passes (opt-in; -O1 runs them), in O1's order: canonical forms and fused
     # operators first, so the batch-norm folds below see them as one op and cannot take their
     # scalar constants apart
@@ -464,6 +472,7 @@ PASSES: tuple[PassSpec, ...] = (
 )
 
 BY_NAME = {p.name: p for p in PASSES}
+UNDOING = frozenset({"fuse_hardswish", "decompose_hardswish"})  # each undoes the other: a run takes one
 PARAMETERS = {name: p.name for p in PASSES for name in p.parameters}  # parameter -> the pass it qualifies
 assert all(p.exact for p in PASSES if p.default), "a default pass must be exact"
 
@@ -488,6 +497,8 @@ def resolve(names) -> list[PassSpec]:
         if name not in BY_NAME:
             raise UsageError(f"unknown pass {name!r} (see 'bnfold passes')")
         wanted.add(name)
+    if UNDOING <= wanted:
+        raise UsageError(f"{' and '.join(sorted(UNDOING))} undo each other: choose one")
     return [p for p in PASSES if p.name in wanted]
 
 

@@ -70,11 +70,13 @@ def _plain(value):
 
 class PassResult:
     """What one run of one pass over one graph did. `skipped[i]` is the op `skips[i]` is about,
-    `into[i]` the ops that took in `folds[i]` (the report's `into`, viewers' node data)."""
+    `into[i]` the ops that took in `folds[i]` (the report's `into`, viewers' node data);
+    `unsupported`: the rewrites refused because the target runtime cannot run what they would make."""
 
-    __slots__ = ("folds", "skips", "skipped", "into", "not_folded")
+    __slots__ = ("folds", "skips", "skipped", "into", "not_folded", "unsupported")
 
     def __init__(self):
+        self.unsupported: list[dict] = []
         self.folds: list[dict] = []
         self.skips: list[dict] = []
         self.skipped: list[Op] = []
@@ -101,6 +103,12 @@ class PassResult:
     def skip(self, at: Op, reason: str | Refusal, **details) -> None:
         self.skips.append({"at": describe(at), "reason": str(reason), **details})
         self.skipped.append(at)
+
+    def not_for_target(self, at: Op, reason: str) -> None:
+        """A rewrite at `at` refused because the target cannot run what it would make (targets.py):
+        a skip like any other, and listed in the report's `target` whatever op it is about."""
+        self.skip(at, reason)
+        self.unsupported.append({"at": describe(at), "reason": reason})
 
     def refuse_value(self, at: Op, reason: str) -> None:
         """An op a constant fold or rewrite could not take, and why (the report's `not_folded`: the
@@ -139,10 +147,14 @@ class Report:
         "said",
         "into",
         "not_folded",
+        "target",
+        "unsupported",
     )
 
     def __init__(self, passes: list[str]):
         self.passes = passes
+        self.target: str | None = None  # the runtime the passes made the model for (targets.py)
+        self.unsupported: list[dict] = []  # the final round's rewrites refused for the target
         self.folds: list[dict] = []
         self.skips: list[dict] = []
         self.transposes: list[dict] = []  # one entry per TRANSPOSE left (leftovers.py)
@@ -164,6 +176,7 @@ class Report:
         self.into.extend(result.into)
         self.said.extend(Said(pass_name, op, {**where, **s}) for op, s in zip(result.skipped, result.skips))
         self.not_folded.extend({**where, **n} for n in result.not_folded)
+        self.unsupported.extend({**where, **u} for u in result.unsupported)
 
     def settle_into(self, graphs: list[Graph]) -> None:
         """Give each fold its `into`: the ops of the output that took it in, described as they are
@@ -184,6 +197,7 @@ class Report:
         return _plain(
             {
                 "passes": self.passes,
+                "target": {"name": self.target, "refused": self.unsupported},
                 "rounds": self.rounds,
                 "converged": self.converged,
                 "folds": self.folds,

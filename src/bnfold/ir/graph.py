@@ -34,6 +34,7 @@ from .const import NUMPY_DTYPES, Buffer, Scaled, as_stored
 from .ops import FUSED_ACTIVATIONS, SIDE_EFFECT_KINDS, info
 
 if TYPE_CHECKING:
+    from ..engine.targets import Target
     from .invariants import Changes
     from .model import Model
 
@@ -270,6 +271,7 @@ class Graph:
         self.outputs: list[Tensor] = []
         self.pinned: set[Tensor] = set()  # tensors a signature names: never removed or renamed
         self.model: Model | None = None  # set by Model.add_graph
+        self.target: Target | None = None  # the runtime it is made for, set by the manager for the passes
         self._order: list[Op] = []  # execution order; may still hold removed ops (see `ops`)
         self._members: set[Op] = set()
         self._inserted_after: dict[Op, list[Op]] = {}  # anchor -> ops added right after it, pending

@@ -9,17 +9,19 @@ RELU_N1_TO_1 after NONE/RELU_N1_TO_1 -> RELU_N1_TO_1; anything else is left alon
 TANH is not fused: LiteRT's kernels compute fused activations through an activation *range*
 (ir/ops.py RANGE_ACTIVATIONS says which, and why).
 
-Guards: the producer's output has no other reader and is not a graph output; the producer is an
-operator whose fused activation is applied to its output (`fused_output` in ir/ops.py: not
-LSTM/RNN cell activations, and not CONCATENATION or TRANSPOSE_CONV, which runtimes run without
-one); float tensors only, since a quantized activation may carry its own output scale; not when
-LiteRT runs P in place (ADD, SUB, MUL, DIV over a single-reader input) and y has a RESHAPE-like
-reader besides another: the RELU gave y a buffer of its own, P's would be shared, and an op after
-the RESHAPE could run in place over it (engine/reshapes.py: `in_place_hazard`).
+Guards: the target runs the producer with that fused activation (engine/targets.py); the
+producer's output has no other reader and is not a graph output; the producer is an operator whose
+fused activation is applied to its output (`fused_output` in ir/ops.py: not LSTM/RNN cell
+activations, and not CONCATENATION or TRANSPOSE_CONV, which runtimes run without one); float
+tensors only, since a quantized activation may carry its own output scale; not when LiteRT runs P
+in place (ADD, SUB, MUL, DIV over a single-reader input) and y has a RESHAPE-like reader besides
+another: the RELU gave y a buffer of its own, P's would be shared, and an op after the RESHAPE
+could run in place over it (engine/reshapes.py: `in_place_hazard`).
 """
 
 from __future__ import annotations
 
+from ..engine import targets
 from ..engine.report import PassResult, Refusal
 from ..engine.reshapes import in_place_hazard, reading_slots
 from ..ir.graph import Graph
@@ -49,6 +51,10 @@ def run(graph: Graph) -> PassResult:
             result.skip(act, refusal)
             continue
         fused = COMBINE[(producer.fused_activation, act.kind)]
+        unsupported = targets.refusal(graph, producer.kind, fused)
+        if unsupported:
+            result.not_for_target(act, unsupported)
+            continue
         result.fold(producer, [act], activation=act.kind, before=producer.fused_activation, after=fused)
         producer.fused_activation = fused
         graph.set_output(producer, 0, act.outputs[0])

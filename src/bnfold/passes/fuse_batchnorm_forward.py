@@ -26,21 +26,22 @@ Algebra, per channel i of the last axis (y = s·x + t, any affine chain form, se
   (its weights become 0): skipped.
 
 The scale and the bias term are forward.py's (shared with fuse_preactivation_batchnorm); this
-module decides where the shift goes. Guards (skipped with a reason): a fused activation on the
-chain (act(s·x+t) is not affine; the
-BN -> ReLU -> layer case is fuse_preactivation_batchnorm's), or a standalone activation or any
-other op reading y; y a graph output; a RESHAPE on the way to an FC that has other readers or is a
-graph output; y read as anything but the layer's data input; non-constant or non-float32 weights
-or bias; a grouped conv (filter input channels ≠ data channels); an FC row length not a multiple of
-the channel count; a non-finite result. x keeps its value, so its other readers are unaffected;
-chain intermediates must be single-use (match_chain). Weights and biases shared with other ops are
-copied (Graph.set_const_input), never edited; values are computed in float64 and cast back once.
+module decides where the shift goes. Guards (skipped with a reason): a kept shift's ADD the target
+must run (engine/targets.py); a fused activation on the chain (act(s·x+t) is not affine; the BN ->
+ReLU -> layer case is fuse_preactivation_batchnorm's), or a standalone activation or any other op
+reading y; y a graph output; a RESHAPE on the way to an FC that has other readers or is a graph
+output; y read as anything but the layer's data input; non-constant or non-float32 weights or bias;
+a grouped conv (filter input channels ≠ data channels); an FC row length not a multiple of the
+channel count; a non-finite result. x keeps its value, so its other readers are unaffected; chain
+intermediates must be single-use (match_chain). Weights and biases shared with other ops are copied
+(Graph.set_const_input), never edited; values are computed in float64 and cast back once.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..engine import targets
 from ..engine.affine import AffineChain, as_float32, chains_from_starts, finite, freed_constants, kept_constant
 from ..engine.forward import UNIFORM, Crossing, Sink, constant_input_response, find_sinks, fold_input_scale
 from ..engine.report import PassResult, Refusal, float16_note
@@ -64,6 +65,10 @@ def _fold(graph: Graph, result: PassResult, chain: AffineChain) -> None:
         result.skip(chain.ops[0], plan, output=y.name)
         return
     sinks, updates, kept_shift = plan
+    unsupported = None if kept_shift is None else targets.refusal(graph, "ADD")  # the kept shift (_rewire)
+    if unsupported:
+        result.not_for_target(chain.ops[0], unsupported)
+        return
     kept_for = [k for k in sinks if _keeps_shift(k, sinks, kept_shift)]
     record = result.fold(
         sinks[0].layer,

@@ -27,6 +27,7 @@ A weight or bias tensor shared with another op is copied (Graph.set_const_input)
 
 from __future__ import annotations
 
+from ..engine import targets
 from ..engine.affine import AffineChain, finite, freed_constants, match_chain, remove_chain
 from ..engine.backward import fold_output_affine, layer_refusal
 from ..engine.layout import concatenation_axis, follow, layout_source
@@ -110,6 +111,9 @@ def _part(graph: Graph, concat: Op, x: Tensor, axis: int, activation: str) -> tu
         return refusal
     if not layer.has_fused_activation_slot:
         return Refusal(f"{layer.kind} has no options table to carry the activation")
+    unsupported = activation != layer.fused_activation and targets.refusal(graph, layer.kind, activation)
+    if unsupported:
+        return Refusal(unsupported)
     return layer, spec
 
 

@@ -16,7 +16,7 @@ any 1/√2 within 1e-5, which is a different function by up to that much.
 
 Guards: float32 throughout, none quantized, all of x's shape; no fused activations; every
 intermediate read only inside the pattern and no graph output (x may have any readers). GELU is
-a TFLite builtin LiteRT runs: `may_hold_gelu` says whether the output model may hold one.
+a builtin of both formats; the target must run it (engine/targets.py: LiteRT and onert do).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import math
 
 import numpy as np
 
+from ..engine import targets
 from ..engine.match import collapse, const_operand, format_has, is_plain_float, no_activation, only_reader, scalar
 from ..engine.report import PassResult
 from ..ir.custom import custom_code
@@ -34,21 +35,20 @@ INV_SQRT2 = float(np.float32(math.sqrt(0.5)))
 SQRT2 = float(np.float32(math.sqrt(2.0)))
 
 
-def may_hold_gelu(graph: Graph) -> bool:
-    """Whether the model may hold a GELU: a builtin of both formats, which LiteRT runs (the one
-    place a target runtime's table would decide)."""
-    return format_has(graph, "GELU")
-
-
 def run(graph: Graph) -> PassResult:
     result = PassResult()
-    if not may_hold_gelu(graph):
+    if not format_has(graph, "GELU"):
         return result
     for erf in [op for op in graph.ops if custom_code(op) == "Erf"]:
         match = _match(graph, erf)
-        if match is not None:
-            x, ops = match
-            collapse(graph, result, ops, [x], "GELU", Options("GeluOptions", approximate=False), activation="GELU")
+        if match is None:
+            continue
+        x, ops = match
+        unsupported = targets.refusal(graph, "GELU")
+        if unsupported:
+            result.not_for_target(ops[-1], unsupported)
+            continue
+        collapse(graph, result, ops, [x], "GELU", Options("GeluOptions", approximate=False), activation="GELU")
     return result
 
 

@@ -16,8 +16,9 @@ normal(0, 100), 4.2e-7 on the output of TICO's MobileNetV3-Small (19 hard swishe
 check's 1e-5. The first op after x must be the ADD of exactly 3 and the scale exactly 6 (DIV) or
 float32(1/6) (MUL), one-element constants; every matched op must keep x's shape.
 
-Guards: float32, not quantized; the intermediate tensors (r, m or h) have one reader and are not
-graph outputs (x may have any number of readers); the MUL and DIV carry no fused activation.
+Guards: the target runs HARD_SWISH (engine/targets.py: onert 0.1.0 does not load it); float32, not
+quantized; the intermediate tensors (r, m or h) have one reader and are not graph outputs (x may
+have any number of readers); the MUL and DIV carry no fused activation.
 Runs before the batch-norm folds: the 3 and the 1/6 are scalar constants, which the folds would
 otherwise take as part of a batch norm (or fold the 1/6 forward into a layer), breaking the form.
 """
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..engine import targets
 from ..engine.report import PassResult, Refusal
 from ..ir.graph import Graph, Op, Tensor
 
@@ -44,6 +46,10 @@ def run(graph: Graph) -> PassResult:
             result.refuse(match, add)
             continue
         x, ops = match
+        unsupported = targets.refusal(graph, "HARD_SWISH")
+        if unsupported:  # onert has no HARD_SWISH: the decomposition stays (decompose_hardswish makes it)
+            result.not_for_target(add, unsupported)
+            continue
         result.fold(add, ops, into=[], activation="HARD_SWISH")
         y = ops[-1].outputs[0]
         for op in ops:

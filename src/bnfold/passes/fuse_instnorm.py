@@ -17,30 +17,28 @@ Guards: float32 throughout, none quantized; x of rank 3 or 4 with static shape; 
 exactly axes 1 .. rank-2 with keep_dims; ε a one-element constant; γ and β constants of C values
 (shape [C] or [1, .., C]; β may be a one-element constant, broadcast), C the last axis; every
 intermediate read only inside the pattern and no graph output; the terminal ADD's fused
-activation carried over. INSTANCE_NORM exists only in Circle: `may_hold_instance_norm` decides
-(onert loads it without a CPU kernel; the integrator's runtime table will say so).
+activation carried over. INSTANCE_NORM exists only in Circle (the model's format must have it),
+and the target must run it with that activation (engine/targets.py): onert 0.1.0's cpu backend
+fails to prepare it ("KernelGenerator: NYI for operation 'InstanceNorm'"; the written-out form
+runs) and LiteRT has no such operator, so only `--target any` on a model that already holds
+INSTANCE_NORM, or a runtime added to the table that runs it (ONE's NPU backends), gets one; the
+report's `target.refused` says why it was not made.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..engine import targets
 from ..engine.match import const_operand, float_const, format_has, is_plain_float, only_reader, scalar
 from ..engine.report import PassResult
 from ..ir.graph import Graph, Op, Options, Tensor
 from ..ir.ops import FUSED_ACTIVATIONS, INDEX_DTYPES
 
 
-def may_hold_instance_norm(graph: Graph) -> bool:
-    """Whether the model may hold an INSTANCE_NORM: a Circle-only operator (the one place a
-    target runtime's table would decide). onert 0.1.0's CPU backend has no kernel for it
-    (measured: session preparation fails; the written-out form runs), ONE's NPU backends do."""
-    return format_has(graph, "INSTANCE_NORM")
-
-
 def run(graph: Graph) -> PassResult:
     result = PassResult()
-    if not may_hold_instance_norm(graph):
+    if not format_has(graph, "INSTANCE_NORM"):
         return result
     for mean in [op for op in graph.ops if op.kind == "MEAN"]:
         if not graph.contains(mean) or not _spatial_mean(mean):
@@ -56,6 +54,10 @@ def run(graph: Graph) -> PassResult:
         gamma_c = np.ones(c, np.float32) if gamma is None else _per_channel(gamma, c)
         beta_c = _per_channel(beta, c)
         if gamma_c is None or beta_c is None:
+            continue
+        unsupported = targets.refusal(graph, "INSTANCE_NORM", terminal.fused_activation)
+        if unsupported:
+            result.not_for_target(terminal, unsupported)
             continue
         _fuse(graph, result, ops, x, eps, gamma_c, beta_c, terminal)
     return result

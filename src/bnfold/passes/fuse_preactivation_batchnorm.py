@@ -34,10 +34,11 @@ Algebra, per channel c of the last axis (any affine chain ending in a fused RELU
 * Channels with s < 0 cannot cross the ReLU (relu(−x) ≠ −relu(x)): the batch norm stays, exact,
   and the report lists the negative, zero and positive channel groups.
 
-Guards: float32 data and constants; every chain intermediate single-use; y (and anything on a
-forward path) is not a graph output; x may be a graph output only if nothing is moved into its
-producer; weights and biases shared with other ops are copied (Graph.set_const_input), never edited;
-the folded values are computed in float64 and must be finite in float32.
+Guards: the target runs what replaces the chain (RELU, or ADD(RELU): engine/targets.py); float32
+data and constants; every chain intermediate single-use; y (and anything on a forward path) is not a
+graph output; x may be a graph output only if nothing is moved into its producer; weights and biases
+shared with other ops are copied (Graph.set_const_input), never edited; the folded values are
+computed in float64 and must be finite in float32.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..engine import targets
 from ..engine.affine import AffineChain, as_float32, chains_from_starts, finite, kept_constant
 from ..engine.backward import layer_refusal
 from ..engine.forward import Crossing, Sink, constant_input_response, find_sinks, fold_input_scale
@@ -119,6 +121,12 @@ def _fold(graph: Graph, result: PassResult, chain: AffineChain) -> None:
     updates = weights + _bias_updates(constant_terms + ([] if isinstance(plan, Refusal) else plan))
     if not finite(*[u[2] for u in updates]) or not finite(as_float32(d)):
         result.skip(anchor, "the folded weights, biases or shift would not be finite in float32", **groups)
+        return
+    # what replaces the chain: a standalone RELU, or ADD(RELU) when the shift stays (_replace_chain)
+    made = ("ADD", "RELU") if isinstance(plan, Refusal) else ("RELU", "NONE")
+    unsupported = targets.refusal(graph, *made)
+    if unsupported:
+        result.not_for_target(anchor, unsupported)
         return
     into = [k.layer for k in sinks] + ([] if isinstance(plan, Refusal) else [e.layer for e in plan])
     record = result.fold(

@@ -14,13 +14,17 @@ is zero: the same float32 values as LiteRT's PRELU.
 Guards: float32 throughout, none quantized, all of x's shape; α a float32 constant that
 broadcasts to x without changing its shape (per channel [C], [1, .., C], or one value), the
 other MUL by exactly 0.5; no fused activations; r, a, s and the MUL outputs read only inside the
-pattern and no graph outputs. PRELU is a builtin of both formats: `may_hold_prelu` decides.
+pattern and no graph outputs. PRELU is a builtin of both formats; the target must run it
+(engine/targets.py: LiteRT does; onert 0.1.0's cpu backend fails to prepare it, "KernelGenerator:
+NYI for operation 'PReLU'", so for an onert target the written-out form stays and the report's
+`target.refused` says why).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..engine import targets
 from ..engine.match import (
     collapse,
     const_operand,
@@ -35,22 +39,20 @@ from ..engine.report import PassResult
 from ..ir.graph import Graph, Op, Tensor
 
 
-def may_hold_prelu(graph: Graph) -> bool:
-    """Whether the model may hold a PRELU (the one place a target runtime's table would decide):
-    a builtin of both formats, which LiteRT runs. onert 0.1.0's CPU backend does not (measured: a
-    Circle model with PRELU fails session preparation; the written-out form runs)."""
-    return format_has(graph, "PRELU")
-
-
 def run(graph: Graph) -> PassResult:
     result = PassResult()
-    if not may_hold_prelu(graph):
+    if not format_has(graph, "PRELU"):
         return result
     for abs_op in [op for op in graph.ops if op.kind == "ABS"]:
         match = _match(graph, abs_op)
-        if match is not None:
-            x, alpha, ops = match
-            collapse(graph, result, ops, [x, alpha], "PRELU", None, activation="PRELU")
+        if match is None:
+            continue
+        x, alpha, ops = match
+        unsupported = targets.refusal(graph, "PRELU")
+        if unsupported:
+            result.not_for_target(ops[-1], unsupported)
+            continue
+        collapse(graph, result, ops, [x, alpha], "PRELU", None, activation="PRELU")
     return result
 
 

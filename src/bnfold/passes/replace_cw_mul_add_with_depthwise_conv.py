@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..engine import targets
 from ..engine.affine import AffineChain, chains_from_starts, finite
 from ..engine.backward import fold_output_affine, foldable_chain
 from ..engine.report import PassResult, Refusal
@@ -50,6 +51,9 @@ def _refusal(graph: Graph, chain: AffineChain) -> Refusal | None:
         return Refusal(f"the constants vary along axis {chain.axis}, not the channels (axis 3)", chain.ops[0])
     if chain.activation not in ("NONE", *RANGE_ACTIVATIONS):
         return Refusal(f"a depthwise conv cannot carry the chain's {chain.activation}", chain.ops[-1])
+    unsupported = targets.refusal(graph, "DEPTHWISE_CONV_2D", chain.activation)
+    if unsupported:
+        return Refusal(unsupported, chain.ops[0])
     layer = _layer_before(graph, chain.input)
     if layer is not None:
         taken = foldable_chain(graph, layer)

@@ -10,10 +10,11 @@ same operands; the bias is one ADD (left out when absent or all zero, as ONE doe
 activation goes onto the ADD or becomes its own op. A RESHAPE is added only where the shapes
 differ (FC flattens x's leading axes unless keep_num_dims).
 
-Where: only where the target takes FULLY_CONNECTED weights as constants only (ONE's backends),
-decided by `wants_constant_fc_weights` from the model's format for now: Circle models. In a
-TFLite model LiteRT runs computed weights itself, and its BATCH_MATMUL is slower for one row:
-measured (LiteRT 2.3, 1 thread, median of 300 runs) [1, 512] by [512, 512] weights 18.5 us as FC,
+Where: only for the onert target (engine/targets.py; the default of a Circle output): ONE's
+backends take FULLY_CONNECTED weights as constants only (`wants_constant_fc_weights`), and the
+target must run BATCH_MATMUL (the table says onert does). For litert (and any, whose output may
+run in LiteRT) the FC stays: LiteRT runs computed weights itself, and its BATCH_MATMUL is slower
+for one row: measured (LiteRT 2.3, 1 thread, median of 300 runs) [1, 512] by [512, 512] weights 18.5 us as FC,
 84.9 us as BATCH_MATMUL + ADD (4.6x; 0.39x-0.60x for 7 and 64 rows); onert ran both alike (60.6
 against 61.2 us, 253.9 against 256.9 us for 64 rows).
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..engine import targets
 from ..engine.match import batch_matmul_options, is_plain_float
 from ..engine.report import PassResult
 from ..ir.graph import Graph, Op, Options
@@ -33,9 +35,10 @@ from ..ir.ops import FUSED_ACTIVATIONS, RANGE_ACTIVATIONS
 
 
 def wants_constant_fc_weights(graph: Graph) -> bool:
-    """Whether the model's target takes FULLY_CONNECTED weights only as constants: ONE's backends
-    (Circle models); LiteRT does not need the rewrite (the one place a runtime table would decide)."""
-    return graph.model is not None and graph.model.format.name == "circle"
+    """Whether the runtime the model is made for takes FULLY_CONNECTED weights only as constants:
+    onert (ONE's backends); not litert, nor any (the output may run in LiteRT, where the rewrite is
+    slower)."""
+    return targets.name_of(graph) == "onert"
 
 
 def run(graph: Graph) -> PassResult:
@@ -49,6 +52,10 @@ def run(graph: Graph) -> PassResult:
         if not all(is_plain_float(t) for t in (x, w, y)) or (b is not None and not (is_plain_float(b) and b.is_const)):
             continue
         if min(x.signature) < 0 or fc.fused_activation not in ("NONE", *RANGE_ACTIVATIONS):
+            continue
+        unsupported = targets.refusal(graph, "BATCH_MATMUL")
+        if unsupported:
+            result.not_for_target(fc, unsupported)
             continue
         _replace(graph, result, fc)
     return result

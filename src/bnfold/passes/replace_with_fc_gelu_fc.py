@@ -16,7 +16,7 @@ weights in the default format; every intermediate read only inside the pattern a
 output (FC1 is made anew under a new output name, as ONE clones it: its old output is gone, so
 the per-rewrite check sees x -> y, not f and x as unrelated inputs); FC3's weights constant (a
 new scaled copy is made; the original stays for others).
-GELU is a builtin of both formats: `may_hold_gelu` decides.
+GELU is a builtin of both formats; the target must run it (engine/targets.py: LiteRT and onert do).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import math
 
 import numpy as np
 
+from ..engine import targets
 from ..engine.match import const_operand, format_has, is_plain_float, no_activation, only_reader, scalar
 from ..engine.report import PassResult
 from ..ir.custom import custom_code
@@ -33,20 +34,19 @@ from ..ir.graph import Graph, Op, Options
 INV_SQRT2 = np.float32(math.sqrt(0.5))
 
 
-def may_hold_gelu(graph: Graph) -> bool:
-    """Whether the model may hold a GELU (the one place a target runtime's table would decide)."""
-    return format_has(graph, "GELU")
-
-
 def run(graph: Graph) -> PassResult:
     result = PassResult()
-    if not may_hold_gelu(graph):
+    if not format_has(graph, "GELU"):
         return result
     for erf in [op for op in graph.ops if custom_code(op) == "Erf"]:
         match = _match(graph, erf)
         if match is None:
             continue
         fc1, fc2, add, mul, fc3 = match
+        unsupported = targets.refusal(graph, "GELU")
+        if unsupported:
+            result.not_for_target(fc3, unsupported)
+            continue
         old = (fc1, fc2, erf, add, mul, fc3)
         result.fold(fc3, list(old), into=[], activation="GELU")
         for op in old:

@@ -10,13 +10,15 @@ than 1 in their order therefore leaves every element at its offset: the output b
 input buffer, which is all a RESHAPE gives. A dynamic axis counts as longer than 1 and becomes -1
 in the new shape (so at most one may be dynamic).
 
-Guards: a constant permutation of the input's rank; the output keeps the quantization of the
-input (a RESHAPE copies bytes); LiteRT would not let the RESHAPE share a buffer another reader of
-x still needs (engine/reshapes.py: `aliasing_hazard`; a TRANSPOSE has a buffer of its own).
+Guards: the target runs RESHAPE (engine/targets.py); a constant permutation of the input's rank; the
+output keeps the quantization of the input (a RESHAPE copies bytes); LiteRT would not let the
+RESHAPE share a buffer another reader of x still needs (engine/reshapes.py: `aliasing_hazard`; a
+TRANSPOSE has a buffer of its own).
 """
 
 from __future__ import annotations
 
+from ..engine import targets
 from ..engine.layout import transpose_perm
 from ..engine.permute import keeps_data_order
 from ..engine.report import PassResult
@@ -31,6 +33,10 @@ def run(graph: Graph) -> PassResult:
         if perm is None or x is None or not _is_a_reshape(x.signature, perm):
             continue
         if not same_quantization(x, y):
+            continue
+        unsupported = targets.refusal(graph, "RESHAPE")
+        if unsupported:
+            result.not_for_target(op, unsupported)
             continue
         if aliasing_hazard(graph, x, y, added=0):
             result.skip(op, HAZARD)

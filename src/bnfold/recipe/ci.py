@@ -143,17 +143,18 @@ def _build(path: Path, workdir: Path) -> _Built:
 def _value_test(
     built: _Built, path: Path, workdir: Path, outcome: Outcome, samples: int, seed: int, backend: str
 ) -> None:
+    optimized = built.optimized
+    both = Backends([built.reference, optimized], backend)  # one runtime makes the expected values and checks them
     inputs, expected = _store_expected(
-        built.reference, workdir / f"{path.stem}.input.h5", workdir / f"{path.stem}.expected.h5", samples, seed, backend
+        both, workdir / f"{path.stem}.input.h5", workdir / f"{path.stem}.expected.h5", samples, seed
     )
     outcome.failures += broken_rules(built.model, built.expect.rules)
-    optimized = built.optimized
     outcome.result = compare_to_expected(
         optimized,
         input_samples(optimized.graphs[0].inputs, inputs),
         expected_samples(expected),
         tolerance=Tolerance(built.expect.rtol, built.expect.atol),
-        backend=backend,
+        backend=both.kind,
     )
     if not outcome.result.passed:  # a difference at a weak output, judged by the rewrites under it
         settle_weak(built.reference, optimized, outcome.result, samples, built.folds)
@@ -162,11 +163,13 @@ def _value_test(
     outcome.passed = not outcome.failures
 
 
-def _store_expected(model, input_path: Path, expected_path: Path, samples: int, seed: int, backend: str):
-    """Run the unoptimized model on `samples` random inputs and write input.h5 / expected.h5
-    (input.N.h5 ... when there are several); returns the two lists of files."""
-    graph = model.graphs[0]
-    run = Backends([model], backend)
+def _store_expected(both: Backends, input_path: Path, expected_path: Path, samples: int, seed: int):
+    """Run the unoptimized and the optimized model (`both`, so the backend that runs the expected
+    values also runs the optimized model) on `samples` random inputs and write the unoptimized
+    model's input.h5 / expected.h5 (input.N.h5 ... when there are several); returns the two lists
+    of files."""
+    graph = both.models[0].graphs[0]
+    run = both
     write_in = SampleWriter(str(input_path), graph.inputs, samples)
     write_out = SampleWriter(str(expected_path), graph.outputs, samples)
     for index, sample in enumerate(iter_random_inputs(graph, samples, seed)):

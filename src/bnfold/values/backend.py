@@ -1,13 +1,15 @@
-"""Choosing and running a backend for value checks: LiteRT or the reference interpreter.
+"""Choosing and running a backend for value checks: onert, LiteRT or the reference interpreter.
 
-"litert" runs the models in LiteRT under the first resolver that loads and runs every model of
-the comparison: the builtin kernels without default delegates, then LiteRT's default resolver
-(the one deployed apps use: XNNPACK, which also implements some custom operators, such as
-Convolution2DTransposeBias). "reference" runs bnfold's numpy interpreter; "auto" uses LiteRT when
-it loads and runs every model and the reference interpreter otherwise. One backend (and one
-resolver) runs all models of a sample, so a difference is never a difference between runtimes; a
-backend that fails to run a model is not a difference either, but a reason to try the next
-(`Backends`), and when none runs it the check could not verify (exit 4).
+"onert" runs the models in ONE's runtime (values/onert.py; the `onert` extra). "litert" runs them
+in LiteRT under the first resolver that loads and runs every model of the comparison: the builtin
+kernels without default delegates, then LiteRT's default resolver (the one deployed apps use:
+XNNPACK, which also implements some custom operators, such as Convolution2DTransposeBias).
+"reference" runs bnfold's numpy interpreter. "auto" runs a Circle comparison in onert first (the
+runtime Circle models are made for) when onert is installed and loads and runs every model, then
+in LiteRT, then in the reference interpreter; a TFLite comparison starts at LiteRT. One backend
+(and one resolver) runs all models of a sample, so a difference is never a difference between
+runtimes; a backend that fails to run a model is not a difference either, but a reason to try the
+next (`Backends`), and when none runs it the check could not verify (exit 4).
 """
 
 from __future__ import annotations
@@ -17,17 +19,32 @@ import threading
 import numpy as np
 
 from ..errors import CannotVerify, ModelError, RunFailed, UsageError
+from ..io.formats import CIRCLE
 from ..ir.model import Model
-from . import BACKENDS, litert
+from . import BACKENDS, litert, onert
 from . import interpreter as reference
 from .index_inputs import caveats
 
 RESOLVER_ORDER = ("plain", "default")  # litert.RESOLVERS keys, tried in this order
-CANDIDATES = {"auto": (*RESOLVER_ORDER, "reference"), "litert": RESOLVER_ORDER, "reference": ("reference",)}
+CANDIDATES = {
+    "auto": (*RESOLVER_ORDER, "reference"),
+    "litert": RESOLVER_ORDER,
+    "onert": ("onert",),
+    "reference": ("reference",),
+}
 DESCRIPTIONS = {
+    "onert": "onert (cpu backend)",
     "plain": "litert (builtin kernels, no delegates)",
     "default": "litert (default resolver, with delegates)",
 }
+
+
+def candidates(models: list[Model], backend: str) -> tuple[str, ...]:
+    """The backends to try for `models`, in order: "auto" puts onert first for Circle models,
+    where it is installed (a missing onert is then no reason to mention: LiteRT runs them)."""
+    if backend == "auto" and all(m.format is CIRCLE for m in models) and onert.missing() is None:
+        return ("onert", *CANDIDATES["auto"])
+    return CANDIDATES[backend]
 
 
 class Runner:
@@ -40,17 +57,24 @@ class Runner:
         self.deadline = deadline
         self._litert = interp
         self._reference = reference.Interpreter(model, deadline=deadline) if backend == "reference" else None
+        self._onert = onert.Session(model) if backend == "onert" else None
 
     @property
     def description(self) -> str:
+        if self.backend == "onert":
+            return DESCRIPTIONS["onert"]
         return "reference interpreter" if self.resolver is None else DESCRIPTIONS[self.resolver]
 
     def __call__(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
         if self._reference is not None:
             return self._reference.run(inputs)
+        if self._onert is not None:
+            work = lambda: self._onert(inputs)  # noqa: E731
+        else:
+            work = lambda: litert.invoke(self._litert, inputs)  # noqa: E731
         if self.deadline is None or self.deadline.end is None:
-            return litert.invoke(self._litert, inputs)
-        return _with_deadline(lambda: litert.invoke(self._litert, inputs), self.deadline)
+            return work()
+        return _with_deadline(work, self.deadline)
 
 
 def _with_deadline(work, deadline):
@@ -79,8 +103,9 @@ def _with_deadline(work, deadline):
 class Backends:
     """Runs every model of a comparison on one backend, sample by sample.
 
-    Candidates in order (CANDIDATES): for "auto" LiteRT under each resolver of RESOLVER_ORDER,
-    then the reference interpreter; "litert" the resolvers only; "reference" the interpreter. The
+    Candidates in order (CANDIDATES): for "auto" onert when every model is Circle and onert is
+    installed, LiteRT under each resolver of RESOLVER_ORDER, then the reference interpreter;
+    "onert" onert only; "litert" the resolvers only; "reference" the interpreter. The
     first that loads every model runs them; when it fails while running one (RunFailed: a kernel
     refuses its input types, an index is out of range), the next candidate runs that sample again,
     for every model, and the samples after it. When none is left: CannotVerify (exit 4) with each
@@ -90,7 +115,7 @@ class Backends:
         if backend not in BACKENDS:
             raise UsageError(f"unknown backend {backend!r} ({', '.join(BACKENDS)})")
         self.models, self.deadline = models, deadline
-        self._candidates = iter(CANDIDATES[backend])
+        self._candidates = iter(candidates(models, backend))
         self._tried = 0  # candidates tried so far
         self._reasons: list[str] = []  # why each candidate tried so far does not run the models
         self._failed_runs: list[str] = []  # the run failures among them, for the description
@@ -106,6 +131,12 @@ class Backends:
             since = f" from sample {self._switched_at}" if self._switched_at else ""
             text += f"{since} ({'; '.join(dict.fromkeys(self._failed_runs))})"
         return text
+
+    @property
+    def kind(self) -> str:
+        """The backend ("onert", "litert" or "reference") that loaded every model: the one to name
+        when another comparison of these models must run in the same runtime."""
+        return self.runners[0].backend
 
     def __call__(self, inputs: list[np.ndarray]) -> list[list[np.ndarray]]:
         """Every model's outputs for `inputs`, all from one backend."""
@@ -130,6 +161,8 @@ class Backends:
         raise CannotVerify(self._no_backend())
 
     def _load(self, candidate: str) -> list[Runner]:
+        if candidate == "onert":
+            return [Runner(m, "onert", deadline=self.deadline) for m in self.models]
         if candidate == "reference":
             missing = sorted({k for m in self.models for k in reference.unsupported_kinds(m)})
             if missing:

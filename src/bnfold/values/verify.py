@@ -1,6 +1,6 @@
 """`optimize --check`: the optimized model against the original, as a whole or rewrite by rewrite.
 
-Modes: "whole" runs both models (LiteRT, else the reference interpreter); "local" checks each
+Modes: "whole" runs both models (on `backend`, values/backend.py); "local" checks each
 rewrite on its own (values/local.py); "auto" is whole when a backend runs the models and local
 otherwise, and says why. A whole check measures how much it proved per output (values/strength.py);
 in "auto", the rewrites under an output that barely varied are then checked one by one as well,
@@ -52,6 +52,7 @@ def verify_optimized(
     *,
     tolerance: Tolerance = DEFAULT_TOLERANCE,
     mode: str = "auto",
+    backend: str = "auto",
     folds: list[dict] | None = None,
     seed: int = 0,
 ) -> tuple[CheckResult | LocalResult, dict]:
@@ -60,7 +61,7 @@ def verify_optimized(
     why_local = None
     if mode != "local":
         try:
-            result = check_models(original, optimized, samples=samples, seed=seed, tolerance=tolerance)
+            result = check_models(original, optimized, samples=samples, seed=seed, tolerance=tolerance, backend=backend)
             settled = settle_weak(original, optimized, result, samples, folds) if mode == "auto" else None
             if not result.passed:
                 error = CheckFailed(result.failure_message())

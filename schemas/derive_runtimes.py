@@ -1,0 +1,214 @@
+"""Derive src/bnfold/ir/runtimes.py, what each runtime runs, from the real runtimes.
+
+    python schemas/derive_runtimes.py           # rewrite the table from the installed runtimes
+    python schemas/derive_runtimes.py --check   # exit 1 (with the differences) if they disagree with it
+
+For every probe below (an operator kind with one fused activation) the recipe chef builds a one-op
+float32 Circle model; a runtime runs it when it loads the model and one run on normal(0, 2) inputs
+gives what bnfold's reference interpreter computes (so a fused activation a runtime loads and then
+ignores, as LiteRT 2.3 does TANH on CONV_2D, counts as not run). LiteRT (ai-edge-litert, builtin
+kernels without delegates, the model written as TFLite) and onert (pip `onert`, cpu backend, the
+Circle file) are asked. The probes are the operators and fused activations bnfold's passes make or
+keep (a pass that would make one a target cannot run refuses, engine/targets.py), and their
+neighbours.
+tests/test_runtimes.py re-derives the table from the runtimes installed there (a missing onert
+skips its column) and fails on any difference, like tests/test_schemas.py for the bindings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from bnfold.errors import BnfoldError  # noqa: E402
+from bnfold.io.formats import CIRCLE  # noqa: E402
+from bnfold.recipe.chef import build  # noqa: E402
+
+TABLE = ROOT / "src" / "bnfold" / "ir" / "runtimes.py"
+RUNTIMES = ("litert", "onert")
+ACTIVATIONS = ("NONE", "RELU", "RELU_N1_TO_1", "RELU6", "TANH")  # ir/ops.py FUSED_ACTIVATIONS but SIGN_BIT
+X = [1, 4, 4, 3]  # every probe's data input: NHWC, 3 channels
+
+
+def _const(name: str, shape: list[int], dtype: str = "FLOAT32", values: list | None = None) -> dict:
+    filler = (
+        {"kind": "explicit", "values": values} if values is not None else {"kind": "uniform", "low": 0.5, "high": 2}
+    )
+    return {"name": name, "shape": shape, "dtype": dtype, "filler": filler}
+
+
+def _binary(kind: str) -> tuple[list[dict], list[str], dict]:
+    return [_const("c", [3])], ["x", "c"], {}
+
+
+def _conv() -> tuple[list[dict], list[str], dict]:
+    return (
+        [_const("w", [2, 3, 3, 3]), _const("b", [2])],
+        ["x", "w", "b"],
+        {"padding": "SAME", "stride_w": 1, "stride_h": 1},
+    )
+
+
+def _dwconv() -> tuple[list[dict], list[str], dict]:
+    options = {"padding": "SAME", "stride_w": 1, "stride_h": 1, "depth_multiplier": 1}
+    return [_const("w", [1, 3, 3, 3]), _const("b", [3])], ["x", "w", "b"], options
+
+
+def _fc() -> tuple[list[dict], list[str], dict]:
+    return [_const("w", [2, 3]), _const("b", [2])], ["x", "w", "b"], {"keep_num_dims": False}
+
+
+def _pool() -> tuple[list[dict], list[str], dict]:
+    options = {"padding": "SAME", "stride_w": 1, "stride_h": 1, "filter_width": 2, "filter_height": 2}
+    return [], ["x"], options
+
+
+# kind -> (constants, input names, options without the activation) and whether it has a fused activation;
+# OUTPUT: the output's shape where it is not X's
+PROBES = {
+    "ADD": (lambda: _binary("ADD"), True),
+    "SUB": (lambda: _binary("SUB"), True),
+    "MUL": (lambda: _binary("MUL"), True),
+    "DIV": (lambda: _binary("DIV"), True),
+    "CONV_2D": (_conv, True),
+    "DEPTHWISE_CONV_2D": (_dwconv, True),
+    "FULLY_CONNECTED": (_fc, True),
+    "CONCATENATION": (lambda: ([_const("c", [1, 4, 4, 2])], ["x", "c"], {"axis": 3}), True),
+    "MAX_POOL_2D": (_pool, True),
+    "AVERAGE_POOL_2D": (_pool, True),
+    "HARD_SWISH": (lambda: ([], ["x"], {}), False),
+    "RELU": (lambda: ([], ["x"], {}), False),
+    "RELU6": (lambda: ([], ["x"], {}), False),
+    "RELU_N1_TO_1": (lambda: ([], ["x"], {}), False),
+    "LOGISTIC": (lambda: ([], ["x"], {}), False),
+    "TANH": (lambda: ([], ["x"], {}), False),
+    "RESHAPE": (lambda: ([_const("s", [2], "INT32", [1, 48])], ["x", "s"], {"new_shape": [1, 48]}), False),
+    "TRANSPOSE": (lambda: ([_const("p", [4], "INT32", [0, 3, 1, 2])], ["x", "p"], {}), False),
+    "MEAN": (lambda: ([_const("a", [2], "INT32", [1, 2])], ["x", "a"], {"keep_dims": True}), False),
+    "PAD": (lambda: ([_const("p", [4, 2], "INT32", [0, 0, 1, 1, 1, 1, 0, 0])], ["x", "p"], {}), False),
+    # what ONE's O1 fusions make (passes/fuse_prelu.py, fuse_gelu.py, fuse_instnorm.py,
+    # replace_non_const_fc_with_batch_matmul.py)
+    "PRELU": (lambda: ([_const("a", [3])], ["x", "a"], {}), False),
+    "GELU": (lambda: ([], ["x"], {"approximate": False}), False),
+    "INSTANCE_NORM": (lambda: ([_const("g", [3]), _const("b", [3])], ["x", "g", "b"], {"epsilon": 0.001}), True),
+    "BATCH_MATMUL": (lambda: ([_const("w", [1, 4, 3, 2])], ["x", "w"], {}), False),
+}
+
+
+OUTPUT = {
+    "CONV_2D": [1, 4, 4, 2],
+    "FULLY_CONNECTED": [16, 2],
+    "CONCATENATION": [1, 4, 4, 5],
+    "RESHAPE": [1, 48],
+    "TRANSPOSE": [1, 3, 4, 4],
+    "MEAN": [1, 1, 1, 3],
+    "PAD": [1, 6, 6, 3],
+    "BATCH_MATMUL": [1, 4, 4, 2],
+}
+
+
+def probes() -> list[tuple[str, str]]:
+    """(kind, fused activation) pairs, in table order."""
+    return [(kind, act) for kind, (_, fused) in PROBES.items() for act in (ACTIVATIONS if fused else ("NONE",))]
+
+
+def recipe(kind: str, activation: str) -> dict:
+    constants, inputs, options = PROBES[kind][0]()
+    if PROBES[kind][1]:
+        options = {**options, "fused_activation_function": activation}
+    operands = [{"name": "x", "shape": X}, *constants, {"name": "y", "shape": OUTPUT.get(kind, X)}]
+    operation = {"type": kind, "inputs": inputs, "outputs": ["y"]}
+    if options:
+        operation["options"] = options
+    return {"input": ["x"], "output": ["y"], "operand": operands, "operation": [operation]}
+
+
+def _runs(run, model) -> bool:
+    """The runtime loads and runs `model` and computes what bnfold's reference interpreter does
+    (scaled error <= 1e-5; a runtime that ignores a fused activation does not run it)."""
+    from bnfold.values import interpreter
+
+    x = np.random.default_rng(0).normal(0, 2, X).astype(np.float32)
+    try:
+        outputs = run(model, x)
+    except (BnfoldError, RuntimeError, ValueError):
+        return False
+    (expected,) = interpreter.run(model, [x])
+    if len(outputs) != 1 or outputs[0].shape != expected.shape:
+        return False
+    return bool(np.abs(outputs[0] - expected).max() <= 1e-5 * max(1.0, float(np.abs(expected).max())))
+
+
+def _litert(model, x):
+    from bnfold.values import litert
+
+    return litert.run(model, [x])
+
+
+def _onert(model, x):
+    from bnfold.values import onert
+
+    return onert.Session(model)([x])
+
+
+def derive(runtimes: tuple[str, ...] = RUNTIMES) -> dict[str, list[tuple[str, str]]]:
+    """runtime -> the probes it runs."""
+    runners = {"litert": _litert, "onert": _onert}
+    table: dict[str, list[tuple[str, str]]] = {r: [] for r in runtimes}
+    for kind, activation in probes():
+        model = build(recipe(kind, activation), CIRCLE, where=f"probe {kind} {activation}")
+        for runtime in runtimes:
+            if _runs(runners[runtime], model):
+                table[runtime].append((kind, activation))
+    return table
+
+
+def source(table: dict[str, list[tuple[str, str]]]) -> str:
+    lines = [
+        '"""What each runtime runs: derived by schemas/derive_runtimes.py from the runtimes themselves (do not',
+        "edit; tests/test_runtimes.py re-derives it). PROBED: every (operator kind, fused activation) asked;",
+        "RUNS[runtime]: those that loaded and ran as one-op float32 models. engine/targets.py reads it.",
+        '"""',
+        "",
+        f"VERSIONS = {{'litert': {version('ai-edge-litert')!r}, 'onert': {version('onert')!r}}}",
+        "",
+        "PROBED = frozenset(",
+        "    {",
+        *[f"        ({k!r}, {a!r})," for k, a in probes()],
+        "    }",
+        ")",
+        "",
+        "RUNS = {",
+    ]
+    for runtime in RUNTIMES:
+        lines += [f"    {runtime!r}: frozenset(", "        {"]
+        lines += [f"            ({k!r}, {a!r})," for k, a in table[runtime]]
+        lines += ["        }", "    ),"]
+    lines += ["}", ""]
+    return "\n".join(lines).replace("'", '"')
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare with the table instead of writing it")
+    args = parser.parse_args(argv)
+    text = source(derive())
+    if args.check:
+        if TABLE.read_text() != text:
+            print(f"{TABLE} differs from what the installed runtimes run", file=sys.stderr)
+            return 1
+        return 0
+    TABLE.write_text(text)
+    print(f"wrote {TABLE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
