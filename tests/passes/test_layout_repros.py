@@ -174,6 +174,8 @@ INTERFACE_CASES = [  # repro (tests/data/layout_repros) and the option set of it
     ("values-nchw_in-28207", "nchw_in"),  # RESHAPE r -> RESHAPE -> EXPAND_DIMS -> MUL; r -> TRANSPOSE
     ("values-nchw_in-28207", "nchw_io"),  # the same graph, found again with the outputs NHWC too
     ("values-nchw_io-23815", "nchw_io"),  # SOFTMAX s -> EXPAND_DIMS -> SUB; s -> RESHAPE
+    # the same, in0 also read by a CONCATENATION the propagation moves the new TRANSPOSE through
+    ("values-nchw_io-23815-two_readers", "nchw_io"),
 ]
 
 

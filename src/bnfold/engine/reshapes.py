@@ -163,7 +163,8 @@ def buffer_chain(graph: Graph, t: Tensor) -> list[Tensor]:
 def _candidate(graph: Graph, kind: str, inputs, out: Tensor, *, root: Tensor | None = None) -> Tensor | None:
     """The input LiteRT considers sharing with `out` for an op of `kind` (before its root check):
     input 0 of an aliasing op; the first modifiable input with one reader and out's byte size.
-    `root`: a graph input counted as an arena tensor (`input_hazard`)."""
+    `root`: a graph input counted as an arena tensor with one reader (`input_hazard`: the
+    propagation may still take its other readers away)."""
     if kind in ALIASING:
         s = inputs[0] if inputs else None
         return s if s is not None and (s is root or _in_arena(graph, s)) else None
@@ -171,7 +172,7 @@ def _candidate(graph: Graph, kind: str, inputs, out: Tensor, *, root: Tensor | N
         s = inputs[i] if i < len(inputs) else None
         if s is None or not (s is root or _in_arena(graph, s)):
             continue
-        if references(graph, s) == 1 and _same_size(s, out):
+        if (s is root or references(graph, s) == 1) and _same_size(s, out):
             return s
     return None
 
