@@ -135,3 +135,33 @@ def test_buffer_chain_is_linear_in_its_length():
     chain = buffer_chain(graph, graph.tensor("m2999"))
     assert len(chain) == 3001 and chain[-1].name == "t0"
     assert time.perf_counter() - start < 1.0
+
+
+def input_chain(second_reader: bool) -> Net:
+    """x -> ADD(k) -> a -> RESHAPE -> SOFTMAX -> RESHAPE; a -> DEPTHWISE_CONV_2D (the second
+    reader; values-nchw_in-23924's shape). With x NHWC, the ADD would run in place over the new
+    TRANSPOSE's output, a's buffer would be that chain's, and the SOFTMAX would overwrite a."""
+    n = Net()
+    n.input("x", [2, 5, 4, 3])
+    a = n.op("ADD", ["x", n.const("k", [3])], "a", [2, 5, 4, 3], fused_activation_function="RELU6")
+    r = n.op("RESHAPE", [a, n.ints("s", [2, -1])], "r", [2, 60])
+    soft = n.op("SOFTMAX", [r], "soft", [2, 60], beta=1.0)
+    n.outputs = [n.op("RESHAPE", [soft, n.ints("s2", [2, -1])], "out", [2, 60])]
+    if second_reader:
+        conv = [a, n.const("w", [1, 3, 3, 3]), n.const("b", [3])]
+        kw = {"padding": "SAME", "stride_w": 1, "stride_h": 1, "depth_multiplier": 1}
+        n.outputs.append(n.op("DEPTHWISE_CONV_2D", conv, "dw", [2, 5, 4, 3], **kw))
+    return n
+
+
+@pytest.mark.parametrize("second_reader", [True, False])
+def test_nchw_input_kept_only_where_its_chain_would_hold_a_needed_tensor(second_reader):
+    from bnfold.engine.reshapes import input_hazard
+
+    content, why = prepare(input_chain(second_reader).recipe())
+    assert content is not None, why
+    graph = input_chain(second_reader).model().graphs[0]
+    assert input_hazard(graph, graph.tensor("x")) == second_reader
+    interface = api.optimize(content, convert_nchw_to_nhwc=True, nchw_to_nhwc_input_shape=True).report["interface"]
+    assert [t["name"] for t in interface["inputs"]] == ([] if second_reader else ["x"])
+    assert run_case(content, "nchw_in").kind == "ok"

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from bn_models import Net
-from bnfold import cli
+from bnfold import api, cli
 from bnfold.engine.reshapes import chain_hazard
 from bnfold.io.reader import read_model
 from layout_fuzzing import (
@@ -165,3 +165,28 @@ def test_fuzzer_found_graph_optimizes_exactly_in_litert(graph, option_set):
     assert content is not None, why
     outcome = run_case(content, option_set)
     assert outcome.kind == "ok", outcome.detail
+
+
+# ---- found by the long fuzz run (10,000 graphs per option set), shrunk: the input interface ----
+
+INTERFACE_CASES = [  # repro (tests/data/layout_repros) and the option set of its .txt
+    ("values-nchw_in-23924", "nchw_in"),  # ADD -> a; a -> RESHAPE -> SOFTMAX; a -> DEPTHWISE_CONV_2D
+    ("values-nchw_in-28207", "nchw_in"),  # RESHAPE r -> RESHAPE -> EXPAND_DIMS -> MUL; r -> TRANSPOSE
+    ("values-nchw_in-28207", "nchw_io"),  # the same graph, found again with the outputs NHWC too
+    ("values-nchw_io-23815", "nchw_io"),  # SOFTMAX s -> EXPAND_DIMS -> SUB; s -> RESHAPE
+    # the same, in0 also read by a CONCATENATION the propagation moves the new TRANSPOSE through
+    ("values-nchw_io-23815-two_readers", "nchw_io"),
+]
+
+
+@pytest.mark.parametrize(("name", "option_set"), INTERFACE_CASES)
+def test_nchw_input_that_would_join_an_in_place_chain_stays_nchw(name, option_set):
+    """As a graph input, in0 has a buffer of its own and ends every chain; made NHWC, the TRANSPOSE
+    after it writes an arena tensor that its readers' in-place chain joins, and LiteRT runs the
+    modifying op in place over a tensor another reader still needs (the graph itself right: with
+    every tensor preserved LiteRT agrees). The input stays NCHW, with the reason, and the values hold."""
+    content = (REPROS / f"{name}.tflite").read_bytes()
+    assert run_case(content, option_set).kind == "ok"
+    _, options = OPTION_SETS[option_set]
+    kept = api.optimize(content, **options).report["interface"]["kept"]
+    assert [(k["name"], k["side"]) for k in kept if "in place" in k["reason"]] == [("in0", "input")]

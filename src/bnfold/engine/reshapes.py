@@ -27,8 +27,9 @@ only, not on the tensors between them: in
 m shares a's buffer (MUL in place), r shares it too (RESHAPE), and DIV, seeing one reader on r
 and on the root a, writes d over it: GATHER then reads m divided. So a tensor *inside* such a
 chain (shared with its producer's input, not a root) with a second reader is a hazard as soon as
-a modifying op runs in place further down the chain. A TRANSPOSE (any op not listed) and a graph
-output end a chain: removing one, or making a graph output an internal tensor, can join chains.
+a modifying op runs in place further down the chain. A TRANSPOSE (any op not listed), a graph
+input and a graph output end a chain: removing one, or making a graph input or output an internal
+tensor, can join chains.
 So no rewrite
   - adds a RESHAPE or makes a RESHAPE-like op read another tensor where `aliasing_hazard` says so
     (substitute_transpose_to_reshape, remove_redundant_reshape, a TRANSPOSE merged into a RESHAPE);
@@ -37,7 +38,9 @@ So no rewrite
   - makes an op LiteRT runs in place write a tensor with a RESHAPE-like reader and another, or
     run in place at all over such a chain (`in_place_hazard`: a fused activation, a pulled or
     cancelled transpose, a graph output the propagation or convert_nchw_to_nhwc's interface
-    change gives a TRANSPOSE back).
+    change gives a TRANSPOSE back);
+  - puts a TRANSPOSE after a graph input whose readers' chains would then hold such a tensor
+    (`input_hazard`: convert_nchw_to_nhwc's NHWC input).
 Where the graph may still change, the rule leans to "hazard": a modifying link is assumed kept
 even while the root has a second reader. The original model's own hazards are the runtime's
 business, not bnfold's (the layout fuzzer counts such graphs apart: tests/layout_fuzzing.py).
@@ -110,6 +113,24 @@ def in_place_hazard(graph: Graph, op: Op, reader_kinds: list[str], *, internal: 
     return len(reader_kinds) > 1 and any(kind in ALIASING for kind in reader_kinds)
 
 
+def input_hazard(graph: Graph, x: Tensor) -> bool:
+    """Whether graph input `x`, made an arena tensor (the output of a TRANSPOSE put before its
+    readers, as convert_nchw_to_nhwc's input change does), would root a chain on which LiteRT runs
+    a modifying op in place after a tensor with a second reader. As a graph input x ends every
+    chain; as an arena tensor it joins its readers' chains to one. Linear in the graph."""
+    stack = [(x, False)]  # (a tensor sharing x's buffer, whether one on the way has another reader)
+    while stack:
+        t, shared = stack.pop()
+        for u in dict.fromkeys(graph.consumers(t)):
+            out = u.outputs[0] if u.outputs else None
+            if out is None or out in graph.outputs or _candidate(graph, u.kind, u.inputs, out, root=x) is not t:
+                continue
+            if shared and u.kind not in ALIASING:
+                return True
+            stack.append((out, shared or references(graph, out) > 1))
+    return False
+
+
 def reading_slots(graph: Graph, t: Tensor) -> list[Op]:
     """The ops reading `t`, one entry per input slot."""
     return [u for u in graph.consumers(t) for _ in range(u.inputs.count(t))]
@@ -139,15 +160,19 @@ def buffer_chain(graph: Graph, t: Tensor) -> list[Tensor]:
     return chain
 
 
-def _candidate(graph: Graph, kind: str, inputs, out: Tensor) -> Tensor | None:
+def _candidate(graph: Graph, kind: str, inputs, out: Tensor, *, root: Tensor | None = None) -> Tensor | None:
     """The input LiteRT considers sharing with `out` for an op of `kind` (before its root check):
-    input 0 of an aliasing op; the first modifiable input with one reader and out's byte size."""
+    input 0 of an aliasing op; the first modifiable input with one reader and out's byte size.
+    `root`: a graph input counted as an arena tensor with one reader (`input_hazard`: the
+    propagation may still take its other readers away)."""
     if kind in ALIASING:
         s = inputs[0] if inputs else None
-        return s if s is not None and _in_arena(graph, s) else None
+        return s if s is not None and (s is root or _in_arena(graph, s)) else None
     for i in IN_PLACE.get(kind, ()):
         s = inputs[i] if i < len(inputs) else None
-        if s is not None and _in_arena(graph, s) and references(graph, s) == 1 and _same_size(s, out):
+        if s is None or not (s is root or _in_arena(graph, s)):
+            continue
+        if (s is root or references(graph, s) == 1) and _same_size(s, out):
             return s
     return None
 

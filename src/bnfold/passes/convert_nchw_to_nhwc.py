@@ -21,8 +21,9 @@ model's own (an ONNX export starts with TRANSPOSE(0,2,3,1) before its first conv
 changes once, before the passes run; the report lists the inputs and outputs that changed layout
 and those left as they were, with why (not 4-D; both an input and an output; no producer;
 quantized per channel; a producer LiteRT would then run in place over a buffer another reader
-needs: a graph output is never shared, the tensor before the new TRANSPOSE may be, see
-engine/reshapes.py).
+needs: a graph output is never shared, the tensor before the new TRANSPOSE may be; an input whose
+readers LiteRT would then run in place over the new TRANSPOSE's output, a graph input never being
+shared, while another reader of that buffer still needs it; see engine/reshapes.py).
 
 Exact: a transpose only moves elements; on the NHWC input x.transpose(0,2,3,1) the converted
 model gives the original's output transposed the same way.
@@ -38,7 +39,7 @@ from ..engine import registry
 from ..engine.layout import transpose_perm
 from ..engine.propagation import propagate
 from ..engine.report import PassResult
-from ..engine.reshapes import in_place_hazard, reading_slots, same_quantization
+from ..engine.reshapes import in_place_hazard, input_hazard, reading_slots, same_quantization
 from ..ir.graph import Graph, Op, Options, Tensor
 
 # the parameters' names and what each does are in the registry's table (asked for before any pass runs)
@@ -157,6 +158,8 @@ def _why_kept(graph: Graph, t: Tensor, side: str) -> str | None:
         readers = ["TRANSPOSE", *(u.kind for u in reading_slots(graph, t))]
         if in_place_hazard(graph, producer, readers, internal=True):
             return "LiteRT would run its producer in place over a buffer another reader still needs"
+    if side == "input" and input_hazard(graph, t):
+        return "LiteRT would run an op in place over its buffer while another reader still needs it"
     if len(getattr(t.quantization, "scale", None) or []) > 1:
         return "quantized per channel"
     return None
