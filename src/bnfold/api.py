@@ -152,8 +152,6 @@ def load_reference(path: str, report: Report) -> Model:
 # ---- optimize --------------------------------------------------------------------------------
 
 
-# The result types are plain classes: a dataclass costs every start ~1 ms of CPU (Python compiles
-# its generated methods) and importing dataclasses ~1.5 ms more (tests/test_layers.py).
 def optimize(
     model: ModelInput,
     passes: str | Iterable[str] | Selection | None = None,
