@@ -5,7 +5,7 @@ A case is a random legal float32 graph of the operators the layout passes move t
 style TRANSPOSEs around NHWC layers, RESHAPE, SQUEEZE, EXPAND_DIMS, CONCATENATION, SPLIT,
 reductions, SLICE / STRIDED_SLICE, PAD, elementwise ops with constants and fused activations,
 CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED, SOFTMAX; tensors with several readers, several
-outputs, an output listed twice), built by the recipe chef, optimized in-process by
+outputs, an output listed twice, an op nothing reads), built by the recipe chef, optimized in-process by
 `bnfold.optimize` under one option set, and run in LiteRT. The oracle is LiteRT itself, never
 bnfold's interpreter: the original runs with experimental_preserve_all_tensors (no buffer shared,
 so its values are the graph's), the optimized model as deployed: the default interpreter (XNNPACK)
@@ -322,7 +322,44 @@ def random_graph(seed: int, max_ops: int = 12) -> dict:
         outputs.append(rng.choice(extra))  # a tensor both read inside and seen outside
     if rng.random() < 0.1:
         outputs.append(rng.choice(outputs))  # one tensor listed twice
+    unread = [n for n in outputs if n not in read]
+    if len(set(outputs)) > 1 and unread and rng.random() < 0.2:
+        outputs.remove(rng.choice(unread))  # an op nothing needs
     b.net.outputs = outputs[:4]
+    return b.net.recipe()
+
+
+IN_PLACE_STEPS = {_transpose: 1, _reshape: 3, _squeeze: 2, _expand_dims: 2, _elementwise: 6, _unary: 2, _softmax: 2}
+
+
+def in_place_graph(seed: int, max_ops: int = 12) -> dict:
+    """A recipe dict for LiteRT's buffer sharing (engine/planner.py): one input, 2-max_ops ops of
+    the kinds LiteRT shares buffers for (and a few it does not), each reading one of the three
+    latest tensors more often than not (so chains form, with second readers); most unread tensors
+    are outputs, the rest dead ops, and sometimes a tensor read inside is an output too."""
+    rng = random.Random(seed)
+    b = Builder(rng, Net(seed=seed))
+    shape = _dims(rng, rng.choice((4, 3, 2)))
+    b.live[b.net.input("in0", shape)] = shape
+    anywhere = b.pick
+
+    def recent(rank: int | None = None) -> str | None:
+        names = [n for n, s in b.live.items() if rank is None or len(s) == rank]
+        return rng.choice(names[-3:]) if names and rng.random() < 0.7 else anywhere(rank)
+
+    b.pick = recent
+    steps, weights = list(IN_PLACE_STEPS), list(IN_PLACE_STEPS.values())
+    for _ in range(rng.randint(2, max_ops)):
+        for _attempt in range(5):
+            if rng.choices(steps, weights)[0](b) is not None:
+                break
+    made = [n for n in b.live if n != "in0"]
+    read = {i for op in b.net.operations for i in op["inputs"]}
+    outputs = [n for n in made if n not in read and rng.random() < 0.7] or [made[-1]]
+    extra = [n for n in made if n not in outputs]
+    if extra and rng.random() < 0.3:
+        outputs.append(rng.choice(extra))
+    b.net.outputs = outputs
     return b.net.recipe()
 
 

@@ -26,6 +26,9 @@ def optimize_summary(result, input_path: str) -> Iterator[str]:
     dead = next((n["dead_code_removed"] for n in report["notes"] if "dead_code_removed" in n), None)
     if dead:
         yield "dead code removed: " + ", ".join(f"{n} {what}" for what, n in dead.items() if n)
+    kept = next((n["dead_code_kept"] for n in report["notes"] if "dead_code_kept" in n), None)
+    if kept:
+        yield f"dead code kept: {kept['operators']} operator(s): {kept['why']}"
     float16 = sum(1 for f in report["folds"] if f.get("float16_weights"))
     if float16:
         yield (

@@ -8,32 +8,44 @@ stayed when no pass changed the graph that held it, and the output was then a co
 After any run of passes, `remove_dead_code` sweeps every graph once; what it removed, and the
 buffers the input held that no tensor referred to (counted before the passes, so the buffers folds
 free are not counted: they go as they always did), make the model changed, so the writer drops them.
+A dead op whose input reference stops LiteRT from running another op in place over a buffer still
+read is kept (planner.py), and counted apart.
 """
 
 from __future__ import annotations
 
+from ..ir.graph import Graph
 from ..ir.model import Model
+from .planner import masking_ops
 
 
-def remove_dead_code(model: Model, orphans: int) -> dict[str, int]:
-    """Remove dead ops and tensors from every graph of `model`; {"operators", "tensors", "buffers"}
+def remove_dead_code(model: Model, orphans: int) -> tuple[dict[str, int], int]:
+    """Remove dead ops and tensors from every graph of `model`: ({"operators", "tensors", "buffers"}
     the sweep removed (buffers: `orphans`, what `orphan_buffers` counted before the passes, and those
-    only removed tensors held). The model is marked changed when any is."""
+    only removed tensors held), the dead ops it kept for LiteRT's planner (`sweep`)). The model is
+    marked changed when anything is removed."""
     ops_before = sum(len(g.ops) for g in model.graphs)
     tensors_before = [t for g in model.graphs for t in g.tensors]
-    for graph in model.graphs:
-        graph.cleanup()
-    kept = {id(t) for g in model.graphs for t in g.tensors}
+    kept = sum(sweep(graph) for graph in model.graphs)
+    left = {id(t) for g in model.graphs for t in g.tensors}
     held = {id(t.buffer) for g in model.graphs for t in g.tensors}
-    freed = {id(t.buffer) for t in tensors_before if id(t) not in kept and t.is_const and id(t.buffer) not in held}
+    freed = {id(t.buffer) for t in tensors_before if id(t) not in left and t.is_const and id(t.buffer) not in held}
     removed = {
         "operators": ops_before - sum(len(g.ops) for g in model.graphs),
-        "tensors": len(tensors_before) - len(kept),
+        "tensors": len(tensors_before) - len(left),
         "buffers": orphans + len(freed),
     }
     if any(removed.values()):
         model.changed = True
-    return removed
+    return removed, kept
+
+
+def sweep(graph: Graph) -> int:
+    """Graph.cleanup, keeping the dead readers whose reference LiteRT's planner needs to keep an op
+    from running in place over a buffer still read (planner.py: masking_ops); how many it kept."""
+    keep = masking_ops(graph, graph.dead_ops())
+    graph.cleanup(keep=keep)
+    return len(keep)
 
 
 def orphan_buffers(model: Model) -> int:

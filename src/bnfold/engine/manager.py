@@ -9,6 +9,7 @@ TRANSPOSE left (leftovers.py), and each fold names the ops of the output that to
 A pass runs on a graph only where it finds an operator kind it needs (registry.PassSpec.needs).
 Every graph carries the Target the model is made for (targets.py): what a pass may introduce.
 After the rounds, what no op reads any more goes from every graph (deadcode.py), once.
+A graph the input held without a LiteRT in-place clobber leaves without one (planner.py).
 
 Each graph records the ops a pass creates or changes as it runs (`graph.changes`, naming the
 pass); after the last round the model goes through the output gate (ir/invariants.py:
@@ -26,13 +27,15 @@ from ..errors import BnfoldError, InternalError
 from ..ir.graph import Graph
 from ..ir.invariants import Changes, check_output, culprit
 from ..ir.model import Model
-from .deadcode import orphan_buffers, remove_dead_code
+from .deadcode import orphan_buffers, remove_dead_code, sweep
 from .leftovers import explain, transposes_left
+from .planner import clobbers, new_clobbers
 from .registry import PassSpec
 from .report import Report
 from .targets import Target, default_target
 
 MAX_ROUNDS = 50
+KEPT_WHY = "their reads keep LiteRT from running another op in place over a buffer still read (engine/planner.py)"
 
 
 def run_passes(
@@ -52,6 +55,7 @@ def run_passes(
     for graph in model.graphs:
         graph.target = made_for
     orphans = orphan_buffers(model) if specs else 0  # before the passes: what the input brought dead
+    hazards = [len(clobbers(graph)) for graph in model.graphs] if specs else None
     interface = [_interface(graph) for graph in model.graphs]
     to_nhwc = None
     recorders = [graph.changes or Changes() for graph in model.graphs]
@@ -86,24 +90,38 @@ def run_passes(
                     recorders[index].passes[spec.name] = None
                     changed = True
                     model.changed = True
-                    graph.cleanup()
+                    sweep(graph)
                     kinds[index] = op_kinds(graph)
         if not changed:
             break
     else:
         report.converged = False
     if specs:
-        dead = remove_dead_code(model, orphans)
+        dead, kept = remove_dead_code(model, orphans)
         if any(dead.values()):
             report.notes.append({"dead_code_removed": dead})
+        if kept:
+            report.notes.append({"dead_code_kept": {"operators": kept, "why": KEPT_WHY}})
     for changes in recorders:
         changes.running = None  # what library code changes from now on is not a pass's
     check_interface(model, interface, report.interface, to_nhwc)
+    if hazards is not None:
+        check_in_place(model, hazards)
     check_output(model)
     report.skips = explain(model, report.said, report.passes)
     report.transposes = transposes_left(model, report.said, report.passes)
     report.settle_into(model.graphs)
     return report
+
+
+def check_in_place(model: Model, before: list[int]) -> None:
+    """No graph the input held without a clobber (planner.py) leaves the passes with one: the rule
+    the passes keep where they rewrite, checked once over the whole output (a hazard the local
+    checks missed is bnfold's bug, exit 3, and nothing is written)."""
+    for index, (graph, count) in enumerate(zip(model.graphs, before, strict=True)):
+        for clobber in new_clobbers(graph, count)[:1]:
+            by = culprit(model, clobber.writer, clobber.reader)
+            raise InternalError(f"{by} left subgraph {index} unsafe: {clobber.describe()}")
 
 
 def _run(spec: PassSpec, graph: Graph, index: int):

@@ -172,7 +172,7 @@ def _candidate(graph: Graph, kind: str, inputs, out: Tensor, *, root: Tensor | N
         s = inputs[i] if i < len(inputs) else None
         if s is None or not (s is root or _in_arena(graph, s)):
             continue
-        if (s is root or references(graph, s) == 1) and _same_size(s, out):
+        if (s is root or references(graph, s) == 1) and same_byte_size(s, out):
             return s
     return None
 
@@ -182,7 +182,7 @@ def _in_arena(graph: Graph, s: Tensor) -> bool:
     return not s.is_const and s not in graph.inputs
 
 
-def _same_size(s: Tensor, t: Tensor | None) -> bool:
+def same_byte_size(s: Tensor, t: Tensor | None) -> bool:
     """Same byte size, over a scalar's (unknown sizes, dynamic ones, count as the same: a hazard
     is assumed rather than missed)."""
     if t is None:

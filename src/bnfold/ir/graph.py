@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -501,15 +502,29 @@ class Graph:
                     self.set_input(op, i, new)
 
     # ---- maintenance ---------------------------------------------------------------------
-    def cleanup(self) -> Graph:
-        """Remove ops nothing needs, then tensors no op or signature refers to (one sweep each:
-        walking backwards, an op's readers are decided before the op itself)."""
-        for op in reversed(list(self.ops)):
+    def dead_ops(self) -> list[Op]:
+        """The ops `cleanup` removes: nothing reads their outputs, nor reads those of an op that is
+        not itself dead, and no one outside sees them (walking backwards, so an op's readers are
+        decided before the op)."""
+        live_uses = {id(t): len(t._uses) for op in self.ops for t in op.outputs}
+        dead = []
+        for op in reversed(self.ops):
             if op.kind in SIDE_EFFECT_KINDS or not op.outputs:
                 continue
-            if any(t._uses or self.is_observed(t) for t in op.outputs):
+            if any(live_uses[id(t)] or self.is_observed(t) for t in op.outputs):
                 continue
-            self.remove_op(op)
+            dead.append(op)
+            for t in op.inputs:
+                if t is not None and id(t) in live_uses:
+                    live_uses[id(t)] -= 1
+        return dead
+
+    def cleanup(self, *, keep: AbstractSet[Op] = frozenset()) -> Graph:
+        """Remove the dead ops (`dead_ops`) but those in `keep`, then tensors no op or signature
+        refers to."""
+        for op in self.dead_ops():
+            if op not in keep and not any(t._uses for t in op.outputs):
+                self.remove_op(op)
         referenced: set[int] = set()
         for op in self.ops:
             referenced.update(id(t) for t in op.inputs if t is not None)

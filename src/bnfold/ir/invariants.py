@@ -352,16 +352,19 @@ def _by(name: str | None) -> str:
     return "bnfold" if name is None else f"pass {name}"
 
 
-def culprit(model: Model, op: Op | None) -> str:
-    """`pass NAME` for the pass that last made or changed `op`, else the passes that changed anything."""
+def culprit(model: Model, *ops: Op | None) -> str:
+    """`pass NAME` for the pass that last made or changed the first of `ops` a pass touched, else
+    the passes that changed anything."""
     names: list[str] = []
     for graph in model.graphs:
         changes = graph.changes
         if changes is None:
             continue
-        if op is not None and op in changes.ops:
-            return _by(changes.ops[op])
-        names += [n for n in (*changes.passes, *changes.ops.values()) if n is not None and n not in names]
+        for op in ops:
+            if op is not None and op in changes.ops:
+                return _by(changes.ops[op])
+        touched = dict.fromkeys((*changes.passes, *changes.ops.values()))  # in order, each once
+        names += [n for n in touched if n is not None and n not in names]
     if not names:
         return "bnfold"
     return f"pass {names[0]}" if len(names) == 1 else f"one of the passes {', '.join(map(str, names))}"

@@ -1,0 +1,163 @@
+"""LiteRT's in-place sharing over a whole graph: which buffer each tensor gets, and where an op
+run in place would overwrite a tensor that a later op still reads (a *clobber*).
+
+The rule is engine/reshapes.py's (its docstring quotes arena_planner.cc); here it is run the way
+the planner runs it, once over the ops in execution order, with the reference counts of the graph
+as it stands: one per operator input slot (dead readers included: LiteRT runs them) and one per
+listing among the graph outputs. A tensor gets the buffer (the *root*) of the input its producer
+may share; a modifying op shares only when that input and the root each have one reference.
+
+A clobber is a modifying op W, at position p, writing its root's buffer while a tensor already
+in that buffer is read after p (or is a graph output). Finding them is linear: per root, the latest
+read of the tensors placed in it so far.
+
+The passes keep to the rule where they rewrite (reshapes.py: aliasing_hazard, chain_hazard,
+in_place_hazard, input_hazard), counting a reader nothing needs as gone. The cleanup removing
+such a reader lowers a count the input model's planner saw, which can let an op share a buffer
+it did not share before: `masking_ops` finds the dead readers whose removal would cause a clobber,
+and the cleanup keeps them (`sweep`). The manager then holds the whole output to it: a graph whose
+input had no clobber gets none (`new_clobbers`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..ir.graph import Graph, Op, Tensor
+from .reshapes import ALIASING, IN_PLACE, same_byte_size
+
+NEVER = -1
+
+
+class Clobber:
+    """`writer` runs in place over the buffer of `tensor`, which `reader`, after it, still reads
+    (None: the graph's caller, `tensor` being a graph output). A plain class: no dataclass is on
+    optimize's start-up path (tests/test_layers.py)."""
+
+    __slots__ = ("writer", "tensor", "reader")
+
+    def __init__(self, writer: Op, tensor: Tensor, reader: Op | None):
+        self.writer, self.tensor, self.reader = writer, tensor, reader
+
+    def describe(self) -> str:
+        after = "a graph output" if self.reader is None else f"read after it by {self.reader.kind}"
+        return (
+            f"LiteRT would run {self.writer.kind} (writing {self.writer.outputs[0].name}) in place over "
+            f"{self.tensor.name}, {after} (engine/planner.py)"
+        )
+
+
+def roots(graph: Graph, ops: list[Op]) -> dict[int, Tensor]:
+    """id(tensor) -> the tensor whose buffer it shares, for every tensor LiteRT places in another's
+    buffer when it runs `ops` (the graph's ops in execution order, or some of them)."""
+    refs = _references(graph, ops)
+    outputs = {id(t) for t in graph.outputs}
+    fixed = {id(t) for t in graph.inputs}
+    shared: dict[int, Tensor] = {}
+    for op in ops:
+        if not op.outputs or id(op.outputs[0]) in outputs:
+            continue
+        source = _shared_input(op, refs, fixed)
+        if source is None:
+            continue
+        root = shared.get(id(source), source)
+        if op.kind in ALIASING or refs.get(id(root), 0) <= 1:
+            shared[id(op.outputs[0])] = root
+    return shared
+
+
+def clobbers(graph: Graph, *, without: Iterable[Op] = ()) -> list[Clobber]:
+    """The clobbers LiteRT would make running `graph` (less the ops `without`)."""
+    left_out = {id(op) for op in without}
+    ops = [op for op in graph.ops if id(op) not in left_out]
+    shared = roots(graph, ops)
+    last_read = _last_reads(graph, ops)
+    latest: dict[int, tuple[int, Tensor]] = {}  # id(root) -> (latest read so far, the tensor read)
+    found = []
+    for position, op in enumerate(ops):
+        out = op.outputs[0] if op.outputs else None
+        root = None if out is None else shared.get(id(out))
+        if out is None or root is None:
+            continue
+        read, tensor = latest.get(id(root), (last_read.get(id(root), NEVER), root))
+        if op.kind not in ALIASING and read > position:
+            found.append(Clobber(op, tensor, ops[read] if read < len(ops) else None))
+        own = last_read.get(id(out), NEVER)
+        latest[id(root)] = (own, out) if own > read else (read, tensor)
+    return found
+
+
+def masking_ops(graph: Graph, dead: list[Op]) -> set[Op]:
+    """Of the `dead` ops (nothing reads their outputs), those to keep: without them LiteRT would
+    clobber a buffer it does not clobber with them, through a reference count they no longer hold.
+    Each dead op kept keeps the dead ops that produce its inputs. Linear per clobber found."""
+    if not dead:
+        return set()
+    had = {id(c.writer) for c in clobbers(graph)}
+    keep: set[Op] = set()
+    while True:
+        removed = [op for op in dead if op not in keep]
+        new = [c for c in clobbers(graph, without=removed) if id(c.writer) not in had]
+        if not new:
+            return keep
+        gone = set(removed)
+        shared = roots(graph, [op for op in graph.ops if op not in gone])
+        hit = {id(shared.get(id(c.tensor), c.tensor)) for c in new}
+        more = {op for op in removed if any(_in_buffer(t, shared, hit) for t in op.inputs)}
+        if not more:
+            return keep  # nothing dead reads these buffers: the manager's check names the clobber
+        keep |= _with_producers(more, set(dead))
+
+
+def new_clobbers(graph: Graph, before: int) -> list[Clobber]:
+    """The graph's clobbers when the input graph had none (`before`, its count), else none: an
+    input LiteRT already computes wrongly is the runtime's business, not bnfold's."""
+    return clobbers(graph) if before == 0 else []
+
+
+def _shared_input(op: Op, refs: dict[int, int], fixed: set[int]) -> Tensor | None:
+    """The input whose buffer LiteRT gives op's first output, before the root's count is asked:
+    input 0 of an aliasing op; else the first modifiable input with one reference and the
+    output's byte size (over a scalar's). Never a graph input or a constant."""
+    slots = (0,) if op.kind in ALIASING else IN_PLACE.get(op.kind, ())
+    for i in slots:
+        s = op.inputs[i] if i < len(op.inputs) else None
+        if s is None or s.is_const or id(s) in fixed:
+            continue
+        if op.kind in ALIASING or (refs.get(id(s), 0) == 1 and same_byte_size(s, op.outputs[0])):
+            return s
+    return None
+
+
+def _references(graph: Graph, ops: list[Op]) -> dict[int, int]:
+    refs: dict[int, int] = {}
+    for op in ops:
+        for t in op.inputs:
+            if t is not None:
+                refs[id(t)] = refs.get(id(t), 0) + 1
+    for t in graph.outputs:
+        refs[id(t)] = refs.get(id(t), 0) + 1
+    return refs
+
+
+def _last_reads(graph: Graph, ops: list[Op]) -> dict[int, int]:
+    """id(tensor) -> the position of its last reader among `ops`; a graph output's is past them all."""
+    last = {id(t): position for position, op in enumerate(ops) for t in op.inputs if t is not None}
+    last.update((id(t), len(ops)) for t in graph.outputs)
+    return last
+
+
+def _in_buffer(t: Tensor | None, shared: dict[int, Tensor], hit: set[int]) -> bool:
+    return t is not None and id(shared.get(id(t), t)) in hit
+
+
+def _with_producers(ops: set[Op], dead: set[Op]) -> set[Op]:
+    """`ops` and the dead ops their inputs come from, transitively."""
+    kept, stack = set(ops), list(ops)
+    while stack:
+        for t in stack.pop().inputs:
+            producer = None if t is None else t.producer
+            if producer is not None and producer in dead and producer not in kept:
+                kept.add(producer)
+                stack.append(producer)
+    return kept
