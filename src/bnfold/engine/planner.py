@@ -27,6 +27,7 @@ from ..ir.graph import Graph, Op, Tensor
 from .reshapes import ALIASING, IN_PLACE, same_byte_size
 
 NEVER = -1
+SHARING = ALIASING | IN_PLACE.keys()  # the kinds whose output LiteRT may place in an input's buffer
 
 
 class Clobber:
@@ -50,36 +51,22 @@ class Clobber:
 def roots(graph: Graph, ops: list[Op]) -> dict[int, Tensor]:
     """id(tensor) -> the tensor whose buffer it shares, for every tensor LiteRT places in another's
     buffer when it runs `ops` (the graph's ops in execution order, or some of them)."""
-    refs = _references(graph, ops)
-    outputs = {id(t) for t in graph.outputs}
-    fixed = {id(t) for t in graph.inputs}
-    shared: dict[int, Tensor] = {}
-    for op in ops:
-        if not op.outputs or id(op.outputs[0]) in outputs:
-            continue
-        source = _shared_input(op, refs, fixed)
-        if source is None:
-            continue
-        root = shared.get(id(source), source)
-        if op.kind in ALIASING or refs.get(id(root), 0) <= 1:
-            shared[id(op.outputs[0])] = root
-    return shared
+    return _plan(graph, ops)[0]
 
 
 def clobbers(graph: Graph, *, without: Iterable[Op] = ()) -> list[Clobber]:
     """The clobbers LiteRT would make running `graph` (less the ops `without`)."""
     left_out = {id(op) for op in without}
-    ops = [op for op in graph.ops if id(op) not in left_out]
-    shared = roots(graph, ops)
+    ops = [op for op in graph.ops if id(op) not in left_out] if left_out else graph.ops
+    shared, links = _plan(graph, ops)
+    if not links:
+        return []
     last_read = _last_reads(graph, ops)
     latest: dict[int, tuple[int, Tensor]] = {}  # id(root) -> (latest read so far, the tensor read)
     found = []
-    for position, op in enumerate(ops):
-        out = op.outputs[0] if op.outputs else None
-        root = None if out is None else shared.get(id(out))
-        if out is None or root is None:
-            continue
-        read, tensor = latest.get(id(root), (last_read.get(id(root), NEVER), root))
+    for position, op, root in links:
+        out = op.outputs[0]
+        read, tensor = latest.get(id(root)) or (last_read.get(id(root), NEVER), root)
         if op.kind not in ALIASING and read > position:
             found.append(Clobber(op, tensor, ops[read] if read < len(ops) else None))
         own = last_read.get(id(out), NEVER)
@@ -90,14 +77,20 @@ def clobbers(graph: Graph, *, without: Iterable[Op] = ()) -> list[Clobber]:
 def masking_ops(graph: Graph, dead: list[Op]) -> set[Op]:
     """Of the `dead` ops (nothing reads their outputs), those to keep: without them LiteRT would
     clobber a buffer it does not clobber with them, through a reference count they no longer hold.
-    Each dead op kept keeps the dead ops that produce its inputs. Linear per clobber found."""
-    if not dead:
+    Each dead op kept keeps the dead ops that produce its inputs. Linear per clobber found; nothing
+    to simulate when no dead op reads a tensor that a live op reads too (only such a count drops
+    to where LiteRT shares a buffer it did not)."""
+    gone = set(dead)
+    if not any(_read_by_the_living(t, gone) for op in dead for t in op.inputs):
         return set()
-    had = {id(c.writer) for c in clobbers(graph)}
     keep: set[Op] = set()
+    had: set[int] | None = None
     while True:
         removed = [op for op in dead if op not in keep]
-        new = [c for c in clobbers(graph, without=removed) if id(c.writer) not in had]
+        found = clobbers(graph, without=removed)
+        if found and had is None:
+            had = {id(c.writer) for c in clobbers(graph)}
+        new = [c for c in found if had is not None and id(c.writer) not in had]
         if not new:
             return keep
         gone = set(removed)
@@ -115,16 +108,38 @@ def new_clobbers(graph: Graph, before: int) -> list[Clobber]:
     return clobbers(graph) if before == 0 else []
 
 
-def _shared_input(op: Op, refs: dict[int, int], fixed: set[int]) -> Tensor | None:
+def _plan(graph: Graph, ops: list[Op]) -> tuple[dict[int, Tensor], list[tuple[int, Op, Tensor]]]:
+    """LiteRT's in-place pass over `ops`: id(tensor) -> its root, and each op whose output shares a
+    buffer, with its position and the root, in execution order."""
+    refs = _references(graph, ops)
+    outputs = {id(t) for t in graph.outputs}
+    fixed = {id(t) for t in graph.inputs}
+    shared: dict[int, Tensor] = {}
+    links = []
+    for position, op in enumerate(ops):
+        kind = op.kind
+        if kind not in SHARING or not op.outputs or id(op.outputs[0]) in outputs:
+            continue
+        source = _shared_input(op, kind, refs, fixed)
+        if source is None:
+            continue
+        root = shared.get(id(source), source)
+        if kind in ALIASING or refs.get(id(root), 0) <= 1:
+            shared[id(op.outputs[0])] = root
+            links.append((position, op, root))
+    return shared, links
+
+
+def _shared_input(op: Op, kind: str, refs: dict[int, int], fixed: set[int]) -> Tensor | None:
     """The input whose buffer LiteRT gives op's first output, before the root's count is asked:
     input 0 of an aliasing op; else the first modifiable input with one reference and the
     output's byte size (over a scalar's). Never a graph input or a constant."""
-    slots = (0,) if op.kind in ALIASING else IN_PLACE.get(op.kind, ())
-    for i in slots:
+    aliasing = kind in ALIASING
+    for i in (0,) if aliasing else IN_PLACE[kind]:
         s = op.inputs[i] if i < len(op.inputs) else None
         if s is None or s.is_const or id(s) in fixed:
             continue
-        if op.kind in ALIASING or (refs.get(id(s), 0) == 1 and same_byte_size(s, op.outputs[0])):
+        if aliasing or (refs.get(id(s), 0) == 1 and same_byte_size(s, op.outputs[0])):
             return s
     return None
 
@@ -145,6 +160,11 @@ def _last_reads(graph: Graph, ops: list[Op]) -> dict[int, int]:
     last = {id(t): position for position, op in enumerate(ops) for t in op.inputs if t is not None}
     last.update((id(t), len(ops)) for t in graph.outputs)
     return last
+
+
+def _read_by_the_living(t: Tensor | None, dead: set[Op]) -> bool:
+    """An arena tensor (no constant, no graph input is ever shared) with a reader not in `dead`."""
+    return t is not None and not t.is_const and t.producer is not None and any(u not in dead for u in t._uses)
 
 
 def _in_buffer(t: Tensor | None, shared: dict[int, Tensor], hit: set[int]) -> bool:

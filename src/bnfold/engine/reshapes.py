@@ -48,6 +48,8 @@ business, not bnfold's (the layout fuzzer counts such graphs apart: tests/layout
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..ir.const import NUMPY_DTYPES
@@ -188,11 +190,17 @@ def same_byte_size(s: Tensor, t: Tensor | None) -> bool:
     if t is None:
         return True
     size_s, size_t = _nbytes(s), _nbytes(t)
-    if size_s is None or size_t is None or any(d < 0 for d in s.signature + t.signature):
+    if size_s is None or size_t is None:
         return True
     return size_s == size_t and size_s > SCALAR_BYTES
 
 
+ITEM_BYTES = {name: np.dtype(dtype).itemsize for name, dtype in NUMPY_DTYPES.items()}
+
+
 def _nbytes(t: Tensor) -> int | None:
-    dtype = NUMPY_DTYPES.get(t.dtype)
-    return None if dtype is None else np.dtype(dtype).itemsize * int(np.prod(t.shape))
+    """The tensor's byte size, None when unknown: a type numpy lacks, or a dynamic dimension."""
+    item = ITEM_BYTES.get(t.dtype)
+    if item is None or (t.shape_signature and min(t.shape_signature) < 0):
+        return None
+    return item * math.prod(t.shape)
