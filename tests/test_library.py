@@ -130,3 +130,17 @@ def test_one_input_file_may_be_given_as_a_string(tmp_path):
     ]
     with pytest.raises(UsageError, match="a path or a list of paths"):
         bnfold.check(src, src, inputs=3)
+
+
+def test_samples_or_seed_with_input_files_are_refused_as_on_the_command_line(tmp_path):
+    """The input files are the samples: samples=5 beside them was ignored (the CLI refused it)."""
+    src = str(build_recipe("Net_Conv_Add_Mul_000", tmp_path))
+    inputs, expected = str(tmp_path / "in.h5"), str(tmp_path / "exp.h5")
+    bnfold.run(src, expected, write_input=inputs, samples=1, seed=3)
+    for extra, named in (({"samples": 5}, "samples is"), ({"seed": 3}, "seed is"), ({"samples": 1, "seed": 0}, "are")):
+        with pytest.raises(UsageError, match=f"{named} for random inputs"):
+            bnfold.check(src, src, inputs=inputs, **extra)
+        with pytest.raises(UsageError, match=f"{named} for random inputs"):
+            bnfold.run(src, str(tmp_path / "again.h5"), inputs=inputs, **extra)
+    assert bnfold.check(src, src, inputs=inputs).samples == 1
+    assert bnfold.check(src, inputs=inputs, expected=expected).passed

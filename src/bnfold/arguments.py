@@ -58,6 +58,18 @@ def seed(value) -> int:
     return value
 
 
+def random_sampling(inputs, samples, seed_value) -> tuple[int, int]:
+    """`samples` and `seed` (None: 1 and 0) shape random inputs; with input files, which are the
+    samples, either one given would be ignored, so it is refused rather than dropped silently."""
+    given = [name for name, value in (("samples", samples), ("seed", seed_value)) if value is not None]
+    if inputs and given:
+        raise UsageError(
+            f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} for random inputs; the input files are "
+            "the samples (one per file, or a record-minmax file's records)"
+        )
+    return count(1 if samples is None else samples, "samples"), seed(0 if seed_value is None else seed_value)
+
+
 def tolerance(value, name: str) -> float | None:
     if value is None:
         return None

@@ -22,8 +22,8 @@ def check(
     *,
     inputs: Iterable[str] = (),
     expected: Iterable[str] = (),
-    samples: int = 1,
-    seed: int = 0,
+    samples: int | None = None,
+    seed: int | None = None,
     write_input: str | None = None,
     write_expected: str | None = None,
     force: bool = False,
@@ -34,10 +34,11 @@ def check(
     cast: bool = False,
 ):
     """`bnfold check`: run `model` and `other` on the same inputs (the h5 files `inputs`, else
-    `samples` random ones from `seed`) and compare, or compare `model`'s outputs with the stored
-    `expected` files (one per input file). Returns the CheckResult (`.passed`, `.table()`,
-    `.failure_message()`); differing values are not an error here. write_input/write_expected
-    store the inputs used and `model`'s outputs (file.N.h5 per sample when there are several).
+    `samples` random ones from `seed`, 1 and 0 by default, refused with `inputs`) and compare,
+    or compare `model`'s outputs with the stored `expected` files (one per input file). Returns
+    the CheckResult (`.passed`, `.table()`, `.failure_message()`); differing values are not an
+    error here. write_input/write_expected store the inputs used and `model`'s outputs
+    (file.N.h5 per sample when there are several).
     A missing `inputs` or `expected` path whose numbered series exists (in.h5: in.0.h5, in.1.h5,
     ...) stands for that series. CannotVerify when no backend ("auto", "litert", "reference") runs
     the models or `timeout` seconds pass."""
@@ -53,7 +54,7 @@ def check(
         raise UsageError("--expected needs the --input files its outputs came from")
     if expected and (write_input or write_expected):
         raise UsageError("--write-input/--write-expected go with MODEL_B, not --expected")
-    samples, seed, backend = arguments.count(samples, "samples"), arguments.seed(seed), arguments.backend(backend)
+    (samples, seed), backend = arguments.random_sampling(inputs, samples, seed), arguments.backend(backend)
     tolerance = diff.Tolerance(
         arguments.tolerance_or(rtol, "rtol", DEFAULT_RTOL), arguments.tolerance_or(atol, "atol", DEFAULT_ATOL)
     )
@@ -100,8 +101,8 @@ def run(
     output: str,
     *,
     inputs: Iterable[str] = (),
-    samples: int = 1,
-    seed: int = 0,
+    samples: int | None = None,
+    seed: int | None = None,
     write_input: str | None = None,
     force: bool = False,
     backend: str = "auto",
@@ -109,10 +110,10 @@ def run(
     cast: bool = False,
 ) -> Ran:
     """`bnfold run`: run `model` on the h5 files `inputs` (or `samples` random inputs from
-    `seed`, also written to `write_input` if given) and write its outputs to `output` in ONE's
-    h5 layout (out.N.h5 per sample when there are several), each sample as it is computed (all
-    renamed into place together at the end). A missing `inputs` path whose numbered series
-    exists stands for that series, as in check()."""
+    `seed`, 1 and 0 by default, refused with `inputs`; also written to `write_input` if given)
+    and write its outputs to `output` in ONE's h5 layout (out.N.h5 per sample when there are
+    several), each sample as it is computed (all renamed into place together at the end). A
+    missing `inputs` path whose numbered series exists stands for that series, as in check()."""
     from .values import samples as sample_files
     from .values.backend import Backends
     from .values.deadline import Deadline
@@ -123,7 +124,7 @@ def run(
         raise UsageError("--output needs a file name")
     if inputs and write_input:
         raise UsageError("--write-input writes random inputs; with --input they are already in files")
-    samples, seed, backend = arguments.count(samples, "samples"), arguments.seed(seed), arguments.backend(backend)
+    (samples, seed), backend = arguments.random_sampling(inputs, samples, seed), arguments.backend(backend)
     count = sample_files.count_files(inputs) if inputs else samples
     refuse_numbered_clobber({"--output": output, "--write-input": write_input}, count, [model, *inputs], force)
     loaded = read_model(os.fspath(model))
