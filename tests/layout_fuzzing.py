@@ -14,8 +14,9 @@ and the builtin kernels, both sharing buffers as LiteRT does. A graph LiteRT its
 LiteRT infers otherwise) is not a case: it is counted apart.
 
 Outcomes: "ok", "refused" (a BnfoldError: a one-line refusal, legal for bnfold but counted),
-"exit3" (anything else escaping bnfold), "load_fail", "run_fail", "interface" (the optimized
-model's inputs or outputs are not the original's, NHWC where asked), "values".
+"exit3" (an InternalError, the BnfoldError that is bnfold's bug, or anything else escaping
+bnfold), "load_fail", "run_fail", "interface" (the optimized model's inputs or outputs are not
+the original's, NHWC where asked), "values".
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import numpy as np
 
 from bn_models import Net
 from bnfold import api
-from bnfold.errors import BnfoldError
+from bnfold.errors import BnfoldError, InternalError
 
 C_LAYOUT = (
     "remove_redundant_transpose,forward_transpose_op,fuse_transpose_with_mean,remove_unnecessary_transpose,"
@@ -467,6 +468,8 @@ def run_case(content: bytes, option_set: str) -> Outcome:
     passes, options = OPTION_SETS[option_set]
     try:
         result = api.optimize(content, passes, **options)
+    except InternalError as e:  # a BnfoldError, but exit 3: bnfold's bug, not a refusal
+        return Outcome("exit3", str(e).splitlines()[0])
     except BnfoldError as e:
         return Outcome("refused", str(e).splitlines()[0])
     except Exception as e:  # noqa: BLE001 - what the CLI reports as exit 3

@@ -40,3 +40,20 @@ def test_the_fuzzer_sees_a_broken_output():
     assert _close(a, a + np.float32(1e-7))
     assert not _close(a, -a)
     assert not _close(a, a.reshape(3, 4))
+
+
+def test_an_internal_error_counts_as_exit_3_not_as_a_refusal(monkeypatch):
+    """InternalError is a BnfoldError (exit 3): counted as a refusal, the output gate's finds hid
+    in the long run's `refused` column."""
+    from bnfold import api
+    from bnfold.errors import InternalError, UsageError
+
+    content, _why = prepare(random_graph(0))
+    internal = InternalError("pass x left a model bnfold's reader refuses")
+    for error, kind in ((internal, "exit3"), (UsageError("no"), "refused")):
+
+        def fail(*_args, error=error, **_kwargs):
+            raise error
+
+        monkeypatch.setattr(api, "optimize", fail)
+        assert run_case(content, "default").kind == kind

@@ -235,11 +235,12 @@ def test_no_repro_is_written_broken(name, argv, tmp_path, capsys):
         assert os.listdir(tmp_path) == []
         return
     before, after = api.load(REPROS / f"{name}.tflite").graphs[0], api.load(out).graphs[0]
-    interface = "--nchw_to_nhwc_output_shape" in argv
+    converted = {"input": "--nchw_to_nhwc_input_shape" in argv, "output": "--nchw_to_nhwc_output_shape" in argv}
     # "...: input in0 [2, 5, 2, 1] left as it was: <reason>": the report names what kept its layout
     kept = {line.split(": ")[1].split()[1] for line in captured.out.splitlines() if " left as it was: " in line}
-    for was, now in zip(before.inputs + before.outputs, after.inputs + after.outputs, strict=True):
-        nhwc = interface and len(was.shape) == 4 and was.name not in kept
+    sides = ["input"] * len(before.inputs) + ["output"] * len(before.outputs)
+    for side, was, now in zip(sides, before.inputs + before.outputs, after.inputs + after.outputs, strict=True):
+        nhwc = converted[side] and len(was.shape) == 4 and was.name not in kept
         expected = tuple(was.shape[i] for i in NHWC) if nhwc else was.shape
         assert now.shape == expected, (now, was)
     runner = Interpreter(model_path=str(out))

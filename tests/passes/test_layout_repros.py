@@ -203,3 +203,17 @@ def test_a_dead_reader_litert_counts_is_kept_42170():
         assert run_case(content, option_set).kind == "ok", option_set
     notes = api.optimize(content).report["notes"]
     assert {"operators": 1} == {k: v for k, v in notes[-1]["dead_code_kept"].items() if k != "why"}
+
+
+def test_a_merge_after_a_cancelled_one_reads_the_tensor_left_56892():
+    """Fuzzer seed 56892 (23 ops, shrunk to 5): the input made NHWC gets TRANSPOSE(0,3,1,2), which
+    cancels with the model's TRANSPOSE(0,2,3,1) after it; a second seed's input was that cancelled
+    transpose's output, so the merge after it read a tensor nothing produced any more (exit 3 from
+    the output gate under --convert_nchw_to_nhwc --nchw_to_nhwc_input_shape, counted as a refusal
+    by the fuzzer then). The rewrite now follows each merge's source to the tensor holding it."""
+    content = (REPROS / "exit3-nchw_in-56892.tflite").read_bytes()
+    for option_set in sorted(OPTION_SETS):
+        assert run_case(content, option_set).kind == "ok", option_set
+    result = api.optimize(content, convert_nchw_to_nhwc=True, nchw_to_nhwc_input_shape=True)
+    graph = result.model.graphs[0]
+    assert [op.kind for op in graph.ops] == ["TRANSPOSE", "RELU"] and graph.ops[0].inputs[0].name == "in0"

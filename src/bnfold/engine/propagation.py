@@ -385,10 +385,16 @@ def _rewrite(graph: Graph, region: Region) -> None:
             # column order[f] of W' is column f of W; take() gathers, 10x faster than that scatter
             moved = np.take(np.asarray(w.data), np.argsort(order), axis=1)
             graph.set_input(fc, 1, _const_like(graph, w, moved))
+    taken: dict[Tensor, Tensor] = {}  # a tensor an earlier merge took away -> the one now holding it
     for u, q in region.merges.items():
         if graph.contains(u):
-            t = _present(u, 0)
-            new[t] = _merge(graph, u, new[t], q)  # the moved tensor may now go by u's output name
+            t, y = _present(u, 0), u.outputs[0]
+            source = _holding(taken, new[t])  # a seed's input may be a cancelled merge's output
+            new[t] = _merge(graph, u, source, q)  # the moved tensor may now go by u's output name
+            if new[t] is not source:
+                taken[source] = new[t]
+            elif not graph.contains(u):
+                taken[y] = source
     for seed in region.seeds:
         if seed.outputs[0] not in region.stops:
             graph.remove_op(seed)
@@ -397,6 +403,13 @@ def _rewrite(graph: Graph, region: Region) -> None:
     for u in region.crossed:
         if info(u.kind).layout == "reshape" and graph.contains(u):
             _drop_if_identity(graph, u)
+
+
+def _holding(taken: dict[Tensor, Tensor], t: Tensor) -> Tensor:
+    """The tensor holding `t`'s values after the merges so far (`t` itself unless one took it)."""
+    while t in taken:
+        t = taken[t]
+    return t
 
 
 def _apply_constants(graph: Graph, u: Op, crossing: Crossing) -> None:
