@@ -2,7 +2,11 @@
 thousand, every option set, original vs optimized in LiteRT.
 
     python scripts/layout_fuzz.py [--graphs 10000] [--seed 0] [--sets default,O1,c_layout,nchw,nchw_in,nchw_out,nchw_io]
-                                  [--max-ops 12] [--repros DIR] [--show 20]
+                                  [--max-ops 12] [--generator layout|in_place] [--repros DIR] [--show 20]
+
+--generator in_place makes the graphs of tests/layout_fuzzing.py's `in_place_graph` instead: chains of
+the ops LiteRT runs in place over a shared buffer (RESHAPE, SQUEEZE, EXPAND_DIMS, ADD/SUB/MUL/DIV,
+SOFTMAX), with second readers and dead ops, to stress the in-place rule (engine/reshapes.py, planner.py).
 
 Prints, per option set, the cases and their outcomes (ok, refused, exit3, load_fail, run_fail,
 interface, values), the graphs that were no fair case and why, and the time. Each failure is
@@ -29,6 +33,7 @@ from layout_fuzzing import (  # noqa: E402
     _interpreter,
     _invoke,
     describe,
+    in_place_graph,
     prepare,
     random_graph,
     run_case,
@@ -37,6 +42,7 @@ from layout_fuzzing import (  # noqa: E402
 )
 
 FAILURES = ("exit3", "load_fail", "run_fail", "interface", "values")
+GENERATORS = {"layout": random_graph, "in_place": in_place_graph}
 
 
 def command(name: str, option_set: str) -> str:
@@ -79,6 +85,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sets", default=",".join(OPTION_SETS))
     parser.add_argument("--max-ops", type=int, default=12)
+    parser.add_argument("--generator", choices=sorted(GENERATORS), default="layout")
     parser.add_argument("--repros", type=Path, default=Path("layout_repros"))
     parser.add_argument("--show", type=int, default=20)
     args = parser.parse_args()
@@ -90,7 +97,7 @@ def main() -> int:
     for seed in range(args.seed, args.seed + args.graphs):
         if (seed - args.seed) % 1000 == 999:
             print(f"... {seed - args.seed + 1} graphs, {len(failures)} failures", file=sys.stderr, flush=True)
-        recipe = random_graph(seed, args.max_ops)
+        recipe = GENERATORS[args.generator](seed, args.max_ops)
         content, why = prepare(recipe)
         if content is None:
             unfair[why] += 1
@@ -101,7 +108,8 @@ def main() -> int:
             if outcome.kind in FAILURES:
                 failures.append((seed, option_set, outcome, recipe))
     elapsed = time.monotonic() - start
-    print(f"{args.graphs} graphs (seeds {args.seed}..{args.seed + args.graphs - 1}, 1-{args.max_ops} ops each)")
+    seeds = f"seeds {args.seed}..{args.seed + args.graphs - 1}"
+    print(f"{args.graphs} {args.generator} graphs ({seeds}, up to {args.max_ops} ops each)")
     print(f"no fair case: {dict(unfair) or 0}")
     for option_set in sets:
         print(
