@@ -29,6 +29,9 @@ def optimize_summary(result, input_path: str) -> Iterator[str]:
     kept = next((n["dead_code_kept"] for n in report["notes"] if "dead_code_kept" in n), None)
     if kept:
         yield f"dead code kept: {kept['operators']} operator(s): {kept['why']}"
+    reordered = next((n["reordered"] for n in report["notes"] if "reordered" in n), None)
+    if reordered:
+        yield f"reordered: {reordered['operators']} operator(s): {reordered['why']}"
     float16 = sum(1 for f in report["folds"] if f.get("float16_weights"))
     if float16:
         yield (

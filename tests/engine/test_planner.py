@@ -111,15 +111,15 @@ def test_the_simulation_finds_every_clobber_litert_makes_on_random_graphs():
 PASS = "remove_unnecessary_reshape"
 
 
-def test_a_pass_that_makes_a_clobber_is_exit_3_naming_it(monkeypatch, tmp_path, capsys):
-    """The pass makes the ADD read m (it read x): LiteRT would then run the SOFTMAX in place over
-    m. The manager's check over the whole output names the pass; nothing is written."""
+def _rewired(tmp_path, monkeypatch, *, after_the_writer: bool):
+    """masked(...) with ADD(x, x), and y also reshaped to [1, 5, 1] (y2); a broken PASS makes the
+    ADD read m in its slot 1, and, `after_the_writer`, y2 in its slot 0: LiteRT would then run the
+    SOFTMAX in place over m before the ADD reads it. Returns the model's path."""
     net = masked(dead_reader=False, second_reader=False)
-    net.op("RESHAPE", ["y", net.ints("same", [5])], "y2", [5])
+    net.op("RESHAPE", ["y", net.ints("back", [1, 5, 1])], "y2", [1, 5, 1])
     net.outputs = ["y2", "z"]
-    src, out = tmp_path / "in.tflite", tmp_path / "out.tflite"
+    src = tmp_path / "in.tflite"
     src.write_bytes(_bytes(net))
-    module = registry.BY_NAME[PASS].module
 
     def broken(graph: Graph) -> PassResult:
         result = PassResult()
@@ -127,10 +127,32 @@ def test_a_pass_that_makes_a_clobber_is_exit_3_naming_it(monkeypatch, tmp_path, 
         if add.inputs[1].name != "m":
             graph.touch(add)
             graph.set_input(add, 1, graph.tensor("m"))
+            if after_the_writer:
+                graph.set_input(add, 0, graph.tensor("y2"))
+                graph.move_before(graph.ops[-1], add)  # y2's RESHAPE, then the ADD reading it
             result.fold(add, [])
         return result
 
-    monkeypatch.setattr(module, "run", broken)
+    monkeypatch.setattr(registry.BY_NAME[PASS].module, "run", broken)
+    return src
+
+
+def test_a_clobber_a_pass_makes_is_undone_by_order(monkeypatch, tmp_path, capsys):
+    """The ADD reads only what is written before the SOFTMAX: it runs before it instead, and the
+    model computes the original's values in LiteRT as deployed, with no op added."""
+    src, out = _rewired(tmp_path, monkeypatch, after_the_writer=False), tmp_path / "out.tflite"
+    assert cli.run(["optimize", str(src), str(out), "--passes", PASS]) == 0
+    assert "reordered: 1 operator(s)" in capsys.readouterr().out
+    kinds = [op.kind for op in read_model(str(out)).graphs[0].ops]
+    assert kinds.index("ADD") < kinds.index("SOFTMAX") and len(kinds) == 7
+    assert clobbers(read_model(str(out)).graphs[0]) == []
+    assert not _litert_shares_wrongly(out.read_bytes())
+
+
+def test_a_clobber_order_cannot_undo_is_exit_3_naming_the_pass(monkeypatch, tmp_path, capsys):
+    """The ADD also reads y2, written after the SOFTMAX: it cannot run before it. The manager's
+    check over the whole output names the pass; nothing is written."""
+    src, out = _rewired(tmp_path, monkeypatch, after_the_writer=True), tmp_path / "out.tflite"
     assert cli.run(["optimize", str(src), str(out), "--passes", PASS]) == 3
     said = capsys.readouterr().err.strip().splitlines()
     assert len(said) == 1 and f"pass {PASS} left subgraph 0 unsafe" in said[0], said

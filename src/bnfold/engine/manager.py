@@ -29,12 +29,13 @@ from ..ir.invariants import Changes, check_output, culprit
 from ..ir.model import Model
 from .deadcode import orphan_buffers, remove_dead_code, sweep
 from .leftovers import explain, transposes_left
-from .planner import clobbers, new_clobbers
+from .planner import Clobber, clobbers, new_clobbers, run_readers_first
 from .registry import PassSpec
 from .report import Report
 from .targets import Target, default_target
 
 MAX_ROUNDS = 50
+REORDERED_WHY = "run earlier, so LiteRT reads their inputs before an op in place overwrites them (engine/planner.py)"
 KEPT_WHY = "their reads keep LiteRT from running another op in place over a buffer still read (engine/planner.py)"
 
 
@@ -55,7 +56,7 @@ def run_passes(
     for graph in model.graphs:
         graph.target = made_for
     orphans = orphan_buffers(model) if specs else 0  # before the passes: what the input brought dead
-    hazards = [len(clobbers(graph)) for graph in model.graphs] if specs else None
+    inherited = [clobbers(graph) for graph in model.graphs] if specs else None
     interface = [_interface(graph) for graph in model.graphs]
     to_nhwc = None
     recorders = [graph.changes or Changes() for graph in model.graphs]
@@ -105,8 +106,9 @@ def run_passes(
     for changes in recorders:
         changes.running = None  # what library code changes from now on is not a pass's
     check_interface(model, interface, report.interface, to_nhwc)
-    if hazards is not None:
-        check_in_place(model, hazards)
+    moved = 0 if inherited is None else check_in_place(model, inherited)
+    if moved:
+        report.notes.append({"reordered": {"operators": moved, "why": REORDERED_WHY}})
     check_output(model)
     report.skips = explain(model, report.said, report.passes)
     report.transposes = transposes_left(model, report.said, report.passes)
@@ -114,14 +116,22 @@ def run_passes(
     return report
 
 
-def check_in_place(model: Model, before: list[int]) -> None:
-    """No graph the input held without a clobber (planner.py) leaves the passes with one: the rule
-    the passes keep where they rewrite, checked once over the whole output (a hazard the local
-    checks missed is bnfold's bug, exit 3, and nothing is written)."""
-    for index, (graph, count) in enumerate(zip(model.graphs, before, strict=True)):
-        for clobber in new_clobbers(graph, count)[:1]:
+def check_in_place(model: Model, inherited: list[list[Clobber]]) -> int:
+    """No graph leaves the passes with a clobber (planner.py) its input did not have. One a
+    rewrite made is first undone by order (run_readers_first: the late readers run before the op
+    that would overwrite what they read); one left is bnfold's bug, exit 3, and nothing is written.
+    Returns how many ops were moved."""
+    moved = 0
+    for index, (graph, known) in enumerate(zip(model.graphs, inherited, strict=True)):
+        if not new_clobbers(graph, known):
+            continue
+        moved += run_readers_first(graph, known)
+        for clobber in new_clobbers(graph, known)[:1]:
             by = culprit(model, clobber.writer, clobber.reader)
             raise InternalError(f"{by} left subgraph {index} unsafe: {clobber.describe()}")
+    if moved:
+        model.changed = True
+    return moved
 
 
 def _run(spec: PassSpec, graph: Graph, index: int):

@@ -12,11 +12,18 @@ in that buffer is read after p (or is a graph output). Finding them is linear: p
 read of the tensors placed in it so far.
 
 The passes keep to the rule where they rewrite (reshapes.py: aliasing_hazard, chain_hazard,
-in_place_hazard, input_hazard), counting a reader nothing needs as gone. The cleanup removing
-such a reader lowers a count the input model's planner saw, which can let an op share a buffer
-it did not share before: `masking_ops` finds the dead readers whose removal would cause a clobber,
-and the cleanup keeps them (`sweep`). The manager then holds the whole output to it: a graph whose
-input had no clobber gets none (`new_clobbers`).
+in_place_hazard, input_hazard), counting a reader nothing needs as gone. But a count that drops
+can let an op share a buffer it did not share before, far from the rewrite that dropped it:
+
+  - the cleanup removing a dead reader: `masking_ops` finds the dead readers whose removal would
+    cause a clobber, and the cleanup keeps them (deadcode.py: `sweep`);
+  - a rewrite moving a reader away (a RESHAPE merged into the one before it, a common
+    subexpression taken out): the manager, after the rounds, runs the ops that read the
+    overwritten tensor before the writer instead, where what they read allows
+    (`run_readers_first`: the same function, no op added);
+
+and what is left is bnfold's bug: the manager refuses an output with a clobber its input did not
+have (`new_clobbers`, the same writer over the same tensor), exit 3 naming the pass.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from ..ir.graph import Graph, Op, Tensor
 from .reshapes import ALIASING, IN_PLACE, same_byte_size
 
 NEVER = -1
+MAX_MOVES = 64  # ops run_readers_first moves in one graph before it leaves the rest to the check
 SHARING = ALIASING | IN_PLACE.keys()  # the kinds whose output LiteRT may place in an input's buffer
 
 
@@ -102,10 +110,35 @@ def masking_ops(graph: Graph, dead: list[Op]) -> set[Op]:
         keep |= _with_producers(more, set(dead))
 
 
-def new_clobbers(graph: Graph, before: int) -> list[Clobber]:
-    """The graph's clobbers when the input graph had none (`before`, its count), else none: an
-    input LiteRT already computes wrongly is the runtime's business, not bnfold's."""
-    return clobbers(graph) if before == 0 else []
+def new_clobbers(graph: Graph, inherited: list[Clobber]) -> list[Clobber]:
+    """The graph's clobbers but those of the input (`inherited`: the same writer over the same
+    tensor): an input LiteRT already computes wrongly is the runtime's business, not bnfold's."""
+    known = {(id(c.writer), id(c.tensor)) for c in inherited}
+    return [c for c in clobbers(graph) if (id(c.writer), id(c.tensor)) not in known]
+
+
+def run_readers_first(graph: Graph, inherited: list[Clobber]) -> int:
+    """Undo each new clobber by order alone: the ops that read the overwritten tensor after the
+    writer run right before it instead, when every tensor they read is written before it (what
+    they write is read later still, so the order stays valid). LiteRT then reads the value before
+    the op in place overwrites it; the model computes the same function, with no op added. Each
+    move can make another (a moved RESHAPE shares the buffer too: its readers move next), up to
+    MAX_MOVES; what cannot move is left to the manager's check. Returns the ops moved."""
+    moved = 0
+    while moved < MAX_MOVES:
+        new = new_clobbers(graph, inherited)
+        if not new:
+            break
+        position = {id(op): i for i, op in enumerate(graph.ops)}
+        writer = new[0].writer
+        at = position[id(writer)]
+        later = [u for u in graph.consumers(new[0].tensor) if position[id(u)] > at]
+        if not later or not all(_inputs_before(u, at, position) for u in later):
+            break
+        for u in later:
+            graph.move_before(u, writer)
+        moved += len(later)
+    return moved
 
 
 def _plan(graph: Graph, ops: list[Op]) -> tuple[dict[int, Tensor], list[tuple[int, Op, Tensor]]]:
@@ -160,6 +193,11 @@ def _last_reads(graph: Graph, ops: list[Op]) -> dict[int, int]:
     last = {id(t): position for position, op in enumerate(ops) for t in op.inputs if t is not None}
     last.update((id(t), len(ops)) for t in graph.outputs)
     return last
+
+
+def _inputs_before(op: Op, at: int, position: dict[int, int]) -> bool:
+    """Every tensor `op` reads is a constant, a graph input or written before position `at`."""
+    return all(t is None or t.producer is None or position[id(t.producer)] < at for t in op.inputs)
 
 
 def _read_by_the_living(t: Tensor | None, dead: set[Op]) -> bool:

@@ -407,6 +407,14 @@ class Graph:
             if t.producer is op:
                 t.producer = None
 
+    def move_before(self, op: Op, anchor: Op) -> None:
+        """Run `op` right before `anchor` instead of where it runs (the caller keeps every tensor
+        written before it is read). Linear in the graph."""
+        self.touch(op)
+        order = self.ops
+        order.remove(op)
+        order.insert(order.index(anchor), op)
+
     def _settle_order(self) -> None:
         """Drop removed ops from the order and splice in the ops inserted after an anchor (the
         latest insertion nearest its anchor) or before one (in insertion order), in one sweep."""
