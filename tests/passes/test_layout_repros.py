@@ -217,3 +217,22 @@ def test_a_merge_after_a_cancelled_one_reads_the_tensor_left_56892():
     result = api.optimize(content, convert_nchw_to_nhwc=True, nchw_to_nhwc_input_shape=True)
     graph = result.model.graphs[0]
     assert [op.kind for op in graph.ops] == ["TRANSPOSE", "RELU"] and graph.ops[0].inputs[0].name == "in0"
+
+
+IN_PLACE_REPROS = sorted(p.stem for p in REPROS.glob("in_place-*.tflite"))
+
+
+@pytest.mark.parametrize("name", IN_PLACE_REPROS)
+def test_in_place_graph_repro_is_exact_in_litert_under_every_option_set(name):
+    """The in-place generator's finds (scripts/layout_fuzz.py --generator in_place, seeds 0..9999):
+    a rewrite that moved a reader away from a tensor in a chain (a RESHAPE merged into another or
+    taken out, a SQUEEZE made a RESHAPE, a common subexpression) let LiteRT run an op in place over
+    a tensor still read. Each now comes out exact: the pass refuses where the rule says so
+    (engine/reshapes.py), or the late reader runs first (engine/planner.py)."""
+    content = (REPROS / f"{name}.tflite").read_bytes()
+    for option_set in sorted(OPTION_SETS):
+        assert run_case(content, option_set).kind == "ok", option_set
+
+
+def test_the_in_place_repros_are_kept():
+    assert len(IN_PLACE_REPROS) == 7

@@ -32,7 +32,11 @@ input and a graph output end a chain: removing one, or making a graph input or o
 tensor, can join chains.
 So no rewrite
   - adds a RESHAPE or makes a RESHAPE-like op read another tensor where `aliasing_hazard` says so
-    (substitute_transpose_to_reshape, remove_redundant_reshape, a TRANSPOSE merged into a RESHAPE);
+    (substitute_transpose_to_reshape, remove_redundant_reshape, a TRANSPOSE merged into a RESHAPE):
+    a tensor from x up its chain gets a second reader, or y, now in x's buffer, has two readers
+    with an op below it that may run in place (`modified_below`);
+  - takes a RESHAPE out, its readers reading its input, where `bypass_hazard` says so
+    (remove_unnecessary_reshape);
   - removes a TRANSPOSE whose input's chain would then hold such a tensor (`chain_hazard`: the
     propagation's seeds, identity transposes);
   - makes an op LiteRT runs in place write a tensor with a RESHAPE-like reader and another, or
@@ -85,10 +89,48 @@ SCALAR_BYTES = 4  # LiteRT shares no buffer of this size or less with an op that
 def aliasing_hazard(graph: Graph, x: Tensor, y: Tensor, *, added: int = 1) -> bool:
     """Whether a RESHAPE-like op writing `y` from `x` (x gaining `added` readers by it) would let
     LiteRT overwrite a tensor another op still reads (module docstring): some tensor from x up
-    its buffer's chain, other than the root, has a second reader."""
-    if y in graph.outputs or not _in_arena(graph, x):
-        return False  # LiteRT gives y a buffer of its own
-    return chain_hazard(graph, x, added=added)
+    its buffer's chain, other than the root, has a second reader; or y, then in x's buffer, has
+    two readers and an op below it may run in place. A graph output y has a buffer of its own,
+    but x's reader still counts: x, inside a chain, with a second reader over an op in place."""
+    if not _in_arena(graph, x):
+        return False  # x, a constant or graph input, ends every chain
+    if y in graph.outputs:
+        inside = len(buffer_chain(graph, x)) > 1
+        return inside and references(graph, x) + added > 1 and modified_below(graph, x)
+    if chain_hazard(graph, x, added=added):
+        return True
+    return references(graph, y) > 1 and modified_below(graph, y)
+
+
+def bypass_hazard(graph: Graph, x: Tensor, y: Tensor) -> bool:
+    """Whether the readers of `y`, a RESHAPE-like op's output, reading `x` instead (the op gone)
+    would let LiteRT overwrite a tensor still read: x, or a tensor above it in its chain, would
+    have a second reader while an op below x or y may run in place over the buffer."""
+    if not _in_arena(graph, x):
+        return False
+    if not chain_hazard(graph, x, added=references(graph, y) - 1):
+        return False
+    return modified_below(graph, x) or modified_below(graph, y)
+
+
+def modified_below(graph: Graph, t: Tensor) -> bool:
+    """Whether an op LiteRT may run in place over t's buffer reads t, or a tensor a RESHAPE-like
+    op places in that buffer further down (its reader count not asked: it may still drop). Linear
+    in the ops sharing the buffer below t."""
+    stack, seen = [t], {id(t)}
+    while stack:
+        s = stack.pop()
+        for u in graph.consumers(s):
+            out = u.outputs[0] if u.outputs else None
+            if out is None or out in graph.outputs:
+                continue
+            if u.kind in ALIASING and u.inputs[0] is s and id(out) not in seen:
+                seen.add(id(out))
+                stack.append(out)
+            elif any(i < len(u.inputs) and u.inputs[i] is s for i in IN_PLACE.get(u.kind, ())):
+                if same_byte_size(s, out):
+                    return True
+    return False
 
 
 def chain_hazard(graph: Graph, x: Tensor, *, added: int) -> bool:

@@ -20,15 +20,17 @@ Guards for the flatten: y is [N, K] with K the weights' columns of every reader;
 from a static x (a dynamic x's size is checked by the RESHAPE);
 the same quantization on both sides; y no graph output.
 
-Guards for the identity: both shapes known the same, dynamic dimensions in the same places (a RESHAPE to a static
-shape from a dynamic one checks the size at run time, which is not nothing); the new shape, when
-given as an operand, is a constant; the same quantization on both sides.
+Guards for the identity: y's readers reading x must not let LiteRT run an op in place over a buffer
+another reader still needs (engine/reshapes.py: `bypass_hazard`); both shapes known the same,
+dynamic dimensions in the same places (a RESHAPE to a static shape from a dynamic one checks the
+size at run time, which is not nothing); the new shape, when given as an operand, is a constant; the
+same quantization on both sides.
 """
 
 from __future__ import annotations
 
 from ..engine.report import PassResult
-from ..engine.reshapes import same_quantization
+from ..engine.reshapes import HAZARD, bypass_hazard, same_quantization
 from ..ir.graph import Graph, Op, Tensor
 
 
@@ -55,6 +57,9 @@ def run(graph: Graph) -> PassResult:
         if graph.is_observed(y):
             if not _producer_takes_output(graph, op, x):
                 continue
+        elif bypass_hazard(graph, x, y):
+            result.skip(op, HAZARD)
+            continue
         result.fold(op, [op], shape=list(y.signature))
         _bypass(graph, op, x)
     return result
