@@ -236,3 +236,15 @@ def test_in_place_graph_repro_is_exact_in_litert_under_every_option_set(name):
 
 def test_the_in_place_repros_are_kept():
     assert len(IN_PLACE_REPROS) == 7
+
+
+def test_a_transpose_retargeted_backward_is_not_merged_forward_too_99961():
+    """Fuzzer seed 99961 (18 ops, shrunk to 5), --nchw_to_nhwc_input_shape and _output_shape: the
+    CONCATENATION after the NHWC input took the model's TRANSPOSE into the region backward (it
+    would make the moved tensor with a composed permutation), then the walk forward from the input
+    reached the same TRANSPOSE through MUL -> MEAN -> RESHAPE and merged it too: its output was
+    recorded in one layout and computed in another (exit 3 from the output gate). Reaching a
+    retargeted TRANSPOSE forward is now the region's conflict, like reaching a seed."""
+    content = (REPROS / "exit3-nchw_io-99961.tflite").read_bytes()
+    for option_set in sorted(OPTION_SETS):
+        assert run_case(content, option_set).kind == "ok", option_set

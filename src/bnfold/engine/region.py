@@ -99,7 +99,7 @@ def grow(graph: Graph, seed: Op, scope, sides_allowed: bool, absorb: bool = Fals
         if graph.is_observed(t):
             region.stops.setdefault(t, []).append(f"it reaches graph output {t.name!r}")
         for u in graph.consumers(t):
-            if u in region.seeds:  # a seed reading a carried tensor: it would move twice
+            if u in region.seeds or u in region.retargets:  # a carried tensor's TRANSPOSE moved already
                 region.conflict = f"TRANSPOSE -> {u.outputs[0].name!r} would be moved twice"
             if u in region.crossed or u in region.merges or u in region.flattens or u in region.seeds:
                 continue
