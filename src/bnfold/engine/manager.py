@@ -29,7 +29,7 @@ from ..ir.invariants import Changes, check_output, culprit
 from ..ir.model import Model
 from .deadcode import orphan_buffers, remove_dead_code, sweep
 from .leftovers import explain, transposes_left
-from .planner import Clobber, clobbers, new_clobbers, run_readers_first
+from .planner import Overwrites, new_clobbers, overwrites, run_readers_first
 from .registry import PassSpec
 from .report import Report
 from .targets import Target, default_target
@@ -56,7 +56,7 @@ def run_passes(
     for graph in model.graphs:
         graph.target = made_for
     orphans = orphan_buffers(model) if specs else 0  # before the passes: what the input brought dead
-    inherited = [clobbers(graph) for graph in model.graphs] if specs else None
+    inherited = [overwrites(graph) for graph in model.graphs] if specs else None
     interface = [_interface(graph) for graph in model.graphs]
     to_nhwc = None
     recorders = [graph.changes or Changes() for graph in model.graphs]
@@ -116,7 +116,7 @@ def run_passes(
     return report
 
 
-def check_in_place(model: Model, inherited: list[list[Clobber]]) -> int:
+def check_in_place(model: Model, inherited: list[Overwrites]) -> int:
     """No graph leaves the passes with a clobber (planner.py) its input did not have. One a
     rewrite made is first undone by order (run_readers_first: the late readers run before the op
     that would overwrite what they read); one left is bnfold's bug, exit 3, and nothing is written.

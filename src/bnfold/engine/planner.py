@@ -110,14 +110,41 @@ def masking_ops(graph: Graph, dead: list[Op]) -> set[Op]:
         keep |= _with_producers(more, set(dead))
 
 
-def new_clobbers(graph: Graph, inherited: list[Clobber]) -> list[Clobber]:
-    """The graph's clobbers but those of the input (`inherited`: the same writer over the same
-    tensor): an input LiteRT already computes wrongly is the runtime's business, not bnfold's."""
-    known = {(id(c.writer), id(c.tensor)) for c in inherited}
-    return [c for c in clobbers(graph) if (id(c.writer), id(c.tensor)) not in known]
+Overwrites = dict[Op, set[Tensor]]  # a writer run in place -> every tensor it overwrites while still read
 
 
-def run_readers_first(graph: Graph, inherited: list[Clobber]) -> int:
+def overwrites(graph: Graph) -> Overwrites:
+    """What each op LiteRT runs in place over `graph`'s buffers overwrites while a later op (or the
+    graph's caller) still reads it; only writers with a clobber. Nothing is asked beyond one
+    simulation unless the graph has a clobber; then each buffer's tensors are paired with its
+    writers (quadratic in one buffer's length: only for a graph LiteRT already runs wrongly)."""
+    found = clobbers(graph)
+    return {c.writer: _overwritten(graph, c.writer) for c in found}
+
+
+def new_clobbers(graph: Graph, inherited: Overwrites) -> list[Clobber]:
+    """The graph's clobbers but those the input had (`inherited`, its `overwrites`): a writer that
+    overwrote the same tensors there, or more. An input LiteRT already computes wrongly is the
+    runtime's business, not bnfold's; a cleanup that takes one of its readers away may change which
+    tensor a clobber names, not what it overwrites."""
+    found = clobbers(graph)
+    return [c for c in found if c.writer not in inherited or not _overwritten(graph, c.writer) <= inherited[c.writer]]
+
+
+def _overwritten(graph: Graph, writer: Op) -> set[Tensor]:
+    """The tensors in `writer`'s buffer, written before it runs in place, that are read after it."""
+    ops = graph.ops
+    shared = roots(graph, ops)
+    root = shared.get(id(writer.outputs[0]))
+    if root is None:
+        return set()
+    position = {id(op): i for i, op in enumerate(ops)}
+    at, last = position[id(writer)], _last_reads(graph, ops)
+    in_buffer = [root, *(t for op in ops[:at] for t in op.outputs if shared.get(id(t)) is root)]
+    return {t for t in in_buffer if last.get(id(t), NEVER) > at}
+
+
+def run_readers_first(graph: Graph, inherited: Overwrites) -> int:
     """Undo each new clobber by order alone: the ops that read the overwritten tensor after the
     writer run right before it instead, when every tensor they read is written before it (what
     they write is read later still, so the order stays valid). LiteRT then reads the value before

@@ -36,7 +36,11 @@ So no rewrite
     a tensor from x up its chain gets a second reader, or y, now in x's buffer, has two readers
     with an op below it that may run in place (`modified_below`);
   - takes a RESHAPE out, its readers reading its input, where `bypass_hazard` says so
-    (remove_unnecessary_reshape);
+    (remove_unnecessary_reshape), or makes one op's readers read another's output where
+    `joined_hazard` says so (common_subexpression_elimination);
+  - takes a reader away from a tensor that keeps others where `release_hazard` says so: with
+    one reader left, LiteRT may run that reader, and ops after it, in place over the tensor's
+    buffer (remove_redundant_reshape, common_subexpression_elimination);
   - removes a TRANSPOSE whose input's chain would then hold such a tensor (`chain_hazard`: the
     propagation's seeds, identity transposes);
   - makes an op LiteRT runs in place write a tensor with a RESHAPE-like reader and another, or
@@ -104,13 +108,51 @@ def aliasing_hazard(graph: Graph, x: Tensor, y: Tensor, *, added: int = 1) -> bo
 
 def bypass_hazard(graph: Graph, x: Tensor, y: Tensor) -> bool:
     """Whether the readers of `y`, a RESHAPE-like op's output, reading `x` instead (the op gone)
-    would let LiteRT overwrite a tensor still read: x, or a tensor above it in its chain, would
-    have a second reader while an op below x or y may run in place over the buffer."""
-    if not _in_arena(graph, x):
-        return False
-    if not chain_hazard(graph, x, added=references(graph, y) - 1):
+    would let LiteRT overwrite a tensor still read (`joined_hazard`, x gaining y's readers but the op)."""
+    return joined_hazard(graph, x, y, added=references(graph, y) - 1)
+
+
+def joined_hazard(graph: Graph, x: Tensor, y: Tensor, *, added: int) -> bool:
+    """Whether the readers of `y` reading `x` instead (x gaining `added` readers) would let LiteRT
+    overwrite a tensor still read: x, or a tensor above it in its chain, would have a second reader
+    while an op below x or y may run in place over the buffer."""
+    if not _in_arena(graph, x) or not chain_hazard(graph, x, added=added):
         return False
     return modified_below(graph, x) or modified_below(graph, y)
+
+
+def release_hazard(graph: Graph, t: Tensor, leaving: Op) -> bool:
+    """Whether `leaving` no longer reading `t` (t keeps its other readers) would let LiteRT run an
+    op in place over a buffer still read. LiteRT lets a modifying op share a buffer only when its
+    input, and the buffer's first tensor, have one reader: with one reader left, that reader may
+    take t's buffer, and an op further down may run in place over it; a hazard when a tensor on
+    the way, or above t in its chain, has a second reader. Linear in the ops sharing the buffer."""
+    slots = reading_slots(graph, t)
+    gone = sum(1 for u in slots if u is leaving)
+    # every reader counts here, a dead one too: LiteRT counts it, and the cleanup keeps it where
+    # its reference is what stops an op in place (planner.py) -- unless a pass rewires it away
+    if not gone or not _in_arena(graph, t) or len(slots) + graph.outputs.count(t) - gone != 1:
+        return False
+    stack = [(t, chain_hazard(graph, t, added=-gone))]
+    while stack:
+        s, shared = stack.pop()
+        for u in dict.fromkeys(graph.consumers(s)):
+            out = u.outputs[0] if u.outputs else None
+            if u is leaving or out is None or out in graph.outputs or not _may_share(u, s, out):
+                continue
+            if shared and u.kind not in ALIASING:
+                return True
+            stack.append((out, shared or references(graph, out) > 1))
+    return False
+
+
+def _may_share(u: Op, s: Tensor, out: Tensor) -> bool:
+    """Whether LiteRT may give `u`'s output `out` the buffer of its input `s` (reader counts not
+    asked: they may still drop)."""
+    if u.kind in ALIASING:
+        return bool(u.inputs) and u.inputs[0] is s
+    slots = IN_PLACE.get(u.kind, ())
+    return any(i < len(u.inputs) and u.inputs[i] is s for i in slots) and same_byte_size(s, out)
 
 
 def modified_below(graph: Graph, t: Tensor) -> bool:
@@ -122,14 +164,13 @@ def modified_below(graph: Graph, t: Tensor) -> bool:
         s = stack.pop()
         for u in graph.consumers(s):
             out = u.outputs[0] if u.outputs else None
-            if out is None or out in graph.outputs:
+            if out is None or out in graph.outputs or not _may_share(u, s, out):
                 continue
-            if u.kind in ALIASING and u.inputs[0] is s and id(out) not in seen:
+            if u.kind not in ALIASING:
+                return True
+            if id(out) not in seen:
                 seen.add(id(out))
                 stack.append(out)
-            elif any(i < len(u.inputs) and u.inputs[i] is s for i in IN_PLACE.get(u.kind, ())):
-                if same_byte_size(s, out):
-                    return True
     return False
 
 

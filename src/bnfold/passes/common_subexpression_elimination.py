@@ -11,7 +11,9 @@ earlier op's outputs exist before the later op's readers run (they come after th
 same input" is the same tensor, or two constants of the same type, shape, quantization and bytes
 (above 4 kB: the same buffer). The outputs must agree in type, shape and quantization too.
 
-Guards: no output of the later op is seen from outside (a model output keeps its own producer);
+Guards: LiteRT must not then run an op in place over a buffer another reader still needs
+(engine/reshapes.py: the kept op's outputs gain readers, the later op's inputs lose one); no
+output of the later op is seen from outside (a model output keeps its own producer);
 the later op's outputs are replaced, never the earlier's. Stricter than ONE here, deliberately: in
 ONE's CSE_Transpose_000 and CSE_Quantize_000 both twins' outputs are model outputs and ONE keeps
 one op (its rule: 1), pointing both outputs at it; that would drop a named model output tensor
@@ -27,6 +29,7 @@ import hashlib
 import numpy as np
 
 from ..engine.report import PassResult
+from ..engine.reshapes import joined_hazard, references, release_hazard
 from ..ir.graph import Graph, Op, Tensor
 from ..ir.ops import OPS, SIDE_EFFECT_KINDS
 
@@ -51,7 +54,7 @@ def run(graph: Graph) -> PassResult:
         if first is None:
             seen[key] = op
             continue
-        if any(graph.is_observed(t) for t in op.outputs):
+        if any(graph.is_observed(t) for t in op.outputs) or _in_place_hazard(graph, first, op):
             continue
         # context: the per-rewrite check runs the kept twin too (values/local.py)
         result.fold(first, [op], outputs=[t.name for t in op.outputs], context=[t.name for t in first.outputs])
@@ -59,6 +62,16 @@ def run(graph: Graph) -> PassResult:
         for mine, theirs in zip(op.outputs, first.outputs):
             graph.replace_uses(mine, theirs)
     return result
+
+
+def _in_place_hazard(graph: Graph, first: Op, op: Op) -> bool:
+    """Whether LiteRT would run an op in place over a buffer still read once `op` goes: first's
+    outputs gain its readers, its inputs lose it (engine/reshapes.py)."""
+    joined = any(
+        joined_hazard(graph, theirs, mine, added=references(graph, mine))
+        for mine, theirs in zip(op.outputs, first.outputs)
+    )
+    return joined or any(release_hazard(graph, t, op) for t in dict.fromkeys(op.inputs) if t is not None)
 
 
 def _input_key(t: Tensor | None, constants: dict[int, tuple]) -> object:

@@ -10,13 +10,16 @@ element count, which x and t share.
 Guards: t is made by a RESHAPE; x, t and y read their bytes with the same quantization. The first
 RESHAPE is left to whoever else reads t (cleanup drops it when no one does), so nothing another
 reader or the outside sees changes. Not when LiteRT, running the second RESHAPE over x's buffer,
-would let an op after it overwrite what another reader of x needs (engine/reshapes.py).
+would let an op after it overwrite what another reader of x needs, nor when t, left with one
+reader, would let LiteRT run that reader in place over it (engine/reshapes.py: aliasing_hazard,
+release_hazard). A second RESHAPE nothing reads is left to the cleanup, which keeps it where its
+reference is what stops an op in place (engine/planner.py).
 """
 
 from __future__ import annotations
 
 from ..engine.report import PassResult
-from ..engine.reshapes import HAZARD, aliasing_hazard, same_quantization
+from ..engine.reshapes import HAZARD, aliasing_hazard, release_hazard, same_quantization
 from ..ir.graph import Graph
 
 
@@ -27,10 +30,15 @@ def run(graph: Graph) -> PassResult:
         first = None if t is None else t.producer
         if t is None or first is None or first.kind != "RESHAPE" or (x := first.input(0)) is None:
             continue
+        y = op.outputs[0]
+        if not graph.consumers(y) and not graph.is_observed(y):
+            continue  # nothing reads it: the cleanup's (it keeps a reader LiteRT needs, engine/planner.py)
         if not (same_quantization(x, t) and same_quantization(t, op.outputs[0])):
             continue
         removed = [first] if graph.has_single_use(t, op) else []  # else it stays for t's other readers
-        if aliasing_hazard(graph, x, op.outputs[0], added=0 if removed else 1):
+        if aliasing_hazard(graph, x, op.outputs[0], added=0 if removed else 1) or (
+            not removed and release_hazard(graph, t, op)
+        ):
             result.skip(op, HAZARD)
             continue
         result.fold(op, removed, output=op.outputs[0].name)

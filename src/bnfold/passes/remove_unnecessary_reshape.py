@@ -20,6 +20,9 @@ Guards for the flatten: y is [N, K] with K the weights' columns of every reader;
 from a static x (a dynamic x's size is checked by the RESHAPE);
 the same quantization on both sides; y no graph output.
 
+A RESHAPE nothing reads is left to the cleanup, which keeps it where its reference is what stops
+LiteRT from running an op in place over a buffer still read (engine/planner.py).
+
 Guards for the identity: y's readers reading x must not let LiteRT run an op in place over a buffer
 another reader still needs (engine/reshapes.py: `bypass_hazard`); both shapes known the same,
 dynamic dimensions in the same places (a RESHAPE to a static shape from a dynamic one checks the
@@ -38,7 +41,7 @@ def run(graph: Graph) -> PassResult:
     result = PassResult()
     for op in [op for op in graph.ops if op.kind == "RESHAPE"]:
         x, y = op.input(0), op.outputs[0]
-        if x is None:
+        if x is None or _dead(graph, y):
             continue
         shape = op.input(1)
         if shape is not None and not shape.is_const:
@@ -85,6 +88,12 @@ def _only_flattening_layers_read(graph: Graph, x: Tensor, y: Tensor) -> bool:
         ):
             return False
     return True
+
+
+def _dead(graph: Graph, y: Tensor) -> bool:
+    """Nothing reads y: the RESHAPE is the cleanup's, which keeps it where its reference stops
+    LiteRT from running an op in place over a buffer still read (engine/planner.py)."""
+    return not graph.consumers(y) and not graph.is_observed(y)
 
 
 def _producer_takes_output(graph: Graph, op: Op, x: Tensor) -> bool:
