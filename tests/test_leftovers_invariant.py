@@ -28,7 +28,7 @@ RECIPE_NAMES = sorted(p.stem for p in RECIPES.glob("*.toml"))
 MODELS = sorted(
     p.relative_to(DATA).as_posix()
     for p in DATA.rglob("*")
-    if p.suffix in (".tflite", ".circle") and "layout_repros" not in p.parts
+    if p.suffix in (".tflite", ".circle") and "layout_repros" not in p.parts and "layout_known" not in p.parts
 )
 # the last resort of leftovers.position_reason: no recipe or fixture should need it
 GENERIC = "no pass that ran matched it"

@@ -235,7 +235,7 @@ def test_in_place_graph_repro_is_exact_in_litert_under_every_option_set(name):
 
 
 def test_the_in_place_repros_are_kept():
-    assert len(IN_PLACE_REPROS) == 13
+    assert len(IN_PLACE_REPROS) == 14
 
 
 def test_a_transpose_retargeted_backward_is_not_merged_forward_too_99961():
@@ -248,3 +248,18 @@ def test_a_transpose_retargeted_backward_is_not_merged_forward_too_99961():
     content = (REPROS / "exit3-nchw_io-99961.tflite").read_bytes()
     for option_set in sorted(OPTION_SETS):
         assert run_case(content, option_set).kind == "ok", option_set
+
+
+KNOWN = REPROS.parent / "layout_known"  # open finds: exit 3 today (nothing written), a strict xfail each
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: in-place graphs of up to 40 ops (scripts/layout_fuzz.py --generator in_place --seed 30000 "
+    "--max-ops 40), 2 of 4,847: a rewrite changes which input a modifying op may share, and the late readers "
+    "cannot all run first; the manager's whole-graph check refuses the output (exit 3, nothing written)",
+)
+@pytest.mark.parametrize("name", ["in_place-exit3-default-30915", "in_place-exit3-O1-31834"])
+def test_known_in_place_exit_3_at_40_ops(name):
+    content = (KNOWN / f"{name}.tflite").read_bytes()
+    assert run_case(content, "default").kind == "ok"

@@ -146,11 +146,12 @@ def _overwritten(graph: Graph, writer: Op) -> set[Tensor]:
 
 def run_readers_first(graph: Graph, inherited: Overwrites) -> int:
     """Undo each new clobber by order alone: the ops that read the overwritten tensor after the
-    writer run right before it instead, when every tensor they read is written before it (what
-    they write is read later still, so the order stays valid). LiteRT then reads the value before
-    the op in place overwrites it; the model computes the same function, with no op added. Each
-    move can make another (a moved RESHAPE shares the buffer too: its readers move next), up to
-    MAX_MOVES; what cannot move is left to the manager's check. Returns the ops moved."""
+    writer run right before it instead, with the ops after the writer that make what they read
+    (`_needed_before`), in their order, when none of them reads what the writer makes. What
+    they write is read later still, so the order stays valid; LiteRT then reads the value before
+    the op in place overwrites it, and the model computes the same function with no op added.
+    Each move can make another (a moved RESHAPE shares the buffer too), up to MAX_MOVES; what
+    cannot move is left to the manager's check. Returns the ops moved."""
     moved = 0
     while moved < MAX_MOVES:
         new = new_clobbers(graph, inherited)
@@ -160,12 +161,33 @@ def run_readers_first(graph: Graph, inherited: Overwrites) -> int:
         writer = new[0].writer
         at = position[id(writer)]
         later = [u for u in graph.consumers(new[0].tensor) if position[id(u)] > at]
-        if not later or not all(_inputs_before(u, at, position) for u in later):
+        group = _needed_before(later, at, position)
+        if not group or moved + len(group) > MAX_MOVES:
             break
-        for u in later:
+        for u in group:
             graph.move_before(u, writer)
-        moved += len(later)
+        moved += len(group)
     return moved
+
+
+def _needed_before(readers: list[Op], at: int, position: dict[int, int]) -> list[Op]:
+    """`readers` and the ops after position `at` whose outputs they need, in execution order;
+    empty when one of them needs what the op at `at` writes (it cannot run before it)."""
+    group: dict[int, Op] = {}
+    stack = list(readers)
+    while stack:
+        op = stack.pop()
+        if id(op) in group:
+            continue
+        group[id(op)] = op
+        for t in op.inputs:
+            maker = None if t is None else t.producer
+            if maker is None or position[id(maker)] < at:
+                continue
+            if position[id(maker)] == at:
+                return []
+            stack.append(maker)
+    return sorted(group.values(), key=lambda op: position[id(op)])
 
 
 def _plan(graph: Graph, ops: list[Op]) -> tuple[dict[int, Tensor], list[tuple[int, Op, Tensor]]]:
@@ -220,11 +242,6 @@ def _last_reads(graph: Graph, ops: list[Op]) -> dict[int, int]:
     last = {id(t): position for position, op in enumerate(ops) for t in op.inputs if t is not None}
     last.update((id(t), len(ops)) for t in graph.outputs)
     return last
-
-
-def _inputs_before(op: Op, at: int, position: dict[int, int]) -> bool:
-    """Every tensor `op` reads is a constant, a graph input or written before position `at`."""
-    return all(t is None or t.producer is None or position[id(t.producer)] < at for t in op.inputs)
 
 
 def _read_by_the_living(t: Tensor | None, dead: set[Op]) -> bool:
