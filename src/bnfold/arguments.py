@@ -63,11 +63,16 @@ def random_sampling(inputs, samples, seed_value) -> tuple[int, int]:
     samples, either one given would be ignored, so it is refused rather than dropped silently."""
     given = [name for name, value in (("samples", samples), ("seed", seed_value)) if value is not None]
     if inputs and given:
-        raise UsageError(
-            f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} for random inputs; the input files are "
-            "the samples (one per file, or a record-minmax file's records)"
-        )
+        raise sampling_refused(given, "input files")
     return count(1 if samples is None else samples, "samples"), seed(0 if seed_value is None else seed_value)
+
+
+def sampling_refused(given: list[str], files: str) -> UsageError:
+    """The refusal of sampling options (`given`, as the caller names them) beside input `files`."""
+    return UsageError(
+        f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} for random inputs; the {files} are "
+        "the samples (one per file, or a record-minmax file's records)"
+    )
 
 
 def tolerance(value, name: str) -> float | None:

@@ -8,7 +8,7 @@ import math
 import click
 
 from .. import api
-from ..errors import UsageError
+from ..arguments import sampling_refused
 
 
 class NonNegative(click.ParamType):
@@ -56,10 +56,7 @@ def refuse_ignored_sampling(input_files) -> None:
     typed = click.core.ParameterSource.COMMANDLINE
     given = [f"--{name}" for name in ("samples", "seed") if context.get_parameter_source(name) is typed]
     if given:
-        raise UsageError(
-            f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} for random inputs; the --input files are "
-            "the samples (one per file, or a record-minmax file's records)"
-        )
+        raise sampling_refused(given, "--input files")
 
 
 def echo_lines(lines, echo=click.echo) -> None:

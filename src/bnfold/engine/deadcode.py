@@ -43,8 +43,9 @@ def remove_dead_code(model: Model, orphans: int) -> tuple[dict[str, int], int]:
 def sweep(graph: Graph) -> int:
     """Graph.cleanup, keeping the dead readers whose reference LiteRT's planner needs to keep an op
     from running in place over a buffer still read (planner.py: masking_ops); how many it kept."""
-    keep = masking_ops(graph, graph.dead_ops())
-    graph.cleanup(keep=keep)
+    dead = graph.dead_ops()
+    keep = masking_ops(graph, dead)
+    graph.cleanup(keep=keep, dead=dead)
     return len(keep)
 
 

@@ -23,7 +23,8 @@ can let an op share a buffer it did not share before, far from the rewrite that 
     (`run_readers_first`: the same function, no op added);
 
 and what is left is bnfold's bug: the manager refuses an output with a clobber its input did not
-have (`new_clobbers`, the same writer over the same tensor), exit 3 naming the pass.
+have (`new_clobbers`: a writer that overwrites no more than it did in the input is the input's),
+exit 3 naming the pass.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..ir.graph import Graph, Op, Tensor
-from .reshapes import ALIASING, IN_PLACE, same_byte_size
+from .reshapes import ALIASING, IN_PLACE, shared_input
 
 NEVER = -1
 MAX_MOVES = 64  # ops run_readers_first moves in one graph before it leaves the rest to the check
@@ -196,13 +197,20 @@ def _plan(graph: Graph, ops: list[Op]) -> tuple[dict[int, Tensor], list[tuple[in
     refs = _references(graph, ops)
     outputs = {id(t) for t in graph.outputs}
     fixed = {id(t) for t in graph.inputs}
+
+    def in_arena(s: Tensor) -> bool:
+        return not s.is_const and id(s) not in fixed
+
+    def one_reader(s: Tensor) -> bool:
+        return refs.get(id(s), 0) == 1
+
     shared: dict[int, Tensor] = {}
     links = []
     for position, op in enumerate(ops):
         kind = op.kind
         if kind not in SHARING or not op.outputs or id(op.outputs[0]) in outputs:
             continue
-        source = _shared_input(op, kind, refs, fixed)
+        source = shared_input(kind, op.inputs, op.outputs[0], in_arena=in_arena, one_reader=one_reader)
         if source is None:
             continue
         root = shared.get(id(source), source)
@@ -210,20 +218,6 @@ def _plan(graph: Graph, ops: list[Op]) -> tuple[dict[int, Tensor], list[tuple[in
             shared[id(op.outputs[0])] = root
             links.append((position, op, root))
     return shared, links
-
-
-def _shared_input(op: Op, kind: str, refs: dict[int, int], fixed: set[int]) -> Tensor | None:
-    """The input whose buffer LiteRT gives op's first output, before the root's count is asked:
-    input 0 of an aliasing op; else the first modifiable input with one reference and the
-    output's byte size (over a scalar's). Never a graph input or a constant."""
-    aliasing = kind in ALIASING
-    for i in (0,) if aliasing else IN_PLACE[kind]:
-        s = op.inputs[i] if i < len(op.inputs) else None
-        if s is None or s.is_const or id(s) in fixed:
-            continue
-        if aliasing or (refs.get(id(s), 0) == 1 and same_byte_size(s, op.outputs[0])):
-            return s
-    return None
 
 
 def _references(graph: Graph, ops: list[Op]) -> dict[int, int]:

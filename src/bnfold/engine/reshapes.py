@@ -57,6 +57,7 @@ business, not bnfold's (the layout fuzzer counts such graphs apart: tests/layout
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -87,6 +88,7 @@ def add_reshape(graph: Graph, x: Tensor, y: Tensor, *, after: Op) -> Op:
 ALIASING = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS", "BITCAST"})  # LiteRT shares input 0, unmodified
 IN_PLACE = {"ADD": (0, 1), "SUB": (0, 1), "MUL": (0, 1), "DIV": (0, 1), "SOFTMAX": (0,), "DYNAMIC_UPDATE_SLICE": (0,)}
 HAZARD = "LiteRT would then run an op in place over a buffer another reader still needs (engine/reshapes.py)"
+Shares = Callable[[Op, Tensor, Tensor], bool]  # (reader u, its input t, its output): u gives the output t's buffer
 SCALAR_BYTES = 4  # LiteRT shares no buffer of this size or less with an op that modifies it
 
 
@@ -133,17 +135,8 @@ def release_hazard(graph: Graph, t: Tensor, leaving: Op) -> bool:
     # its reference is what stops an op in place (planner.py) -- unless a pass rewires it away
     if not gone or not _in_arena(graph, t) or len(slots) + graph.outputs.count(t) - gone != 1:
         return False
-    stack = [(t, chain_hazard(graph, t, added=-gone))]
-    while stack:
-        s, shared = stack.pop()
-        for u in dict.fromkeys(graph.consumers(s)):
-            out = u.outputs[0] if u.outputs else None
-            if u is leaving or out is None or out in graph.outputs or not _may_share(u, s, out):
-                continue
-            if shared and u.kind not in ALIASING:
-                return True
-            stack.append((out, shared or references(graph, out) > 1))
-    return False
+    above = chain_hazard(graph, t, added=-gone)
+    return _modified_after_shared(graph, t, above, lambda u, s, out: u is not leaving and _may_share(u, s, out))
 
 
 def _may_share(u: Op, s: Tensor, out: Tensor) -> bool:
@@ -203,12 +196,21 @@ def input_hazard(graph: Graph, x: Tensor) -> bool:
     readers, as convert_nchw_to_nhwc's input change does), would root a chain on which LiteRT runs
     a modifying op in place after a tensor with a second reader. As a graph input x ends every
     chain; as an arena tensor it joins its readers' chains to one. Linear in the graph."""
-    stack = [(x, False)]  # (a tensor sharing x's buffer, whether one on the way has another reader)
+    return _modified_after_shared(
+        graph, x, False, lambda u, t, out: _candidate(graph, u.kind, u.inputs, out, root=x) is t
+    )
+
+
+def _modified_after_shared(graph: Graph, top: Tensor, shared: bool, shares: Shares) -> bool:
+    """Whether, walking down the ops that place their output in `top`'s buffer (`shares(u, t,
+    out)`: u gives out t's buffer; a graph output never shares), a modifying op comes after a
+    tensor with a second reader (`shared`: one above `top` has). Linear in the ops on the way."""
+    stack = [(top, shared)]
     while stack:
         t, shared = stack.pop()
         for u in dict.fromkeys(graph.consumers(t)):
             out = u.outputs[0] if u.outputs else None
-            if out is None or out in graph.outputs or _candidate(graph, u.kind, u.inputs, out, root=x) is not t:
+            if out is None or out in graph.outputs or not shares(u, t, out):
                 continue
             if shared and u.kind not in ALIASING:
                 return True
@@ -245,21 +247,34 @@ def buffer_chain(graph: Graph, t: Tensor) -> list[Tensor]:
     return chain
 
 
-def _candidate(graph: Graph, kind: str, inputs, out: Tensor, *, root: Tensor | None = None) -> Tensor | None:
-    """The input LiteRT considers sharing with `out` for an op of `kind` (before its root check):
-    input 0 of an aliasing op; the first modifiable input with one reader and out's byte size.
-    `root`: a graph input counted as an arena tensor with one reader (`input_hazard`: the
-    propagation may still take its other readers away)."""
-    if kind in ALIASING:
-        s = inputs[0] if inputs else None
-        return s if s is not None and (s is root or _in_arena(graph, s)) else None
-    for i in IN_PLACE.get(kind, ()):
+def shared_input(
+    kind: str, inputs, out: Tensor, *, in_arena: Callable[[Tensor], bool], one_reader: Callable[[Tensor], bool]
+) -> Tensor | None:
+    """The input LiteRT considers sharing with `out` for an op of `kind` (before its root check),
+    the module docstring's rule: input 0 of an aliasing op; the first modifiable input with one
+    reader and out's byte size. Only an input `in_arena` (no constant, no graph input) is shared;
+    `one_reader` counts readers as the caller does (the graph as it stands, or LiteRT's counts)."""
+    aliasing = kind in ALIASING
+    for i in (0,) if aliasing else IN_PLACE.get(kind, ()):
         s = inputs[i] if i < len(inputs) else None
-        if s is None or not (s is root or _in_arena(graph, s)):
+        if s is None or not in_arena(s):
             continue
-        if (s is root or references(graph, s) == 1) and same_byte_size(s, out):
+        if aliasing or (one_reader(s) and same_byte_size(s, out)):
             return s
     return None
+
+
+def _candidate(graph: Graph, kind: str, inputs, out: Tensor, *, root: Tensor | None = None) -> Tensor | None:
+    """`shared_input` on the graph as it stands (a reader nothing needs not counted). `root`: a
+    graph input counted as an arena tensor with one reader (`input_hazard`: the propagation may
+    still take its other readers away)."""
+    return shared_input(
+        kind,
+        inputs,
+        out,
+        in_arena=lambda s: s is root or _in_arena(graph, s),
+        one_reader=lambda s: s is root or references(graph, s) == 1,
+    )
 
 
 def _in_arena(graph: Graph, s: Tensor) -> bool:

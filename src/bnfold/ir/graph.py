@@ -306,6 +306,10 @@ class Graph:
         """A tensor the outside world can see: graph input or output, or named by a signature."""
         return tensor in self.pinned or tensor in self.outputs or tensor in self.inputs
 
+    def is_unread(self, tensor: Tensor) -> bool:
+        """No op reads `tensor` and nothing outside sees it."""
+        return not tensor._uses and not self.is_observed(tensor)
+
     def has_single_use(self, tensor: Tensor, op: Op) -> bool:
         """True when `op` is the only reader of `tensor` and nothing outside sees it."""
         return not self.is_observed(tensor) and all(user is op for user in tensor._uses) and bool(tensor._uses)
@@ -527,10 +531,10 @@ class Graph:
                     live_uses[id(t)] -= 1
         return dead
 
-    def cleanup(self, *, keep: AbstractSet[Op] = frozenset()) -> Graph:
-        """Remove the dead ops (`dead_ops`) but those in `keep`, then tensors no op or signature
-        refers to."""
-        for op in self.dead_ops():
+    def cleanup(self, *, keep: AbstractSet[Op] = frozenset(), dead: list[Op] | None = None) -> Graph:
+        """Remove the dead ops (`dead`: what `dead_ops` gave, if the caller asked it already) but
+        those in `keep`, then tensors no op or signature refers to."""
+        for op in self.dead_ops() if dead is None else dead:
             if op not in keep and not any(t._uses for t in op.outputs):
                 self.remove_op(op)
         referenced: set[int] = set()

@@ -30,8 +30,7 @@ def run(graph: Graph) -> PassResult:
         first = None if t is None else t.producer
         if t is None or first is None or first.kind != "RESHAPE" or (x := first.input(0)) is None:
             continue
-        y = op.outputs[0]
-        if not graph.consumers(y) and not graph.is_observed(y):
+        if graph.is_unread(op.outputs[0]):
             continue  # nothing reads it: the cleanup's (it keeps a reader LiteRT needs, engine/planner.py)
         if not (same_quantization(x, t) and same_quantization(t, op.outputs[0])):
             continue

@@ -41,7 +41,7 @@ def run(graph: Graph) -> PassResult:
     result = PassResult()
     for op in [op for op in graph.ops if op.kind == "RESHAPE"]:
         x, y = op.input(0), op.outputs[0]
-        if x is None or _dead(graph, y):
+        if x is None or graph.is_unread(y):  # the cleanup's: it keeps one LiteRT needs (planner.py)
             continue
         shape = op.input(1)
         if shape is not None and not shape.is_const:
@@ -88,12 +88,6 @@ def _only_flattening_layers_read(graph: Graph, x: Tensor, y: Tensor) -> bool:
         ):
             return False
     return True
-
-
-def _dead(graph: Graph, y: Tensor) -> bool:
-    """Nothing reads y: the RESHAPE is the cleanup's, which keeps it where its reference stops
-    LiteRT from running an op in place over a buffer still read (engine/planner.py)."""
-    return not graph.consumers(y) and not graph.is_observed(y)
 
 
 def _producer_takes_output(graph: Graph, op: Op, x: Tensor) -> bool:
