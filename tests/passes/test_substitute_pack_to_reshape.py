@@ -29,3 +29,39 @@ def test_pack_of_one_becomes_a_reshape(axis):
 
 def test_pack_of_two_stays():
     optimize_and_compare(pack_net(2, 1).recipe(), [PASS], {"PACK": 1, "RESHAPE": 0})
+
+
+def shared_net() -> Net:
+    """x -> TANH -> a -> MUL(k) -> m -> PACK -> p -> DIV(k) -> TANH -> y; ADD(m, k) -> z after the
+    DIV. LiteRT runs the MUL in place over a (one reader); a PACK has a buffer of its own, so the
+    DIV runs in place over p alone. Made a RESHAPE, p would share a's buffer with m, and the DIV
+    would overwrite m before the ADD reads it."""
+    n = Net()
+    n.input("x", [7, 5])
+    a = n.op("TANH", ["x"], "a", [7, 5])
+    m = n.op("MUL", [a, n.const("k", [1])], "m", [7, 5])
+    p = n.op("PACK", [m], "p", [1, 7, 5], values_count=1, axis=0)
+    d = n.op("DIV", [p, n.const("divisor", [1], low=0.5, high=2.0)], "d", [1, 7, 5])
+    y = n.op("TANH", [d], "y", [1, 7, 5])
+    z = n.op("ADD", [m, n.const("shift", [5])], "z", [7, 5])
+    n.outputs = [y, z]
+    return n
+
+
+def test_a_pack_stays_where_the_reshape_would_share_a_needed_buffer():
+    from bnfold import api
+    from layout_fuzzing import prepare, run_case
+
+    content, why = prepare(shared_net().recipe())
+    assert content is not None, why
+    result = api.optimize(content, [PASS])
+    assert [op.kind for op in result.model.graphs[0].ops].count("PACK") == 1
+    assert not any("reordered" in note for note in result.report["notes"])
+    assert run_case(content, "default").kind == "ok"
+
+
+def test_without_the_second_reader_the_pack_goes():
+    n = shared_net()
+    n.outputs = ["y"]
+    n.operations = [op for op in n.operations if op["outputs"] != ["z"]]
+    optimize_and_compare(n.recipe(), [PASS], {"PACK": 0, "RESHAPE": 1})

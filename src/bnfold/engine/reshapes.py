@@ -32,7 +32,8 @@ input and a graph output end a chain: removing one, or making a graph input or o
 tensor, can join chains.
 So no rewrite
   - adds a RESHAPE or makes a RESHAPE-like op read another tensor where `aliasing_hazard` says so
-    (substitute_transpose_to_reshape, remove_redundant_reshape, a TRANSPOSE merged into a RESHAPE):
+    (substitute_transpose_to_reshape, substitute_pack_to_reshape, substitute_strided_slice_to_reshape,
+    remove_redundant_reshape, a TRANSPOSE merged into a RESHAPE):
     a tensor from x up its chain gets a second reader, or y, now in x's buffer, has two readers
     with an op below it that may run in place (`modified_below`);
   - takes a RESHAPE out, its readers reading its input, where `bypass_hazard` says so

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ..engine.identity import keeps_every_element_in_order
 from ..engine.report import PassResult
-from ..engine.reshapes import add_reshape
+from ..engine.reshapes import HAZARD, add_reshape, aliasing_hazard
 from ..ir.graph import Graph
 
 KINDS = frozenset({"STRIDED_SLICE"})
@@ -25,6 +25,9 @@ def run(graph: Graph) -> PassResult:
     for op in [op for op in graph.ops if op.kind in KINDS]:
         x, y = op.input(0), op.outputs[0]
         if x is None or x.signature == y.signature or not keeps_every_element_in_order(graph, op):
+            continue
+        if aliasing_hazard(graph, x, y, added=0):  # a slice has a buffer of its own; a RESHAPE shares x's
+            result.skip(op, HAZARD)
             continue
         result.fold(op, [op], into=[], shape=list(y.signature))
         graph.remove_op(op)
