@@ -195,7 +195,7 @@ def test_unimplemented_one_flags_are_declared_only_for_a_command_line_that_needs
     probe = textwrap.dedent("""
         import sys
         from bnfold import cli
-        command = cli.main.commands["optimize"]
+        command = cli.main.get_command(None, "optimize")
         context = command.make_context("optimize", sys.argv[1:])
         hidden = sum(getattr(p, "hidden", False) for p in command.params)
         print(command.one_flags_declared, hidden, context.params.get("fuse_bcq"))
@@ -212,7 +212,7 @@ def test_unimplemented_one_flags_are_declared_only_for_a_command_line_that_needs
     }
     assert lines == {
         (): ["False", "0", "None"],
-        ("--fuse_bcq",): ["True", str(len(flags.NOT_IMPLEMENTED)), "True"],
+        ("--fuse_bcq",): ["True", str(len(flags.not_implemented())), "True"],
         ("-q", "--fuse_batchnorm_with_conv"): ["False", "0", "None"],
     }
 

@@ -40,6 +40,9 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from . import arguments, reports
+from .check_names import BACKENDS as BACKENDS  # re-exported: the CLI offers them
+from .check_names import CHECK_MODES as CHECK_MODES
+from .check_names import CRITERION as CRITERION
 from .engine import registry
 from .engine.manager import run_passes
 from .engine.report import Report
@@ -59,14 +62,10 @@ from .io.writer import WriteInfo, save_model
 from .ir.model import Model
 from .results import Inspection, Optimized, Ran, refuse_model_write
 from .selection import Selection, read_config, select
-from .value_commands import check, h5diff, run
-from .values import BACKENDS as BACKENDS  # re-exported: the CLI offers them
-from .values import CHECK_MODES as CHECK_MODES
-from .values import CRITERION as CRITERION
-from .values.lossy import measure_lossy
 
-if TYPE_CHECKING:  # at run time __getattr__ below imports it on first use
+if TYPE_CHECKING:  # at run time __getattr__ below imports them on first use
     from .batch import optimize_many
+    from .value_commands import check, h5diff, run
 
 MAX_SAMPLES, MAX_SEED = arguments.MAX_SAMPLES, arguments.MAX_SEED
 PASSES = registry.PASSES  # every pass, in run order (name, summary, exact, default)
@@ -95,18 +94,22 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    """optimize_many, the batch form of optimize_file, from batch.py on first use: only a batch
-    run pays for loading it (~2 ms)."""
-    if name == "optimize_many":
-        from .batch import optimize_many
+LAZY = {"optimize_many": "batch", "check": "value_commands", "run": "value_commands", "h5diff": "value_commands"}
 
-        return optimize_many
+
+def __getattr__(name: str):
+    """optimize_many (the batch form of optimize_file, batch.py) and the value commands (check,
+    run, h5diff: value_commands.py) on first use: only a run that uses them pays for loading them
+    and what they import (tests/test_layers.py: what `optimize` imports)."""
+    if name in LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__package__}.{LAZY[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | {"optimize_many"})
+    return sorted(set(globals()) | set(LAZY))
 
 
 # ---- the IR ----------------------------------------------------------------------------------
@@ -310,8 +313,12 @@ def _optimize_path(
         e.path = e.path or path
         raise
     times["passes"] = time.perf_counter() - start
-    lossy = measure_lossy(lambda: load_reference(path, log), model, registry.lossy_passes_in(log.folds))
-    log.notes += [lossy] if lossy else []  # lossy passes: their error, measured
+    lossy_passes = registry.lossy_passes_in(log.folds)
+    if lossy_passes:  # their error, measured (values/: only a run a lossy pass changed loads it)
+        from .values.lossy import measure_lossy
+
+        lossy = measure_lossy(lambda: load_reference(path, log), model, lossy_passes)
+        log.notes += [lossy] if lossy else []
     checked = None
     if check:
         from .values.verify import check_tolerance, verify_optimized

@@ -20,7 +20,6 @@ from __future__ import annotations
 from ..errors import UsageError
 from ..ir.graph import Graph
 from ..ir.model import Model
-from ..ir.runtimes import PROBED, RUNS
 
 TARGETS = ("litert", "onert", "any")
 FORMAT_TARGETS = {"tflite": "litert", "circle": "onert"}  # io/formats.py Format.name -> default target
@@ -41,6 +40,8 @@ class Target:
 
     def refusal(self, kind: str, activation: str = "NONE") -> str | None:
         """Why this target cannot take an operator `kind` with the fused `activation`, or None."""
+        from ..ir.runtimes import PROBED, RUNS  # the table: only a pass about to make something asks
+
         if self.name == "any":
             if kind not in self.kinds:
                 return f"the input has no {kind}, and the target is any (only operators the input already had)"

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -35,9 +35,18 @@ from .const import NUMPY_DTYPES, Buffer, Scaled, as_stored
 from .ops import FUSED_ACTIVATIONS, SIDE_EFFECT_KINDS, info
 
 if TYPE_CHECKING:
-    from ..engine.targets import Target
     from .invariants import Changes
     from .model import Model
+
+
+class Target(Protocol):
+    """What a pass asks of the runtime a graph is made for (engine/targets.py: Target, the one
+    implementation, which the manager sets; named here by this protocol so that the IR imports
+    nothing of engine/)."""
+
+    name: str
+
+    def refusal(self, kind: str, activation: str = "NONE") -> str | None: ...
 
 
 class Options:

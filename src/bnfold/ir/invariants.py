@@ -30,7 +30,6 @@ import numpy as np
 from ..errors import InternalError, ModelError
 from .const import NUMPY_DTYPES
 from .ops import FUSED_ACTIVATIONS, OUTPUT_AXIS_KINDS, info
-from .shapes import shape_problem
 
 if TYPE_CHECKING:
     from .graph import Op
@@ -302,6 +301,8 @@ class Changes:
         self.sound = False
         if self.running is None:
             return
+        from .shapes import shape_problem  # the rules: only a run that changes something asks them
+
         if op not in self.ops and shape_problem(op, info(op.kind).shape) is not None:
             self.stale.add(op)
         self.ops[op] = self.running
@@ -328,6 +329,8 @@ def check_output(model: Model, path: str | None = None) -> None:
     except ModelError as e:
         op = getattr(e, "op", None)
         raise InternalError(f"{culprit(model, op)} left a model bnfold's reader refuses: {e.args[0]}", path) from None
+    from .shapes import shape_problem
+
     for g_index, graph in enumerate(model.graphs):
         changes = graph.changes
         if changes is None:

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UsageError
-from ..io.formats import CIRCLE, TFLITE, Format
+from ..io.formats import CIRCLE, TFLITE, Format, format_of
 from ..io.paths import open_input
 from ..ir.const import NUMPY_DTYPES, Buffer
 from ..ir.graph import Graph, Options, Tensor
@@ -202,7 +202,7 @@ def _build_graph(model: Model, graph: Graph, spec: dict, rng, where: str) -> dic
         if "filler" in operand:
             filler = _typed(operand["filler"], dict, f"operand {name!r} filler", where)
             sparse = (
-                _sparsity(model.format, operand["sparsity"], shape, f"{where} operand {name!r}")
+                _sparsity(format_of(model), operand["sparsity"], shape, f"{where} operand {name!r}")
                 if "sparsity" in operand
                 else None
             )
@@ -246,7 +246,7 @@ def _build_graph(model: Model, graph: Graph, spec: dict, rng, where: str) -> dic
         kind = _typed(op.get("type"), str, "operation type", where)
         if kind not in model.format.op_codes:
             raise UsageError(f"{where}: unknown operator {kind} for {model.format.name}")
-        options = _with_defaults(model.format, _options(kind, op, where), where)
+        options = _with_defaults(format_of(model), _options(kind, op, where), where)
         custom = op.get("custom_code")
         custom = None if custom is None else _typed(custom, str, f"{kind} custom_code", where).encode()
         version = _typed(op.get("version", 1), int, f"{kind} version", where)
