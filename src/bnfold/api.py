@@ -8,7 +8,6 @@
     result.save("model.opt.circle")
 
     bnfold.optimize_file("in.tflite", "out.circle", check=3)          # what `bnfold optimize` does
-    bnfold.optimize_many(["models/"], "out/", jobs=2)                 # `bnfold optimize --out-dir out -j 2 models`
     bnfold.convert("in.tflite", "out.circle")                         # `bnfold convert`
     bnfold.inspect("model.tflite", leftovers=True)                    # `bnfold inspect`
     bnfold.check("a.tflite", "b.circle", samples=10)                  # `bnfold check`: a CheckResult
@@ -64,7 +63,6 @@ from .results import Inspection, Optimized, Ran, refuse_model_write
 from .selection import Selection, read_config, select
 
 if TYPE_CHECKING:  # at run time __getattr__ below imports them on first use
-    from .batch import optimize_many
     from .value_commands import check, h5diff, run
 
 MAX_SAMPLES, MAX_SEED = arguments.MAX_SAMPLES, arguments.MAX_SEED
@@ -77,7 +75,6 @@ __all__ = [
     "Ran",
     "optimize",
     "optimize_file",
-    "optimize_many",
     "convert",
     "inspect",
     "check",
@@ -94,13 +91,13 @@ __all__ = [
 ]
 
 
-LAZY = {"optimize_many": "batch", "check": "value_commands", "run": "value_commands", "h5diff": "value_commands"}
+LAZY = {"check": "value_commands", "run": "value_commands", "h5diff": "value_commands"}
 
 
 def __getattr__(name: str):
-    """optimize_many (the batch form of optimize_file, batch.py) and the value commands (check,
-    run, h5diff: value_commands.py) on first use: only a run that uses them pays for loading them
-    and what they import (tests/test_layers.py: what `optimize` imports)."""
+    """The value commands (check, run, h5diff: value_commands.py) on first use: only a run that
+    uses them pays for loading them and what they import (tests/test_layers.py: what `optimize`
+    imports). Many models in one run are batch.py's (`bnfold.optimize_many`), built on this module."""
     if name in LAZY:
         import importlib
 

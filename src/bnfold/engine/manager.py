@@ -24,8 +24,9 @@ from __future__ import annotations
 from collections.abc import Set as AbstractSet
 
 from ..errors import BnfoldError, InternalError
+from ..ir.changes import Changes
 from ..ir.graph import Graph
-from ..ir.invariants import Changes, check_output, culprit
+from ..ir.invariants import check_output, culprit
 from ..ir.model import Model
 from .deadcode import orphan_buffers, remove_dead_code, sweep
 from .leftovers import explain, transposes_left

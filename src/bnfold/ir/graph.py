@@ -35,8 +35,21 @@ from .const import NUMPY_DTYPES, Buffer, Scaled, as_stored
 from .ops import FUSED_ACTIVATIONS, SIDE_EFFECT_KINDS, info
 
 if TYPE_CHECKING:
-    from .invariants import Changes
-    from .model import Model
+    from .changes import Changes
+
+
+class Owner(Protocol):
+    """What a graph and the passes ask of the model holding it (ir/model.py: Model, which imports
+    this module; named here by this protocol so that this module does not import it back)."""
+
+    graphs: list[Graph]
+    opcodes: list[Any]  # ir/model.py OpCode entries
+    format: Any  # ir/model.py Format
+
+    @property
+    def empty_buffer(self) -> Buffer: ...
+
+    def opcode(self, kind: str, version: int = 1, custom_code: bytes | None = None) -> Any: ...
 
 
 class Target(Protocol):
@@ -280,7 +293,7 @@ class Graph:
         self.inputs: list[Tensor] = []
         self.outputs: list[Tensor] = []
         self.pinned: set[Tensor] = set()  # tensors a signature names: never removed or renamed
-        self.model: Model | None = None  # set by Model.add_graph
+        self.model: Owner | None = None  # set by Model.add_graph
         self.target: Target | None = None  # the runtime it is made for, set by the manager for the passes
         self._order: list[Op] = []  # execution order; may still hold removed ops (see `ops`)
         self._members: set[Op] = set()
