@@ -76,6 +76,141 @@ def test_the_proof_does_not_import_what_it_proves(module):
     assert not imported & {"engine", "passes"}, imported
 
 
+# ---- the layers: what each part may import (docs/design.md, "Layers") ---------------------------
+
+DESIGN = SRC.parents[1] / "docs" / "design.md"
+SCRIPTS = SRC.parents[1] / "scripts"
+
+
+def _layers() -> dict[str, set[str]]:
+    """docs/design.md's layer table: part -> the parts it may import (parts named as the table
+    names them, without `/` or `.py`)."""
+    section = DESIGN.read_text().split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
+    allowed: dict[str, set[str]] = {}
+    for row in section.splitlines():
+        cells = row.split("|")
+        if not row.startswith("| `") or len(cells) < 4:
+            continue
+        parts = [name.strip("/").removesuffix(".py") for name in cells[1].split("`")[1::2]]
+        for part in parts:
+            allowed[part] = set(cells[2].split("`")[1::2])
+    return allowed
+
+
+def _part(module: str) -> str:
+    """The part of bnfold a module belongs to: its package under bnfold, or its own name."""
+    names = module.split(".")
+    return "__init__" if len(names) == 1 else names[1]
+
+
+def _imports(path: Path, package: str) -> set[str]:
+    """Every module of bnfold the file at `path` (of `package`) imports, wherever the import
+    stands (top, function, TYPE_CHECKING): a name imported from a package is its module when
+    there is one."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "bnfold"}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            elif (node.module or "").split(".")[0] == "bnfold":
+                module = node.module or ""
+            else:
+                continue
+            for alias in node.names:
+                name = f"{module}.{alias.name}"
+                as_file = SRC.parent / name.replace(".", "/")
+                found.add(name if as_file.with_suffix(".py").exists() or as_file.is_dir() else module)
+    return found
+
+
+def _modules() -> dict[str, Path]:
+    """bnfold's modules by dotted name (a package by its __init__.py)."""
+    modules = {}
+    for path in SRC.rglob("*.py"):
+        names = path.relative_to(SRC.parent).with_suffix("").parts
+        modules[".".join(names[:-1] if names[-1] == "__init__" else names)] = path
+    return modules
+
+
+def test_the_layer_table_names_every_part_once_and_goes_one_way():
+    allowed = _layers()
+    parts = {_part(m) for m in _modules()} - {"__main__"} | {"__main__"}
+    assert set(allowed) == parts, set(allowed) ^ parts
+    for part, below in allowed.items():
+        assert below <= set(allowed), (part, below - set(allowed))
+    order: list[str] = []  # each part after everything it may import: the table is a hierarchy
+    while len(order) < len(allowed):
+        ready = [p for p in allowed if p not in order and allowed[p] <= set(order)]
+        assert ready, f"the table goes round: {sorted(set(allowed) - set(order))}"
+        order += ready
+
+
+def test_each_part_imports_only_what_its_layer_may():
+    allowed = _layers()
+    crossing = []
+    for module, path in sorted(_modules().items()):
+        package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+        part = _part(module)
+        for target in sorted(_imports(path, package)):
+            if _part(target) != part and _part(target) not in allowed[part]:
+                crossing.append(f"{path.relative_to(SRC)} imports {target}")
+    assert crossing == []
+
+
+def test_a_pass_reaches_neither_the_registry_nor_the_manager():
+    """The registry and the manager know a pass by its PassSpec (its interface hook included)."""
+    for path in sorted((SRC / "passes").glob("*.py")):
+        imported = _imports(path, "bnfold.passes")
+        assert not imported & {"bnfold.engine.registry", "bnfold.engine.manager"}, path.name
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle of `graph` (module -> the modules it imports), or []."""
+    state: dict[str, int] = {}  # 1: on the path being followed, 2: done
+    for start in sorted(graph):
+        stack = [(start, iter(sorted(graph[start])))]
+        path = [start]
+        state[start] = state.get(start) or 1
+        if state[start] == 2:
+            continue
+        while stack:
+            node, successors = stack[-1]
+            step = next(successors, None)
+            if step is None:
+                state[node] = 2
+                stack.pop()
+                path.pop()
+            elif state.get(step) == 1:
+                return path[path.index(step) :] + [step]
+            elif step in graph and not state.get(step):
+                state[step] = 1
+                stack.append((step, iter(sorted(graph[step]))))
+                path.append(step)
+    return []
+
+
+def test_no_import_cycle_type_only_ones_included():
+    """Among bnfold's modules, and among the scripts (which import each other by file name)."""
+    modules = _modules()
+    graph = {}
+    for module, path in modules.items():
+        package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+        # a module imports its package's __init__ too, but that is Python's doing, not a dependency
+        graph[module] = {t for t in _imports(path, package) if t in modules and t != module}
+    assert _cycle(graph) == []
+    scripts = {p.stem: p for p in SCRIPTS.glob("*.py")}
+    graph = {}
+    for name, path in scripts.items():
+        tree = ast.parse(path.read_text())
+        graph[name] = {
+            n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0 and n.module in scripts
+        } | {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names if a.name in scripts}
+    assert _cycle(graph) == []
+
+
 def test_no_source_file_over_600_lines():
     long = {str(p.relative_to(SRC)): n for p in SRC.rglob("*.py") if (n := len(p.read_text().splitlines())) > 600}
     assert long == {}

@@ -14,7 +14,7 @@ built on it); each command is one function:
 function. Errors are the types of bnfold.errors, with the message the command line prints.
 """
 
-__version__ = "0.1.0"
+from .version import __version__
 
 _API = (
     "Optimized",

@@ -96,7 +96,7 @@ class BatchResult(NamedTuple):
         }
 
     def to_dict(self) -> dict:
-        from . import __version__
+        from .version import __version__
 
         shard = None if self.shard is None else f"{self.shard[0]}/{self.shard[1]}"
         return {
