@@ -54,7 +54,8 @@ class Target:
         for runtime in runtimes:
             if (kind, activation) not in RUNS[runtime]:
                 what = kind if activation == "NONE" else f"{kind} with a fused {activation}"
-                return f"{runtime} does not run {what} (the target is {self.name})"
+                every = " (the target any takes only what every runtime runs)" if self.name == "any" else ""
+                return f"{runtime} does not run {what}{every}"
         return None
 
 
