@@ -74,7 +74,8 @@ class Target:
                 continue
             for runtime in runtimes:
                 if (kind, variant) not in RUNS[runtime]:
-                    return f"{runtime} does not run {_described(kind, variant)} (the target is {self.name})"
+                    every = " (the target any takes only what every runtime runs)" if self.name == "any" else ""
+                    return f"{runtime} does not run {_described(kind, variant)}{every}"
         return None
 
 
