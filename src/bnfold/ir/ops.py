@@ -353,6 +353,7 @@ TABLE: tuple[OpInfo, ...] = (
     _unary("L2_NORMALIZATION", "L2NormOptions", layout="last_axis"),
     _unary("DEQUANTIZE", "DequantizeOptions"),
     _unary("QUANTIZE", "QuantizeOptions"),
+    _unary("FAKE_QUANT", "FakeQuantOptions"),
     OpInfo("INSTANCE_NORM", "InstanceNormOptions", (3, 1), shape="same"),
     OpInfo("WHILE", "WhileOptions"),
     OpInfo("IF", "IfOptions"),
