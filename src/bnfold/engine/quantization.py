@@ -27,6 +27,7 @@ import numpy as np
 
 from ..ir.const import NUMPY_DTYPES
 from ..ir.graph import Graph, Op, Tensor
+from ..ir.ops import ACTIVATION_BOUNDS
 
 INTEGER_TYPES = frozenset({"INT8", "UINT8", "INT16"})  # the types fact 1 covers
 
@@ -90,6 +91,57 @@ def merged_requantize(first: PerTensor, second: PerTensor) -> str | None:
         return (
             f"the first ({first}) clamps to [{a1 + shift}, {b1 + shift}] in the second's terms, inside "
             f"its range [{a2}, {b2}]"
+        )
+    return None
+
+
+def activation_range(p: PerTensor, fused: str) -> tuple[int, int] | None:
+    """The integers a layer writing `p` with fused activation `fused` clamps to (LiteRT's
+    CalculateActivationRangeQuantized: z + round-half-away(float32(bound) / scale), within the
+    type's range); None for an activation quantized kernels do not clamp to a range."""
+    if fused not in ACTIVATION_BOUNDS:
+        return None
+    low, high = p.range
+    bound_low, bound_high = ACTIVATION_BOUNDS[fused]
+
+    def level(bound: float) -> int:
+        v = np.float32(bound) / p.scale
+        return p.zero_point + int(np.sign(v) * np.floor(np.abs(v) + np.float32(0.5)))
+
+    if bound_low is not None:
+        low = max(low, level(bound_low))
+    if bound_high is not None:
+        high = min(high, level(bound_high))
+    return low, high
+
+
+def output_requantize(layer: PerTensor, requantized: PerTensor, fused: str) -> str | None:
+    """None when a layer writing `layer` with activation `fused`, then a QUANTIZE to
+    `requantized`, gives the integers the layer writes when it writes `requantized` itself (with
+    the same activation); else why not.
+
+    The layer computes r = MBQM(acc, s_in·s_w / s_out) once whatever its zero point; with one
+    scale (fact 2) the QUANTIZE adds z2 - z1 and clamps: r + z2 clamped to the layer's range at
+    z1 moved to z2, then to the type's. Writing (s, z2) clamps r + z2 to the range at z2. Equal
+    when the two intervals are."""
+    if layer.dtype != requantized.dtype:
+        return f"the QUANTIZE converts {layer.dtype} to {requantized.dtype}: the layer computes one type"
+    if layer.scale != requantized.scale:
+        return (
+            f"the QUANTIZE rescales ({float(layer.scale):.9g} to {float(requantized.scale):.9g}): LiteRT rounds the "
+            "layer's accumulator, then the requantized value; one multiplier rounds once, which can differ by a step"
+        )
+    first, direct = activation_range(layer, fused), activation_range(requantized, fused)
+    if first is None or direct is None:
+        return f"a quantized layer does not clamp its {fused} activation to a range"
+    shift = requantized.zero_point - layer.zero_point
+    low, high = requantized.range
+    through = (max(first[0] + shift, low), min(first[1] + shift, high))
+    if through != direct:
+        return (
+            f"the layer clamps to [{first[0]}, {first[1]}] (at zero point {layer.zero_point}), which after the "
+            f"QUANTIZE is [{through[0]}, {through[1]}], not the [{direct[0]}, {direct[1]}] it would clamp to at "
+            f"zero point {requantized.zero_point}"
         )
     return None
 

@@ -168,6 +168,14 @@ PASSES: tuple[PassSpec, ...] = (
         needs=frozenset({"DEQUANTIZE"}),
     ),
     PassSpec(
+        "fuse_output_requantize",
+        "make a quantized CONV_2D/DEPTHWISE_CONV_2D/FULLY_CONNECTED/TRANSPOSE_CONV write the parameters of the "
+        "QUANTIZE after it, where one scale makes that change no integer (TICO's fold)",
+        True,
+        False,
+        needs=frozenset({"QUANTIZE"}),
+    ),
+    PassSpec(
         "remove_unnecessary_concat",
         "remove a CONCATENATION of a single tensor (PyTorch's torch.cat([x]))",
         True,
