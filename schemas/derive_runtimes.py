@@ -3,14 +3,14 @@
     python schemas/derive_runtimes.py           # rewrite the table from the installed runtimes
     python schemas/derive_runtimes.py --check   # exit 1 (with the differences) if they disagree with it
 
-For every probe below (an operator kind with one fused activation) the recipe chef builds a one-op
-float32 Circle model; a runtime runs it when it loads the model and one run on normal(0, 2) inputs
-gives what bnfold's reference interpreter computes (so a fused activation a runtime loads and then
-ignores, as LiteRT 2.3 does TANH on CONV_2D, counts as not run). LiteRT (ai-edge-litert, builtin
-kernels without delegates, the model written as TFLite) and onert (pip `onert`, cpu backend, the
-Circle file) are asked. The probes are the operators and fused activations bnfold's passes make or
-keep (a pass that would make one a target cannot run refuses, engine/targets.py), and their
-neighbours.
+For every probe below (an operator kind with one variant: a fused activation, or a constant operand
+where a runtime may refuse one) the recipe chef builds a one-op float32 Circle model; a runtime
+runs it when it loads the model and one run on normal(0, 2) inputs gives what bnfold's reference
+interpreter computes (so a fused activation a runtime loads and then ignores, as LiteRT 2.3 does
+TANH on CONV_2D, counts as not run). LiteRT (ai-edge-litert, builtin kernels without delegates,
+the model written as TFLite) and onert (pip `onert`, cpu backend, the Circle file) are asked. The
+probes are the operators and fused activations bnfold's passes make or keep (a pass that would
+make one a target cannot run refuses, engine/targets.py), and their neighbours.
 tests/test_runtimes.py re-derives the table from the runtimes installed there (a missing onert
 skips its column) and fails on any difference, like tests/test_schemas.py for the bindings.
 """
@@ -70,6 +70,14 @@ def _pool() -> tuple[list[dict], list[str], dict]:
     return [], ["x"], options
 
 
+# Operands a runtime may refuse as constants: (kind, "constant input N") -> the probe's constants, inputs and
+# options (onert refuses a BATCH_MATMUL whose left operand is a constant: ONE #16064, TICO #339)
+CONSTANT_OPERAND_PROBES = {
+    ("BATCH_MATMUL", "constant input 0"): lambda: ([_const("c", [1, 4, 2, 4])], ["c", "x"], {}),
+}
+CONSTANT_OPERAND_OUTPUT = {("BATCH_MATMUL", "constant input 0"): [1, 4, 2, 3]}
+
+
 # kind -> (constants, input names, options without the activation) and whether it has a fused activation;
 # OUTPUT: the output's shape where it is not X's
 PROBES = {
@@ -115,15 +123,22 @@ OUTPUT = {
 
 
 def probes() -> list[tuple[str, str]]:
-    """(kind, fused activation) pairs, in table order."""
-    return [(kind, act) for kind, (_, fused) in PROBES.items() for act in (ACTIVATIONS if fused else ("NONE",))]
+    """(kind, variant) pairs, in table order: each kind with each fused activation it has, then the
+    constant operands."""
+    fused = [(kind, act) for kind, (_, has) in PROBES.items() for act in (ACTIVATIONS if has else ("NONE",))]
+    return fused + list(CONSTANT_OPERAND_PROBES)
 
 
-def recipe(kind: str, activation: str) -> dict:
-    constants, inputs, options = PROBES[kind][0]()
-    if PROBES[kind][1]:
-        options = {**options, "fused_activation_function": activation}
-    operands = [{"name": "x", "shape": X}, *constants, {"name": "y", "shape": OUTPUT.get(kind, X)}]
+def recipe(kind: str, variant: str) -> dict:
+    if (kind, variant) in CONSTANT_OPERAND_PROBES:
+        constants, inputs, options = CONSTANT_OPERAND_PROBES[kind, variant]()
+        output = CONSTANT_OPERAND_OUTPUT[kind, variant]
+    else:
+        constants, inputs, options = PROBES[kind][0]()
+        output = OUTPUT.get(kind, X)
+        if PROBES[kind][1]:
+            options = {**options, "fused_activation_function": variant}
+    operands = [{"name": "x", "shape": X}, *constants, {"name": "y", "shape": output}]
     operation = {"type": kind, "inputs": inputs, "outputs": ["y"]}
     if options:
         operation["options"] = options
@@ -162,19 +177,20 @@ def derive(runtimes: tuple[str, ...] = RUNTIMES) -> dict[str, list[tuple[str, st
     """runtime -> the probes it runs."""
     runners = {"litert": _litert, "onert": _onert}
     table: dict[str, list[tuple[str, str]]] = {r: [] for r in runtimes}
-    for kind, activation in probes():
-        model = build(recipe(kind, activation), CIRCLE, where=f"probe {kind} {activation}")
+    for kind, variant in probes():
+        model = build(recipe(kind, variant), CIRCLE, where=f"probe {kind} {variant}")
         for runtime in runtimes:
             if _runs(runners[runtime], model):
-                table[runtime].append((kind, activation))
+                table[runtime].append((kind, variant))
     return table
 
 
 def source(table: dict[str, list[tuple[str, str]]]) -> str:
     lines = [
         '"""What each runtime runs: derived by schemas/derive_runtimes.py from the runtimes themselves (do not',
-        "edit; tests/test_runtimes.py re-derives it). PROBED: every (operator kind, fused activation) asked;",
-        "RUNS[runtime]: those that loaded and ran as one-op float32 models. engine/targets.py reads it.",
+        "edit; tests/test_runtimes.py re-derives it). PROBED: every (operator kind, variant) asked, a variant",
+        "being a fused activation or 'constant input N'; RUNS[runtime]: those that loaded and ran as one-op",
+        "float32 models. engine/targets.py reads it.",
         '"""',
         "",
         f"VERSIONS = {{'litert': {version('ai-edge-litert')!r}, 'onert': {version('onert')!r}}}",

@@ -7,10 +7,12 @@ import pytest
 
 from bn_models import Net, chain, conv2d, mul_add
 from bnfold import api
+from bnfold.engine.registry import PASSES, UNDOING
+from bnfold.engine.report import PassResult
 from bnfold.engine.targets import Target, default_target
-from bnfold.errors import UsageError
-from bnfold.recipe.chef import build
-from conftest import DATA, FIXTURES
+from bnfold.errors import InternalError, UsageError
+from bnfold.recipe.chef import build, load_recipe, recipe_format
+from conftest import DATA, FIXTURES, RECIPES
 
 SHAPE = [1, 5, 7, 6]
 
@@ -96,3 +98,53 @@ def test_any_refuses_the_pre_activation_relu_the_input_lacks():
     assert "RELU" in for_litert["operators"]["after"] and "RELU" not in for_any["operators"]["before"]
     reasons = {r["reason"] for r in for_any["target"]["refused"] if r["pass"] == "fuse_preactivation_batchnorm"}
     assert reasons == {"the input has no RELU, and the target is any (only operators the input already had)"}
+
+
+def test_a_constant_operand_a_runtime_refuses_is_in_the_table():
+    """onert 0.1.0 refuses a BATCH_MATMUL whose left operand is a constant (ONE #16064); LiteRT runs it."""
+    assert Target("onert").refusal("BATCH_MATMUL", constant_inputs=[0]) == (
+        "onert does not run BATCH_MATMUL with a constant input 0"
+    )
+    assert Target("onert").refusal("BATCH_MATMUL", constant_inputs=[1]) is None  # not probed: not refused
+    assert Target("litert").refusal("BATCH_MATMUL", constant_inputs=[0]) is None
+    assert "onert does not run" in Target("any", frozenset({"BATCH_MATMUL"})).refusal("BATCH_MATMUL", "NONE", [0])
+
+
+RECIPE_PATHS = sorted(RECIPES.glob("*.toml"))
+EVERY_PASS = [p.name for p in PASSES if not p.parameters]
+# fuse_hardswish and decompose_hardswish undo each other: each run takes one of them
+PASS_SETS = {undone: [name for name in EVERY_PASS if name != undone] for undone in sorted(UNDOING)}
+
+
+@pytest.mark.parametrize("target", ["litert", "onert", "any"])
+def test_every_pass_on_every_recipe_makes_only_what_the_target_runs(target):
+    """Every pass (default, O1 and opt-in) over every recipe, for each target: the output gate
+    (targets.check_made) finds no op a pass made that the target cannot run."""
+    for path in RECIPE_PATHS:
+        recipe = load_recipe(path)
+        for passes in PASS_SETS.values():
+            model = build(recipe, recipe_format(recipe), where=path.name)
+            try:
+                api.apply_passes(model, passes, target)
+            except InternalError as e:
+                pytest.fail(f"{path.name}: {e}")
+
+
+def test_the_output_gate_refuses_what_a_pass_made_without_asking(monkeypatch):
+    """A pass that makes HARD_SWISH for onert without asking the target: exit 3 naming it, not a
+    model onert cannot load."""
+    from bnfold.passes import fuse_hardswish
+
+    def careless(graph):
+        result = PassResult()
+        add = graph.ops[0]
+        result.fold(add, [add], into=[])
+        graph.remove_op(add)
+        result.made(graph.add_op("HARD_SWISH", [add.inputs[0]], list(add.outputs), None, after=add))
+        return result
+
+    monkeypatch.setattr(fuse_hardswish, "run", careless)
+    with pytest.raises(InternalError, match=r"pass fuse_hardswish made subgraph 0 HARD_SWISH .*onert does not run"):
+        api.apply_passes(build(_hard_swish_net()), ["fuse_hardswish"], "onert")
+    model = build(_hard_swish_net())  # LiteRT runs it: the gate lets it through
+    assert api.apply_passes(model, ["fuse_hardswish"], "litert").folds

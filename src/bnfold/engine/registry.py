@@ -156,6 +156,47 @@ PASSES: tuple[PassSpec, ...] = (
             ),
         )
     ),
+    # ONE's cleanups of quantized graphs (opt-in), where they change no integer (engine/quantization.py);
+    # remove_fakequant is ONE's as it is: lossy, its error measured
+    PassSpec(
+        "remove_fakequant",
+        "remove FAKE_QUANT (lossy: its rounding and clamping go; the output error is measured and reported)",
+        False,
+        False,
+        needs=frozenset({"FAKE_QUANT"}),
+    ),
+    PassSpec(
+        "remove_quantdequant",
+        "remove a DEQUANTIZE -> QUANTIZE pair with one type, scale and zero point on both integer sides (and "
+        "a QUANTIZE -> DEQUANTIZE of a tensor so dequantized)",
+        True,
+        False,
+        needs=frozenset({"QUANTIZE", "DEQUANTIZE"}),
+    ),
+    PassSpec(
+        "remove_redundant_quantize",
+        "remove a QUANTIZE to the parameters its input has; merge QUANTIZE -> QUANTIZE of one scale where no "
+        "integer changes",
+        True,
+        False,
+        needs=frozenset({"QUANTIZE"}),
+    ),
+    PassSpec(
+        "remove_qdq_for_mpo",
+        "remove the first of two QUANTIZE/DEQUANTIZE pairs after FULLY_CONNECTED/BATCH_MATMUL where one "
+        "scale makes it change nothing",
+        True,
+        False,
+        needs=frozenset({"DEQUANTIZE"}),
+    ),
+    PassSpec(
+        "fuse_output_requantize",
+        "make a quantized CONV_2D/DEPTHWISE_CONV_2D/FULLY_CONNECTED/TRANSPOSE_CONV write the parameters of the "
+        "QUANTIZE after it, where one scale makes that change no integer (TICO's fold)",
+        True,
+        False,
+        needs=frozenset({"QUANTIZE"}),
+    ),
     PassSpec(
         "remove_unnecessary_concat",
         "remove a CONCATENATION of a single tensor (PyTorch's torch.cat([x]))",

@@ -59,7 +59,9 @@ class Target(Protocol):
 
     name: str
 
-    def refusal(self, kind: str, activation: str = "NONE") -> str | None: ...
+    def refusal(self, kind: str, activation: str = "NONE", constant_inputs: Iterable[int] = ()) -> str | None: ...
+
+    def refusal_of(self, op: Op) -> str | None: ...
 
 
 class Options:

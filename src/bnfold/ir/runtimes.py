@@ -1,6 +1,7 @@
 """What each runtime runs: derived by schemas/derive_runtimes.py from the runtimes themselves (do not
-edit; tests/test_runtimes.py re-derives it). PROBED: every (operator kind, fused activation) asked;
-RUNS[runtime]: those that loaded and ran as one-op float32 models. engine/targets.py reads it.
+edit; tests/test_runtimes.py re-derives it). PROBED: every (operator kind, variant) asked, a variant
+being a fused activation or "constant input N"; RUNS[runtime]: those that loaded and ran as one-op
+float32 models. engine/targets.py reads it.
 """
 
 VERSIONS = {"litert": "2.3.0", "onert": "0.1.0"}
@@ -75,6 +76,7 @@ PROBED = frozenset(
         ("INSTANCE_NORM", "RELU6"),
         ("INSTANCE_NORM", "TANH"),
         ("BATCH_MATMUL", "NONE"),
+        ("BATCH_MATMUL", "constant input 0"),
     }
 )
 
@@ -131,6 +133,7 @@ RUNS = {
             ("PRELU", "NONE"),
             ("GELU", "NONE"),
             ("BATCH_MATMUL", "NONE"),
+            ("BATCH_MATMUL", "constant input 0"),
         }
     ),
     "onert": frozenset(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..engine import targets
 from ..engine.match import is_plain_float
 from ..engine.report import PassResult
 from ..ir.custom import custom_code, custom_options
@@ -39,6 +40,12 @@ def run(graph: Graph) -> PassResult:
         if not all(is_plain_float(t) and len(t.signature) == 2 and min(t.signature) >= 0 for t in (a, b)):
             continue
         if not is_plain_float(op.outputs[0]):
+            continue
+        transposed = (flags[0] and not a.is_const) or (not flags[1] and not b.is_const)  # see _transposed
+        made = ["FULLY_CONNECTED", *(["TRANSPOSE"] if transposed else [])]
+        unsupported = next(filter(None, (targets.refusal(graph, kind) for kind in made)), None)
+        if unsupported:
+            result.not_for_target(op, unsupported)
             continue
         result.fold(op, [op], into=[], resolved="MatMul", transpose_a=flags[0], transpose_b=flags[1])
         graph.remove_op(op)
