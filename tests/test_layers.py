@@ -334,3 +334,74 @@ def test_optimize_start_up_defines_no_dataclass_and_loads_no_runtime(tmp_path):
     idle = {f"bnfold.passes.{p.name}" for p in registry.PASSES if not p.default or p.needs.isdisjoint(kinds)}
     assert len(idle) >= 23 and "bnfold.passes.fuse_batchnorm_with_conv" in seen["modules"]  # 23 before O1 came
     assert not (runtime | other_options | idle) & set(seen["modules"])
+
+
+# What `bnfold optimize IN OUT` may load of bnfold, whatever the model: the command line and the
+# library's one-model path, reading, the manager and the report, copying or writing the output.
+# Each module costs every start its import; one that joins this path should be one every run
+# needs (else: import it where it is used).
+OPTIMIZE_PATH = {
+    *("bnfold", "bnfold.version", "bnfold.errors", "bnfold.exits", "bnfold.check_names"),
+    *("bnfold.cli", "bnfold.cli.optimize", "bnfold.cli.flags", "bnfold.cli.options"),
+    *("bnfold.api", "bnfold.arguments", "bnfold.selection", "bnfold.results", "bnfold.reports", "bnfold.text"),
+    *("bnfold.ir", "bnfold.ir.graph", "bnfold.ir.const", "bnfold.ir.ops", "bnfold.ir.model"),
+    *("bnfold.ir.changes", "bnfold.ir.invariants"),
+    *("bnfold.io", "bnfold.io.reader", "bnfold.io.validate", "bnfold.io.tables", "bnfold.io.formats"),
+    *("bnfold.io.schema_layout_tflite", "bnfold.io.paths", "bnfold.io.atomic", "bnfold.io.gcpause"),
+    *("bnfold.io.writer", "bnfold.io.copier", "bnfold.io.transcode"),
+    *("bnfold.engine", "bnfold.engine.registry", "bnfold.engine.manager", "bnfold.engine.report"),
+    *("bnfold.engine.targets", "bnfold.engine.deadcode", "bnfold.engine.planner", "bnfold.engine.reshapes"),
+    *("bnfold.engine.leftovers", "bnfold.engine.candidates"),  # the report's skips
+    "bnfold.passes",
+}
+# what the default folds share (engine/), loaded when one of them runs
+FOLDING = {"bnfold.engine.affine", "bnfold.engine.backward", "bnfold.engine.forward", "bnfold.engine.layout"}
+# only a model a pass changed: the shape rules (the gate), the runtime table (a pass about to make
+# an op asks it), the packing of a new file
+CHANGED = {"bnfold.ir.shapes", "bnfold.ir.runtimes", "bnfold.io.builder"}
+
+IMPORTS_PROBE = """
+import sys
+import numpy
+before = set(sys.modules)
+from bnfold.cli import run
+code = run(["optimize", sys.argv[1], sys.argv[2], "--quiet"])
+print(code, " ".join(sorted(name for name in sys.modules if name.startswith("bnfold"))))
+"""
+
+
+def _optimize_imports(model: Path, out: Path) -> set[str]:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", IMPORTS_PROBE, str(model), str(out)], capture_output=True, text=True)
+    code, *modules = done.stdout.split()
+    assert code == "0", done.stderr[-2000:]
+    return set(modules)
+
+
+def test_optimize_imports_only_what_it_uses(tmp_path):
+    """`bnfold optimize` in a fresh interpreter, on a model the default passes fold and then on
+    their output, which nothing changes: bnfold's modules it loads are the path every run takes,
+    the passes that ran (those whose kinds the model held before or after) and the engine they use; the
+    unchanged run neither the shape rules, the runtime table nor the packing (a copy of the
+    input is the output). Nothing of values/, reference/, recipe/, explorer/, the other commands,
+    batch runs or ONE's tables. A count, not a time: it cannot flake."""
+    from bnfold.engine import registry
+    from bnfold.io.reader import read_model
+
+    folded = tmp_path / "folded.tflite"
+    first = _optimize_imports(DATA / "resnet_v2_mini.tflite", folded)
+    again = _optimize_imports(folded, tmp_path / "again.tflite")
+    assert folded.read_bytes() == (tmp_path / "again.tflite").read_bytes()  # nothing changed the second time
+
+    def ran(path: Path) -> set[str]:
+        kinds = {op.kind for graph in read_model(str(path)).graphs for op in graph.ops}
+        return {f"bnfold.passes.{p.name}" for p in registry.PASSES if p.default and not p.needs.isdisjoint(kinds)}
+
+    extra = first - OPTIMIZE_PATH - FOLDING - CHANGED - ran(DATA / "resnet_v2_mini.tflite") - ran(folded)
+    assert extra == set(), "optimize loads more than it uses"
+    extra = again - OPTIMIZE_PATH - FOLDING - ran(folded)
+    assert extra == set(), "an unchanged optimize loads more than it uses"
+    assert CHANGED <= first and not CHANGED & again  # the split above is real: the folding run needs them
+    assert len(again) <= 55 and len(first) <= 59, (len(again), len(first))  # 61 and 63 before issue 48
