@@ -17,7 +17,9 @@ pass); after the last round the model goes through the output gate (ir/invariant
 check_output), so a pass that broke the graph is an InternalError naming it (exit 3) before
 anything checks values or writes a file. The gate here also holds the passes to the model's
 interface: every graph input and output keeps its shape, except those the interface parameters
-made NHWC, each permuted exactly once (`check_interface`).
+made NHWC, each permuted exactly once (`check_interface`). A graph the passes left untouched
+(`untouched`: still sound since the reader, no pass said it changed it) has nothing new to check:
+the gate's sweep and the planner's second simulation are not run on it.
 """
 
 from __future__ import annotations
