@@ -8,6 +8,7 @@ import pydoc
 import stat
 from pathlib import Path
 
+import click
 import pytest
 
 import bnfold
@@ -405,3 +406,13 @@ def test_optimize_imports_only_what_it_uses(tmp_path):
     assert extra == set(), "an unchanged optimize loads more than it uses"
     assert CHANGED <= first and not CHANGED & again  # the split above is real: the folding run needs them
     assert len(again) <= 55 and len(first) <= 59, (len(again), len(first))  # 61 and 63 before issue 48
+
+
+def test_the_group_that_loads_one_command_still_lists_and_suggests_them_all(capsys):
+    """Commands are loaded when looked up (cli/__init__.py: Commands), yet help lists every one
+    as click lists a group's, and a misspelt command gets click's suggestion."""
+    assert run(["--help"]) == 0
+    listed = [line.split()[0] for line in capsys.readouterr().out.split("Commands:")[1].strip().splitlines()]
+    assert listed == sorted(["optimize", "convert", "inspect", "passes", "check", "run", "h5diff", "recipe"])
+    assert run(["optimise", "a.tflite", "b.tflite"]) == 2
+    assert "Did you mean 'optimize'?" in capsys.readouterr().err or not hasattr(click.exceptions, "NoSuchCommand")

@@ -14,7 +14,7 @@ import click
 
 from .. import exits
 
-# command name -> (its module in this package, the click command there), in the order help lists them
+# command name -> (its module in this package, the click command there)
 COMMANDS = {
     "optimize": ("optimize", "optimize"),
     "convert": ("model", "convert"),
@@ -33,7 +33,14 @@ class Commands(exits.Group):
     check's, run's or recipe's (tests/test_layers.py); `bnfold --help` looks up them all."""
 
     def list_commands(self, ctx):
-        return list(COMMANDS)
+        return sorted(COMMANDS)  # as click lists the commands of a group
+
+    def resolve_command(self, ctx, args):
+        if args and args[0] not in COMMANDS and not args[0].startswith("-") and not self.commands:
+            # click suggests a near name among the group's commands: every one is loaded for that
+            # (the run ends with the error)
+            self.commands = {name: self.get_command(ctx, name) for name in COMMANDS}
+        return super().resolve_command(ctx, args)
 
     def get_command(self, ctx, cmd_name):
         if cmd_name not in COMMANDS:
