@@ -33,25 +33,26 @@ FORMAT_TARGETS = {"tflite": "litert", "circle": "onert"}  # io/formats.py Format
 
 
 class Target:
-    """`name`: one of TARGETS; `kinds`: the input's operator kinds (for "any"); `had`: the input's
-    (kind, variant) pairs (`variants`), which the output gate lets an op keep."""
+    """`name`: one of TARGETS; `kinds`: the input's operator kinds (for "any")."""
 
-    def __init__(self, name: str, kinds: frozenset[str] = frozenset(), had: frozenset[tuple[str, str]] = frozenset()):
+    def __init__(self, name: str, kinds: frozenset[str] = frozenset()):
         if name not in TARGETS:
             raise UsageError(f"target must be one of {', '.join(TARGETS)}, not {name!r}")
-        self.name, self.kinds, self.had = name, kinds, had
+        self.name, self.kinds = name, kinds
 
     @classmethod
     def of(cls, name: str, model: Model) -> Target:
         """The target `name` for `model` as it is before any pass runs."""
-        had = frozenset((op.kind, v) for g in model.graphs for op in g.ops for v in variants(op))
-        return cls(name, frozenset(kind for kind, _ in had), had)
+        return cls(name, frozenset(op.kind for g in model.graphs for op in g.ops))
 
-    def refusal_of(self, op: Op) -> str | None:
+    def refusal_of(self, op: Op, kept: Iterable[str] = ()) -> str | None:
         """Why this target cannot run `op` as it is (its kind, fused activation and constant
-        operands), where the input held nothing alike; None when it can."""
-        for variant in variants(op):
-            if (op.kind, variant) in self.had:
+        operands), but for the variants `kept` (what the op had before a pass changed it); None
+        when it can."""
+        if self.name == "any" and op.kind not in self.kinds:
+            return self.refusal(op.kind)
+        for variant in op.runtime_variants():
+            if variant in kept:
                 continue
             if variant.startswith("constant input"):
                 reason = self.refusal(op.kind, constant_inputs=[int(variant.rsplit(" ", 1)[1])])
@@ -85,22 +86,17 @@ def _described(kind: str, variant: str) -> str:
     return f"{kind} with a {variant}" if variant.startswith("constant input") else f"{kind} with a fused {variant}"
 
 
-def variants(op: Op) -> list[str]:
-    """What of `op` a runtime may refuse beside its kind: its fused activation ("NONE" without
-    one) and "constant input N" for each constant operand."""
-    constants = [f"constant input {i}" for i, t in enumerate(op.inputs) if t is not None and t.is_const]
-    return [op.fused_activation if op.has_fused_activation_slot else "NONE", *constants]
-
-
 def check_made(model: Model) -> None:
-    """The output gate for the target: no op a pass created or changed is one the target cannot
-    run, unless the input held it alike (a pass asks `refusal` before it rewrites; this holds the
-    passes that forgot to). Raises InternalError naming the pass; costs a lookup per changed op."""
+    """The output gate for the target: no op a pass created is one the target cannot run, and no
+    op a pass changed gained what the target cannot run (a pass asks `refusal` before it rewrites;
+    this holds the passes that forgot to). Raises InternalError naming the pass; costs a lookup per
+    changed op."""
     for index, graph in enumerate(model.graphs):
         if graph.target is None or graph.changes is None:
             continue
+        kept = graph.changes.was
         for op, by in graph.changes.ops.items():
-            reason = graph.target.refusal_of(op) if by is not None and graph.contains(op) else None
+            reason = graph.target.refusal_of(op, kept.get(op, ())) if by is not None and graph.contains(op) else None
             if reason is not None:
                 raise InternalError(
                     f"pass {by} made subgraph {index} {op.kind} (output {op.outputs[0].name!r}): {reason}"

@@ -207,6 +207,12 @@ class Op:
             self.graph.touch(self)
         self.options.fusedActivationFunction = FUSED_ACTIVATIONS.index(name)
 
+    def runtime_variants(self) -> list[str]:
+        """What of this op a runtime may refuse beside its kind (ir/runtimes.py's variants): its
+        fused activation ("NONE" without one) and "constant input N" for each constant operand."""
+        constants = [f"constant input {i}" for i, t in enumerate(self.inputs) if t is not None and t.is_const]
+        return [self.fused_activation if self.has_fused_activation_slot else "NONE", *constants]
+
     @property
     def has_fused_activation_slot(self) -> bool:
         return self.options is not None and hasattr(self.options, "fusedActivationFunction")
