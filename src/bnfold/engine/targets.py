@@ -46,33 +46,40 @@ class Target:
         return cls(name, frozenset(op.kind for g in model.graphs for op in g.ops))
 
     def refusal_of(self, op: Op, kept: Iterable[str] = ()) -> str | None:
-        """Why this target cannot run `op` as it is (its kind, fused activation and constant
-        operands), but for the variants `kept` (what the op had before a pass changed it); None
-        when it can."""
+        """Why this target cannot run `op` as it is (its kind, fused activation, constant operands,
+        rank and type), but for the variants `kept` (what the op had before a pass changed it);
+        None when it can."""
         if self.name == "any" and op.kind not in self.kinds:
             return self.refusal(op.kind)
-        for variant in op.runtime_variants():
-            if variant in kept:
-                continue
-            if variant.startswith("constant input"):
-                reason = self.refusal(op.kind, constant_inputs=[int(variant.rsplit(" ", 1)[1])])
-            else:
-                reason = self.refusal(op.kind, variant)
-            if reason is not None:
-                return reason
-        return None
+        variants = [v for v in op.runtime_variants() if v not in kept]
+        if self.name == "any":
+            variants = [v for v in variants if v != "NONE"]
+        return self._refused(op.kind, variants, tuple(RUNS) if self.name == "any" else (self.name,))
 
-    def refusal(self, kind: str, activation: str = "NONE", constant_inputs: Iterable[int] = ()) -> str | None:
-        """Why this target cannot take an operator `kind` with the fused `activation` reading
-        constants at `constant_inputs`, or None."""
+    def refusal(
+        self,
+        kind: str,
+        activation: str = "NONE",
+        constant_inputs: Iterable[int] = (),
+        *,
+        rank: int | None = None,
+        dtype: str | None = None,
+    ) -> str | None:
+        """Why this target cannot take an operator `kind` with the fused `activation`, reading
+        constants at `constant_inputs`, making a first output of `rank` and `dtype`; or None."""
         if self.name == "any" and kind not in self.kinds:
             return f"the input has no {kind}, and the target is any (only operators the input already had)"
         runtimes = tuple(RUNS) if self.name == "any" else (self.name,)
         variants = [f"constant input {i}" for i in constant_inputs]
         variants += [] if activation == "NONE" and self.name == "any" else [activation]
+        variants += [] if rank is None else [f"rank {rank}"]
+        variants += [] if dtype is None else [f"type {dtype}"]
+        return self._refused(kind, variants, runtimes)
+
+    def _refused(self, kind: str, variants: Iterable[str], runtimes: tuple[str, ...]) -> str | None:
         for variant in variants:
             if (kind, variant) not in PROBED:
-                continue
+                continue  # never asked: not refused
             for runtime in runtimes:
                 if (kind, variant) not in RUNS[runtime]:
                     every = " (the target any takes only what every runtime runs)" if self.name == "any" else ""
@@ -83,7 +90,13 @@ class Target:
 def _described(kind: str, variant: str) -> str:
     if variant == "NONE":
         return kind
-    return f"{kind} with a {variant}" if variant.startswith("constant input") else f"{kind} with a fused {variant}"
+    if variant.startswith("constant input"):
+        return f"{kind} with a {variant}"
+    if variant.startswith("rank "):
+        return f"{kind} of {variant}"
+    if variant.startswith("type "):
+        return f"{kind} of {variant.removeprefix('type ')}"
+    return f"{kind} with a fused {variant}"
 
 
 def check_made(model: Model) -> None:
@@ -116,8 +129,17 @@ def name_of(graph: Graph) -> str | None:
     return None if graph.model is None else default_target(graph.model.format.name)
 
 
-def refusal(graph: Graph, kind: str, activation: str = "NONE", constant_inputs: Iterable[int] = ()) -> str | None:
-    """Why the runtime `graph` is made for cannot take `kind` with `activation` reading constants at
-    `constant_inputs` (None: it can, or the graph has no target)."""
+def refusal(
+    graph: Graph,
+    kind: str,
+    activation: str = "NONE",
+    constant_inputs: Iterable[int] = (),
+    *,
+    rank: int | None = None,
+    dtype: str | None = None,
+) -> str | None:
+    """Why the runtime `graph` is made for cannot take `kind` with `activation`, constants at
+    `constant_inputs`, a first output of `rank` and `dtype` (None: it can, or the graph has no
+    target)."""
     target = graph.target
-    return None if target is None else target.refusal(kind, activation, constant_inputs)
+    return None if target is None else target.refusal(kind, activation, constant_inputs, rank=rank, dtype=dtype)
