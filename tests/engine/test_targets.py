@@ -148,3 +148,41 @@ def test_the_output_gate_refuses_what_a_pass_made_without_asking(monkeypatch):
         api.apply_passes(build(_hard_swish_net()), ["fuse_hardswish"], "onert")
     model = build(_hard_swish_net())  # LiteRT runs it: the gate lets it through
     assert api.apply_passes(model, ["fuse_hardswish"], "litert").folds
+
+
+def test_ranks_and_types_a_runtime_refuses_are_in_the_table():
+    """onert 0.1.0 refuses a PAD or MEAN of rank 5, a TRANSPOSE of INT64 and a PAD of integers;
+    LiteRT a PAD of rank 6: probed (schemas/derive_runtimes.py SHAPED_PROBES), asked by rank and type."""
+    onert_, litert_ = Target("onert"), Target("litert")
+    assert onert_.refusal("PAD", rank=5) == "onert does not run PAD of rank 5"
+    assert onert_.refusal("MEAN", rank=5) == "onert does not run MEAN of rank 5"
+    assert onert_.refusal("TRANSPOSE", rank=4, dtype="INT64") == "onert does not run TRANSPOSE of INT64"
+    assert onert_.refusal("PAD", rank=4, dtype="INT32") == "onert does not run PAD of INT32"
+    assert onert_.refusal("TRANSPOSE", rank=6, dtype="INT32") is None
+    assert litert_.refusal("PAD", rank=5) is None
+    assert litert_.refusal("PAD", rank=6) == "litert does not run PAD of rank 6"
+
+
+def test_the_output_gate_holds_a_changed_op_to_what_it_was(monkeypatch):
+    """A pass that turns a float TRANSPOSE into one of INT64 for onert is refused by the gate; the
+    same change for litert passes."""
+    from bnfold.passes import remove_unnecessary_transpose
+
+    def retype(graph):
+        result = PassResult()
+        op = next(op for op in graph.ops if op.kind == "TRANSPOSE")
+        graph.touch(op)  # what any mutation method records before changing the op
+        op.outputs[0].dtype = "INT64"
+        result.fold(op, [], into=[op])
+        return result
+
+    def net():
+        n = Net()
+        x = n.input("x", [1, 2, 3, 4])
+        n.outputs = [n.op("TRANSPOSE", [x, n.ints("p", [0, 2, 3, 1])], "y", [1, 3, 4, 2])]
+        return build(n.recipe())
+
+    monkeypatch.setattr(remove_unnecessary_transpose, "run", retype)
+    with pytest.raises(InternalError, match="remove_unnecessary_transpose .*onert does not run TRANSPOSE of INT64"):
+        api.apply_passes(net(), ["remove_unnecessary_transpose"], "onert")
+    assert api.apply_passes(net(), ["remove_unnecessary_transpose"], "litert").folds

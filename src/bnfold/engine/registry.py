@@ -325,6 +325,15 @@ PASSES: tuple[PassSpec, ...] = (
         False,
         needs=CUSTOM,
     ),
+    # bnfold's own, under TICO's option name: what makes a model onert refuses one it runs (default:
+    # it acts for the onert target only, and replace_non_const_fc_with_batch_matmul leaves its FC)
+    PassSpec(
+        "convert_lhs_const_mm_to_fc",
+        "for onert, replace a BATCH_MATMUL with a constant left matrix (which onert refuses) by FULLY_CONNECTED",
+        True,
+        True,
+        needs=frozenset({"BATCH_MATMUL"}),
+    ),
     PassSpec(
         "replace_non_const_fc_with_batch_matmul",
         "replace a FULLY_CONNECTED whose weights are computed at run time by BATCH_MATMUL (+ RESHAPE, bias ADD)",
