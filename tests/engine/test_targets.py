@@ -218,3 +218,21 @@ def test_the_propagation_makes_no_transpose_the_target_cannot_run(passes):
     assert api.apply_passes(for_litert, passes, "litert").folds and for_litert.op_counts()["TRANSPOSE"] == 1
     xs = [np.arange(24).reshape(1, 2, 3, 4).astype(np.int64), np.arange(24).reshape(1, 3, 4, 2).astype(np.int64)]
     np.testing.assert_array_equal(litert.run(build_copy(for_litert), xs)[0], litert.run(original, xs)[0])
+
+
+def test_an_int64_input_stays_nchw_for_onert():
+    """--nchw_to_nhwc_input_shape would put a TRANSPOSE of INT64 after the input: onert has none,
+    so the input is kept with that reason (for litert it changes)."""
+    n = Net()
+    x = n.input("x", [1, 2, 3, 4])
+    n.outputs = [n.op("RESHAPE", [x, n.ints("s", [24])], "z", [24], new_shape=[24])]
+    recipe = n.recipe()
+    for operand in recipe["operand"]:
+        if operand["name"] in ("x", "z"):
+            operand["dtype"] = "INT64"
+    passes = ["convert_nchw_to_nhwc", "nchw_to_nhwc_input_shape"]
+    report = api.apply_passes(build(recipe, CIRCLE), passes, "onert")
+    assert report.interface["kept"] == [
+        {"name": "x", "side": "input", "shape": [1, 2, 3, 4], "reason": "onert does not run TRANSPOSE of INT64"}
+    ]
+    assert [r["name"] for r in api.apply_passes(build(recipe, CIRCLE), passes, "litert").interface["inputs"]] == ["x"]
