@@ -1,6 +1,6 @@
 """What the command line prints, as lines of text made from the library's results (api.py).
 
-No I/O here: cli.py prints these lines. A warning or note begins `bnfold: warning:` or
+No I/O here: the command line (cli/) prints these lines. A warning or note begins `bnfold: warning:` or
 `bnfold: note:` wherever it is printed (the library's own strings, Selection.warnings() and
 notes(), begin `warning:` / `note:`, and the command line adds `bnfold: `). Kept apart so the
 CLI stays a shell (parse, call, print) and a program that calls the library can print the same

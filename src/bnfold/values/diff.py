@@ -19,7 +19,7 @@ infinity equals only the same infinity. Strings compare for equality.
 
 Inputs (when not read from files): a fixed seed; floats from normal(0, 2) (negative values
 matter: they exercise ReLU paths); integers uniformly over their dtype's whole range, except an
-input that indexes something (GATHER, GATHER_ND, EMBEDDING_LOOKUP; check/index_inputs.py), drawn
+input that indexes something (GATHER, GATHER_ND, EMBEDDING_LOOKUP; values/index_inputs.py), drawn
 from [0, rows) of what it indexes; bool uniformly. Samples are generated, run and compared one
 at a time, so memory does not grow with their number.
 """
@@ -39,7 +39,7 @@ from . import DEFAULT_ATOL, DEFAULT_RTOL
 from .backend import Backends
 from .deadline import Deadline
 from .index_inputs import index_uses
-from .strength import Spread, Strength, caveat
+from .strength import Spread, Strength, caveat, describe
 
 
 @dataclass(frozen=True)
@@ -136,6 +136,12 @@ class CheckResult:
         notes = [f"{name(o.name)!r}: {o.settled}" for o in self.outputs if o.settled]
         note = caveat(self.strengths, name)
         return "\n".join(lines + notes + ([note] if note else []))
+
+    def proved_nothing(self) -> str | None:
+        """The outputs this comparison proved nothing about (none of their elements changed across
+        the samples), in the words of the table's caveat; None when there is none."""
+        nothing = [s for s in self.strengths if s.level == "none"]
+        return "; ".join(describe(self.spelling(s.name), s.level, s.why) for s in nothing) or None
 
     def failure_message(self) -> str:
         """The error line: the rows outside the tolerance, then those that could not be compared
