@@ -81,8 +81,8 @@ def test_the_report_and_the_verdict_say_which_outputs_the_check_proved_little_ab
     assert rewrite["strength"]["bn"]["level"] == "full"
     line = next(x for x in out.splitlines() if x.startswith("check: weak"))
     assert (
-        "'zero' proves nothing" in line
-        and "'probability' barely varies" in line
+        "'zero:0' proves nothing" in line
+        and "'probability:0' barely varies" in line
         and "1 rewrite(s) under them checked one by one" in line
     )
 
@@ -124,7 +124,7 @@ def test_check_optimize_check_and_recipe_test_draw_the_same_samples_from_a_seed(
 
     out, report = tmp_path / "o.tflite", tmp_path / "r.json"
     code, said = _optimize(capsys, weak_model, out, "--check", "2", "--seed", "6", "--report", report)
-    assert code == 0 and "check: 'probability' differ beyond it only where a steep or discrete output" in said
+    assert code == 0 and "check: 'probability:0' differ beyond it only where a steep or discrete output" in said
     check = json.loads(report.read_text())["check"]
     by_optimize = {o["name"]: o["max_abs"] for o in check["outputs"]}
     assert check["seed"] == 6 and by_optimize["probability"] > 2e-5  # settled by the rewrite under it
