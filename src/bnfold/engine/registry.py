@@ -44,7 +44,7 @@ class PassSpec(NamedTuple):
     # the operator kinds at least one of which a graph must hold for the pass to do anything there:
     # every match the pass makes, folded or refused, includes an op of one of these kinds, so in a
     # graph without any it has no candidate, hence no fold and no refusal, and the manager skips
-    # it (without importing its module). A kind left out here silently loses folds: tests/passes/
+    # it (without importing its module). A kind left out here silently loses folds: tests/engine/
     # test_registry.py runs every pass on every recipe lacking its kinds
     needs: frozenset[str]
     # option names that only qualify this pass (ONE's "arguments" of a pass) -> what each does;
