@@ -21,6 +21,7 @@ replace_non_const_fc_with_batch_matmul).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 from ..errors import InternalError, UsageError
@@ -77,21 +78,28 @@ class Target:
 
     def _runtimes(self) -> tuple[str, ...]:
         """The runtimes this target must run on (every runtime of the table for "any")."""
-        from ..ir.runtimes import RUNS  # the table: only a pass about to make something asks
-
-        return tuple(RUNS) if self.name == "any" else (self.name,)
+        return tuple(_table().RUNS) if self.name == "any" else (self.name,)
 
     def _refused(self, kind: str, variants: Iterable[str], runtimes: tuple[str, ...]) -> str | None:
-        from ..ir.runtimes import PROBED, RUNS
-
+        table = _table()
         for variant in variants:
-            if (kind, variant) not in PROBED:
+            if (kind, variant) not in table.PROBED:
                 continue  # never asked: not refused
             for runtime in runtimes:
-                if (kind, variant) not in RUNS[runtime]:
+                if (kind, variant) not in table.RUNS[runtime]:
                     every = " (the target any takes only what every runtime runs)" if self.name == "any" else ""
                     return f"{runtime} does not run {_described(kind, variant)}{every}"
         return None
+
+
+@functools.cache
+def _table():
+    """ir/runtimes.py, imported when a target is first asked: a run where no pass is about to make
+    or change an op never loads the table. (Cached: an import statement per question would cost
+    ~1.4 us, thousands of times on an op-heavy graph.)"""
+    from ..ir import runtimes
+
+    return runtimes
 
 
 def _described(kind: str, variant: str) -> str:
