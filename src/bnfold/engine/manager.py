@@ -142,7 +142,7 @@ def check_in_place(model: Model, inherited: list[Overwrites]) -> int:
 
 def untouched(graph: Graph) -> bool:
     """The graph is as the reader (or the last gate) left it: sound (no mutation method touched it
-    and no op left it since, ir/invariants.py: Changes) and no pass said it changed it. Its
+    and no op left it since, ir/changes.py: Changes) and no pass said it changed it. Its
     checks after the rounds are the ones it passed then: the gate's sweep and the planner's
     simulation would find what they found on the input, so they are not run again."""
     changes = graph.changes

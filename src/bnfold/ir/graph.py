@@ -16,7 +16,7 @@ inserted after an anchor are spliced in when `graph.ops` is next read (one sweep
 edits); membership is a set; new tensor names come from a set and a counter per base name.
 
 While a pass runs, every op it creates or changes is recorded as the change happens
-(`graph.changes`, an ir/invariants.py `Changes` the manager installs): `add_op`, `set_input`,
+(`graph.changes`, an ir/changes.py `Changes` the manager installs): `add_op`, `set_input`,
 `set_output`, `set_const_input`, assigning `op.options` or `op.fused_activation`, and a new
 `tensor.shape` (its producer and readers) all call `touch`. The output gate re-derives the shapes
 of exactly those ops, so checking a rewrite costs what the rewrite touched, never a graph diff.
@@ -320,7 +320,7 @@ class Graph:
         self._dirty = False
         self._names: set[str] | None = None  # built on first use (the reader appends tensors directly)
         self._next_suffix: dict[str, int] = {}
-        # records the ops a pass creates or changes, as it does (ir/invariants.py: Changes, set by
+        # records the ops a pass creates or changes, as it does (ir/changes.py: Changes, set by
         # the pass manager); None while nothing is recording (reading, building a model)
         self.changes: Changes | None = None
 
