@@ -21,6 +21,7 @@ Two facts every exactness argument here rests on:
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -44,6 +45,13 @@ class PerTensor(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.dtype} scale {float(self.scale):.9g} zero point {self.zero_point}"
+
+
+def scale_count(quantization) -> int:
+    """How many scales a quantization holds (0 when none; above 1 when per channel). The reader
+    gives numpy arrays, whose truth value is no test of emptiness."""
+    scale = getattr(quantization, "scale", None)
+    return 0 if scale is None else len(scale)
 
 
 def per_tensor(t: Tensor | None) -> PerTensor | str:
@@ -144,6 +152,24 @@ def output_requantize(layer: PerTensor, requantized: PerTensor, fused: str) -> s
             f"zero point {requantized.zero_point}"
         )
     return None
+
+
+def channel_axis_after(t: Tensor, layout: Op) -> int | None | str:
+    """Where the per-channel axis of `t` (input 0 of a TRANSPOSE or RESHAPE `layout`) lies in the
+    op's output: None when `t` has one scale for all (nothing to move), the axis, or why it
+    cannot be said (a RESHAPE that splits or merges the channel axis with others)."""
+    q = t.quantization
+    if scale_count(q) <= 1:
+        return None
+    axis, out = int(q.quantizedDimension or 0), layout.outputs[0].shape
+    if layout.kind == "TRANSPOSE":
+        perm = [int(p) for p in layout.operand(1).const_data.reshape(-1)]
+        return perm.index(axis % len(perm))
+    before = math.prod(t.shape[:axis])
+    for k, size in enumerate(out):  # the channel's elements keep their index when the axis and all before it do
+        if size == t.shape[axis] and math.prod(out[:k]) == before:
+            return k
+    return f"the RESHAPE to {list(out)} merges or splits {t.name!r}'s channel axis {axis} ({t.shape[axis]} channels)"
 
 
 def stand_in(graph: Graph, y: Tensor, x: Tensor, chain: list[Op]) -> str | None:

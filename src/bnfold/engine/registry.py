@@ -168,6 +168,14 @@ PASSES: tuple[PassSpec, ...] = (
         needs=frozenset({"DEQUANTIZE"}),
     ),
     PassSpec(
+        "fold_quantized_weight_layout",
+        "do a TRANSPOSE or RESHAPE of quantized constant weights (also behind their DEQUANTIZE) once on the "
+        "stored integers, the per-channel axis moved with it",
+        True,
+        False,
+        needs=frozenset({"TRANSPOSE", "RESHAPE"}),
+    ),
+    PassSpec(
         "fuse_output_requantize",
         "make a quantized CONV_2D/DEPTHWISE_CONV_2D/FULLY_CONNECTED/TRANSPOSE_CONV write the parameters of the "
         "QUANTIZE after it, where one scale makes that change no integer (TICO's fold)",
