@@ -172,6 +172,19 @@ def channel_axis_after(t: Tensor, layout: Op) -> int | None | str:
     return f"the RESHAPE to {list(out)} merges or splits {t.name!r}'s channel axis {axis} ({t.shape[axis]} channels)"
 
 
+def quantization_like(template, scales, zero_points, axis: int = 0):
+    """A copy of the quantization record `template` holding `scales` and `zero_points` along
+    `axis` (its min/max dropped: they described the template's values)."""
+    import copy
+
+    q = copy.copy(template)
+    q.scale = np.asarray(scales, np.float32).reshape(-1)
+    q.zeroPoint = np.asarray(zero_points, np.int64).reshape(-1)
+    q.quantizedDimension = axis
+    q.min = q.max = None
+    return q
+
+
 def stand_in(graph: Graph, y: Tensor, x: Tensor, chain: list[Op]) -> str | None:
     """Make `x` stand for `y` (they hold the same values): y's readers read x. When the outside sees
     y, the ops of `chain` (from x's readers to y's producer) go and x's producer writes y instead,

@@ -416,6 +416,14 @@ PASSES: tuple[PassSpec, ...] = (
         needs=frozenset({"MUL"}),
     ),
     PassSpec(
+        "replace_quantized_mul_add_with_depthwise_conv",
+        "replace an int8 MUL -> ADD by per-channel constants (a batch norm left in an integer graph) by one int8 "
+        "1x1 DEPTHWISE_CONV_2D (lossy: one rounding instead of three; the error is measured, in quantization steps)",
+        False,
+        False,
+        needs=frozenset({"MUL"}),
+    ),
+    PassSpec(
         "fuse_preactivation_batchnorm",
         "fold a batch norm + ReLU before conv/FC layers (ResNetV2): scale forward into the layers' "
         "input channels, shift back into the preceding bias",
