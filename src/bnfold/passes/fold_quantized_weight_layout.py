@@ -10,6 +10,9 @@ Exact: DEQUANTIZE is elementwise, each integer q of channel c giving s_c·(q - z
 TRANSPOSE or RESHAPE only moves elements: moving the integers with their channel's axis first gives
 every element the same (q, s_c, z_c), so the same float32 bits. A RESHAPE keeps each element's
 channel when the channel axis and the product of the axes before it stay (`channel_axis_after`).
+The layer's float weights are the same bits; but weights that are now a DEQUANTIZE of a constant
+let XNNPACK (LiteRT's default kernels) take a float layer the builtin kernel ran before, whose sums
+round otherwise: float32 rounding, as any exact float rewrite may cause there.
 
 Guards: the integers are an 8- or 16-bit quantized constant; what the layout op makes is no model
 output; the DEQUANTIZE's output is read by the layout op alone (else the DEQUANTIZE stays for its
