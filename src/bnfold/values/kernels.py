@@ -481,6 +481,30 @@ def k_quantize(interp, op, index, args):
     return [np.clip(q, info.min, info.max).astype(dtype)]
 
 
+def k_fake_quant(interp, op, index, args):
+    """FAKE_QUANT as LiteRT computes it (reference_ops::FakeQuant), all in float32: [min, max] is
+    nudged so that zero is one of the 2^num_bits levels (narrow_range drops the lowest), x is
+    clamped to it and rounded (half away from zero) to a level."""
+    x = float32_only(args[0], op, index)
+    f32 = np.float32
+    low, high = f32(opt(op, "min", 0.0)), f32(opt(op, "max", 0.0))
+    quant_min = f32(1 if opt(op, "narrowRange", False) else 0)
+    quant_max = f32((1 << int(opt(op, "numBits", 8))) - 1)
+    scale = (high - low) / (quant_max - quant_min)
+    zero_from_min = quant_min - low / scale
+    if zero_from_min < quant_min:
+        nudged_zero = quant_min
+    elif zero_from_min > quant_max:
+        nudged_zero = quant_max
+    else:
+        nudged_zero = f32(np.sign(zero_from_min) * np.floor(np.abs(zero_from_min) + f32(0.5)))
+    nudged_min, nudged_max = (quant_min - nudged_zero) * scale, (quant_max - nudged_zero) * scale
+    shifted = np.minimum(nudged_max, np.maximum(nudged_min, x)) - nudged_min
+    levels = shifted * (f32(1.0) / scale)
+    rounded = (np.sign(levels) * np.floor(np.abs(levels) + f32(0.5))).astype(f32)
+    return [(rounded * scale + nudged_min).astype(f32)]
+
+
 def k_instance_norm(interp, op, index, args):
     """Circle INSTANCE_NORM over NHWC: normalize each (n, c) over H, W; then gamma, beta."""
     x, gamma, beta = float32_only(args[0], op, index), args[1], args[2]
@@ -573,6 +597,7 @@ KERNELS: dict[str, Callable] = {  # the interpreter adds select_kernels.SELECT_K
     "BATCH_TO_SPACE_ND": k_batch_to_space_nd,
     "DEQUANTIZE": k_dequantize,
     "QUANTIZE": k_quantize,
+    "FAKE_QUANT": k_fake_quant,
     "INSTANCE_NORM": k_instance_norm,
     "SHAPE": k_shape,
     "WHILE": k_while,
