@@ -482,27 +482,20 @@ def k_quantize(interp, op, index, args):
 
 
 def k_fake_quant(interp, op, index, args):
-    """FAKE_QUANT as LiteRT computes it (reference_ops::FakeQuant), all in float32: [min, max] is
-    nudged so that zero is one of the 2^num_bits levels (narrow_range drops the lowest), x is
-    clamped to it and rounded (half away from zero) to a level."""
-    x = float32_only(args[0], op, index)
-    f32 = np.float32
+    """FAKE_QUANT as LiteRT computes it (reference_ops::FakeQuant), in float32: [min, max] nudged so
+    that zero is one of the 2^num_bits levels (narrow_range drops the lowest), x clamped to it and
+    rounded half away from zero to a level."""
+    f32, x = np.float32, float32_only(args[0], op, index)
     low, high = f32(opt(op, "min", 0.0)), f32(opt(op, "max", 0.0))
-    quant_min = f32(1 if opt(op, "narrowRange", False) else 0)
-    quant_max = f32((1 << int(opt(op, "numBits", 8))) - 1)
-    scale = (high - low) / (quant_max - quant_min)
-    zero_from_min = quant_min - low / scale
-    if zero_from_min < quant_min:
-        nudged_zero = quant_min
-    elif zero_from_min > quant_max:
-        nudged_zero = quant_max
-    else:
-        nudged_zero = f32(np.sign(zero_from_min) * np.floor(np.abs(zero_from_min) + f32(0.5)))
-    nudged_min, nudged_max = (quant_min - nudged_zero) * scale, (quant_max - nudged_zero) * scale
-    shifted = np.minimum(nudged_max, np.maximum(nudged_min, x)) - nudged_min
-    levels = shifted * (f32(1.0) / scale)
-    rounded = (np.sign(levels) * np.floor(np.abs(levels) + f32(0.5))).astype(f32)
-    return [(rounded * scale + nudged_min).astype(f32)]
+    q_min, q_max = f32(1 if opt(op, "narrowRange", False) else 0), f32((1 << int(opt(op, "numBits", 8))) - 1)
+    scale = (high - low) / (q_max - q_min)
+    zero = q_min - low / scale
+    zero = (
+        min(max(zero, q_min), q_max) if not q_min <= zero <= q_max else f32(np.sign(zero) * np.floor(abs(zero) + 0.5))
+    )
+    nudged_min, nudged_max = (q_min - zero) * scale, (q_max - zero) * scale
+    levels = (np.minimum(nudged_max, np.maximum(nudged_min, x)) - nudged_min) * (f32(1.0) / scale)
+    return [((np.sign(levels) * np.floor(np.abs(levels) + f32(0.5))).astype(f32) * scale + nudged_min).astype(f32)]
 
 
 def k_instance_norm(interp, op, index, args):
