@@ -5,7 +5,8 @@ optimized by bnfold, checked bit for bit and timed in LiteRT.
     python scripts/quant_zoo.py table --cache DIR [--out FILE] [--only NAME,...] [--rounds N]  # bnfold's
 
 `build` needs tensorflow-cpu, tf-keras and ai-edge-quantizer (an environment of their own; no
-torch): each keras.applications network (tf_keras, weights=None: random weights, batch norms
+torch), and for the PT2E models (`--only PT2E_ConvNet_int8,PT2E_ConvNet_qdq`) torch, torchao and
+litert-torch (another environment): each keras.applications network (tf_keras, weights=None: random weights, batch norms
 given random statistics as scripts/zoo.py does, no download) is converted by TFLiteConverter
 - `int8`: full integer (int8 activations and weights, int8 input and output), calibrated on 8
   random normal(0, 1) inputs;
@@ -48,8 +49,11 @@ LOSSY_PASS = "replace_quantized_mul_add_with_depthwise_conv"  # measured apart: 
 CALIBRATION = 8
 
 
+PT2E = ["PT2E_ConvNet_int8", "PT2E_ConvNet_qdq"]  # torch's environment: litert-torch's PT2E quantization
+
+
 def names() -> list[str]:
-    return [f"{app}_{mode}" for app in APPS for mode in MODES] + [f"{app}_aeq_int8" for app in AEQ_APPS]
+    return [f"{app}_{mode}" for app in APPS for mode in MODES] + [f"{app}_aeq_int8" for app in AEQ_APPS] + PT2E
 
 
 # ---- build (TensorFlow's environment) ---------------------------------------------------------
@@ -118,8 +122,69 @@ def aeq_int8(model, size: int) -> bytes:
     return bytes(result.quantized_model)
 
 
+def pt2e_convnet(with_quant_config: bool) -> bytes:
+    """A small ResNet-style torch network (conv-BN-ReLU stem, two residual blocks, mean, linear;
+    random weights, batch norms with random statistics) quantized by litert-torch's PT2E
+    quantizer (int8, per-channel weights, calibrated on 8 random inputs) and converted by
+    litert_torch.convert: with the quantizer as its quant_config (the documented way), or
+    without (the PT2E graph's QUANTIZE/DEQUANTIZE nodes kept as operators: what users of the
+    exporters report, litert-torch #179)."""
+    import tempfile
+
+    import litert_torch
+    import torch
+    from litert_torch.quantize import pt2e_quantizer
+    from litert_torch.quantize.quant_config import QuantConfig
+    from torch import nn
+    from torchao.quantization.pt2e import quantize_pt2e
+
+    class Block(nn.Module):
+        def __init__(self, c: int):
+            super().__init__()
+            self.c1, self.b1 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+            self.c2, self.b2 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+
+        def forward(self, x):
+            return torch.relu(x + self.b2(self.c2(torch.relu(self.b1(self.c1(x))))))
+
+    class ConvNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem, self.bn = nn.Conv2d(3, 16, 3, stride=2, padding=1), nn.BatchNorm2d(16)
+            self.blocks, self.fc = nn.Sequential(Block(16), Block(16)), nn.Linear(16, 10)
+
+        def forward(self, x):
+            return self.fc(self.blocks(torch.relu(self.bn(self.stem(x)))).mean((2, 3)))
+
+    torch.manual_seed(0)
+    model = ConvNet().eval()
+    for module in model.modules():
+        if isinstance(module, nn.BatchNorm2d):
+            module.running_mean.normal_(0, 0.3)
+            module.running_var.uniform_(0.5, 2.0)
+            module.weight.data.uniform_(0.5, 1.5)
+            module.bias.data.normal_(0, 0.3)
+    args = (torch.randn(1, 3, 32, 32),)
+    quantizer = pt2e_quantizer.PT2EQuantizer().set_global(
+        pt2e_quantizer.get_symmetric_quantization_config(is_per_channel=True)
+    )
+    graph = quantize_pt2e.prepare_pt2e(torch.export.export(model, args).module(), quantizer)
+    for _ in range(CALIBRATION):
+        graph(torch.randn(1, 3, 32, 32))
+    graph = quantize_pt2e.convert_pt2e(graph, fold_quantize=False)
+    config = QuantConfig(pt2e_quantizer=quantizer) if with_quant_config else None
+    path = Path(tempfile.mkdtemp()) / "pt2e.tflite"
+    litert_torch.convert(graph, args, quant_config=config).export(str(path))
+    return path.read_bytes()
+
+
 def build(cache: Path, wanted: list[str], size: int) -> None:
     cache.mkdir(parents=True, exist_ok=True)
+    for name in [n for n in PT2E if n in wanted and not (cache / f"{n}.tflite").exists()]:
+        data = pt2e_convnet(with_quant_config=name.endswith("int8"))
+        (cache / f"{name}.tflite").write_bytes(data)
+        print(f"built {name}: {len(data) / 2**20:.2f} MB", flush=True)
+    wanted = [n for n in wanted if n not in PT2E]
     for app in APPS + AEQ_APPS:
         todo = [n for n in wanted if n.startswith(f"{app}_") and not (cache / f"{n}.tflite").exists()]
         if not todo:
