@@ -373,11 +373,11 @@ def in_place_graph(seed: int, max_ops: int = 12) -> dict:
 # the passes for quantized graphs (exact), after the default ones; the cases compare bit for bit
 QUANT_PASSES = (
     "remove_quantdequant,remove_redundant_quantize,remove_qdq_for_mpo,fuse_output_requantize,"
-    "fold_quantized_weight_layout"
+    "fold_quantize,fold_quantized_weight_layout"
 )
 QUANT_OPTION_SETS: dict[str, tuple[str | None, dict]] = {
-    "quant": (QUANT_PASSES.rsplit(",", 1)[0], {}),
-    "quant_weights": ("fold_quantized_weight_layout", {}),
+    "quant": (QUANT_PASSES.rsplit(",", 2)[0], {}),
+    "quant_weights": ("fold_quantize,fold_quantized_weight_layout", {}),
     "quant_default": (None, {"remove_quantdequant": True, "remove_redundant_quantize": True}),
 }
 # a float layer whose weights become constant may move from the builtin kernel to XNNPACK, whose
@@ -476,7 +476,14 @@ def _q_float_conv_of_moved_weights(b: QBuilder) -> None:
     values = np.array([b.rng.randint(-127, 127) for _ in range(u * c)]).reshape(1, 1, c, u)
     per_channel = b.rng.random() < 0.7
     scales = [b.rng.choice((0.01, 0.02, 0.03)) for _ in range(u if per_channel else 1)]
-    stored = b.net.qconst(b.name("w"), values, "INT8", scales, [0] * len(scales), 3 if per_channel else 0)
+    axis = 3 if per_channel else 0
+    if b.rng.random() < 0.5:
+        stored = b.net.qconst(b.name("w"), values, "INT8", scales, [0] * len(scales), axis)
+    else:  # PT2E's way: float32 weights quantized on every run
+        floats = [b.rng.uniform(-1.3, 1.3) for _ in range(u * c)]
+        stored = b.name("q")
+        b.net.q(stored, [1, 1, c, u], "INT8", scales, [0] * len(scales), axis)
+        b.net.op("QUANTIZE", [b.net.const(b.name("wf"), [1, 1, c, u], values=floats)], stored, [1, 1, c, u])
     wf = b.f("DEQUANTIZE", [stored], [1, 1, c, u])
     wt = b.f("TRANSPOSE", [wf, b.net.ints(b.name("p"), [3, 0, 1, 2])], [u, 1, 1, c])
     x = b.f("DEQUANTIZE", [name], shape)
@@ -518,7 +525,8 @@ QUANT_STEPS = {
 def quantized_graph(seed: int, max_ops: int = 8) -> dict:
     """A recipe dict: a float input [1-3, 2-5, 2-5, 1-4] quantized, then a chain of 1-max_ops steps
     (requantizations, DEQUANTIZE -> QUANTIZE pairs, int8 TRANSPOSEs and per-channel int8 CONV_2Ds
-    with a QUANTIZE after, a float conv whose int8 weights are dequantized and transposed, FC ->
+    with a QUANTIZE after, a float conv whose int8 weights (stored, or float32 quantized on every
+    run as PT2E writes them) are dequantized and transposed, FC ->
     QUANTIZE -> DEQUANTIZE -> QUANTIZE), the last tensor dequantized or output as integers."""
     from quant_models import QNet
 

@@ -168,6 +168,13 @@ PASSES: tuple[PassSpec, ...] = (
         needs=frozenset({"DEQUANTIZE"}),
     ),
     PassSpec(
+        "fold_quantize",
+        "compute a QUANTIZE of a float32 constant to int8/uint8 once (refused where a value lies at a rounding tie)",
+        True,
+        False,
+        needs=frozenset({"QUANTIZE"}),
+    ),
+    PassSpec(
         "fold_quantized_weight_layout",
         "do a TRANSPOSE or RESHAPE of quantized constant weights (also behind their DEQUANTIZE) once on the "
         "stored integers, the per-channel axis moved with it",
