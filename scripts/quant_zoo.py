@@ -23,7 +23,8 @@ default passes, with them plus the exact passes for quantized graphs (QUANT_PASS
 models holding a MUL also with the lossy LOSSY_PASS, and
 reports operators before/after, whether every output is bit-identical in LiteRT's builtin
 kernels on 3 inputs (integer inputs over their whole range, float inputs normal(0, 2); else the
-largest difference in the output's quantization steps), the passes' folds and refusals, and the
+largest difference in the output's quantization steps) and under XNNPACK (else the scaled error:
+a float layer XNNPACK takes once its weights are constant), the passes' folds and refusals, and the
 paired LiteRT speed (scripts/zoo.py's paired_speed: default kernels, one thread, alternating
 runs; A/A is the original against itself). It writes a markdown table to --out (default
 DIR/quant_zoo.md) and prints it.
@@ -44,7 +45,14 @@ import numpy as np
 APPS = ["MobileNetV2", "ResNet50V2", "MobileNetV3Small", "EfficientNetB0"]
 MODES = ["int8", "int16x8", "dynamic"]
 AEQ_APPS = ["MobileNetV2"]
-QUANT_PASSES = ["remove_quantdequant", "remove_redundant_quantize", "remove_qdq_for_mpo", "fuse_output_requantize"]
+QUANT_PASSES = [
+    "remove_quantdequant",
+    "remove_redundant_quantize",
+    "remove_qdq_for_mpo",
+    "fuse_output_requantize",
+    "fold_quantize",
+    "fold_quantized_weight_layout",
+]
 LOSSY_PASS = "replace_quantized_mul_add_with_depthwise_conv"  # measured apart: its error in steps
 CALIBRATION = 8
 
@@ -233,16 +241,24 @@ def steps(model, a: np.ndarray, b: np.ndarray, index: int) -> float:
 
 
 def compare(original, optimized, samples: int = 3) -> dict:
+    """Bit-identical outputs under the builtin kernels (else the largest difference in steps), and
+    under XNNPACK (each model against the other under the same kernels; else the largest
+    difference relative to the output's largest magnitude: a float layer XNNPACK now takes)."""
     from bnfold.values import litert
 
-    identical, worst = True, 0.0
+    identical, worst, xnnpack = True, 0.0, 0.0
     for seed in range(samples):
         xs = inputs_for(original, seed)
         for i, (a, b) in enumerate(zip(litert.run(original, xs), litert.run(optimized, xs))):
             if a.dtype != b.dtype or a.tobytes() != b.tobytes():
                 identical = False
                 worst = max(worst, steps(original, a, b, i))
-    return {"bit_identical": identical, "max_steps": worst}
+        default = [litert.run(m, xs, resolver="default") for m in (original, optimized)]
+        for a, b in zip(*default):
+            if a.tobytes() != b.tobytes():
+                peak = float(np.abs(a).max()) or 1.0
+                xnnpack = max(xnnpack, float(np.abs(a.astype(np.float64) - b).max()) / peak, 1e-300)
+    return {"bit_identical": identical, "max_steps": worst, "xnnpack_scaled": xnnpack}
 
 
 def optimize(bnfold: str, path: Path, out: Path, passes: list[str] | None) -> tuple[dict | None, str]:
@@ -308,6 +324,8 @@ def cell(entry: dict) -> list[str]:
         return [entry["error"], "", "", ""]
     changed = ", ".join(f"{k} {a}->{b}" for k, (a, b) in entry["changed"].items()) or "none"
     exact = "yes" if entry.get("bit_identical") else f"no ({entry.get('max_steps', 0):.3g} steps)"
+    if entry.get("xnnpack_scaled"):
+        exact += f"; XNNPACK: scaled err {entry['xnnpack_scaled']:.1e}"
     speed = f"{entry['speed']:.3f}" if "speed" in entry else entry.get("error", "")
     return [f"{entry['ops_after']} ({changed})", exact, speed]
 
