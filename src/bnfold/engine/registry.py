@@ -153,16 +153,16 @@ PASSES: tuple[PassSpec, ...] = (
     ),
     PassSpec(
         "remove_redundant_quantize",
-        "remove a QUANTIZE to the parameters its input has; merge QUANTIZE -> QUANTIZE of one scale where no "
-        "integer changes",
+        "remove a QUANTIZE to the parameters its input has; merge QUANTIZE -> QUANTIZE whose second writes what "
+        "the first wrote",
         True,
         False,
         needs=frozenset({"QUANTIZE"}),
     ),
     PassSpec(
         "remove_qdq_for_mpo",
-        "remove the first of two QUANTIZE/DEQUANTIZE pairs after FULLY_CONNECTED/BATCH_MATMUL where one "
-        "scale makes it change nothing",
+        "remove the first of two QUANTIZE/DEQUANTIZE pairs after FULLY_CONNECTED/BATCH_MATMUL where the second "
+        "writes what the first wrote",
         True,
         False,
         needs=frozenset({"DEQUANTIZE"}),
