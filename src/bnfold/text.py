@@ -131,6 +131,7 @@ def lossy_warning(note: dict) -> str:
         f"bnfold: warning: {what} changed the model (LOSSY): max abs err {note['max_abs']:.3e}, max rel err "
         f"{note['max_rel']:.3e}, scaled err {note['scaled_err']:.3e} over {note['samples']} random input(s) "
         f"on {note['backend']}"
+        + (f", {note['max_steps']:.3g} quantization step(s) at a quantized output" if "max_steps" in note else "")
     )
 
 

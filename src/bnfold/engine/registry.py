@@ -175,19 +175,34 @@ PASSES: tuple[PassSpec, ...] = (
     ),
     PassSpec(
         "remove_redundant_quantize",
-        "remove a QUANTIZE to the parameters its input has; merge QUANTIZE -> QUANTIZE of one scale where no "
-        "integer changes",
+        "remove a QUANTIZE to the parameters its input has; merge QUANTIZE -> QUANTIZE whose second writes what "
+        "the first wrote",
         True,
         False,
         needs=frozenset({"QUANTIZE"}),
     ),
     PassSpec(
         "remove_qdq_for_mpo",
-        "remove the first of two QUANTIZE/DEQUANTIZE pairs after FULLY_CONNECTED/BATCH_MATMUL where one "
-        "scale makes it change nothing",
+        "remove the first of two QUANTIZE/DEQUANTIZE pairs after FULLY_CONNECTED/BATCH_MATMUL where the second "
+        "writes what the first wrote",
         True,
         False,
         needs=frozenset({"DEQUANTIZE"}),
+    ),
+    PassSpec(
+        "fold_quantize",
+        "compute a QUANTIZE of a float32 constant to int8/uint8 once (refused where a value lies at a rounding tie)",
+        True,
+        False,
+        needs=frozenset({"QUANTIZE"}),
+    ),
+    PassSpec(
+        "fold_quantized_weight_layout",
+        "do a TRANSPOSE or RESHAPE of quantized constant weights (also behind their DEQUANTIZE) once on the "
+        "stored integers, the per-channel axis moved with it",
+        True,
+        False,
+        needs=frozenset({"TRANSPOSE", "RESHAPE"}),
     ),
     PassSpec(
         "fuse_output_requantize",
@@ -434,6 +449,14 @@ PASSES: tuple[PassSpec, ...] = (
         "make_batchnorm_gamma_positive",
         "replace negative scales of a Mul -> Add(RELU) batch norm by 1e-10 (as ONE does) so the "
         "pre-activation fold can proceed; the output error is measured and reported",
+        False,
+        False,
+        needs=frozenset({"MUL"}),
+    ),
+    PassSpec(
+        "replace_quantized_mul_add_with_depthwise_conv",
+        "replace an int8 MUL -> ADD by per-channel constants (a batch norm left in an integer graph) by one int8 "
+        "1x1 DEPTHWISE_CONV_2D (lossy: one rounding instead of three; the error is measured, in quantization steps)",
         False,
         False,
         needs=frozenset({"MUL"}),

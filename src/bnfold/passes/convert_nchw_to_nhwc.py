@@ -39,6 +39,7 @@ import numpy as np
 from ..engine import targets
 from ..engine.layout import transpose_perm
 from ..engine.propagation import propagate
+from ..engine.quantization import scale_count
 from ..engine.report import PassResult
 from ..engine.reshapes import in_place_hazard, input_hazard, reading_slots, same_quantization
 from ..ir.graph import Graph, Op, Options, Tensor
@@ -161,7 +162,7 @@ def _why_kept(graph: Graph, t: Tensor, side: str) -> str | None:
             return "LiteRT would run its producer in place over a buffer another reader still needs"
     if side == "input" and input_hazard(graph, t):
         return "LiteRT would run an op in place over its buffer while another reader still needs it"
-    if len(getattr(t.quantization, "scale", None) or []) > 1:
+    if scale_count(t.quantization) > 1:
         return "quantized per channel"
     return targets.refusal(graph, "TRANSPOSE", rank=4, dtype=t.dtype)  # the TRANSPOSE it would get
 
