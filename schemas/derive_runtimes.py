@@ -70,8 +70,14 @@ def _pool() -> tuple[list[dict], list[str], dict]:
     return [], ["x"], options
 
 
-# kind -> (constants, input names, options without the activation) and whether it has a fused activation;
-# OUTPUT: the output's shape where it is not X's
+def _rope(table: list[int], mode: int) -> tuple[list[dict], list[str], dict]:
+    sin = {"name": "s", "shape": table, "dtype": "FLOAT32", "filler": {"kind": "uniform", "low": -1, "high": 1}}
+    cos = {**sin, "name": "c"}
+    return [sin, cos], ["x", "s", "c"], {"mode": mode}
+
+
+# kind (or "KIND:variant", a form of it) -> (constants, input names, options without the activation) and
+# whether it has a fused activation; OUTPUT: the output's shape where it is not its input's
 PROBES = {
     "ADD": (lambda: _binary("ADD"), True),
     "SUB": (lambda: _binary("SUB"), True),
@@ -99,6 +105,27 @@ PROBES = {
     "GELU": (lambda: ([], ["x"], {"approximate": False}), False),
     "INSTANCE_NORM": (lambda: ([_const("g", [3]), _const("b", [3])], ["x", "g", "b"], {"epsilon": 0.001}), True),
     "BATCH_MATMUL": (lambda: ([_const("w", [1, 4, 3, 2])], ["x", "w"], {}), False),
+    # what fuse_rsqrt and transform_sqrt_div_to_rsqrt_mul make
+    "RSQRT": (lambda: ([], ["x"], {}), False),
+    # Circle's decoder operators (passes/fuse_rmsnorm.py, fuse_rope.py), and the forms of them a runtime
+    # may not compute ("KIND:variant"): an RMS norm of a rank-2 input; a RoPE whose tables hold one row per
+    # position (the kernel may read only the last axis); the interleaved (GPT-J) RoPE, mode 1
+    "RMS_NORM": (lambda: ([_const("g", [3])], ["x", "g"], {"epsilon": 1e-6}), False),
+    "RMS_NORM:rank_2": (lambda: ([_const("g", [3])], ["x", "g"], {"epsilon": 1e-6}), False),
+    "ROPE": (lambda: _rope([1, 1, 1, 4], 0), False),
+    "ROPE:position_tables": (lambda: _rope([1, 1, 3, 4], 0), False),
+    "ROPE:interleaved": (lambda: _rope([1, 1, 1, 4], 1), False),
+}
+
+# kinds whose probe input is kept positive (a square root of a negative is NaN in every runtime)
+POSITIVE_INPUT = frozenset({"RSQRT", "SQRT"})
+
+# the data input's shape where it is not X
+INPUT = {
+    "RMS_NORM:rank_2": [16, 3],
+    "ROPE": [1, 2, 3, 4],
+    "ROPE:position_tables": [1, 2, 3, 4],
+    "ROPE:interleaved": [1, 2, 3, 4],
 }
 
 
@@ -123,8 +150,9 @@ def recipe(kind: str, activation: str) -> dict:
     constants, inputs, options = PROBES[kind][0]()
     if PROBES[kind][1]:
         options = {**options, "fused_activation_function": activation}
-    operands = [{"name": "x", "shape": X}, *constants, {"name": "y", "shape": OUTPUT.get(kind, X)}]
-    operation = {"type": kind, "inputs": inputs, "outputs": ["y"]}
+    x = INPUT.get(kind, X)
+    operands = [{"name": "x", "shape": x}, *constants, {"name": "y", "shape": OUTPUT.get(kind, x)}]
+    operation = {"type": kind.split(":")[0], "inputs": inputs, "outputs": ["y"]}
     if options:
         operation["options"] = options
     return {"input": ["x"], "output": ["y"], "operand": operands, "operation": [operation]}
@@ -135,7 +163,10 @@ def _runs(run, model) -> bool:
     (scaled error <= 1e-5; a runtime that ignores a fused activation does not run it)."""
     from bnfold.values import interpreter
 
-    x = np.random.default_rng(0).normal(0, 2, X).astype(np.float32)
+    shape = list(model.graphs[0].inputs[0].shape)
+    x = np.random.default_rng(0).normal(0, 2, shape).astype(np.float32)
+    if model.graphs[0].ops[0].kind in POSITIVE_INPUT:
+        x = np.abs(x) + np.float32(0.25)
     try:
         outputs = run(model, x)
     except (BnfoldError, RuntimeError, ValueError):

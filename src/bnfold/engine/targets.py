@@ -39,8 +39,17 @@ class Target:
         """The target `name` for `model` as it is before any pass runs."""
         return cls(name, frozenset(op.kind for g in model.graphs for op in g.ops))
 
-    def refusal(self, kind: str, activation: str = "NONE") -> str | None:
-        """Why this target cannot take an operator `kind` with the fused `activation`, or None."""
+    def refusal(self, kind: str, activation: str = "NONE", variant: str = "") -> str | None:
+        """Why this target cannot take an operator `kind` with the fused `activation`, or None. A
+        `variant` names a form of the operator the table probes apart (ir/runtimes.py's "KIND:variant":
+        a RoPE whose tables hold one row per position, an RMS norm of a rank-2 input)."""
+        form = (f"{kind}:{variant}", activation)
+        if variant and form in PROBED:
+            runtimes = tuple(RUNS) if self.name == "any" else (self.name,)
+            if not any(form in RUNS[runtime] for runtime in runtimes):
+                what = f"{kind} ({variant.replace('_', ' ')})"
+                who = "no runtime runs" if self.name == "any" else f"{self.name} does not run"
+                return f"{who} {what} (the target is {self.name})"
         if self.name == "any":
             if kind not in self.kinds:
                 return f"the input has no {kind}, and the target is any (only operators the input already had)"
@@ -71,8 +80,8 @@ def name_of(graph: Graph) -> str | None:
     return None if graph.model is None else default_target(graph.model.format.name)
 
 
-def refusal(graph: Graph, kind: str, activation: str = "NONE") -> str | None:
-    """Why the runtime `graph` is made for cannot take `kind` with `activation` (None: it can, or
-    the graph has no target)."""
+def refusal(graph: Graph, kind: str, activation: str = "NONE", variant: str = "") -> str | None:
+    """Why the runtime `graph` is made for cannot take `kind` with `activation` (and in the form
+    `variant`, see Target.refusal) (None: it can, or the graph has no target)."""
     target = graph.target
-    return None if target is None else target.refusal(kind, activation)
+    return None if target is None else target.refusal(kind, activation, variant)

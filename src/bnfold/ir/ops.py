@@ -354,6 +354,10 @@ TABLE: tuple[OpInfo, ...] = (
     _unary("DEQUANTIZE", "DequantizeOptions"),
     _unary("QUANTIZE", "QuantizeOptions"),
     OpInfo("INSTANCE_NORM", "InstanceNormOptions", (3, 1), shape="same"),
+    # Circle's decoder operators (passes/fuse_rmsnorm.py, fuse_rope.py): x · γ / √(mean(x²) + ε) over the
+    # last axis, γ of one or C values; RoPE rotates pairs of the last axis by constant sin/cos tables
+    OpInfo("RMS_NORM", "RmsNormOptions", (2, 1), shape="same"),
+    OpInfo("ROPE", "RoPEOptions", (3, 1), shape="same"),
     OpInfo("WHILE", "WhileOptions"),
     OpInfo("IF", "IfOptions"),
 )

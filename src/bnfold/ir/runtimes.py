@@ -75,6 +75,12 @@ PROBED = frozenset(
         ("INSTANCE_NORM", "RELU6"),
         ("INSTANCE_NORM", "TANH"),
         ("BATCH_MATMUL", "NONE"),
+        ("RSQRT", "NONE"),
+        ("RMS_NORM", "NONE"),
+        ("RMS_NORM:rank_2", "NONE"),
+        ("ROPE", "NONE"),
+        ("ROPE:position_tables", "NONE"),
+        ("ROPE:interleaved", "NONE"),
     }
 )
 
@@ -131,6 +137,7 @@ RUNS = {
             ("PRELU", "NONE"),
             ("GELU", "NONE"),
             ("BATCH_MATMUL", "NONE"),
+            ("RSQRT", "NONE"),
         }
     ),
     "onert": frozenset(
@@ -182,6 +189,9 @@ RUNS = {
             ("PAD", "NONE"),
             ("GELU", "NONE"),
             ("BATCH_MATMUL", "NONE"),
+            ("RSQRT", "NONE"),
+            ("RMS_NORM", "NONE"),
+            ("ROPE", "NONE"),
         }
     ),
 }
