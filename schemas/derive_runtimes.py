@@ -105,6 +105,8 @@ PROBES = {
     "GELU": (lambda: ([], ["x"], {"approximate": False}), False),
     "INSTANCE_NORM": (lambda: ([_const("g", [3]), _const("b", [3])], ["x", "g", "b"], {"epsilon": 0.001}), True),
     "BATCH_MATMUL": (lambda: ([_const("w", [1, 4, 3, 2])], ["x", "w"], {}), False),
+    # a transpose of an operand's last two axes absorbed into its adjoint flag (engine/region.py)
+    "BATCH_MATMUL:adjoint": (lambda: ([_const("w", [1, 4, 2, 3])], ["x", "w"], {"adjoint_rhs": True}), False),
     # what fuse_rsqrt and transform_sqrt_div_to_rsqrt_mul make
     "RSQRT": (lambda: ([], ["x"], {}), False),
     # Circle's decoder operators (passes/fuse_rmsnorm.py, fuse_rope.py), and the forms of them a runtime
@@ -138,6 +140,7 @@ OUTPUT = {
     "MEAN": [1, 1, 1, 3],
     "PAD": [1, 6, 6, 3],
     "BATCH_MATMUL": [1, 4, 4, 2],
+    "BATCH_MATMUL:adjoint": [1, 4, 4, 2],
 }
 
 

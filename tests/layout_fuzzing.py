@@ -444,7 +444,30 @@ def _by_ones(b: Builder) -> str | None:
     return b.out(kind, inputs, shape, fused_activation_function=b.rng.choice(ACTIVATIONS))
 
 
+def _attention(b: Builder) -> str | None:
+    """softmax(q · transpose(k) · scale) · v as exporters write it: a TRANSPOSE of the last two axes (often
+    through a scalar MUL) before BATCH_MATMUL, the scores through SOFTMAX into a second BATCH_MATMUL."""
+    q = b.pick()
+    shape = b.live[q]
+    if len(shape) < 3:
+        return None
+    k = b.rng.choice([n for n, s in b.live.items() if s == shape])
+    rank = len(shape)
+    swap = [*range(rank - 2), rank - 1, rank - 2]
+    kt_shape = [shape[i] for i in swap]
+    kt = b.out("TRANSPOSE", [k, b.ints(swap)], kt_shape)
+    if b.rng.random() < 0.5:
+        kt = b.out("MUL", [kt, b.net.const(b.name("scale"), [], values=[0.35])], kt_shape)
+    scores_shape = [*shape[:-1], shape[-2]]
+    scores = b.out("BATCH_MATMUL", [q, kt], scores_shape)
+    if b.rng.random() < 0.6:
+        probs = b.out("SOFTMAX", [scores], scores_shape, beta=1.0)
+        return b.out("BATCH_MATMUL", [probs, k], shape)
+    return scores
+
+
 DECODER_STEPS = {
+    _attention: 2,
     _rms_norm: 3,
     _rope: 3,
     _sqrt_div: 2,

@@ -31,6 +31,9 @@ Columns of `OpInfo`:
                      "reshape"       RESHAPE/SQUEEZE/EXPAND_DIMS whose merged or split axes stay
                                      adjacent and in order in the other layout (unit axes anywhere)
                      "transpose"     composes with the permutation (cancels or merges)
+                     "adjoint"       BATCH_MATMUL: nothing crosses it, but a permutation swapping only
+                                     the last two axes of an operand is absorbed by toggling that
+                                     operand's adjoint flag (adj_x / adj_y)
     shape          the rule that computes its output shapes from its inputs and options (a name in
                    ir/shapes.py's RULES; None: not checked), read by the output gate
                    (ir/invariants.py: check_changes) for every operator a pass created or changed
@@ -241,7 +244,8 @@ TABLE: tuple[OpInfo, ...] = (
     _binary("MINIMUM", "MaximumMinimumOptions"),
     _binary("LESS", "LessOptions"),
     _binary("PRELU", None, same_types=False),
-    _binary("BATCH_MATMUL", "BatchMatMulOptions", same_types=False, layout=None),  # hybrid float x int8 is allowed
+    # hybrid float x int8 is allowed
+    _binary("BATCH_MATMUL", "BatchMatMulOptions", same_types=False, layout="adjoint"),
     # elementwise kinds the folds do not read; the layout propagation moves permutations across them
     *(
         OpInfo(kind, layout="elementwise", shape="broadcast")

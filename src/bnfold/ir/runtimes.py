@@ -75,6 +75,7 @@ PROBED = frozenset(
         ("INSTANCE_NORM", "RELU6"),
         ("INSTANCE_NORM", "TANH"),
         ("BATCH_MATMUL", "NONE"),
+        ("BATCH_MATMUL:adjoint", "NONE"),
         ("RSQRT", "NONE"),
         ("RMS_NORM", "NONE"),
         ("RMS_NORM:rank_2", "NONE"),
@@ -137,6 +138,7 @@ RUNS = {
             ("PRELU", "NONE"),
             ("GELU", "NONE"),
             ("BATCH_MATMUL", "NONE"),
+            ("BATCH_MATMUL:adjoint", "NONE"),
             ("RSQRT", "NONE"),
         }
     ),
@@ -189,6 +191,7 @@ RUNS = {
             ("PAD", "NONE"),
             ("GELU", "NONE"),
             ("BATCH_MATMUL", "NONE"),
+            ("BATCH_MATMUL:adjoint", "NONE"),
             ("RSQRT", "NONE"),
             ("RMS_NORM", "NONE"),
             ("ROPE", "NONE"),
