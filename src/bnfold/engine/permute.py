@@ -93,7 +93,7 @@ def crosses(kind: str) -> bool:
 def cross(op: Op, t: Tensor, p: Perm) -> Crossing | str:
     """How `op`, reading `t` which carries `p`, takes the other layout — or why it cannot."""
     behaviour = info(op.kind).layout
-    if not crosses(op.kind):
+    if behaviour is None or not crosses(op.kind):
         return f"{op.kind} cannot take the other layout"
     if len(p) != len(t.shape):
         return f"{op.kind} reads a tensor of rank {len(t.shape)}"
