@@ -20,6 +20,20 @@ Guards for the flatten: y is [N, K] with K the weights' columns of every reader;
 from a static x (a dynamic x's size is checked by the RESHAPE);
 the same quantization on both sides; y no graph output.
 
+And the RESHAPEs around a BATCH_MATMUL that only merge its batch axes (TICO's attention: rank 4 to 3
+and back), as BATCH_MATMUL takes any batch rank itself:
+
+    before:  a [1,H,S,D] -> RESHAPE([H,S,D]) -> BATCH_MATMUL(·, b') -> o [H,S,T] -> RESHAPE([1,H,S,T]) -> y
+             b [1,H,D,T] -> RESHAPE([H,D,T]) -^
+    after:   a, b -> BATCH_MATMUL -> y [1,H,S,T]
+
+Exact: BATCH_MATMUL multiplies the matrices of the last two axes for each batch index, so merging the
+batch axes before and splitting them after moves no element of any product. Guards: each operand a
+RESHAPE of a tensor [*B, r, c] to [prod(B), r, c] (the last two axes kept), both with the same B;
+the product read only by a RESHAPE to [*B, rows, cols], seen by no one; float32; an operand RESHAPE
+with other readers stays for them (the BATCH_MATMUL reads its input all the same); no RESHAPE goes
+where its readers reading its input would let LiteRT run an op in place over a buffer still read.
+
 A RESHAPE nothing reads is left to the cleanup, which keeps it where its reference is what stops
 LiteRT from running an op in place over a buffer still read (engine/planner.py).
 
@@ -32,6 +46,9 @@ same quantization on both sides.
 
 from __future__ import annotations
 
+import math
+
+from ..engine.match import only_reader
 from ..engine.report import PassResult
 from ..engine.reshapes import HAZARD, bypass_hazard, same_quantization
 from ..ir.graph import Graph, Op, Tensor
@@ -39,7 +56,11 @@ from ..ir.graph import Graph, Op, Tensor
 
 def run(graph: Graph) -> PassResult:
     result = PassResult()
+    for bmm in [op for op in graph.ops if op.kind == "BATCH_MATMUL"]:
+        _unmerge_batch(graph, result, bmm)
     for op in [op for op in graph.ops if op.kind == "RESHAPE"]:
+        if not graph.contains(op):
+            continue
         x, y = op.input(0), op.outputs[0]
         if x is None or graph.is_unread(y):  # the cleanup's: it keeps one LiteRT needs (planner.py)
             continue
@@ -103,3 +124,48 @@ def _bypass(graph: Graph, op: Op, x: Tensor) -> None:
         graph.set_output(producer, producer.outputs.index(x), y)
     else:
         graph.replace_uses(y, x)
+
+
+def _batch_source(graph: Graph, t: Tensor | None) -> tuple[Op, tuple[int, ...]] | None:
+    """(the RESHAPE, B) when t = RESHAPE(x [*B, r, c]) to [prod(B), r, c], float32, shapes static."""
+    op = None if t is None else t.producer
+    x = None if op is None or op.kind != "RESHAPE" else op.input(0)
+    if op is None or x is None or t is None or -1 in x.signature or -1 in t.signature:
+        return None
+    if len(x.shape) < 3 or len(t.shape) != 3 or x.shape[-2:] != t.shape[-2:] or not same_quantization(x, t):
+        return None
+    batch = tuple(x.shape[:-2])
+    return (op, batch) if math.prod(batch) == t.shape[0] and x.dtype == "FLOAT32" else None
+
+
+def _unmerge_batch(graph: Graph, result: PassResult, bmm: Op) -> None:
+    """BATCH_MATMUL on the operands before the RESHAPEs merging their batch axes, writing the RESHAPE
+    after it directly (module docstring)."""
+    sources = [_batch_source(graph, t) for t in bmm.inputs[:2]]
+    o = bmm.outputs[0]
+    after = only_reader(graph, o)
+    if any(s is None for s in sources) or after is None or after.kind != "RESHAPE" or len(bmm.inputs) != 2:
+        return
+    (pre_a, batch), (pre_b, batch_b) = sources  # type: ignore[misc]
+    y = after.outputs[0]
+    if batch != batch_b or tuple(y.shape) != (*batch, *o.shape[-2:]) or -1 in y.signature:
+        return
+    pres = [pre_a] if pre_a is pre_b else [pre_a, pre_b]
+    going = [p for p in pres if graph.has_single_use(p.outputs[0], bmm)]
+    if any(bypass_hazard(graph, _present(p), p.outputs[0]) for p in going):
+        result.skip(bmm, HAZARD)
+        return
+    result.fold(after, [*going, after], into=[bmm], batch=list(batch))
+    for i, pre in zip((0, 1), (pre_a, pre_b)):
+        graph.set_input(bmm, i, _present(pre))
+    graph.remove_op(after)
+    graph.set_output(bmm, 0, y)
+    for pre in going:
+        if graph.contains(pre):
+            graph.remove_op(pre)
+
+
+def _present(reshape: Op) -> Tensor:
+    x = reshape.input(0)
+    assert x is not None  # _batch_source matched it
+    return x
