@@ -79,6 +79,9 @@ def rope_net(
     slicer: str = "STRIDED_SLICE",
     swap_halves: bool = False,
     extra_output: str | None = None,
+    scale: float | None = None,
+    scale_act: str = "NONE",
+    scale_vector: list[float] | None = None,
 ) -> Net:
     """y = x·cos + rotate(x)·sin, rotate the half rotation (Llama) or the interleaved one (GPT-J); the
     tables one row ([1, 1, 1, D]) unless `table_shape` says otherwise."""
@@ -134,7 +137,11 @@ def rope_net(
         packed = n.op("PACK", [neg, even], "packed", [*part, 2], axis=len(shape), values_count=2)
         rot = n.op("RESHAPE", [packed, n.ints("d_shape", list(shape))], "rotated", shape, new_shape=list(shape))
     rs = n.op("MUL", [sin, rot], "rot_sin", shape)
-    n.outputs = [n.op("ADD", [xc, rs], "y", shape)] + ([extra_output] if extra_output else [])
+    y = n.op("ADD", [xc, rs], "roped" if scale is not None else "y", shape)
+    if scale is not None:  # the attention's d^-1/4 right after the RoPE (PyTorch's SDPA export)
+        c = n.const("scale", [1] if scale_vector is None else [d], values=scale_vector or [scale])
+        y = n.op("MUL", [y, c], "y", shape, fused_activation_function=scale_act)
+    n.outputs = [y] + ([extra_output] if extra_output else [])
     return n
 
 

@@ -85,3 +85,27 @@ def test_another_rotation_is_not_a_rope():
 def test_rank_3_input_is_not_taken():
     _, model, report = optimized(rope_net((2, 3, 8), table_shape=[8]), [PASS])
     assert "ROPE" not in model.op_counts() and not report["folds"]
+
+
+@pytest.mark.parametrize("table_shape", [[1, 1, 1, 8], [1, 1, 3, 8]], ids=["one-row", "position-tables"])
+@pytest.mark.parametrize("scale", [0.5, 0.3])
+def test_a_scale_after_the_rope_joins_its_tables(table_shape, scale):
+    """q·d^-1/4 after the RoPE: the MUL goes whether the ROPE is made (one row) or refused for onert
+    (a row per position: the written-out form keeps its ops but the MUL)."""
+    net = rope_net(table_shape=table_shape, scale=scale)
+    original, model, report = optimized(net, [PASS])
+    written_out = {"MUL": 2, "ADD": 1, "STRIDED_SLICE": 2, "NEG": 1, "CONCATENATION": 1}
+    assert model.op_counts() == ({"ROPE": 1} if table_shape[2] == 1 else written_out)
+    assert [f["scale"] for f in report["folds"] if "scale" in f] == [pytest.approx(scale)]
+    assert model.graphs[0].outputs[0].name == "y"
+    assert_equal_in_runtime(original, model)
+
+
+@pytest.mark.parametrize(
+    "change", [dict(scale_act="RELU"), dict(scale_vector=[0.5, 0.25, 1, 2, 0.5, 0.25, 1, 2])], ids=["relu", "vector"]
+)
+def test_other_muls_after_the_rope_stay(change):
+    original, model, report = optimized(rope_net(scale=0.5, **change), [PASS])
+    assert model.op_counts() == {"ROPE": 1, "MUL": 1}
+    assert not any("scale" in f for f in report["folds"])
+    assert_equal_in_runtime(original, model)

@@ -24,6 +24,11 @@ onert 0.1.0 computes ROPE only with tables of one row (it reads the tables along
 alone, so a table with a row per position — a prefill export — comes out wrong: the table's
 "ROPE:position_tables") and only mode 0 ("ROPE:interleaved"); LiteRT has none. Such a candidate
 stays, the report's `target.refused` saying why. Constant tables of lower rank are given rank 4.
+
+A MUL by a one-element constant c that alone reads the result (PyTorch's SDPA export scales q and k
+by d^-1/4 each, right after their RoPE) joins the tables: x·(c·cos) + rotate(x)·(c·sin) — made
+whether or not the ROPE is (the written-out form loses the MUL too); the new tables are computed
+once in float32, float rounding only (c a power of two, as for d = 16, leaves every bit).
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..engine import targets
-from ..engine.match import format_has, is_plain_float, only_reader
+from ..engine.match import const_operand, format_has, is_plain_float, only_reader, scalar
 from ..engine.report import PassResult
 from ..ir.graph import Graph, Op, Options, Tensor
 
@@ -56,18 +61,54 @@ def run(graph: Graph) -> PassResult:
         match = _match(graph, add)
         if match is None:
             continue
+        scale = _scale_after(graph, match)
+        if scale is not None and match.cos.is_const and match.sin.is_const:
+            match = _scaled_tables(graph, result, match, scale)  # the MUL goes into the tables either way
         refusal = _refusal(graph, match)
         if refusal:
-            result.refuse_value(add, f"the RoPE stays: {refusal}")
+            result.refuse_value(match.ops[-1], f"the RoPE stays: {refusal}")
             continue
         tables = math.prod(match.cos.shape[:-1]) * math.prod(match.sin.shape[:-1])
         variant = "interleaved" if match.mode == "interleaved" else ("position_tables" if tables > 1 else "")
         unsupported = targets.refusal(graph, "ROPE", "NONE", variant)
         if unsupported:
-            result.not_for_target(add, unsupported)
+            result.not_for_target(match.ops[-1], unsupported)
             continue
         _fuse(graph, result, match)
     return result
+
+
+def _scale_after(graph: Graph, match: Match) -> Op | None:
+    """The MUL by a one-element float32 constant that alone reads the RoPE's output (the attention's
+    1/√d, split between q and k as PyTorch's SDPA export writes it), or None."""
+    add = match.ops[-1]
+    mul = only_reader(graph, add.outputs[0])
+    pair = None if mul is None or mul.kind != "MUL" else const_operand(mul)
+    if mul is None or pair is None or pair[1] is not add.outputs[0] or scalar(pair[0]) is None:
+        return None
+    y = mul.outputs[0]
+    if mul.fused_activation != "NONE" or not is_plain_float(y) or y.signature != add.outputs[0].signature:
+        return None
+    return mul
+
+
+def _scaled_tables(graph: Graph, result: PassResult, match: Match, mul: Op) -> Match:
+    """x·(c·cos) + rotate(x)·(c·sin) for (x·cos + rotate(x)·sin)·c: the scale joins both tables (new
+    constants, computed once in float32; each output element is rounded in another order, float
+    rounding only), and the MUL goes; the ADD writes its output."""
+    add, mul_cos, mul_sin = match.ops[-1], match.ops[-3], match.ops[-2]
+    pair = const_operand(mul)
+    assert pair is not None and match.cos.data is not None and match.sin.data is not None  # _scale_after
+    c = np.float32(scalar(pair[0]))
+    y = mul.outputs[0]
+    cos = graph.add_const(graph.unique_name(f"{y.name}/cos"), (match.cos.data * c).astype(np.float32))
+    sin = graph.add_const(graph.unique_name(f"{y.name}/sin"), (match.sin.data * c).astype(np.float32))
+    graph.set_input(mul_cos, mul_cos.inputs.index(match.cos), cos)
+    graph.set_input(mul_sin, mul_sin.inputs.index(match.sin), sin)
+    result.fold(mul, [mul], into=[mul_cos, mul_sin], scale=float(c))
+    graph.remove_op(mul)
+    graph.set_output(add, 0, y)
+    return match._replace(cos=cos, sin=sin)
 
 
 def _match(graph: Graph, add: Op) -> Match | None:
