@@ -205,13 +205,13 @@ def optimize(variant: str, path: Path, out: Path, bnfold_bin: Path, tico_bin: Pa
     return seconds, "" if proc.returncode == 0 else f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}"
 
 
-def runs_in(runtime: str, model) -> bool:
+def runs_in(runtime: str, model, xs) -> bool:
     from zoo import RUNNERS
 
     try:
-        RUNNERS[runtime](model)
+        RUNNERS[runtime](model)(xs)
         return True
-    except Exception:  # noqa: BLE001 - the runtime cannot load it (Circle-only operators in LiteRT)
+    except Exception:  # noqa: BLE001 - the runtime cannot run it (Circle-only operators in LiteRT, NYI in onert)
         return False
 
 
@@ -247,7 +247,7 @@ def measure(path: Path, work: Path, bnfold_bin: Path, tico_bin: Path, rounds: in
         counts = op_counts(model)
         entry.update(ops=sum(counts.values()), **{k: counts.get(k, 0) for k in KINDS})
         for runtime in runtimes:
-            if not runs_in(runtime, model) or not runs_in(runtime, raw):
+            if not runs_in(runtime, model, xs) or not runs_in(runtime, raw, xs):
                 entry[f"{runtime}_error"] = None
                 continue
             entry[f"{runtime}_error"] = relative_error(runtime, raw, model, xs)

@@ -105,3 +105,23 @@ def test_a_square_of_two_tensors_is_not_taken():
     net.operations[0]["inputs"] = ["x", net.input("z", [1, 5, 24])]
     _, model, report = optimized(net, [PASS])
     assert "RMS_NORM" not in model.op_counts() and not report["folds"]
+
+
+def test_a_layer_norm_is_an_rms_norm_of_the_centred_values():
+    """GPT-2's and BERT's LayerNorm as TICO writes it: c = x - mean(x), then c · rsqrt(mean(c²) + ε) · γ + β:
+    the RMS norm of c is taken (exact: the same function of c), the centring and β stay."""
+    net = rms_net((2, 5, 24))
+    net.inputs = ["x0"]
+    net.operands.insert(0, {"name": "x0", "shape": [2, 5, 24], "dtype": "FLOAT32"})
+    net.operands = [o for o in net.operands if o["name"] != "x"] + [
+        {"name": "x", "shape": [2, 5, 24], "dtype": "FLOAT32"}
+    ]
+    axis = net.tensor("centre_axis", [1], "INT32", {"kind": "explicit", "values": [-1]})
+    net.tensor("x0_mean", [2, 5, 1])
+    net.operations[:0] = [
+        {"type": "MEAN", "inputs": ["x0", axis], "outputs": ["x0_mean"], "options": {"keep_dims": True}},
+        {"type": "SUB", "inputs": ["x0", "x0_mean"], "outputs": ["x"], "options": {}},
+    ]
+    original, model, _ = optimized(net, [PASS])
+    assert model.op_counts() == {"MEAN": 1, "SUB": 1, "RMS_NORM": 1}
+    assert_equal_in_runtime(original, model)

@@ -16,6 +16,10 @@ rounded once; the written-out form rounds each op in float32. They differ by flo
 (measured on onert: scaled error ~1e-7), except where x² overflows float32 (|x| > 1.8e19): the
 written-out form gives 0 there, the kernel the finite true value.
 
+A LayerNorm written out (GPT-2's and BERT's as TICO exports them: c = x - mean(x), then
+c · rsqrt(mean(c²) + ε) · γ, + β) holds the RMS norm of c: that part becomes RMS_NORM(c), the centring
+and β stay — the same function of c.
+
 Guards: the MEAN reduces exactly the last axis with keep_dims; ε is a finite one-element float32
 constant; the square and the normalizing op read the same x; every intermediate is read only inside
 the pattern and is no graph output; no fused activation on any op taken (a γ MUL with one is left
