@@ -82,6 +82,7 @@ def rope_net(
     scale: float | None = None,
     scale_act: str = "NONE",
     scale_vector: list[float] | None = None,
+    negation: str = "NEG",
 ) -> Net:
     """y = x·cos + rotate(x)·sin, rotate the half rotation (Llama) or the interleaved one (GPT-J); the
     tables one row ([1, 1, 1, D]) unless `table_shape` says otherwise."""
@@ -117,7 +118,10 @@ def rope_net(
                 )
             else:
                 parts.append(n.op("SLICE", [x, n.ints(f"{name}_b", begin), n.ints(f"{name}_z", part)], name, part))
-        neg = n.op("NEG", [parts[1]], "neg_upper", part)
+        if negation == "NEG":
+            neg = n.op("NEG", [parts[1]], "neg_upper", part)
+        else:  # litert-torch's negation
+            neg = n.op("MUL", [parts[1], n.const("minus_one", [], values=[-1.0])], "neg_upper", part)
         rot = n.op("CONCATENATION", [neg, parts[0]], "rotated", shape, axis=-1)
     else:
         strides = [1] * (len(shape) - 1) + [2]

@@ -109,3 +109,15 @@ def test_other_muls_after_the_rope_stay(change):
     assert model.op_counts() == {"ROPE": 1, "MUL": 1}
     assert not any("scale" in f for f in report["folds"])
     assert_equal_in_runtime(original, model)
+
+
+def test_litert_torch_negates_by_a_mul_and_its_tflite_rope_still_takes_the_scale():
+    """litert-torch writes -x as MUL(x, -1); in a TFLite model no ROPE can be made (the report says so),
+    but the scale after it joins the tables, exact in LiteRT."""
+    net = rope_net(negation="MUL", scale=0.5)
+    original, model, report = optimized(net, [PASS], fmt=TFLITE)
+    assert model.op_counts() == {"MUL": 3, "ADD": 1, "STRIDED_SLICE": 2, "CONCATENATION": 1}
+    assert reasons(report) == ["the RoPE stays: the format has no ROPE (Circle only)"]
+    assert_equal_in_runtime(original, model)
+    _, fused, _ = optimized(net, [PASS])
+    assert fused.op_counts() == {"ROPE": 1}

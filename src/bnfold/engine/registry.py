@@ -203,7 +203,7 @@ PASSES: tuple[PassSpec, ...] = (
         "ROPE (Circle only)",
         True,
         False,
-        needs=frozenset({"NEG"}),
+        needs=frozenset({"CONCATENATION", "PACK"}),  # every rotation joins its halves with one
     ),
     PassSpec(
         "fuse_prelu",

@@ -4,7 +4,8 @@ name; ONE matches the half-rotation form only, here the interleaved one is recog
     y = x · cos + rotate(x) · sin          along the last axis of x [B, H, S, D], D even
 
     half-rotation (GPT-NeoX, Llama's rotate_half; ROPE mode 0):
-        rotate(x) = CONCATENATION(NEG(x[..., D/2:]), x[..., :D/2])            (axis -1)
+        rotate(x) = CONCATENATION(NEG(x[..., D/2:]), x[..., :D/2])            (axis -1; NEG or
+                                                                         MUL by -1, litert-torch's)
     interleaved (GPT-J; ROPE mode 1):
         rotate(x) = RESHAPE(PACK(NEG(x[..., 1::2]), x[..., 0::2]))           (axis -1, back to D)
     then:   ADD(MUL(x, cos), MUL(rotate(x), sin))    (either operand order anywhere)
@@ -150,7 +151,7 @@ def _rotation(graph: Graph, r: Tensor) -> tuple[Tensor, list[Op], str] | None:
     else:
         return None
     neg, kept = _producer(joined.inputs[0]), _producer(joined.inputs[1])
-    negated = _producer(neg.input(0)) if neg is not None and neg.kind == "NEG" else None
+    negated = _producer(_negated(neg)) if neg is not None else None
     if neg is None or kept is None or negated is None:
         return None
     x = kept.input(0)
@@ -158,6 +159,14 @@ def _rotation(graph: Graph, r: Tensor) -> tuple[Tensor, list[Op], str] | None:
         return None
     chain = [kept, negated, neg, *ops]
     return (x, chain, mode) if _rotates(graph, x, chain, r, mode) else None
+
+
+def _negated(op: Op) -> Tensor | None:
+    """x for NEG(x), or for MUL(x, -1) (litert-torch's negation; -1 · x is -x exactly)."""
+    if op.kind == "NEG":
+        return op.input(0)
+    pair = const_operand(op) if op.kind == "MUL" and op.fused_activation == "NONE" else None
+    return pair[1] if pair is not None and scalar(pair[0]) == -1.0 else None
 
 
 def _producer(t: Tensor | None) -> Op | None:
