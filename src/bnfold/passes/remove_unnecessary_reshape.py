@@ -28,8 +28,11 @@ and back), as BATCH_MATMUL takes any batch rank itself:
     after:   a, b -> BATCH_MATMUL -> y [1,H,S,T]
 
 Exact: BATCH_MATMUL multiplies the matrices of the last two axes for each batch index, so merging the
-batch axes before and splitting them after moves no element of any product. Guards: each operand a
-RESHAPE of a tensor [*B, r, c] to [prod(B), r, c] (the last two axes kept), both with the same B;
+batch axes before and splitting them after moves no element of any product. An operand RESHAPE that
+merged other batch axes of the same size (GQA's repeated keys and values, [1,2,2,S,D] to [4,S,D])
+and that only the BATCH_MATMUL reads is made to write [*B, S, D] instead: the same elements in the
+same order. Guards: each operand a RESHAPE of a tensor [*B', r, c] to [prod(B'), r, c] (the last two
+axes kept), B' = B, the product's batch axes after it, or of B's size as just said;
 the product read only by a RESHAPE to [*B, rows, cols], seen by no one; float32; an operand RESHAPE
 with other readers stays for them (the BATCH_MATMUL reads its input all the same); no RESHAPE goes
 where its readers reading its input would let LiteRT run an op in place over a buffer still read.
@@ -141,28 +144,69 @@ def _batch_source(graph: Graph, t: Tensor | None) -> tuple[Op, tuple[int, ...]] 
 def _unmerge_batch(graph: Graph, result: PassResult, bmm: Op) -> None:
     """BATCH_MATMUL on the operands before the RESHAPEs merging their batch axes, writing the RESHAPE
     after it directly (module docstring)."""
-    sources = [_batch_source(graph, t) for t in bmm.inputs[:2]]
     o = bmm.outputs[0]
     after = only_reader(graph, o)
-    if any(s is None for s in sources) or after is None or after.kind != "RESHAPE" or len(bmm.inputs) != 2:
+    if after is None or after.kind != "RESHAPE" or len(bmm.inputs) != 2 or len(o.shape) != 3:
         return
-    (pre_a, batch), (pre_b, batch_b) = sources  # type: ignore[misc]
+    if bmm.inputs[0] is bmm.inputs[1]:
+        return
     y = after.outputs[0]
-    if batch != batch_b or tuple(y.shape) != (*batch, *o.shape[-2:]) or -1 in y.signature:
+    batch = tuple(y.shape[:-2])
+    if -1 in y.signature or tuple(y.shape[-2:]) != tuple(o.shape[-2:]) or math.prod(batch) != o.shape[0]:
         return
-    pres = [pre_a] if pre_a is pre_b else [pre_a, pre_b]
-    going = [p for p in pres if graph.has_single_use(p.outputs[0], bmm)]
+    found = [_operand_plan(graph, bmm, t, batch) for t in bmm.inputs[:2]]
+    plans = [plan for plan in found if plan is not None]
+    if len(plans) != 2:
+        return
+    kept = [pre for plan in plans for pre in plan if plan[pre] is None]
+    going = [pre for pre in dict.fromkeys(kept) if graph.has_single_use(pre.outputs[0], bmm)]
     if any(bypass_hazard(graph, _present(p), p.outputs[0]) for p in going):
         result.skip(bmm, HAZARD)
         return
     result.fold(after, [*going, after], into=[bmm], batch=list(batch))
-    for i, pre in zip((0, 1), (pre_a, pre_b)):
-        graph.set_input(bmm, i, _present(pre))
+    for i, plan in zip((0, 1), plans):
+        ((pre, retarget),) = plan.items()
+        if retarget is None:  # its source has the batch axes already: read it
+            graph.set_input(bmm, i, _present(pre))
+        else:  # the RESHAPE splits the batch axes as the product does
+            _set_reshape(graph, pre, retarget)
+            graph.set_input(bmm, i, pre.outputs[0])
     graph.remove_op(after)
     graph.set_output(bmm, 0, y)
     for pre in going:
         if graph.contains(pre):
             graph.remove_op(pre)
+
+
+def _operand_plan(graph: Graph, bmm: Op, t: Tensor | None, batch: tuple[int, ...]) -> dict[Op, tuple | None] | None:
+    """How operand t of `bmm` gets the batch axes `batch`: {its RESHAPE: None} when the RESHAPE only
+    merged them (read its source), {its RESHAPE: new shape} when it merged other batch axes of the
+    same size (GQA's repeated keys and values: [1, 2, 2, S, D] to [4, S, D]) and only `bmm` reads it
+    (it is made to write [*batch, S, D] instead); None when neither."""
+    source = _batch_source(graph, t)
+    if t is None or source is None:
+        return None
+    pre, its_batch = source
+    if its_batch == batch:
+        return {pre: None}
+    if math.prod(its_batch) == math.prod(batch) and graph.has_single_use(t, bmm):
+        return {pre: (*batch, *t.shape[-2:])}
+    return None
+
+
+def _set_reshape(graph: Graph, pre: Op, shape: tuple) -> None:
+    """RESHAPE `pre` writes `shape` (its output read only by the BATCH_MATMUL): a new output tensor, the
+    shape operand and option to match."""
+    from ..engine.permute import reshape_target
+
+    old = pre.outputs[0]
+    consts, options = reshape_target(pre, shape)
+    for i, values in consts.items():
+        graph.set_input(pre, i, graph.add_const(graph.unique_name(f"{old.name}/shape"), values, "INT32"))
+    if options:
+        pre.options = pre.options_with(**options)
+    new = graph.add_tensor(graph.unique_name(f"{old.name}/batched"), old.dtype, shape)
+    graph.set_output(pre, 0, new)
 
 
 def _present(reshape: Op) -> Tensor:
