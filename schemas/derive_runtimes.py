@@ -120,8 +120,14 @@ SHAPED_PROBES = {
 }
 
 
-# kind -> (constants, input names, options without the activation) and whether it has a fused activation;
-# OUTPUT: the output's shape where it is not X's
+def _rope(table: list[int], mode: int) -> tuple[list[dict], list[str], dict]:
+    sin = {"name": "s", "shape": table, "dtype": "FLOAT32", "filler": {"kind": "uniform", "low": -1, "high": 1}}
+    cos = {**sin, "name": "c"}
+    return [sin, cos], ["x", "s", "c"], {"mode": mode}
+
+
+# kind (or "KIND:variant", a form of it) -> (constants, input names, options without the activation) and
+# whether it has a fused activation; OUTPUT: the output's shape where it is not its input's
 PROBES = {
     "ADD": (lambda: _binary("ADD"), True),
     "SUB": (lambda: _binary("SUB"), True),
@@ -149,6 +155,29 @@ PROBES = {
     "GELU": (lambda: ([], ["x"], {"approximate": False}), False),
     "INSTANCE_NORM": (lambda: ([_const("g", [3]), _const("b", [3])], ["x", "g", "b"], {"epsilon": 0.001}), True),
     "BATCH_MATMUL": (lambda: ([_const("w", [1, 4, 3, 2])], ["x", "w"], {}), False),
+    # a transpose of an operand's last two axes absorbed into its adjoint flag (engine/region.py)
+    "BATCH_MATMUL:adjoint": (lambda: ([_const("w", [1, 4, 2, 3])], ["x", "w"], {"adjoint_rhs": True}), False),
+    # what fuse_rsqrt and transform_sqrt_div_to_rsqrt_mul make
+    "RSQRT": (lambda: ([], ["x"], {}), False),
+    # Circle's decoder operators (passes/fuse_rmsnorm.py, fuse_rope.py), and the forms of them a runtime
+    # may not compute ("KIND:variant"): an RMS norm of a rank-2 input; a RoPE whose tables hold one row per
+    # position (the kernel may read only the last axis); the interleaved (GPT-J) RoPE, mode 1
+    "RMS_NORM": (lambda: ([_const("g", [3])], ["x", "g"], {"epsilon": 1e-6}), False),
+    "RMS_NORM:rank_2": (lambda: ([_const("g", [3])], ["x", "g"], {"epsilon": 1e-6}), False),
+    "ROPE": (lambda: _rope([1, 1, 1, 4], 0), False),
+    "ROPE:position_tables": (lambda: _rope([1, 1, 3, 4], 0), False),
+    "ROPE:interleaved": (lambda: _rope([1, 1, 1, 4], 1), False),
+}
+
+# kinds whose probe input is kept positive (a square root of a negative is NaN in every runtime)
+POSITIVE_INPUT = frozenset({"RSQRT", "SQRT"})
+
+# the data input's shape where it is not X
+INPUT = {
+    "RMS_NORM:rank_2": [16, 3],
+    "ROPE": [1, 2, 3, 4],
+    "ROPE:position_tables": [1, 2, 3, 4],
+    "ROPE:interleaved": [1, 2, 3, 4],
 }
 
 
@@ -161,28 +190,38 @@ OUTPUT = {
     "MEAN": [1, 1, 1, 3],
     "PAD": [1, 6, 6, 3],
     "BATCH_MATMUL": [1, 4, 4, 2],
+    "BATCH_MATMUL:adjoint": [1, 4, 4, 2],
 }
 
 
 def probes() -> list[tuple[str, str]]:
-    """(kind, variant) pairs, in table order: each kind with each fused activation it has, then the
-    constant operands."""
-    fused = [(kind, act) for kind, (_, has) in PROBES.items() for act in (ACTIVATIONS if has else ("NONE",))]
+    """(kind, variant) pairs, in table order: each kind with each fused activation it has (a form of
+    a kind, "KIND:NAME" in PROBES, as the variant "form NAME"), then the constant operands, ranks
+    and types."""
+    fused = [
+        (kind.split(":")[0], f"form {kind.split(':')[1]}" if ":" in kind else act)
+        for kind, (_, has) in PROBES.items()
+        for act in (ACTIVATIONS if has else ("NONE",))
+    ]
     return fused + list(CONSTANT_OPERAND_PROBES) + list(SHAPED_PROBES)
 
 
 def recipe(kind: str, variant: str) -> dict:
+    """The one-op model of a probe: a shaped or constant-operand one, a form ("form NAME": PROBES'
+    "KIND:NAME"), or the kind with `variant` as its fused activation."""
     if (kind, variant) in SHAPED_PROBES:
         return _shaped(*SHAPED_PROBES[kind, variant])
+    key = f"{kind}:{variant.removeprefix('form ')}" if variant.startswith("form ") else kind
     if (kind, variant) in CONSTANT_OPERAND_PROBES:
         constants, inputs, options = CONSTANT_OPERAND_PROBES[kind, variant]()
-        output = CONSTANT_OPERAND_OUTPUT[kind, variant]
+        x, output = X, CONSTANT_OPERAND_OUTPUT[kind, variant]
     else:
-        constants, inputs, options = PROBES[kind][0]()
-        output = OUTPUT.get(kind, X)
-        if PROBES[kind][1]:
+        constants, inputs, options = PROBES[key][0]()
+        x = INPUT.get(key, X)
+        output = OUTPUT.get(key, x)
+        if PROBES[key][1]:
             options = {**options, "fused_activation_function": variant}
-    operands = [{"name": "x", "shape": X}, *constants, {"name": "y", "shape": output}]
+    operands = [{"name": "x", "shape": x}, *constants, {"name": "y", "shape": output}]
     operation = {"type": kind, "inputs": inputs, "outputs": ["y"]}
     if options:
         operation["options"] = options
@@ -198,6 +237,8 @@ def _runs(run, model) -> bool:
     rng = np.random.default_rng(0)
     x = rng.normal(0, 2, t.shape).astype(np.float32) if t.dtype == "FLOAT32" else rng.integers(-5, 5, t.shape)
     x = x.astype(NUMPY_DTYPES[t.dtype])
+    if model.graphs[0].ops[0].kind in POSITIVE_INPUT:
+        x = np.abs(x) + np.float32(0.25)
     try:
         outputs = run(model, x)
     except (BnfoldError, RuntimeError, ValueError):
@@ -237,8 +278,9 @@ def source(table: dict[str, list[tuple[str, str]]]) -> str:
     lines = [
         '"""What each runtime runs: derived by schemas/derive_runtimes.py from the runtimes themselves (do not',
         "edit; tests/test_runtimes.py re-derives it). PROBED: every (operator kind, variant) asked, a variant",
-        "being a fused activation or 'constant input N'; RUNS[runtime]: those that loaded and ran as one-op",
-        "float32 models. engine/targets.py reads it.",
+        "being a fused activation, 'constant input N', 'rank N', 'type T' or 'form NAME' (a form of the",
+        "operator probed apart); RUNS[runtime]: those that loaded and ran as one-op models computing what",
+        "the reference interpreter does. engine/targets.py reads it.",
         '"""',
         "",
         f"VERSIONS = {{'litert': {version('ai-edge-litert')!r}, 'onert': {version('onert')!r}}}",

@@ -2,13 +2,16 @@
 thousand, every option set, original vs optimized in LiteRT.
 
     python scripts/layout_fuzz.py [--graphs 10000] [--seed 0] [--sets default,O1,c_layout,nchw,nchw_in,nchw_out,nchw_io]
-                                  [--max-ops 12] [--generator layout|in_place|quant] [--repros DIR] [--show 20]
+                                  [--max-ops 12] [--generator layout|in_place|quant|decoder] [--repros DIR] [--show 20]
 
 --generator in_place makes the graphs of tests/layout_fuzzing.py's `in_place_graph` instead: chains of
 the ops LiteRT runs in place over a shared buffer (RESHAPE, SQUEEZE, EXPAND_DIMS, ADD/SUB/MUL/DIV,
 SOFTMAX), with second readers and dead ops, to stress the in-place rule (engine/reshapes.py, planner.py).
 --generator quant makes `quantized_graph`s (requantizations, QUANTIZE/DEQUANTIZE pairs, int8 layers and
 TRANSPOSEs, dequantized int8 weights) under the quant option sets, compared bit for bit.
+--generator decoder makes `decoder_graph`s: RMS norms and rotary embeddings written out as exporters write
+them, x / SQRT, MUL and DIV by ones, among transposes and FCs (the transformer passes' patterns; the
+`decoder` option set runs those passes).
 
 Prints, per option set, the cases and their outcomes (ok, refused, exit3, load_fail, run_fail,
 interface, values), the graphs that were no fair case and why, and the time. Each failure is
@@ -36,6 +39,7 @@ from layout_fuzzing import (  # noqa: E402
     QUANT_OPTION_SETS,
     _interpreter,
     _invoke,
+    decoder_graph,
     describe,
     in_place_graph,
     prepare,
@@ -47,8 +51,8 @@ from layout_fuzzing import (  # noqa: E402
 )
 
 FAILURES = ("exit3", "load_fail", "run_fail", "interface", "values")
-GENERATORS = {"layout": random_graph, "in_place": in_place_graph, "quant": quantized_graph}
-SETS = {"layout": OPTION_SETS, "in_place": OPTION_SETS, "quant": QUANT_OPTION_SETS}  # the generator's default sets
+GENERATORS = {"layout": random_graph, "in_place": in_place_graph, "quant": quantized_graph, "decoder": decoder_graph}
+SETS = {"layout": OPTION_SETS, "in_place": OPTION_SETS, "quant": QUANT_OPTION_SETS, "decoder": OPTION_SETS}
 
 
 def command(name: str, option_set: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import collections
 
-from layout_fuzzing import OPTION_SETS, prepare, random_graph, run_case
+from layout_fuzzing import OPTION_SETS, decoder_graph, prepare, random_graph, run_case
 
 GRAPHS = 200
 
@@ -83,3 +83,51 @@ def test_seeded_quantized_graphs_optimize_bit_for_bit_in_litert():
     assert fair >= 0.9 * QUANT_GRAPHS, f"only {fair} of {QUANT_GRAPHS} generated graphs are fair cases"
     assert failures == [], failures[:10]
     assert set(folded) == set(QUANT_PASSES.split(",")), folded
+
+
+DECODER_GRAPHS = 120
+
+
+def test_seeded_decoder_graphs_optimize_exactly_in_litert():
+    """The transformer passes' patterns (tests/layout_fuzzing.py's decoder_graph) under the default set,
+    O1 and the decoder passes: every fair case exact in LiteRT, and the canonical forms do rewrite."""
+    from bnfold import api
+
+    failures, fair, folds = [], 0, 0
+    for seed in range(DECODER_GRAPHS):
+        content, _why = prepare(decoder_graph(seed))
+        if content is None:
+            continue
+        fair += 1
+        folds += len(api.optimize(content, OPTION_SETS["decoder"][0]).report["folds"])
+        for option_set in ("default", "O1", "decoder"):
+            outcome = run_case(content, option_set)
+            if outcome.kind != "ok":
+                failures.append((seed, option_set, outcome.kind, outcome.detail))
+    assert fair >= 0.9 * DECODER_GRAPHS, f"only {fair} of {DECODER_GRAPHS} generated graphs are fair cases"
+    assert failures == [], failures[:10]
+    assert folds >= DECODER_GRAPHS // 2, folds
+
+
+def test_seeded_decoder_graphs_fuse_exactly_in_onert():
+    """The same graphs as Circle models for the onert target, where RMS_NORM and ROPE are made: every fair
+    case equal in onert. onert 0.1.0's own faults are counted apart, not hidden: an output it hands
+    back flattened (it ignores FULLY_CONNECTED's keep_num_dims) or holding another output's values
+    while the optimized graph computes the original's (the reference interpreter)."""
+    import pytest
+
+    from bnfold.values import onert
+
+    if onert.missing():
+        pytest.skip(f"onert: {onert.missing()}")
+    from layout_fuzzing import run_onert_case
+
+    outcomes: collections.Counter = collections.Counter()
+    failures = []
+    for seed in range(DECODER_GRAPHS):
+        outcome = run_onert_case(decoder_graph(seed))
+        outcomes[outcome.kind] += 1
+        if outcome.kind not in ("ok", "unfair", "onert_shape", "onert_self"):
+            failures.append((seed, outcome.kind, outcome.detail))
+    assert failures == [], failures[:10]
+    assert outcomes["ok"] >= 0.6 * DECODER_GRAPHS and outcomes["onert_shape"] + outcomes["onert_self"] <= 2, outcomes

@@ -500,3 +500,57 @@ def test_a_transpose_that_changes_scale_stays_and_says_why():
     )
     reasons = {t["at"]["output"]: t["reason"] for t in report.transposes}
     assert "another scale or zero point" in reasons["t"], reasons
+
+
+# ---- BATCH_MATMUL absorbs a swap of an operand's last two axes into its adjoint flag ----------
+
+
+def attention_scores(perm=(0, 1, 3, 2), *, through_reshape=True, lhs=False) -> Net:
+    """q[1,3,5,4], k[1,3,5,4] -> TRANSPOSE(perm) -> MUL(scale) -> (RESHAPE to rank 3) -> BATCH_MATMUL(q, ·):
+    TICO's attention scores, k transposed for the product (or q, `lhs`)."""
+    n = Net(seed=21)
+    q, k = n.input("q", [1, 3, 5, 4]), n.input("k", [1, 3, 5, 4])
+    kt_shape = [[1, 3, 5, 4][p] for p in perm]
+    kt = n.op("TRANSPOSE", [k, n.ints("perm", list(perm))], "kt", kt_shape)
+    scaled = n.op("MUL", [kt, n.const("scale", [], values=[0.5])], "scaled", kt_shape)
+    if through_reshape:
+        scaled = n.op(
+            "RESHAPE", [scaled, n.ints("s3_shape", kt_shape[1:])], "scaled3", kt_shape[1:], new_shape=kt_shape[1:]
+        )
+        q = n.op("RESHAPE", [q, n.ints("q3_shape", [3, 5, 4])], "q3", [3, 5, 4], new_shape=[3, 5, 4])
+    operands = [scaled, q] if lhs else [q, scaled]
+    rows = kt_shape[-1] if lhs else 5
+    cols = 4 if lhs else kt_shape[-1]
+    out = [3, rows, cols] if through_reshape else [1, 3, rows, cols]
+    n.outputs = [n.op("BATCH_MATMUL", operands, "scores", out)]
+    return n
+
+
+@pytest.mark.parametrize("through_reshape", [True, False])
+@pytest.mark.parametrize("lhs", [False, True])
+def test_batch_matmul_absorbs_a_last_two_axes_transpose(through_reshape, lhs):
+    model, report = optimize_and_compare(
+        attention_scores(through_reshape=through_reshape, lhs=lhs).recipe(), None, {"TRANSPOSE": 0, "BATCH_MATMUL": 1}
+    )
+    (bmm,) = [op for op in model.graphs[0].ops if op.kind == "BATCH_MATMUL"]
+    assert (bmm.options.adjX, bmm.options.adjY) == ((True, False) if lhs else (False, True))
+
+
+def test_batch_matmul_absorbs_it_in_onert_too():
+    from decoder_models import CIRCLE, assert_equal_in_runtime, optimized
+
+    original, model, _ = optimized(attention_scores(), ["remove_redundant_transpose"], fmt=CIRCLE)
+    (bmm,) = [op for op in model.graphs[0].ops if op.kind == "BATCH_MATMUL"]
+    assert "TRANSPOSE" not in model.op_counts() and bmm.options.adjointRhs
+    assert_equal_in_runtime(original, model)
+
+
+def test_another_permutation_before_batch_matmul_stays_with_the_reason():
+    """k[1,3,5,4] -> TRANSPOSE(1,0,3,2) -> [3,1,4,5]: a batch axis moves too, which no flag absorbs."""
+    n = Net(seed=22)
+    q, k = n.input("q", [1, 3, 5, 4]), n.input("k", [1, 3, 5, 4])
+    kt = n.op("TRANSPOSE", [k, n.ints("perm", [1, 0, 3, 2])], "kt", [3, 1, 4, 5])
+    n.outputs = [n.op("BATCH_MATMUL", [q, kt], "scores", [3, 3, 5, 5])]
+    model, report = optimize_and_compare(n.recipe(), None, {"TRANSPOSE": 1})
+    (left,) = report.to_dict()["transposes"]
+    assert "BATCH_MATMUL" in left["reason"] and "only a swap of an operand's last two axes" in left["reason"]

@@ -103,3 +103,65 @@ def test_flatten_into_a_fully_connected_without_options_goes():
 def test_flatten_that_something_else_sees_stays(case):
     # a RELU reads [N, K]; the outside sees flat
     optimize_and_compare(flatten_net([2, 3, 1, 2], **case).recipe(), [PASS], {"RESHAPE": 1})
+
+
+# ---- the RESHAPEs merging a BATCH_MATMUL's batch axes (TICO's attention) ----------------------
+
+
+def batch_merged_matmul(*, b_batch=(1, 3), after=(1, 3, 5, 6), b_read_elsewhere=False) -> Net:
+    """a [1,3,5,4], b [*b_batch,4,6] -> RESHAPE to rank 3 -> BATCH_MATMUL -> [3,5,6] -> RESHAPE(after) -> y."""
+    n = Net(seed=23)
+    a = n.input("a", [1, 3, 5, 4])
+    b = n.input("b", [*b_batch, 4, 6])
+    a3 = n.op("RESHAPE", [a, n.ints("a3_shape", [3, 5, 4])], "a3", [3, 5, 4], new_shape=[3, 5, 4])
+    b_shape = [int(np.prod(b_batch)), 4, 6]
+    b3 = n.op("RESHAPE", [b, n.ints("b3_shape", b_shape)], "b3", b_shape, new_shape=b_shape)
+    o = n.op("BATCH_MATMUL", [a3, b3], "o", [3, 5, b_shape[-1]])
+    y = n.op("RESHAPE", [o, n.ints("y_shape", list(after))], "y", list(after), new_shape=list(after))
+    n.outputs = [y] + ([n.op("RELU", [b3], "b3_relu", b_shape)] if b_read_elsewhere else [])
+    return n
+
+
+def test_the_batch_reshapes_around_batch_matmul_go():
+    model, report = optimize_and_compare(batch_merged_matmul().recipe(), [PASS], {"RESHAPE": 0, "BATCH_MATMUL": 1})
+    (bmm,) = model.graphs[0].ops
+    assert [t.name for t in bmm.inputs] == ["a", "b"] and bmm.outputs[0].name == "y"
+
+
+def test_an_operand_reshape_read_elsewhere_stays_for_its_other_reader():
+    optimize_and_compare(batch_merged_matmul(b_read_elsewhere=True).recipe(), [PASS], {"RESHAPE": 1, "RELU": 1})
+
+
+def test_an_operand_merging_other_batch_axes_of_the_same_size_is_made_to_keep_the_products():
+    """b [3,1,4,6] -> [3,4,6]: its RESHAPE is made to write [1,3,4,6] (the same elements in order)."""
+    model, _ = optimize_and_compare(batch_merged_matmul(b_batch=(3, 1)).recipe(), [PASS], {"RESHAPE": 1})
+    (reshape,) = [op for op in model.graphs[0].ops if op.kind == "RESHAPE"]
+    assert reshape.outputs[0].shape == (1, 3, 4, 6)
+
+
+def test_a_product_split_otherwise_than_its_batch_stays():
+    optimize_and_compare(batch_merged_matmul(after=(3, 5, 2, 3)).recipe(), [PASS], {"RESHAPE": 3, "BATCH_MATMUL": 1})
+
+
+def test_the_batch_reshapes_go_in_onert_too():
+    from decoder_models import CIRCLE, assert_equal_in_runtime, optimized
+
+    original, model, _ = optimized(batch_merged_matmul(), [PASS], fmt=CIRCLE)
+    assert model.op_counts() == {"BATCH_MATMUL": 1}
+    assert_equal_in_runtime(original, model)
+
+
+def test_a_repeated_key_reshape_is_made_to_keep_the_batch_axes():
+    """GQA: v [1,2,1,4,6] -> BROADCAST_TO [1,2,2,4,6] -> RESHAPE [4,4,6] beside p [1,4,5,4] -> RESHAPE [4,5,4]:
+    the product keeps [1,4] batch axes; the key RESHAPE writes [1,4,4,6] instead of [4,4,6]."""
+    n = Net(seed=24)
+    p = n.input("p", [1, 4, 5, 4])
+    v = n.input("v", [1, 2, 1, 4, 6])
+    rep = n.op("BROADCAST_TO", [v, n.ints("rep_shape", [1, 2, 2, 4, 6])], "rep", [1, 2, 2, 4, 6], version=2)
+    p3 = n.op("RESHAPE", [p, n.ints("p3_shape", [4, 5, 4])], "p3", [4, 5, 4], new_shape=[4, 5, 4])
+    v3 = n.op("RESHAPE", [rep, n.ints("v3_shape", [4, 4, 6])], "v3", [4, 4, 6], new_shape=[4, 4, 6])
+    o = n.op("BATCH_MATMUL", [p3, v3], "o", [4, 5, 6])
+    n.outputs = [n.op("RESHAPE", [o, n.ints("y_shape", [1, 4, 5, 6])], "y", [1, 4, 5, 6], new_shape=[1, 4, 5, 6])]
+    model, _ = optimize_and_compare(n.recipe(), [PASS], {"RESHAPE": 1, "BATCH_MATMUL": 1, "BROADCAST_TO": 1})
+    (reshape,) = [op for op in model.graphs[0].ops if op.kind == "RESHAPE"]
+    assert reshape.outputs[0].shape == (1, 4, 4, 6)

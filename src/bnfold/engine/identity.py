@@ -62,3 +62,28 @@ def bypass(graph: Graph, op: Op, x: Tensor, y: Tensor) -> None:
         graph.set_output(producer, producer.outputs.index(x), y)
     else:
         graph.replace_uses(y, x)
+
+
+def neutral_operand_refusal(graph: Graph, op: Op, data: int) -> str | None:
+    """Why `op`, a binary op reading x = input `data` and at the other input a constant that leaves x
+    as it is (neutral_constant), may not be taken out as the identity on x (None: it may)."""
+    x, y = op.inputs[data], op.outputs[0]
+    assert x is not None  # the caller matched it
+    if op.fused_activation != "NONE":
+        return f"its fused {op.fused_activation} changes values"
+    if x.signature != y.signature:
+        return f"the constant broadcasts x {list(x.signature)} to {list(y.signature)}"
+    if x.dtype != y.dtype or not same_quantization(x, y) or x.is_quantized:
+        return "x and the output differ in type or quantization"
+    if not can_bypass(graph, op, x, y):
+        return "the output is a graph output and x has no producer of its own to write it"
+    return None
+
+
+def neutral_constant(op: Op, data: int, neutral: float) -> bool:
+    """The input of `op` other than `data` is an unquantized constant every element of which is
+    exactly `neutral` (any shape; the broadcast is checked apart)."""
+    c = op.inputs[1 - data]
+    if c is None or c is op.inputs[data] or not c.is_const or c.is_quantized or c.data is None:
+        return False
+    return c.data.size > 0 and bool(np.all(c.data == neutral))

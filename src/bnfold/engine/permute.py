@@ -84,10 +84,16 @@ def moved_constant(values: np.ndarray, p: Perm) -> np.ndarray:
     return moved
 
 
+def crosses(kind: str) -> bool:
+    """A permutation can cross an op of `kind` (its `layout` behaviour, ir/ops.py): not for none, nor for a
+    TRANSPOSE (it composes with it) or a BATCH_MATMUL (it absorbs a last-two-axes swap: region.py)."""
+    return info(kind).layout not in (None, "transpose", "adjoint")
+
+
 def cross(op: Op, t: Tensor, p: Perm) -> Crossing | str:
     """How `op`, reading `t` which carries `p`, takes the other layout — or why it cannot."""
     behaviour = info(op.kind).layout
-    if behaviour is None or behaviour == "transpose":
+    if behaviour is None or not crosses(op.kind):
         return f"{op.kind} cannot take the other layout"
     if len(p) != len(t.shape):
         return f"{op.kind} reads a tensor of rank {len(t.shape)}"

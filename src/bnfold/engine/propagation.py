@@ -65,7 +65,17 @@ from ..ir.graph import Graph, Op, Options, Tensor
 from ..ir.ops import info
 from . import targets
 from .layout import transpose_perm
-from .permute import Crossing, Perm, compose, inverse, is_identity, keeps_data_order, moved_shape, reshape_target
+from .permute import (
+    Crossing,
+    Perm,
+    compose,
+    crosses,
+    inverse,
+    is_identity,
+    keeps_data_order,
+    moved_shape,
+    reshape_target,
+)
 from .quantization import scale_count
 from .region import TRANSPOSE, Region, crossing_giving, feature_order, grow, quantization_problem
 from .report import PassResult, describe
@@ -143,6 +153,7 @@ def _move(graph: Graph, seed: Op, scope, result: PassResult, reasons: dict[Op, s
                 *best.crossed,
                 *(u for u in best.merges if not best.cancels(graph, u)),
                 *(fc for fcs in best.flattens.values() for fc in fcs),
+                *best.adjoints,
             ],
             crossed=[describe(op) for op in best.crossed],
             removed_transposes=best.removed(graph),
@@ -210,12 +221,7 @@ def _pull(graph: Graph, seed: Op, q: Perm, result: PassResult) -> bool:
     LiteRT would run u in place and y has a RESHAPE-like reader besides another (reshapes.py)."""
     x = _present(seed, 0)
     u = x.producer
-    if (
-        u is None
-        or len(u.outputs) != 1
-        or not graph.has_single_use(x, seed)
-        or info(u.kind).layout in (None, "transpose")
-    ):
+    if u is None or len(u.outputs) != 1 or not graph.has_single_use(x, seed) or not crosses(u.kind):
         return False
     found = crossing_giving(u, inverse(q))
     if found is None or quantization_problem(u, found[1]):
@@ -398,6 +404,8 @@ def _rewrite(graph: Graph, region: Region) -> None:
             # column order[f] of W' is column f of W; take() gathers, 10x faster than that scatter
             moved = np.take(np.asarray(w.data), np.argsort(order), axis=1)
             graph.set_input(fc, 1, _const_like(graph, w, moved))
+    for u, operands in region.adjoints.items():  # a BATCH_MATMUL reading the source, adjoint toggled
+        _toggle_adjoints(graph, u, [(i, new[_present(u, i)]) for i in operands])
     taken: dict[Tensor, Tensor] = {}  # a tensor an earlier merge took away -> the one now holding it
     for u, q in region.merges.items():
         if graph.contains(u):
@@ -416,6 +424,18 @@ def _rewrite(graph: Graph, region: Region) -> None:
     for u in region.crossed:
         if info(u.kind).layout == "reshape" and graph.contains(u):
             _drop_if_identity(graph, u)
+
+
+def _toggle_adjoints(graph: Graph, u: Op, operands: list[tuple[int, Tensor]]) -> None:
+    """BATCH_MATMUL `u` reads each (index, source) and takes that operand's adjoint flag toggled (TFLite
+    names the flags adj_x / adj_y, Circle adjoint_lhs / adjoint_rhs)."""
+    circle = graph.model is not None and graph.model.format.name == "circle"
+    names = ("adjointLhs", "adjointRhs") if circle else ("adjX", "adjY")
+    changes = {}
+    for i, source in operands:
+        graph.set_input(u, i, source)
+        changes[names[i]] = not bool(getattr(u.options, names[i], False))
+    u.options = u.options_with(**changes)
 
 
 def _holding(taken: dict[Tensor, Tensor], t: Tensor) -> Tensor:

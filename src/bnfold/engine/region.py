@@ -12,14 +12,25 @@ import numpy as np
 from ..ir.graph import Graph, Op, Tensor
 from ..ir.ops import info
 from .layout import transpose_perm
-from .permute import Crossing, Perm, compose, cross, inverse, is_identity, moved_shape
+from .permute import Crossing, Perm, compose, cross, crosses, inverse, is_identity, moved_shape
 from .quantization import scale_count
 
 TRANSPOSE = "TRANSPOSE"
 
 
 class Region:
-    __slots__ = ("carried", "seeds", "crossed", "merges", "flattens", "stops", "sides", "retargets", "conflict")
+    __slots__ = (
+        "carried",
+        "seeds",
+        "crossed",
+        "merges",
+        "flattens",
+        "adjoints",
+        "stops",
+        "sides",
+        "retargets",
+        "conflict",
+    )
 
     def __init__(self):
         self.carried: dict[Tensor, Perm] = {}
@@ -27,6 +38,7 @@ class Region:
         self.crossed: dict[Op, Crossing] = {}
         self.merges: dict[Op, Perm] = {}  # TRANSPOSE readers -> their composed permutation
         self.flattens: dict[Op, list[Op]] = {}  # RESHAPE -> the FCs after it; FC -> [FC]
+        self.adjoints: dict[Op, list[int]] = {}  # BATCH_MATMUL -> its operands whose last-two-axes swap it absorbs
         self.stops: dict[Tensor, list[str]] = {}  # carried tensors kept for these reasons
         self.sides: dict[Tensor, Perm] = {}  # operands transposed into the layout
         self.retargets: dict[Op, Perm] = {}  # TRANSPOSEs making a carried tensor -> new perm
@@ -109,6 +121,8 @@ def grow(graph: Graph, seed: Op, scope, sides_allowed: bool, absorb: bool = Fals
                 region.conflict = f"TRANSPOSE -> {u.outputs[0].name!r} would be moved twice"
             if u in region.crossed or u in region.merges or u in region.flattens or u in region.seeds:
                 continue
+            if u in region.adjoints and all(u.inputs[i] is not t for i in (0, 1) if i not in region.adjoints[u]):
+                continue  # every operand of it reading t is absorbed already (one reading another tensor goes on)
             why = _visit(graph, region, u, t, p, scope, sides_allowed, add_seed, carry, absorb)
             if why:
                 region.stops.setdefault(t, []).append(why)
@@ -131,7 +145,9 @@ def _visit(
     if scope is None and (fcs := _flatten_readers(graph, u, t, p)) is not None:
         region.flattens[u] = fcs
         return None
-    if info(u.kind).layout in (None, "transpose"):
+    if info(u.kind).layout == "adjoint":
+        return _adjoint(graph, region, u, t, p, where)
+    if not crosses(u.kind):
         return f"{where} cannot take the other layout"
     crossing = cross(u, t, p)
     if isinstance(crossing, str):
@@ -194,7 +210,8 @@ def _plan_back(graph: Graph, region: Region, s: Tensor, p: Perm):
         op = t.producer
         if wanted.setdefault(t, p) != p or t in region.sides:
             return None
-        if op is None or any(op in part for part in (region.merges, region.flattens, region.seeds, region.crossed)):
+        parts = (region.merges, region.flattens, region.adjoints, region.seeds, region.crossed)
+        if op is None or any(op in part for part in parts):
             return None
         if op in crossed or op in seeds or op in retargets:
             if op in crossed and crossed[op].outputs[op.outputs.index(t)] != p:
@@ -209,7 +226,7 @@ def _plan_back(graph: Graph, region: Region, s: Tensor, p: Perm):
             else:
                 retargets[op] = (compose(r, inverse(p)), p)
             continue
-        found = None if info(op.kind).layout in (None, "transpose") else crossing_giving(op, p, op.outputs.index(t))
+        found = None if not crosses(op.kind) else crossing_giving(op, p, op.outputs.index(t))
         if found is None or quantization_problem(op, found[1]):
             return None
         crossed[op] = crossing = found[1]
@@ -262,6 +279,25 @@ def _collect_sides(region: Region) -> None:
                 return
             if s not in region.carried:
                 region.sides[s] = crossing.perm
+
+
+def _adjoint(graph: Graph, region: Region, u: Op, t: Tensor, p: Perm, where: str) -> str | None:
+    """BATCH_MATMUL reading carried `t` absorbs p when p swaps only t's last two axes: it reads t's
+    source with that operand's adjoint flag toggled (matmul(transpose(a)) = matmul(a, adjoint)). The
+    reason it cannot, otherwise."""
+    from . import targets
+
+    rank = len(t.shape)
+    if rank < 2 or tuple(p) != (*range(rank - 2), rank - 1, rank - 2):
+        return f"{where} cannot take the other layout (only a swap of an operand's last two axes, as its adjoint)"
+    if t.dtype != "FLOAT32" or t.is_quantized:
+        return f"{where} reads a quantized or non-float operand"
+    unsupported = targets.refusal(graph, "BATCH_MATMUL", form="adjoint")
+    if unsupported:
+        return f"{where}: {unsupported}"
+    absorbed = region.adjoints.setdefault(u, [])
+    absorbed.extend(i for i in (0, 1) if u.inputs[i] is t and i not in absorbed)
+    return None
 
 
 def _flatten_readers(graph: Graph, u: Op, t: Tensor, p: Perm) -> list[Op] | None:

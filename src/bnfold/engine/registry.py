@@ -149,6 +149,10 @@ PASSES: tuple[PassSpec, ...] = (
                 {"STRIDED_SLICE"},
                 "replace a STRIDED_SLICE that only drops unit axes by a RESHAPE",
             ),
+            ("remove_unnecessary_mul", {"MUL"}, "remove a MUL by a constant one"),
+            ("remove_unnecessary_div", {"DIV"}, "remove a DIV by a constant one"),
+            ("fuse_rsqrt", {"SQRT"}, "replace 1 / SQRT(x) by RSQRT(x)"),
+            ("transform_sqrt_div_to_rsqrt_mul", {"SQRT"}, "replace x / SQRT(v) by x · RSQRT(v)"),
             (
                 "forward_reshape_to_unaryop",
                 {"RESHAPE"},
@@ -253,6 +257,31 @@ PASSES: tuple[PassSpec, ...] = (
         True,
         False,
         needs=frozenset({"SQUARED_DIFFERENCE"}),
+    ),
+    # the decoder norms and rotations (Circle only; the target must run them): after the square-root
+    # canonical forms above, before any fold could take the γ MUL or a table MUL apart
+    PassSpec(
+        "fuse_rmsnorm",
+        "replace an RMS norm written out (x·rsqrt(mean(x²) + ε), by DIV and SQRT or POW, with or without the γ "
+        "MUL) by one RMS_NORM (Circle only)",
+        True,
+        False,
+        needs=frozenset({"MEAN"}),
+    ),
+    PassSpec(
+        "fuse_mul_with_rmsnorm",
+        "fold a MUL by a per-channel or scalar constant after RMS_NORM into its γ",
+        True,
+        False,
+        needs=frozenset({"RMS_NORM"}),
+    ),
+    PassSpec(
+        "fuse_rope",
+        "replace a rotary embedding written out (x·cos + rotate(x)·sin, half-rotation or interleaved) by one "
+        "ROPE (Circle only)",
+        True,
+        False,
+        needs=frozenset({"CONCATENATION", "PACK"}),  # every rotation joins its halves with one
     ),
     PassSpec(
         "fuse_prelu",

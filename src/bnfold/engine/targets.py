@@ -64,9 +64,12 @@ class Target:
         *,
         rank: int | None = None,
         dtype: str | None = None,
+        form: str | None = None,
     ) -> str | None:
         """Why this target cannot take an operator `kind` with the fused `activation`, reading
-        constants at `constant_inputs`, making a first output of `rank` and `dtype`; or None."""
+        constants at `constant_inputs`, making a first output of `rank` and `dtype`, in the `form`
+        the table probes apart (a RoPE whose tables hold a row per position: "position_tables");
+        or None."""
         if self.name == "any" and kind not in self.kinds:
             return f"the input has no {kind}, and the target is any (only operators the input already had)"
         runtimes = self._runtimes()
@@ -74,6 +77,7 @@ class Target:
         variants += [] if activation == "NONE" and self.name == "any" else [activation]
         variants += [] if rank is None else [f"rank {rank}"]
         variants += [] if dtype is None else [f"type {dtype}"]
+        variants += [] if form is None else [f"form {form}"]
         return self._refused(kind, variants, runtimes)
 
     def _runtimes(self) -> tuple[str, ...]:
@@ -111,6 +115,8 @@ def _described(kind: str, variant: str) -> str:
         return f"{kind} of {variant}"
     if variant.startswith("type "):
         return f"{kind} of {variant.removeprefix('type ')}"
+    if variant.startswith("form "):
+        return f"{kind} ({variant.removeprefix('form ').replace('_', ' ')})"
     return f"{kind} with a fused {variant}"
 
 
@@ -152,9 +158,12 @@ def refusal(
     *,
     rank: int | None = None,
     dtype: str | None = None,
+    form: str | None = None,
 ) -> str | None:
     """Why the runtime `graph` is made for cannot take `kind` with `activation`, constants at
-    `constant_inputs`, a first output of `rank` and `dtype` (None: it can, or the graph has no
-    target)."""
+    `constant_inputs`, a first output of `rank` and `dtype`, in `form` (None: it can, or the graph
+    has no target)."""
     target = graph.target
-    return None if target is None else target.refusal(kind, activation, constant_inputs, rank=rank, dtype=dtype)
+    if target is None:
+        return None
+    return target.refusal(kind, activation, constant_inputs, rank=rank, dtype=dtype, form=form)

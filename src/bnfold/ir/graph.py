@@ -67,6 +67,7 @@ class Target(Protocol):
         *,
         rank: int | None = None,
         dtype: str | None = None,
+        form: str | None = None,
     ) -> str | None: ...
 
     def refusal_of(self, op: Op, kept: Iterable[str] = ()) -> str | None: ...

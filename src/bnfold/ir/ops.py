@@ -31,6 +31,9 @@ Columns of `OpInfo`:
                      "reshape"       RESHAPE/SQUEEZE/EXPAND_DIMS whose merged or split axes stay
                                      adjacent and in order in the other layout (unit axes anywhere)
                      "transpose"     composes with the permutation (cancels or merges)
+                     "adjoint"       BATCH_MATMUL: nothing crosses it, but a permutation swapping only
+                                     the last two axes of an operand is absorbed by toggling that
+                                     operand's adjoint flag (adj_x / adj_y)
     shape          the rule that computes its output shapes from its inputs and options (a name in
                    ir/shapes.py's RULES; None: not checked), read by the output gate
                    (ir/invariants.py: check_changes) for every operator a pass created or changed
@@ -256,7 +259,8 @@ TABLE: tuple[OpInfo, ...] = (
     _binary("MINIMUM", "MaximumMinimumOptions"),
     _binary("LESS", "LessOptions"),
     _binary("PRELU", None, same_types=False),
-    _binary("BATCH_MATMUL", "BatchMatMulOptions", same_types=False, layout=None),  # hybrid float x int8 is allowed
+    # hybrid float x int8 is allowed
+    _binary("BATCH_MATMUL", "BatchMatMulOptions", same_types=False, layout="adjoint"),
     # elementwise kinds the folds do not read; the layout propagation moves permutations across them
     *(
         OpInfo(kind, layout="elementwise", shape="broadcast")
@@ -370,6 +374,10 @@ TABLE: tuple[OpInfo, ...] = (
     _unary("QUANTIZE", "QuantizeOptions"),
     _unary("FAKE_QUANT", "FakeQuantOptions"),
     OpInfo("INSTANCE_NORM", "InstanceNormOptions", (3, 1), shape="same"),
+    # Circle's decoder operators (passes/fuse_rmsnorm.py, fuse_rope.py): x · γ / √(mean(x²) + ε) over the
+    # last axis, γ of one or C values; RoPE rotates pairs of the last axis by constant sin/cos tables
+    OpInfo("RMS_NORM", "RmsNormOptions", (2, 1), shape="same"),
+    OpInfo("ROPE", "RoPEOptions", (3, 1), shape="same"),
     OpInfo("WHILE", "WhileOptions"),
     OpInfo("IF", "IfOptions"),
 )

@@ -1,7 +1,8 @@
 """What each runtime runs: derived by schemas/derive_runtimes.py from the runtimes themselves (do not
 edit; tests/test_runtimes.py re-derives it). PROBED: every (operator kind, variant) asked, a variant
-being a fused activation or "constant input N"; RUNS[runtime]: those that loaded and ran as one-op
-float32 models. engine/targets.py reads it.
+being a fused activation, "constant input N", "rank N", "type T" or "form NAME" (a form of the
+operator probed apart); RUNS[runtime]: those that loaded and ran as one-op models computing what
+the reference interpreter does. engine/targets.py reads it.
 """
 
 VERSIONS = {"litert": "2.3.0", "onert": "0.1.0"}
@@ -76,6 +77,13 @@ PROBED = frozenset(
         ("INSTANCE_NORM", "RELU6"),
         ("INSTANCE_NORM", "TANH"),
         ("BATCH_MATMUL", "NONE"),
+        ("BATCH_MATMUL", "form adjoint"),
+        ("RSQRT", "NONE"),
+        ("RMS_NORM", "NONE"),
+        ("RMS_NORM", "form rank_2"),
+        ("ROPE", "NONE"),
+        ("ROPE", "form position_tables"),
+        ("ROPE", "form interleaved"),
         ("BATCH_MATMUL", "constant input 0"),
         ("TRANSPOSE", "rank 5"),
         ("TRANSPOSE", "rank 6"),
@@ -159,6 +167,8 @@ RUNS = {
             ("PRELU", "NONE"),
             ("GELU", "NONE"),
             ("BATCH_MATMUL", "NONE"),
+            ("BATCH_MATMUL", "form adjoint"),
+            ("RSQRT", "NONE"),
             ("BATCH_MATMUL", "constant input 0"),
             ("TRANSPOSE", "rank 5"),
             ("TRANSPOSE", "rank 6"),
@@ -236,6 +246,10 @@ RUNS = {
             ("PAD", "NONE"),
             ("GELU", "NONE"),
             ("BATCH_MATMUL", "NONE"),
+            ("BATCH_MATMUL", "form adjoint"),
+            ("RSQRT", "NONE"),
+            ("RMS_NORM", "NONE"),
+            ("ROPE", "NONE"),
             ("TRANSPOSE", "rank 5"),
             ("TRANSPOSE", "rank 6"),
             ("RESHAPE", "rank 5"),

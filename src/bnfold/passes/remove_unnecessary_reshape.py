@@ -20,6 +20,23 @@ Guards for the flatten: y is [N, K] with K the weights' columns of every reader;
 from a static x (a dynamic x's size is checked by the RESHAPE);
 the same quantization on both sides; y no graph output.
 
+And the RESHAPEs around a BATCH_MATMUL that only merge its batch axes (TICO's attention: rank 4 to 3
+and back), as BATCH_MATMUL takes any batch rank itself:
+
+    before:  a [1,H,S,D] -> RESHAPE([H,S,D]) -> BATCH_MATMUL(·, b') -> o [H,S,T] -> RESHAPE([1,H,S,T]) -> y
+             b [1,H,D,T] -> RESHAPE([H,D,T]) -^
+    after:   a, b -> BATCH_MATMUL -> y [1,H,S,T]
+
+Exact: BATCH_MATMUL multiplies the matrices of the last two axes for each batch index, so merging the
+batch axes before and splitting them after moves no element of any product. An operand RESHAPE that
+merged other batch axes of the same size (GQA's repeated keys and values, [1,2,2,S,D] to [4,S,D])
+and that only the BATCH_MATMUL reads is made to write [*B, S, D] instead: the same elements in the
+same order. Guards: each operand a RESHAPE of a tensor [*B', r, c] to [prod(B'), r, c] (the last two
+axes kept), B' = B, the product's batch axes after it, or of B's size as just said;
+the product read only by a RESHAPE to [*B, rows, cols], seen by no one; float32; an operand RESHAPE
+with other readers stays for them (the BATCH_MATMUL reads its input all the same); no RESHAPE goes
+where its readers reading its input would let LiteRT run an op in place over a buffer still read.
+
 A RESHAPE nothing reads is left to the cleanup, which keeps it where its reference is what stops
 LiteRT from running an op in place over a buffer still read (engine/planner.py).
 
@@ -32,6 +49,9 @@ same quantization on both sides.
 
 from __future__ import annotations
 
+import math
+
+from ..engine.match import only_reader
 from ..engine.report import PassResult
 from ..engine.reshapes import HAZARD, bypass_hazard, same_quantization
 from ..ir.graph import Graph, Op, Tensor
@@ -39,7 +59,11 @@ from ..ir.graph import Graph, Op, Tensor
 
 def run(graph: Graph) -> PassResult:
     result = PassResult()
+    for bmm in [op for op in graph.ops if op.kind == "BATCH_MATMUL"]:
+        _unmerge_batch(graph, result, bmm)
     for op in [op for op in graph.ops if op.kind == "RESHAPE"]:
+        if not graph.contains(op):
+            continue
         x, y = op.input(0), op.outputs[0]
         if x is None or graph.is_unread(y):  # the cleanup's: it keeps one LiteRT needs (planner.py)
             continue
@@ -103,3 +127,89 @@ def _bypass(graph: Graph, op: Op, x: Tensor) -> None:
         graph.set_output(producer, producer.outputs.index(x), y)
     else:
         graph.replace_uses(y, x)
+
+
+def _batch_source(graph: Graph, t: Tensor | None) -> tuple[Op, tuple[int, ...]] | None:
+    """(the RESHAPE, B) when t = RESHAPE(x [*B, r, c]) to [prod(B), r, c], float32, shapes static."""
+    op = None if t is None else t.producer
+    x = None if op is None or op.kind != "RESHAPE" else op.input(0)
+    if op is None or x is None or t is None or -1 in x.signature or -1 in t.signature:
+        return None
+    if len(x.shape) < 3 or len(t.shape) != 3 or x.shape[-2:] != t.shape[-2:] or not same_quantization(x, t):
+        return None
+    batch = tuple(x.shape[:-2])
+    return (op, batch) if math.prod(batch) == t.shape[0] and x.dtype == "FLOAT32" else None
+
+
+def _unmerge_batch(graph: Graph, result: PassResult, bmm: Op) -> None:
+    """BATCH_MATMUL on the operands before the RESHAPEs merging their batch axes, writing the RESHAPE
+    after it directly (module docstring)."""
+    o = bmm.outputs[0]
+    after = only_reader(graph, o)
+    if after is None or after.kind != "RESHAPE" or len(bmm.inputs) != 2 or len(o.shape) != 3:
+        return
+    if bmm.inputs[0] is bmm.inputs[1]:
+        return
+    y = after.outputs[0]
+    batch = tuple(y.shape[:-2])
+    if -1 in y.signature or tuple(y.shape[-2:]) != tuple(o.shape[-2:]) or math.prod(batch) != o.shape[0]:
+        return
+    found = [_operand_plan(graph, bmm, t, batch) for t in bmm.inputs[:2]]
+    plans = [plan for plan in found if plan is not None]
+    if len(plans) != 2:
+        return
+    kept = [pre for plan in plans for pre in plan if plan[pre] is None]
+    going = [pre for pre in dict.fromkeys(kept) if graph.has_single_use(pre.outputs[0], bmm)]
+    if any(bypass_hazard(graph, _present(p), p.outputs[0]) for p in going):
+        result.skip(bmm, HAZARD)
+        return
+    result.fold(after, [*going, after], into=[bmm], batch=list(batch))
+    for i, plan in zip((0, 1), plans):
+        ((pre, retarget),) = plan.items()
+        if retarget is None:  # its source has the batch axes already: read it
+            graph.set_input(bmm, i, _present(pre))
+        else:  # the RESHAPE splits the batch axes as the product does
+            _set_reshape(graph, pre, retarget)
+            graph.set_input(bmm, i, pre.outputs[0])
+    graph.remove_op(after)
+    graph.set_output(bmm, 0, y)
+    for pre in going:
+        if graph.contains(pre):
+            graph.remove_op(pre)
+
+
+def _operand_plan(graph: Graph, bmm: Op, t: Tensor | None, batch: tuple[int, ...]) -> dict[Op, tuple | None] | None:
+    """How operand t of `bmm` gets the batch axes `batch`: {its RESHAPE: None} when the RESHAPE only
+    merged them (read its source), {its RESHAPE: new shape} when it merged other batch axes of the
+    same size (GQA's repeated keys and values: [1, 2, 2, S, D] to [4, S, D]) and only `bmm` reads it
+    (it is made to write [*batch, S, D] instead); None when neither."""
+    source = _batch_source(graph, t)
+    if t is None or source is None:
+        return None
+    pre, its_batch = source
+    if its_batch == batch:
+        return {pre: None}
+    if math.prod(its_batch) == math.prod(batch) and graph.has_single_use(t, bmm):
+        return {pre: (*batch, *t.shape[-2:])}
+    return None
+
+
+def _set_reshape(graph: Graph, pre: Op, shape: tuple) -> None:
+    """RESHAPE `pre` writes `shape` (its output read only by the BATCH_MATMUL): a new output tensor, the
+    shape operand and option to match."""
+    from ..engine.permute import reshape_target
+
+    old = pre.outputs[0]
+    consts, options = reshape_target(pre, shape)
+    for i, values in consts.items():
+        graph.set_input(pre, i, graph.add_const(graph.unique_name(f"{old.name}/shape"), values, "INT32"))
+    if options:
+        pre.options = pre.options_with(**options)
+    new = graph.add_tensor(graph.unique_name(f"{old.name}/batched"), old.dtype, shape)
+    graph.set_output(pre, 0, new)
+
+
+def _present(reshape: Op) -> Tensor:
+    x = reshape.input(0)
+    assert x is not None  # _batch_source matched it
+    return x

@@ -27,6 +27,7 @@ from ..ir.graph import Op, Owner, Tensor
 from ..ir.model import Model
 from . import kernels
 from .custom_kernels import CUSTOM_KERNELS, k_custom, k_gelu
+from .decoder_kernels import DECODER_KERNELS
 from .kernels import UnsupportedOperator
 from .quantized import QUANTIZED_KERNELS
 from .select_kernels import SELECT_KERNELS
@@ -44,7 +45,14 @@ class Runnable(Protocol):
     def outputs(self) -> Sequence[Tensor]: ...
 
 
-KERNELS = {**kernels.KERNELS, **SELECT_KERNELS, **SPARSE_KERNELS, "CUSTOM": k_custom, "GELU": k_gelu}
+KERNELS = {
+    **kernels.KERNELS,
+    **SELECT_KERNELS,
+    **SPARSE_KERNELS,
+    **DECODER_KERNELS,
+    "CUSTOM": k_custom,
+    "GELU": k_gelu,
+}
 
 __all__ = ["Interpreter", "UnsupportedOperator", "run", "unsupported_kinds"]
 
