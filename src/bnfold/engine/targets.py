@@ -52,7 +52,7 @@ class Target:
         if self.name == "any" and op.kind not in self.kinds:
             return self.refusal(op.kind)
         variants = [v for v in op.runtime_variants() if v not in kept]
-        if self.name == "any":
+        if op.kind in self.kinds:  # the kind alone the input had: no new refusal (nor for any)
             variants = [v for v in variants if v != "NONE"]
         return self._refused(op.kind, variants, self._runtimes())
 

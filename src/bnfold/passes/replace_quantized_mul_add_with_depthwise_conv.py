@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..engine import targets
 from ..engine.match import const_operand
 from ..engine.quantization import per_tensor, quantization_like
 from ..engine.report import PassResult
@@ -41,12 +42,18 @@ def run(graph: Graph) -> PassResult:
         if match is None:
             continue
         add, x, gamma, beta = match
+        y = add.outputs[0]
+        unsupported = targets.refusal(
+            graph, "DEPTHWISE_CONV_2D", add.fused_activation, rank=len(y.shape), dtype=y.dtype
+        )
+        if unsupported:
+            result.not_for_target(mul, unsupported)
+            continue
         problem = _refusal(graph, mul, add, x, gamma, beta)
         if isinstance(problem, str):
             result.refuse_value(mul, f"MUL -> ADD kept: {problem}")
             continue
         weights, scales, bias = problem
-        y = add.outputs[0]
         result.fold(
             mul,
             [mul, add],
