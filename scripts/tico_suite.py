@@ -99,7 +99,7 @@ def worker(kind: str, cache: Path, tico: Path | None) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# export: TICO's modules, as its test builder (test/pt2_to_circle_test/builder.py) picks and converts them.
+# export: TICO's modules, as its test builder (pt2_to_circle_test) picks and converts them.
 
 
 def list_modules(tico: Path, groups: tuple[str, ...]) -> list[str]:
