@@ -19,7 +19,9 @@ has them, to DIR/circle/NAME.circle, with the inputs in the model's input order 
   `bnfold optimize -O1 --target litert NAME.circle o1.tflite` run in LiteRT, on the same inputs;
 - equal: every output has the raw output's shape and dtype; floats within 1e-5 of the largest |value|
   of that output (NaN where the raw output has NaN), integers and booleans exact.
-`table` prints the figures (markdown) and writes DIR/tico_suite.md and .json.
+`table` prints the figures (markdown) and writes DIR/tico_suite.md and .json. With `--samples N`, `measure`
+runs the module's inputs and N - 1 more samples (float inputs drawn again from normal(0, 2), integer and
+boolean ones kept: they are often indices), keeping its results apart (DIR/measure-N, tico_suite-N.md).
 
 Every step keeps its result in DIR (resumable: a module done is not redone; delete DIR/results to
 measure again). Workers run one module at a time in a child process, so a runtime that crashes the
@@ -87,14 +89,14 @@ def write_json(path: Path, data: dict) -> None:
     tmp.replace(path)
 
 
-def worker(kind: str, cache: Path, tico: Path | None) -> None:
+def worker(kind: str, cache: Path, tico: Path | None, samples: int) -> None:
     done_dir = cache / kind
     names = (done_dir / "_pending.txt").read_text().split()
     for name in names:
         if (done_dir / f"{name}.json").exists():
             continue
         (done_dir / "_current").write_text(name)
-        result = export_one(name, cache, tico) if kind == "export" else measure_one(name, cache)
+        result = export_one(name, cache, tico) if kind == "export" else measure_one(name, cache, samples)
         write_json(done_dir / f"{name}.json", {"name": name, **result})
 
 
@@ -306,12 +308,29 @@ def bnfold(*argv: str) -> tuple[int, str]:
     return proc.returncode, (lines[-1] if lines else "")[:300]
 
 
-def measure_one(name: str, cache: Path) -> dict:
+def more_samples(inputs: list, count: int) -> list[list]:
+    """The module's own inputs, then count - 1 samples with every float input drawn again from normal(0, 2)
+    (integer and boolean inputs, often indices or sizes, stay the module's)."""
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    made = [inputs]
+    for _ in range(count - 1):
+        made.append([rng.normal(0, 2, x.shape).astype(x.dtype) if x.dtype.kind == "f" else x for x in inputs])
+    return made
+
+
+def run_all(run, path: Path, samples: list[list]) -> list:
+    """The outputs of every sample, one list: compared output by output as one run's."""
+    return [output for inputs in samples for output in run(path, inputs)]
+
+
+def measure_one(name: str, cache: Path, count: int = 1) -> dict:
     import numpy as np
 
     circle = cache / "circle" / f"{name}.circle"
     with np.load(cache / "circle" / f"{name}.inputs.npz") as data:
-        inputs = [data[f"i{i}"] for i in range(len(data.files))]
+        samples = more_samples([data[f"i{i}"] for i in range(len(data.files))], count)
     work = cache / "work" / name
     work.mkdir(parents=True, exist_ok=True)
     result: dict = {}
@@ -329,7 +348,7 @@ def measure_one(name: str, cache: Path) -> dict:
             entry["raw_error"] = f"bnfold convert to TFLite: exit {code}: {said}"
         else:
             try:
-                raw_outputs = raw_by_runtime[runtime] = run(raw_path, inputs)
+                raw_outputs = raw_by_runtime[runtime] = run_all(run, raw_path, samples)
                 entry["raw"] = True
             except RuntimeError as e:
                 entry["raw_error"] = str(e)
@@ -343,7 +362,7 @@ def measure_one(name: str, cache: Path) -> dict:
             continue
         entry["folds"] = fold_counts(report)
         try:
-            opt_outputs = run(out, inputs)
+            opt_outputs = run_all(run, out, samples)
         except RuntimeError as e:
             entry["opt_error"] = str(e)
             continue
@@ -369,9 +388,13 @@ def fold_counts(report: Path) -> dict:
 # table
 
 
-def summarize(cache: Path) -> tuple[str, dict]:
+def measure_kind(samples: int) -> str:
+    return "measure" if samples == 1 else f"measure-{samples}"
+
+
+def summarize(cache: Path, kind: str = "measure") -> tuple[str, dict]:
     exports = {p.stem: json.loads(p.read_text()) for p in sorted((cache / "export").glob("*.json"))}
-    measures = {p.stem: json.loads(p.read_text()) for p in sorted((cache / "measure").glob("*.json"))}
+    measures = {p.stem: json.loads(p.read_text()) for p in sorted((cache / kind).glob("*.json"))}
     exported = [n for n, e in exports.items() if e.get("exported")]
     not_exported = {n: e.get("skipped") or e.get("error") for n, e in exports.items() if not e.get("exported")}
     listed = (cache / "modules.txt").read_text().split()
@@ -459,12 +482,15 @@ def main() -> None:
     parser.add_argument("--python", default=ZOO_PYTHON)
     parser.add_argument("--groups", default="op,net,model")
     parser.add_argument("--only", default="", help="comma-separated name prefixes")
+    parser.add_argument(
+        "--samples", type=int, default=1, help="measure: the module's inputs and N - 1 more (results in DIR/measure-N)"
+    )
     a = parser.parse_args()
     ZOO_PYTHON = a.python
     if a.command == "list":
         list_worker(a.tico, a.groups.split(","))
     elif a.command == "worker":
-        worker(a.kind, a.cache, a.tico)
+        worker(a.kind, a.cache, a.tico, a.samples)
     elif a.command == "export":
         names = list_modules(a.tico, tuple(a.groups.split(",")))
         names = [n for n in names if not a.only or n.startswith(tuple(a.only.split(",")))]
@@ -477,11 +503,13 @@ def main() -> None:
         done = [p.stem for p in sorted((a.cache / "export").glob("*.json"))]
         names = [n for n in done if json.loads((a.cache / "export" / f"{n}.json").read_text()).get("exported")]
         names = [n for n in names if not a.only or n.startswith(tuple(a.only.split(",")))]
-        drive("measure", names, a.cache, sys.executable, [], MEASURE_SECONDS)
+        kind = measure_kind(a.samples)
+        drive(kind, names, a.cache, sys.executable, ["--samples", str(a.samples)], MEASURE_SECONDS * a.samples)
     else:
-        text, figures = summarize(a.cache)
-        (a.cache / "tico_suite.md").write_text(text + "\n")
-        write_json(a.cache / "tico_suite.json", figures)
+        text, figures = summarize(a.cache, measure_kind(a.samples))
+        stem = "tico_suite" if a.samples == 1 else f"tico_suite-{a.samples}"
+        (a.cache / f"{stem}.md").write_text(text + "\n")
+        write_json(a.cache / f"{stem}.json", figures)
         print(text)
 
 
