@@ -14,6 +14,10 @@ Where they differ (schemas/README.md has the full list):
   a different number in each format; enums are therefore carried by name inside bnfold;
 - Model.version: LiteRT refuses any TFLite file whose version is not 3; ONE's tools write 0 in
   Circle files. A conversion writes the target's number, a same-format rewrite keeps the file's.
+- operator versions: TFLite's BROADCAST_TO begins at version 2 (its version 1 is TensorFlow's op, run
+  by the flex delegate: LiteRT's builtin resolver registers 2 and 3 and refuses a version 1), while
+  ONE's tools and TICO write version 1 for every operator. A new operator code written as TFLite is
+  therefore at least its format's `first_versions` entry.
 """
 
 from __future__ import annotations
@@ -70,9 +74,11 @@ class Format:
         binding: str,
         module: str,
         per_class_modules: bool,
+        first_versions: dict[str, int],
     ):
         self.name, self.identifier, self.extension, self.schema_version = name, identifier, extension, schema_version
         self.binding, self._module, self._per_class_modules = binding, module, per_class_modules
+        self.first_versions = first_versions  # operator kind -> its lowest version in this format
 
     def __repr__(self) -> str:
         return f"Format({self.name!r})"
@@ -149,12 +155,14 @@ class Format:
         if self is CIRCLE and code < 0:
             record.builtinCode = 0  # Circle-only operators live in deprecated_builtin_code
         record.customCode = custom_code
-        record.version = version
+        record.version = max(version, self.first_versions.get(self.op_names.get(code, ""), 1))
         return record
 
 
-TFLITE = Format("tflite", b"TFL3", ".tflite", 3, "ai-edge-litert", "ai_edge_litert.schema_py_generated", False)
-CIRCLE = Format("circle", b"CIR0", ".circle", 0, "circle-schema", "circle_schema.v0_10.circle", True)
+TFLITE = Format(
+    "tflite", b"TFL3", ".tflite", 3, "ai-edge-litert", "ai_edge_litert.schema_py_generated", False, {"BROADCAST_TO": 2}
+)
+CIRCLE = Format("circle", b"CIR0", ".circle", 0, "circle-schema", "circle_schema.v0_10.circle", True, {})
 FORMATS = (TFLITE, CIRCLE)
 
 
