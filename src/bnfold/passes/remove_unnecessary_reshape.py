@@ -55,13 +55,21 @@ def run(graph: Graph) -> PassResult:
             graph.remove_op(op)
             graph.replace_uses(y, x)
             continue
-        if x.signature != y.signature or not same_quantization(x, y):
+        if x.signature != y.signature:
+            continue
+        if not same_quantization(x, y):
+            result.refuse_value(op, f"{y.name!r} reads its bytes with another quantization than {x.name!r}")
             continue
         if graph.is_observed(y):
             if not _producer_takes_output(graph, op, x):
+                result.refuse_value(
+                    op,
+                    f"{y.name!r} is a model output, and {x.name!r} is a graph input, a constant or read elsewhere:"
+                    f" no op could write {y.name!r} in the RESHAPE's place",
+                )
                 continue
         elif bypass_hazard(graph, x, y):
-            result.skip(op, HAZARD)
+            result.refuse_value(op, HAZARD)  # (a RESHAPE is no batch-norm candidate: not a skip)
             continue
         result.fold(op, [op], shape=list(y.signature))
         _bypass(graph, op, x)
