@@ -23,7 +23,7 @@ SILENT: dict[str, str] = {}
 
 def asserts_a_reason(source: str) -> bool:
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Assert) and "reason" in ast.unparse(node):
+        if isinstance(node, ast.Assert) and any(word in ast.unparse(node) for word in ("reason", "said")):
             return True
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in HELPERS:
             return True
