@@ -48,7 +48,7 @@ def run(graph: Graph) -> PassResult:
             continue
         refusal = _refusal(graph, producer, act)
         if refusal:
-            result.skip(act, refusal)
+            result.refuse_value(act, str(refusal))  # a RELU is no batch-norm candidate: not a skip
             continue
         fused = COMBINE[(producer.fused_activation, act.kind)]
         unsupported = targets.refusal(graph, producer.kind, fused)
