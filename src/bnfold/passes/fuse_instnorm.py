@@ -38,8 +38,8 @@ from ..ir.ops import FUSED_ACTIVATIONS, INDEX_DTYPES
 
 def run(graph: Graph) -> PassResult:
     result = PassResult()
-    if not format_has(graph, "INSTANCE_NORM"):
-        return result
+    # a TFLite model cannot hold one: its instance norms are matched only to say so
+    no_kind = None if format_has(graph, "INSTANCE_NORM") else "the model's format has no INSTANCE_NORM (Circle only)"
     for mean in [op for op in graph.ops if op.kind == "MEAN"]:
         if not graph.contains(mean) or not _spatial_mean(mean):
             continue
@@ -60,6 +60,9 @@ def run(graph: Graph) -> PassResult:
         beta_c = _per_channel(beta, c)
         if gamma_c is None or beta_c is None:
             result.refuse_value(terminal, f"γ or β is no float32 constant of {c} channels (or one value)")
+            continue
+        if no_kind:
+            result.refuse_value(terminal, no_kind)
             continue
         unsupported = targets.refusal(graph, "INSTANCE_NORM", terminal.fused_activation)
         if unsupported:
