@@ -101,7 +101,7 @@ def test_relu_then_relu6_chain_collapses(tmp_path):
     assert model.op_counts() == {"CONV_2D": 1} and model.graphs[0].ops[0].fused_activation == "RELU6"
 
 
-def _refusals(report) -> list[str]:
+def _said_by_the_pass(report) -> list[str]:
     """What the pass said about the activations it left: a standalone RELU is no batch-norm
     candidate, so the run's report lists it in not_folded (the skips are batch-norm candidates')."""
     assert not [f for f in report.folds if f["pass"] == PASS]
@@ -116,26 +116,26 @@ def test_no_single_equivalent_is_skipped(tmp_path, before, act):
     else:
         model, report = _run(_conv_then(tmp_path, [act], conv_act=before))
     assert model.op_counts()[act] == 1 and report.skips == []
-    [why] = _refusals(report)
+    [why] = _said_by_the_pass(report)
     assert "no single equivalent" in why
 
 
 def test_producer_with_another_reader_is_skipped(tmp_path):
     model, report = _run(_conv_then(tmp_path, ["RELU"], extra_reader=True))
     assert model.op_counts()["RELU"] == 1 and model.graphs[0].ops[0].fused_activation == "NONE"
-    assert "other readers" in _refusals(report)[0]
+    assert "other readers" in _said_by_the_pass(report)[0]
 
 
 def test_producer_output_that_is_a_graph_output_is_skipped(tmp_path):
     model, report = _run(_conv_then(tmp_path, ["RELU"], conv_output_is_graph_output=True))
     assert model.op_counts()["RELU"] == 1
-    assert "graph output" in _refusals(report)[0]
+    assert "graph output" in _said_by_the_pass(report)[0]
 
 
 def test_producer_kind_without_fused_activation_is_no_candidate(tmp_path):
     model, report = _run(_conv_then(tmp_path, ["RELU"], producer="ABS"))
     assert model.op_counts() == {"ABS": 1, "RELU": 1}
-    assert _refusals(report) == []  # no candidate: an ABS has no fused activation, nothing to say
+    assert _said_by_the_pass(report) == []  # no candidate: an ABS has no fused activation, nothing to say
 
 
 def test_standalone_tanh_is_not_fused(tmp_path):
