@@ -291,8 +291,8 @@ def test_optimize_check_weak_line_uses_checks_words(tmp_path, capsys):
     weak = str(build_recipe("Weak_Outputs_000", tmp_path, directory=TEST_RECIPES))
     assert run(["optimize", weak, str(tmp_path / "o.tflite"), "--check", "3"]) == 0
     [line] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("check: weak")]
-    assert line.startswith("check: weak: 'probability' barely varies (as few as 3 distinct values")
-    assert "'zero' proves nothing (does not change across the 3 samples)" in line
+    assert line.startswith("check: weak: 'probability:0' barely varies (as few as 3 distinct values")
+    assert "'zero:0' proves nothing (does not change across the 3 samples)" in line
     assert "weak for" not in line and " none:" not in line
 
 

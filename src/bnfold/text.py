@@ -1,6 +1,6 @@
 """What the command line prints, as lines of text made from the library's results (api.py).
 
-No I/O here: cli.py prints these lines. A warning or note begins `bnfold: warning:` or
+No I/O here: the command line (cli/) prints these lines. A warning or note begins `bnfold: warning:` or
 `bnfold: note:` wherever it is printed (the library's own strings, Selection.warnings() and
 notes(), begin `warning:` / `note:`, and the command line adds `bnfold: `). Kept apart so the
 CLI stays a shell (parse, call, print) and a program that calls the library can print the same
@@ -42,7 +42,7 @@ def optimize_summary(result, input_path: str) -> Iterator[str]:
             f"check: {checked.samples} sample(s) on {checked.backend}, {checked.scope} within {checked.tolerance} "
             f"(scaled err {worst.scaled:.3e}, max abs err {worst.max_abs:.3e})"
         )
-        settled = [o.name for o in getattr(checked, "outputs", []) if o.settled]
+        settled = [checked.spelling(o.name) for o in getattr(checked, "outputs", []) if o.settled]
         if settled:
             yield (
                 f"check: {', '.join(map(repr, settled))} differ beyond it only where a steep or discrete output "
@@ -97,9 +97,10 @@ def weak_check_line(note: dict) -> str | None:
     weak = [o for o in note.get("outputs", []) if o.get("strength", {}).get("level", "full") != "full"]
     if not weak:
         return None
-    from .values.strength import describe
+    from .check_names import describe
+    from .values.h5io import ones_name
 
-    listed = "; ".join(describe(o["name"], o["strength"]["level"], o["strength"]["why"]) for o in weak)
+    listed = "; ".join(describe(ones_name(o["name"]), o["strength"]["level"], o["strength"]["why"]) for o in weak)
     entry = note.get("weak_outputs")
     if entry is None:
         after = "the rewrites under them were not checked one by one (--check-mode auto does)"
@@ -130,6 +131,7 @@ def lossy_warning(note: dict) -> str:
         f"bnfold: warning: {what} changed the model (LOSSY): max abs err {note['max_abs']:.3e}, max rel err "
         f"{note['max_rel']:.3e}, scaled err {note['scaled_err']:.3e} over {note['samples']} random input(s) "
         f"on {note['backend']}"
+        + (f", {note['max_steps']:.3g} quantization step(s) at a quantized output" if "max_steps" in note else "")
     )
 
 

@@ -8,12 +8,12 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 
 from . import arguments
+from .check_names import DEFAULT_ATOL, DEFAULT_RTOL
 from .errors import ModelError, UsageError
 from .io.atomic import written_together
 from .io.paths import refuse_numbered_clobber
 from .io.reader import read_model
 from .results import Ran
-from .values import DEFAULT_ATOL, DEFAULT_RTOL
 
 
 def check(
@@ -47,7 +47,6 @@ def check(
     from .values import diff
     from .values import samples as sample_files
     from .values.deadline import Deadline
-    from .values.h5io import ones_name
 
     inputs = sample_files.numbered_series(arguments.paths(inputs))
     expected = sample_files.numbered_series(arguments.paths(expected))
@@ -83,7 +82,7 @@ def check(
         stored = sample_files.expected_samples(expected, graph.outputs, owner)
         given = _announced(given, count, step)
         compared = diff.compare_to_expected(a, given, stored, tolerance=tolerance, backend=backend, deadline=deadline)
-        compared.files, compared.spelling = {"input": inputs, "expected": expected}, ones_name
+        compared.files = {"input": inputs, "expected": expected}
         return compared
     from .values.verify import settle_weak
 
@@ -113,7 +112,6 @@ def check(
         )
     settle_weak(a, b, result, result.samples)  # a difference at a weak output, judged by the rewrites under it
     result.files = {"input": inputs} if inputs else {}
-    result.spelling = ones_name  # a tensor named as in the h5 files check reads and writes, and h5diff shows
     return result
 
 

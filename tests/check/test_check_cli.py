@@ -212,8 +212,8 @@ def test_optimize_check_failure_writes_no_model_but_its_report(tmp_path, capsys,
     check = json.loads(report.read_text())["check"]
     assert check["passed"] is False and name in check["verdict"] and check["verdict"] in captured.err
     printed = [line for line in captured.out.splitlines() if line]
-    at = printed.index(check["table"][0])  # after the operator table and what each pass did (issue 47)
-    assert check["table"] == printed[at : at + len(check["table"])] and printed[0].startswith("operator")
+    table_at = printed.index(check["table"][0])  # after what the passes did (the operator table first)
+    assert printed[0].startswith("operator ") and printed[table_at : table_at + len(check["table"])] == check["table"]
 
 
 def test_check_errors_are_one_line_with_exit_codes(tmp_path, capsys):

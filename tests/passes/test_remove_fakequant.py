@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from bn_models import Net, assert_said, build_copy, inputs_for
 from bnfold import api
@@ -65,3 +66,16 @@ def test_fake_quant_of_a_graph_input_into_a_graph_output_stays_and_says_why():
     report = api.apply_passes(model, [PASS])
     assert model.op_counts()["FAKE_QUANT"] == 1
     assert_said(report, PASS, "FAKE_QUANT kept: 'f' is a model output and 'x' cannot be renamed to it")
+
+
+@pytest.mark.parametrize("low,high,bits", [(-1.0, 1.0, 8), (-0.3, 2.7, 4), (0.1, 5.0, 8), (-6.0, -0.5, 7)])
+def test_the_reference_interpreter_computes_fake_quant_as_litert(low, high, bits):
+    """So the per-rewrite check (values/local.py) runs models holding FAKE_QUANT."""
+    from bnfold.reference.interpreter import Interpreter
+
+    recipe = fake_quant_net(output_is_fake_quant=True).recipe()
+    [op] = [o for o in recipe["operation"] if o["type"] == "FAKE_QUANT"]
+    op["options"] = dict(min=low, max=high, num_bits=bits, narrow_range=False)
+    model = build(recipe)
+    xs = [np.random.default_rng(0).normal(0, 3, (2, 9, 4)).astype(np.float32)]
+    np.testing.assert_array_equal(Interpreter(model).run(xs)[0], litert.run(model, xs)[0])

@@ -92,10 +92,7 @@ def check(
             cast=cast,
             progress=step,
         )
-    from ..values.strength import describe
-
-    nothing = [s for s in result.strengths if s.level == "none"]
-    proved_nothing = "; ".join(describe(result.spelling(s.name), s.level, s.why) for s in nothing)
+    proved_nothing = result.proved_nothing()
     if result.passed and quiet:  # nothing on success, but a check that proved nothing is not one
         if proved_nothing and not require_variation:  # which then says it as its error
             click.echo(f"bnfold: warning: weak check: {proved_nothing}", err=True)

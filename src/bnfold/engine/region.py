@@ -13,6 +13,7 @@ from ..ir.graph import Graph, Op, Tensor
 from ..ir.ops import info
 from .layout import transpose_perm
 from .permute import Crossing, Perm, compose, cross, inverse, is_identity, moved_shape
+from .quantization import scale_count
 
 TRANSPOSE = "TRANSPOSE"
 
@@ -47,9 +48,14 @@ class Region:
     def writes_directly(self, graph: Graph, t: Tensor, u: Op) -> bool:
         return t.producer in self.crossed and graph.has_single_use(t, u) and t not in self.stops
 
-    def added(self) -> int:
+    def transposed(self) -> list[Tensor]:
+        """The tensors the rewrite puts a new TRANSPOSE on: the stops but the seeds' outputs (a
+        seed kept), and the sides."""
         outputs = {op.outputs[0] for op in self.seeds}
-        return sum(t not in outputs for t in self.stops) + len(self.sides)
+        return [t for t in self.stops if t not in outputs] + list(self.sides)
+
+    def added(self) -> int:
+        return len(self.transposed())
 
     def gain(self, graph: Graph) -> int:
         return -1 if self.conflict else self.removed(graph) - self.added()
@@ -236,7 +242,7 @@ def quantization_problem(u: Op, crossing: Crossing) -> str | None:
         if const is None:
             continue
         q = const.quantization
-        if q is not None and len(getattr(q, "scale", None) or []) > 1:
+        if q is not None and scale_count(q) > 1:
             return f"its constant {const.name!r} is quantized per channel"
     return None
 

@@ -21,86 +21,110 @@ replace_non_const_fc_with_batch_matmul).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 from ..errors import InternalError, UsageError
 from ..ir.graph import Graph, Op
 from ..ir.model import Model
-from ..ir.runtimes import PROBED, RUNS
 
 TARGETS = ("litert", "onert", "any")
 FORMAT_TARGETS = {"tflite": "litert", "circle": "onert"}  # io/formats.py Format.name -> default target
 
 
 class Target:
-    """`name`: one of TARGETS; `kinds`: the input's operator kinds (for "any"); `had`: the input's
-    (kind, variant) pairs (`variants`), which the output gate lets an op keep."""
+    """`name`: one of TARGETS; `kinds`: the input's operator kinds (for "any")."""
 
-    def __init__(self, name: str, kinds: frozenset[str] = frozenset(), had: frozenset[tuple[str, str]] = frozenset()):
+    def __init__(self, name: str, kinds: frozenset[str] = frozenset()):
         if name not in TARGETS:
             raise UsageError(f"target must be one of {', '.join(TARGETS)}, not {name!r}")
-        self.name, self.kinds, self.had = name, kinds, had
+        self.name, self.kinds = name, kinds
 
     @classmethod
     def of(cls, name: str, model: Model) -> Target:
         """The target `name` for `model` as it is before any pass runs."""
-        had = frozenset((op.kind, v) for g in model.graphs for op in g.ops for v in variants(op))
-        return cls(name, frozenset(kind for kind, _ in had), had)
+        return cls(name, frozenset(op.kind for g in model.graphs for op in g.ops))
 
-    def refusal_of(self, op: Op) -> str | None:
-        """Why this target cannot run `op` as it is (its kind, fused activation and constant
-        operands), where the input held nothing alike; None when it can."""
-        for variant in variants(op):
-            if (op.kind, variant) in self.had:
-                continue
-            if variant.startswith("constant input"):
-                reason = self.refusal(op.kind, constant_inputs=[int(variant.rsplit(" ", 1)[1])])
-            else:
-                reason = self.refusal(op.kind, variant)
-            if reason is not None:
-                return reason
-        return None
+    def refusal_of(self, op: Op, kept: Iterable[str] = ()) -> str | None:
+        """Why this target cannot run `op` as it is (its kind, fused activation, constant operands,
+        rank and type), but for the variants `kept` (what the op had before a pass changed it);
+        None when it can."""
+        if self.name == "any" and op.kind not in self.kinds:
+            return self.refusal(op.kind)
+        variants = [v for v in op.runtime_variants() if v not in kept]
+        if self.name == "any":
+            variants = [v for v in variants if v != "NONE"]
+        return self._refused(op.kind, variants, self._runtimes())
 
-    def refusal(self, kind: str, activation: str = "NONE", constant_inputs: Iterable[int] = ()) -> str | None:
-        """Why this target cannot take an operator `kind` with the fused `activation` reading
-        constants at `constant_inputs`, or None."""
+    def refusal(
+        self,
+        kind: str,
+        activation: str = "NONE",
+        constant_inputs: Iterable[int] = (),
+        *,
+        rank: int | None = None,
+        dtype: str | None = None,
+    ) -> str | None:
+        """Why this target cannot take an operator `kind` with the fused `activation`, reading
+        constants at `constant_inputs`, making a first output of `rank` and `dtype`; or None."""
         if self.name == "any" and kind not in self.kinds:
             return f"the input has no {kind}, and the target is any (only operators the input already had)"
-        runtimes = tuple(RUNS) if self.name == "any" else (self.name,)
+        runtimes = self._runtimes()
         variants = [f"constant input {i}" for i in constant_inputs]
         variants += [] if activation == "NONE" and self.name == "any" else [activation]
+        variants += [] if rank is None else [f"rank {rank}"]
+        variants += [] if dtype is None else [f"type {dtype}"]
+        return self._refused(kind, variants, runtimes)
+
+    def _runtimes(self) -> tuple[str, ...]:
+        """The runtimes this target must run on (every runtime of the table for "any")."""
+        return tuple(_table().RUNS) if self.name == "any" else (self.name,)
+
+    def _refused(self, kind: str, variants: Iterable[str], runtimes: tuple[str, ...]) -> str | None:
+        table = _table()
         for variant in variants:
-            if (kind, variant) not in PROBED:
-                continue
+            if (kind, variant) not in table.PROBED:
+                continue  # never asked: not refused
             for runtime in runtimes:
-                if (kind, variant) not in RUNS[runtime]:
+                if (kind, variant) not in table.RUNS[runtime]:
                     every = " (the target any takes only what every runtime runs)" if self.name == "any" else ""
                     return f"{runtime} does not run {_described(kind, variant)}{every}"
         return None
 
 
+@functools.cache
+def _table():
+    """ir/runtimes.py, imported when a target is first asked: a run where no pass is about to make
+    or change an op never loads the table. (Cached: an import statement per question would cost
+    ~1.4 us, thousands of times on an op-heavy graph.)"""
+    from ..ir import runtimes
+
+    return runtimes
+
+
 def _described(kind: str, variant: str) -> str:
     if variant == "NONE":
         return kind
-    return f"{kind} with a {variant}" if variant.startswith("constant input") else f"{kind} with a fused {variant}"
-
-
-def variants(op: Op) -> list[str]:
-    """What of `op` a runtime may refuse beside its kind: its fused activation ("NONE" without
-    one) and "constant input N" for each constant operand."""
-    constants = [f"constant input {i}" for i, t in enumerate(op.inputs) if t is not None and t.is_const]
-    return [op.fused_activation if op.has_fused_activation_slot else "NONE", *constants]
+    if variant.startswith("constant input"):
+        return f"{kind} with a {variant}"
+    if variant.startswith("rank "):
+        return f"{kind} of {variant}"
+    if variant.startswith("type "):
+        return f"{kind} of {variant.removeprefix('type ')}"
+    return f"{kind} with a fused {variant}"
 
 
 def check_made(model: Model) -> None:
-    """The output gate for the target: no op a pass created or changed is one the target cannot
-    run, unless the input held it alike (a pass asks `refusal` before it rewrites; this holds the
-    passes that forgot to). Raises InternalError naming the pass; costs a lookup per changed op."""
+    """The output gate for the target: no op a pass created is one the target cannot run, and no
+    op a pass changed gained what the target cannot run (a pass asks `refusal` before it rewrites;
+    this holds the passes that forgot to). Raises InternalError naming the pass; costs a lookup per
+    changed op."""
     for index, graph in enumerate(model.graphs):
         if graph.target is None or graph.changes is None:
             continue
+        kept = graph.changes.was
         for op, by in graph.changes.ops.items():
-            reason = graph.target.refusal_of(op) if by is not None and graph.contains(op) else None
+            reason = graph.target.refusal_of(op, kept.get(op, ())) if by is not None and graph.contains(op) else None
             if reason is not None:
                 raise InternalError(
                     f"pass {by} made subgraph {index} {op.kind} (output {op.outputs[0].name!r}): {reason}"
@@ -120,8 +144,17 @@ def name_of(graph: Graph) -> str | None:
     return None if graph.model is None else default_target(graph.model.format.name)
 
 
-def refusal(graph: Graph, kind: str, activation: str = "NONE", constant_inputs: Iterable[int] = ()) -> str | None:
-    """Why the runtime `graph` is made for cannot take `kind` with `activation` reading constants at
-    `constant_inputs` (None: it can, or the graph has no target)."""
+def refusal(
+    graph: Graph,
+    kind: str,
+    activation: str = "NONE",
+    constant_inputs: Iterable[int] = (),
+    *,
+    rank: int | None = None,
+    dtype: str | None = None,
+) -> str | None:
+    """Why the runtime `graph` is made for cannot take `kind` with `activation`, constants at
+    `constant_inputs`, a first output of `rank` and `dtype` (None: it can, or the graph has no
+    target)."""
     target = graph.target
-    return None if target is None else target.refusal(kind, activation, constant_inputs)
+    return None if target is None else target.refusal(kind, activation, constant_inputs, rank=rank, dtype=dtype)

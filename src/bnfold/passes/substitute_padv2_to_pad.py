@@ -53,7 +53,7 @@ def run(graph: Graph) -> PassResult:
         if reason is not None:
             result.refuse_value(op, reason)
             continue
-        unsupported = targets.refusal(graph, "PAD")
+        unsupported = targets.refusal(graph, "PAD", rank=len(rows), dtype=x.dtype)
         if unsupported:
             result.not_for_target(op, unsupported)
             continue

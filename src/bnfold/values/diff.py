@@ -19,7 +19,7 @@ infinity equals only the same infinity. Strings compare for equality.
 
 Inputs (when not read from files): a fixed seed; floats from normal(0, 2) (negative values
 matter: they exercise ReLU paths); integers uniformly over their dtype's whole range, except an
-input that indexes something (GATHER, GATHER_ND, EMBEDDING_LOOKUP; check/index_inputs.py), drawn
+input that indexes something (GATHER, GATHER_ND, EMBEDDING_LOOKUP; values/index_inputs.py), drawn
 from [0, rows) of what it indexes; bool uniformly. Samples are generated, run and compared one
 at a time, so memory does not grow with their number.
 """
@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..check_names import describe
 from ..errors import CheckFailed, ModelError, UsageError
 from ..ir.const import NUMPY_DTYPES
 from ..ir.graph import Graph, Tensor
@@ -38,6 +39,7 @@ from ..ir.model import Model
 from . import DEFAULT_ATOL, DEFAULT_RTOL
 from .backend import Backends
 from .deadline import Deadline
+from .h5io import ones_name
 from .index_inputs import index_uses
 from .strength import Spread, Strength, caveat
 
@@ -91,7 +93,9 @@ class CheckResult:
     spreads: list[Spread] = field(default_factory=list)  # the reference's values, per output (values/strength.py)
     files: dict[str, list[str]] = field(default_factory=dict)  # "input"/"expected" -> the h5 files read (check)
     kind: str = "output"  # what a row compares: a model's "output", or an h5 file's "tensor" (h5diff)
-    spelling: Callable[[str], str] = str  # how a row names its tensor (check, h5diff: as ONE's h5 files do)
+    # how a row names its tensor: as ONE's h5 files do (ofm:0), so check, optimize --check, recipe
+    # test and h5diff spell one tensor alike (h5diff: as the files store it)
+    spelling: Callable[[str], str] = ones_name
     by_name: bool = True  # h5diff: the files' values paired by name (else by position)
 
     @property
@@ -136,6 +140,12 @@ class CheckResult:
         notes = [f"{name(o.name)!r}: {o.settled}" for o in self.outputs if o.settled]
         note = caveat(self.strengths, name)
         return "\n".join(lines + notes + ([note] if note else []))
+
+    def proved_nothing(self) -> str | None:
+        """The outputs this comparison proved nothing about (none of their elements changed across
+        the samples), in the words of the table's caveat; None when there is none."""
+        nothing = [s for s in self.strengths if s.level == "none"]
+        return "; ".join(describe(self.spelling(s.name), s.level, s.why) for s in nothing) or None
 
     def failure_message(self) -> str:
         """The error line: the rows outside the tolerance, then those that could not be compared
@@ -439,7 +449,9 @@ def compare_files(
             raise UsageError(f"{path_a} has {len(a)} values, {path_b} has {len(b)}")
         pairs = _pair_by_name(a, b) if by_name else [(n, x, y) for (n, x), (_, y) in zip(a, b)]
         if result is None:
-            result = CheckResult([OutputDiff(n) for n, _, _ in pairs], "files", 0, tolerance, kind="tensor")
+            result = CheckResult(
+                [OutputDiff(n) for n, _, _ in pairs], "files", 0, tolerance, kind="tensor", spelling=str
+            )
             result.by_name = by_name
         for total, (name, x, y) in zip(result.outputs, pairs):
             if x is None or y is None:
