@@ -410,3 +410,25 @@ def apply_for_no_target(model, pass_name: str):
     report.settle_into(model.graphs)
     check_output(model)
     return report
+
+
+def said(report, pass_name: str) -> list[str]:
+    """Every reason `pass_name` gave for a candidate it left: the report's not_folded, target
+    refusals, batch-norm skips and TRANSPOSEs left (a Report or its JSON form)."""
+    d = report if isinstance(report, dict) else report.to_dict()
+    return [
+        *(n["reason"] for n in d.get("not_folded", []) if n["pass"] == pass_name),
+        *(r["reason"] for r in d["target"]["refused"] if r["pass"] == pass_name),
+        *(s["reasons"][pass_name] for s in d["skips"] if pass_name in s.get("reasons", {})),
+        *(t["reason"] for t in d.get("transposes", []) if t["pass"] == pass_name),
+    ]
+
+
+def assert_said(report, pass_name: str, reason: str | None) -> None:
+    """`pass_name` gave `reason` (a part of it) for a candidate it left; None: it said nothing (a
+    structural mismatch is no candidate)."""
+    reasons = said(report, pass_name)
+    if reason is None:
+        assert reasons == [], reasons
+    else:
+        assert any(reason in r for r in reasons), reasons

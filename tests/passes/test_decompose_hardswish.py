@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bn_models import Net, build_copy
+from bn_models import Net, assert_said, build_copy
 from bnfold import api
 from bnfold.errors import UsageError
 from bnfold.recipe.chef import build
@@ -72,6 +72,7 @@ def test_not_float32_is_left_alone():
     model = build(recipe)
     report = api.apply_passes(model, [PASS])
     assert model.op_counts() == {"HARD_SWISH": 1} and not report.folds
+    assert_said(report, PASS, "hard swish of FLOAT16, not float32 (left as ONE leaves it)")
 
 
 def test_never_with_fuse_hardswish():

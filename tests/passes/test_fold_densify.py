@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bn_models import Net, optimize_and_compare
+from bn_models import Net, assert_said, optimize_and_compare
 
 PASS = "fold_densify"
 CSR = {  # rows 0..2 of [3,5]: columns {1,4}, {}, {0,2,3}
@@ -29,13 +29,15 @@ BLOCKED = {  # [4,6] in 2x3 blocks: block rows 0..1, block columns {1} and {0}; 
 }
 
 
-def densify_net(shape, sparsity, stored) -> Net:
+def densify_net(shape, sparsity, stored, *, densify_is_output=False) -> Net:
     n = Net()
     n.input("x", shape)
     n.const("w", shape, values=stored)
     n.operands[-1]["sparsity"] = sparsity
     d = n.op("DENSIFY", ["w"], "d", shape)
     n.outputs = [n.op("ADD", ["x", d], "y", shape)]
+    if densify_is_output:
+        n.outputs.append(d)
     return n
 
 
@@ -57,3 +59,9 @@ def test_densify_of_a_sparse_constant_is_computed(shape, sparsity, stored, at):
     for value, index in zip(stored, at):
         want[index] = value
     np.testing.assert_array_equal(model.graphs[0].tensor("d").data, want)
+
+
+def test_densify_that_is_a_model_output_stays_and_says_why():
+    recipe = densify_net([3, 5], CSR, [1.5, 2, 3, 4, 5], densify_is_output=True).recipe()
+    _, report = optimize_and_compare(recipe, [PASS], {"DENSIFY": 1, "ADD": 1})
+    assert_said(report, PASS, "'d' is seen from outside the graph (a model output stays computed)")

@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bn_models import Net, optimize_and_compare
+from bn_models import Net, assert_said, optimize_and_compare
 
 PASS = "fold_dequantize"
 Q = list(range(-10, 11, 1))[:15]
 
 
-def dequantize_net(source: str) -> Net:
+def dequantize_net(source: str, *, dequantize_is_output=False) -> Net:
     """w (INT8 per-row scales, or FLOAT16) [3,5] -> DEQUANTIZE -> wf -> MUL(x) -> y."""
     n = Net()
     n.input("x", [3, 5])
@@ -23,6 +23,8 @@ def dequantize_net(source: str) -> Net:
         n.tensor("w", [3, 5], "FLOAT16", {"kind": "explicit", "values": [v / 7 for v in Q]})
     wf = n.op("DEQUANTIZE", ["w"], "wf", [3, 5])
     n.outputs = [n.op("MUL", ["x", wf], "y", [3, 5])]
+    if dequantize_is_output:
+        n.outputs.append(wf)
     return n
 
 
@@ -46,4 +48,12 @@ def test_dequantize_of_a_computed_value_stays():
     q = n.op("QUANTIZE", ["x"], "q", [3, 5])
     n.operands[-1].update(dtype="INT8", quant={"scale": [0.1], "zero_point": [0]})
     n.outputs = [n.op("DEQUANTIZE", [q], "y", [3, 5])]
-    optimize_and_compare(n.recipe(), [PASS], {"DEQUANTIZE": 1, "QUANTIZE": 1})
+    _, report = optimize_and_compare(n.recipe(), [PASS], {"DEQUANTIZE": 1, "QUANTIZE": 1})
+    assert_said(report, PASS, None)  # no constant: no candidate
+
+
+def test_dequantize_that_is_a_model_output_stays_and_says_why():
+    _, report = optimize_and_compare(
+        dequantize_net("int8", dequantize_is_output=True).recipe(), [PASS], {"DEQUANTIZE": 1}
+    )
+    assert_said(report, PASS, "'wf' is seen from outside the graph (a model output stays computed)")

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from bn_models import Net, optimize_and_compare
+from bn_models import Net, assert_said, optimize_and_compare
 from bnfold.reference import interpreter
 
 PASS = "fold_dwconv"
 
 
-def dwconv_net(*, input_is_const=True) -> Net:
+def dwconv_net(*, input_is_const=True, dwconv_is_output=False) -> Net:
     """c [1,5,4,2] -> DEPTHWISE_CONV_2D(M=3, RELU6) -> d [1,3,3,6] -> ADD(x) -> y."""
     n = Net()
     n.input("x", [1, 3, 3, 6])
@@ -29,6 +29,8 @@ def dwconv_net(*, input_is_const=True) -> Net:
         fused_activation_function="RELU6",
     )
     n.outputs = [n.op("ADD", ["x", d], "y", [1, 3, 3, 6])]
+    if dwconv_is_output:
+        n.outputs.append(d)
     return n
 
 
@@ -46,3 +48,8 @@ def test_dwconv_of_constants_is_computed():
 
 def test_dwconv_of_a_computed_input_stays():
     optimize_and_compare(dwconv_net(input_is_const=False).recipe(), [PASS], {"DEPTHWISE_CONV_2D": 1})
+
+
+def test_dwconv_that_is_a_model_output_stays_and_says_why():
+    _, report = optimize_and_compare(dwconv_net(dwconv_is_output=True).recipe(), [PASS], {"DEPTHWISE_CONV_2D": 1})
+    assert_said(report, PASS, "'d' is seen from outside the graph (a model output stays computed)")

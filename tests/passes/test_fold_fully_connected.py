@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bn_models import Net, optimize_and_compare
+from bn_models import Net, assert_said, optimize_and_compare
 
 PASS = "fold_fully_connected"
 X = (np.arange(2 * 6, dtype=np.float32).reshape(2, 6) - 5) / 3
@@ -14,7 +14,7 @@ W = (np.arange(4 * 6, dtype=np.float32).reshape(4, 6) - 11) / 5
 B = np.array([0.5, -1.0, 2.0, 0.25], np.float32)
 
 
-def fc_net(*, bias=True, weights_from_input=False) -> Net:
+def fc_net(*, bias=True, weights_from_input=False, fc_is_output=False) -> Net:
     """c [2,6] -> FULLY_CONNECTED(W [4,6], b) -> f [2,4] -> MUL(x) -> y."""
     n = Net()
     n.input("x", [2, 4])
@@ -23,6 +23,8 @@ def fc_net(*, bias=True, weights_from_input=False) -> Net:
     inputs = [c, w, n.const("b", [4], values=B.tolist()) if bias else ""]
     f = n.op("FULLY_CONNECTED", inputs, "f", [2, 4])
     n.outputs = [n.op("MUL", ["x", f], "y", [2, 4])]
+    if fc_is_output:
+        n.outputs.append(f)
     return n
 
 
@@ -35,3 +37,8 @@ def test_fully_connected_of_constants_is_computed(bias):
 
 def test_fully_connected_with_computed_weights_stays():
     optimize_and_compare(fc_net(weights_from_input=True).recipe(), [PASS], {"FULLY_CONNECTED": 1})
+
+
+def test_fully_connected_that_is_a_model_output_stays_and_says_why():
+    _, report = optimize_and_compare(fc_net(fc_is_output=True).recipe(), [PASS], {"FULLY_CONNECTED": 1})
+    assert_said(report, PASS, "'f' is seen from outside the graph (a model output stays computed)")

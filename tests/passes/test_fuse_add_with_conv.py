@@ -2,7 +2,9 @@
 
 import pytest
 
-from bn_models import channel_shapes, conv2d
+from bn_models import assert_said, channel_shapes, conv2d, optimize_and_compare
+from bnfold.recipe.chef import load_recipe
+from conftest import RECIPES
 from single_op_folds import fold_one, leaves_other_kind, only_the_first_op, refuses_activation_on_layer
 
 PASS = "fuse_add_with_conv"
@@ -27,3 +29,12 @@ def test_leaves_a_mul_alone():
 
 def test_refuses_an_activation_on_the_layer():
     refuses_activation_on_layer(conv2d, PASS, "ADD")
+
+
+def test_an_add_varying_along_the_width_stays_and_says_why():
+    """ONE's FuseAddWithConv negative: an ADD of a [4, 6] constant is no batch-norm candidate, so
+    the skip list has no entry for it; the report's not_folded says why it stays."""
+    recipe = load_recipe(RECIPES / "Neg_Conv_Add_NotChannelwise_000.toml")
+    _, report = optimize_and_compare(recipe, [PASS], {"CONV_2D": 1, "ADD": 1})
+    assert report.skips == []
+    assert_said(report, PASS, "constant 'add_const' of shape [4, 6] varies along axis 2, not only the channel axis 3")

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from bn_models import Net, assert_values_agree, optimize_and_compare, without_options
+from bn_models import Net, assert_said, assert_values_agree, optimize_and_compare, without_options
 from bnfold import api
 from bnfold.recipe.chef import build
 
@@ -45,20 +45,22 @@ def test_product_over_constant_becomes_one_mul():
 
 
 @pytest.mark.parametrize(
-    "case",
+    "case, reason",
     [
-        dict(m_shape=(2,)),  # per-channel, not a scalar
-        dict(m=0.0),  # d / (0·x): no finite constant d / 0 stands for it
-        dict(act="RELU"),
-        dict(other=True),
+        (dict(m_shape=(2,)), None),  # per-channel, not a scalar: no candidate
+        (dict(m=0.0), "the MUL is by zero"),  # d / (0·x): no finite constant d / 0 stands for it
+        (dict(act="RELU"), "the DIV's fused RELU is not the MUL's"),
+        (dict(other=True), "'p' has another reader than the DIV, so it must stay computed"),
     ],
 )
-def test_other_forms_stay(case):
-    optimize_and_compare(mul_div_net(**case).recipe(), [PASS], {"DIV": 1, "MUL": 1})
+def test_other_forms_stay(case, reason):
+    _, report = optimize_and_compare(mul_div_net(**case).recipe(), [PASS], {"DIV": 1, "MUL": 1})
+    assert_said(report, PASS, reason)
 
 
 def test_zero_divisor_stays():
-    optimize_and_compare(mul_div_net(d=0.0, numerator=False).recipe(), [PASS], {"DIV": 1, "MUL": 1})
+    _, report = optimize_and_compare(mul_div_net(d=0.0, numerator=False).recipe(), [PASS], {"DIV": 1, "MUL": 1})
+    assert_said(report, PASS, "the DIV is by zero")
 
 
 @pytest.mark.parametrize("numerator", [True, False])

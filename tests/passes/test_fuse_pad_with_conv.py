@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bn_models import Net, optimize_and_compare
+from bn_models import Net, assert_said, optimize_and_compare
 
 PASS = "fuse_pad_with_conv"
 
@@ -64,18 +64,28 @@ def test_pad_that_same_would_make_goes(net):
 
 
 @pytest.mark.parametrize(
-    "net",
+    "net, reason",
     [
-        padded_net(size=8, kernel=3, stride=2, pads=((0, 0), (1, 1), (1, 1), (0, 0))),  # SAME would pad 0 / 1
-        padded_net(kind="PADV2", value=0.5),
-        padded_net(size=7, kernel=1, stride=1, pads=((0, 0), (0, 0), (0, 0), (0, 2)), depthwise=False),
-        padded_net(other_reader=True),
+        (
+            padded_net(size=8, kernel=3, stride=2, pads=((0, 0), (1, 1), (1, 1), (0, 0))),
+            "pads [1, 1] along the height; SAME would pad [0, 1]",
+        ),
+        (
+            padded_net(kind="PADV2", value=0.5),
+            "the PADV2's paddings are not constant, or it pads another value than zero",
+        ),
+        (
+            padded_net(size=7, kernel=1, stride=1, pads=((0, 0), (0, 0), (0, 0), (0, 2)), depthwise=False),
+            "the PAD pads the batch or channel axis",
+        ),
+        (padded_net(other_reader=True), "'x_pad' is read by more than the DEPTHWISE_CONV_2D (or is a model output)"),
     ],
     ids=["another_split", "non_zero_value", "channel_pad", "other_reader"],
 )
-def test_other_pads_stay(net):
-    optimize_and_compare(
+def test_other_pads_stay_and_say_why(net, reason):
+    _, report = optimize_and_compare(
         net.recipe(),
         [PASS],
         {"PAD": int("PADV2" not in str(net.operations)), "PADV2": int("PADV2" in str(net.operations))},
     )
+    assert_said(report, PASS, reason)

@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 
+from bn_models import Net, assert_said, optimize_and_compare
 from bnfold import api
 from bnfold.cli import run
 from bnfold.engine import registry
@@ -56,3 +57,16 @@ def test_no_note_when_nothing_lossy_happened(tmp_path, capsys):
     assert run(["optimize", str(path), str(tmp_path / "o.tflite"), "--report", str(rep), f"--{PASS}"]) == 0
     assert "LOSSY" not in capsys.readouterr().out
     assert json.loads(rep.read_text())["notes"] == []
+
+
+def test_batch_norm_whose_product_is_read_elsewhere_keeps_its_negative_scales_and_says_why():
+    """x -> MUL(γ, one negative) -> g -> ADD(β, RELU) -> y, g a model output too: the chain cannot
+    fold, so its scales stay as they are, and the report says why."""
+    n = Net()
+    n.input("x", [1, 4, 4, 3])
+    g = n.op("MUL", ["x", n.const("gamma", [3], values=[1.5, -0.5, 2.0])], "g", [1, 4, 4, 3])
+    y = n.op("ADD", [g, n.const("beta", [3])], "y", [1, 4, 4, 3], fused_activation_function="RELU")
+    n.outputs = [y, g]
+    model, report = optimize_and_compare(n.recipe(), [PASS], {"MUL": 1, "ADD": 1})
+    assert report.folds == [] and model.graphs[0].tensor("gamma").data.tolist() == [1.5, -0.5, 2.0]
+    assert_said(report, PASS, "negative scales kept: 'g' is a model output, so it must stay computed")

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from bn_models import Net, build_copy, inputs_for
+from bn_models import Net, assert_said, build_copy, inputs_for
 from bnfold import api
 from bnfold.cli import run
 from bnfold.engine import registry
@@ -56,6 +56,16 @@ def test_cli_measures_and_reports_the_error(tmp_path, capsys):
     assert f"warning: {PASS} changed the model (LOSSY): max abs err" in capsys.readouterr().out
     [note] = json.loads(rep.read_text())["notes"]
     assert note["measured"] and 0 < note["max_abs"] <= 128 / 255 / 2 + 1e-5
+
+
+def test_fake_quant_of_a_graph_input_into_a_graph_output_stays_and_says_why():
+    n = Net()
+    n.input("x", [2, 9, 4])
+    n.outputs = [n.op("FAKE_QUANT", ["x"], "f", [2, 9, 4], min=-1.0, max=1.0, num_bits=8, narrow_range=False)]
+    model = build(n.recipe())
+    report = api.apply_passes(model, [PASS])
+    assert model.op_counts()["FAKE_QUANT"] == 1
+    assert_said(report, PASS, "FAKE_QUANT kept: 'f' is a model output and 'x' cannot be renamed to it")
 
 
 @pytest.mark.parametrize("low,high,bits", [(-1.0, 1.0, 8), (-0.3, 2.7, 4), (0.1, 5.0, 8), (-6.0, -0.5, 7)])

@@ -3,7 +3,7 @@ first stays when something else reads its output."""
 
 from __future__ import annotations
 
-from bn_models import Net, optimize_and_compare
+from bn_models import Net, assert_said, optimize_and_compare
 
 PASS = "remove_redundant_reshape"
 
@@ -51,3 +51,16 @@ def test_a_single_reshape_stays():
     n.input("x", [4, 6])
     n.outputs = [n.op("RESHAPE", ["x", n.ints("s", [24])], "y", [24], new_shape=[24])]
     optimize_and_compare(n.recipe(), [PASS], {"RESHAPE": 1})
+
+
+def test_reshapes_into_another_quantization_stay_and_say_why():
+    """int8 x -> RESHAPE -> t (another scale) -> RESHAPE -> y: one RESHAPE would read x's bytes with y's scale."""
+    n = Net()
+    n.input("x", [4, 6])
+    n.operands[-1].update(dtype="INT8", quant={"scale": [0.1], "zero_point": [0]})
+    t = n.op("RESHAPE", ["x", n.ints("middle", [24])], "t", [24], new_shape=[24])
+    n.operands[-1].update(dtype="INT8", quant={"scale": [0.2], "zero_point": [0]})
+    n.outputs = [n.op("RESHAPE", [t, n.ints("last", [2, 12])], "y", [2, 12], new_shape=[2, 12])]
+    n.operands[-1].update(dtype="INT8", quant={"scale": [0.2], "zero_point": [0]})
+    _, report = optimize_and_compare(n.recipe(), [PASS], {"RESHAPE": 2})
+    assert_said(report, PASS, "'x', 't' and 'y' are not read with one quantization")

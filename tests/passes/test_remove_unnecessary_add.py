@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bn_models import Net, optimize_and_compare
+from bn_models import Net, assert_said, optimize_and_compare
 
 PASS = "remove_unnecessary_add"
 SHAPE = [3, 7, 5]
@@ -32,12 +32,24 @@ def test_add_of_zero_goes(zero_shape, zero_first):
 
 
 @pytest.mark.parametrize(
-    "case",
+    "case, reason",
     [
-        dict(zero_shape=[5], values=[0.0, 0.0, 1e-30, 0.0, 0.0]),
-        dict(zero_shape=[5], act="RELU"),
-        dict(zero_shape=[2, 3, 7, 5], out_shape=[2, 3, 7, 5]),
+        (dict(zero_shape=[5], values=[0.0, 0.0, 1e-30, 0.0, 0.0]), None),  # no zero: no candidate
+        (dict(zero_shape=[5], act="RELU"), "its fused RELU changes the values"),
+        (
+            dict(zero_shape=[2, 3, 7, 5], out_shape=[2, 3, 7, 5]),
+            "the zero [2, 3, 7, 5] makes 'a' another shape, type or quantization than 'h'",
+        ),
     ],
 )
-def test_add_that_changes_something_stays(case):
-    optimize_and_compare(add_net(**case).recipe(), [PASS], {"ADD": 1})
+def test_add_that_changes_something_stays(case, reason):
+    _, report = optimize_and_compare(add_net(**case).recipe(), [PASS], {"ADD": 1})
+    assert_said(report, PASS, reason)
+
+
+def test_add_of_zero_from_a_graph_input_into_a_graph_output_stays_and_says_why():
+    n = Net()
+    n.input("x", SHAPE)
+    n.outputs = [n.op("ADD", ["x", n.const("z", [5], values=[0.0] * 5)], "a", SHAPE)]
+    _, report = optimize_and_compare(n.recipe(), [PASS], {"ADD": 1})
+    assert_said(report, PASS, "'a' is a model output, and 'x' is a graph input, a constant or read elsewhere")

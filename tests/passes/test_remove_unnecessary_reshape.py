@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bn_models import Net, optimize_and_compare
+from bn_models import Net, assert_said, optimize_and_compare
 
 PASS = "remove_unnecessary_reshape"
 SHAPE = [3, 7, 5]
@@ -35,12 +35,15 @@ def test_graph_output_keeps_its_name():
 
 def test_reshape_from_graph_input_to_graph_output_stays():
     # both names are seen from outside: there is no op to write the output instead
-    optimize_and_compare(reshape_net(SHAPE, then_relu=False, on_input=True).recipe(), [PASS], {"RESHAPE": 1})
+    recipe = reshape_net(SHAPE, then_relu=False, on_input=True).recipe()
+    _, report = optimize_and_compare(recipe, [PASS], {"RESHAPE": 1})
+    assert_said(report, PASS, "'t' is a model output, and 'x' is a graph input, a constant or read elsewhere")
 
 
 @pytest.mark.parametrize("new_shape", [[3, 35], [7, 3, 5], [1, 3, 7, 5]])
 def test_reshape_that_changes_the_shape_stays(new_shape):
-    optimize_and_compare(reshape_net(new_shape).recipe(), [PASS], {"RESHAPE": 1})
+    _, report = optimize_and_compare(reshape_net(new_shape).recipe(), [PASS], {"RESHAPE": 1})
+    assert_said(report, PASS, None)  # no candidate
 
 
 def flatten_net(x_shape, *, units=4, keep_num_dims=False, other_reader=False, flat_is_output=False) -> Net:
@@ -102,7 +105,8 @@ def test_flatten_into_a_fully_connected_without_options_goes():
 @pytest.mark.parametrize("case", [dict(other_reader=True), dict(flat_is_output=True)])
 def test_flatten_that_something_else_sees_stays(case):
     # a RELU reads [N, K]; the outside sees flat
-    optimize_and_compare(flatten_net([2, 3, 1, 2], **case).recipe(), [PASS], {"RESHAPE": 1})
+    _, report = optimize_and_compare(flatten_net([2, 3, 1, 2], **case).recipe(), [PASS], {"RESHAPE": 1})
+    assert_said(report, PASS, "'flat' is read by other ops than FULLY_CONNECTED layers (or is a model output)")
 
 
 # ---- the RESHAPEs merging a BATCH_MATMUL's batch axes (TICO's attention) ----------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bn_models import Net, optimize_and_compare
+from bn_models import Net, assert_said, optimize_and_compare
 
 PASS = "remove_unnecessary_slice"
 SHAPE = [3, 7, 5]
@@ -37,4 +37,13 @@ def test_slice_that_is_a_model_output_keeps_its_name():
 
 @pytest.mark.parametrize("begin, size, out", [([0, 1, 0], [3, 6, 5], [3, 6, 5]), ([1, 0, 0], [2, -1, 5], [2, 7, 5])])
 def test_slice_that_cuts_stays(begin, size, out):
-    optimize_and_compare(slice_net(begin, size, out).recipe(), [PASS], {"SLICE": 1})
+    _, report = optimize_and_compare(slice_net(begin, size, out).recipe(), [PASS], {"SLICE": 1})
+    assert_said(report, PASS, None)  # no candidate
+
+
+def test_slice_of_everything_from_a_graph_input_into_a_graph_output_stays_and_says_why():
+    n = Net()
+    n.input("x", SHAPE)
+    n.outputs = [n.op("SLICE", ["x", n.ints("begin", [0, 0, 0]), n.ints("size", [-1, -1, -1])], "s", SHAPE)]
+    _, report = optimize_and_compare(n.recipe(), [PASS], {"SLICE": 1})
+    assert_said(report, PASS, "'s' is a model output, and 'x' is a graph input, a constant or read elsewhere")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bn_models import Net, optimize_and_compare
+from bn_models import Net, assert_said, optimize_and_compare
 
 PASS = "remove_unnecessary_split"
 SHAPE = [3, 8, 5]
@@ -35,4 +35,16 @@ def test_split_into_one_part_goes():
 
 def test_split_into_two_parts_stays():
     for kind in ("SPLIT", "SPLIT_V"):
-        optimize_and_compare(split_net(kind, 2).recipe(), [PASS], {kind: 1, "TANH": 2})
+        _, report = optimize_and_compare(split_net(kind, 2).recipe(), [PASS], {kind: 1, "TANH": 2})
+        assert_said(report, PASS, None)  # no candidate
+
+
+def test_split_into_one_part_from_a_graph_input_into_a_graph_output_stays_and_says_why():
+    n = Net()
+    n.input("x", SHAPE)
+    n.tensor("p0", SHAPE)
+    inputs, options = [n.ints("axis", [1]), "x"], {"num_splits": 1}
+    n.operations.append({"type": "SPLIT", "inputs": inputs, "outputs": ["p0"], "options": options})
+    n.outputs = ["p0"]
+    _, report = optimize_and_compare(n.recipe(), [PASS], {"SPLIT": 1})
+    assert_said(report, PASS, "'p0' is a model output, and 'x' is a graph input, a constant or read elsewhere")

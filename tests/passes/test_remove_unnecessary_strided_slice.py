@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bn_models import Net, optimize_and_compare
+from bn_models import Net, assert_said, optimize_and_compare
 
 PASS = "remove_unnecessary_strided_slice"
 SHAPE = [3, 7, 5]
@@ -42,4 +42,14 @@ def test_strided_slice_that_skips_or_cuts_stays(begin, end, strides, out):
 def test_reversal_of_a_unit_axis_free_tensor_stays():
     # same shape, every element, but in reverse order along axis 2: not the identity
     recipe = strided_slice_net([0, 0, -1], [3, 7, -6], [1, 1, -1], SHAPE).recipe()
-    optimize_and_compare(recipe, [PASS], {"STRIDED_SLICE": 1})
+    _, report = optimize_and_compare(recipe, [PASS], {"STRIDED_SLICE": 1})
+    assert_said(report, PASS, None)  # no candidate
+
+
+def test_strided_slice_of_everything_from_a_graph_input_into_a_graph_output_stays_and_says_why():
+    n = Net()
+    n.input("x", SHAPE)
+    inputs = ["x", n.ints("begin", [0, 0, 0]), n.ints("end", SHAPE), n.ints("strides", [1, 1, 1])]
+    n.outputs = [n.op("STRIDED_SLICE", inputs, "s", SHAPE)]
+    _, report = optimize_and_compare(n.recipe(), [PASS], {"STRIDED_SLICE": 1})
+    assert_said(report, PASS, "'s' is a model output, and 'x' is a graph input, a constant or read elsewhere")

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from bn_models import Net
+from bn_models import Net, assert_said
 from custom_ops import resolve_and_compare
 
 PASS = "resolve_customop_add"
@@ -65,5 +65,8 @@ def test_broadcast_that_adds_axes_stays():
     assert model.graphs[0].outputs[0].shape == (2, 3, 4)
 
 
-def test_int16_addv2_stays():
-    resolve_and_compare(addv2_net([2, 3], [3], [2, 3], dtype="INT16").recipe(), [PASS], {"ADD": 0, "CUSTOM(AddV2)": 1})
+def test_int16_addv2_stays_and_says_why():
+    _, report = resolve_and_compare(
+        addv2_net([2, 3], [3], [2, 3], dtype="INT16").recipe(), [PASS], {"ADD": 0, "CUSTOM(AddV2)": 1}
+    )
+    assert_said(report, PASS, "ADD takes two operands and an output of one type: FLOAT32, INT32 or INT64, unquantized")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import bnfold
-from bn_models import Net, inputs_for
+from bn_models import Net, assert_said, inputs_for
 from bnfold import api
 from bnfold.io.formats import CIRCLE
 from bnfold.io.reader import read_model
@@ -57,6 +57,7 @@ def test_adjoint_that_is_no_boolean_stays():
     model = bmm_net(False, False, options={"adj_x": "no", "adj_y": False}).model()
     report = api.apply_passes(model, [PASS])
     assert not report.folds and model.op_counts() == {"CUSTOM(BatchMatMulV2)": 1}
+    assert_said(report, PASS, "adj_x or adj_y is no boolean (['no', False]): TensorFlow's reading of it is kept")
 
 
 @pytest.mark.parametrize("adj_x, adj_y", [(True, False), (False, True)])

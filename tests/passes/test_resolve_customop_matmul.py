@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bn_models import Net
+from bn_models import Net, assert_said
 from custom_ops import resolve_and_compare
 
 PASS = "resolve_customop_matmul"
@@ -47,7 +47,8 @@ def test_matmul_becomes_fully_connected(transpose_a, transpose_b, const_rhs):
         assert np.array_equal(fc.inputs[1].data, original.T)
 
 
-def test_batched_operand_stays():
-    resolve_and_compare(
+def test_batched_operand_stays_and_says_why():
+    _, report = resolve_and_compare(
         matmul_net(False, False, const_rhs=True, batch=2).recipe(), [PASS], {"FULLY_CONNECTED": 0, "CUSTOM(MatMul)": 1}
     )
+    assert_said(report, PASS, "is no matrix of static shape (FULLY_CONNECTED's operands)")

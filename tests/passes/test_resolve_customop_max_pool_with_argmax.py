@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from flatbuffers import flexbuffers
 
-from bn_models import Net
+from bn_models import Net, assert_said
 from bnfold import api
 from custom_ops import resolve_and_compare
 
@@ -70,15 +70,25 @@ def test_reference_kernel_picks_the_first_maximum():
 
 
 @pytest.mark.parametrize(
-    "options",
+    "options, reason",
     [
-        {"ksize": [2, 2, 2, 1], "strides": [1, 2, 2, 1], "padding": "VALID"},  # a window over the batch
-        {"ksize": [1, 2, 2, 1], "strides": [1, 2, 2, 1], "padding": "EXPLICIT"},
-        {"ksize": [1, 2, 2], "strides": [1, 2, 2, 1], "padding": "VALID"},
+        (  # a window over the batch
+            {"ksize": [2, 2, 2, 1], "strides": [1, 2, 2, 1], "padding": "VALID"},
+            "the window spans the batch or channel axis",
+        ),
+        (
+            {"ksize": [1, 2, 2, 1], "strides": [1, 2, 2, 1], "padding": "EXPLICIT"},
+            "padding 'EXPLICIT': not four integers each and VALID or SAME",
+        ),
+        (
+            {"ksize": [1, 2, 2], "strides": [1, 2, 2, 1], "padding": "VALID"},
+            "ksize [1, 2, 2], strides [1, 2, 2, 1], padding 'VALID': not four integers each",
+        ),
     ],
 )
-def test_other_windows_stay(options):
+def test_other_windows_stay_and_say_why(options, reason):
     model = argmax_net([2, 4, 4, 1], [2, 2], [2, 2], [2, 2], "VALID").model()
     model.graphs[0].ops[1].record.customOptions = list(flexbuffers.Dumps(options))
     report = api.apply_passes(model, [PASS])
     assert not report.folds and model.op_counts()["CUSTOM(MaxPoolWithArgmax)"] == 1
+    assert_said(report, PASS, reason)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bn_models import Net
+from bn_models import Net, assert_said
 from custom_ops import resolve_and_compare
 
 PASS = "resolve_customop_splitv"
@@ -53,3 +53,12 @@ def test_splitv_becomes_split_v(sizes, axis, dtype):
     assert np.array_equal(op.inputs[1].data, sizes) and [t.name for t in op.outputs] == [
         f"y{i}" for i in range(len(sizes))
     ]
+
+
+def test_sizes_computed_at_run_time_stay_and_say_why():
+    from bnfold import api
+
+    model = splitv_net([2, 3, 4], 1, const_sizes=False).model()
+    report = api.apply_passes(model, [PASS])
+    assert not report.folds and model.op_counts()["CUSTOM(SplitV)"] == 1
+    assert_said(report, PASS, "the sizes or the axis are no constant integers")

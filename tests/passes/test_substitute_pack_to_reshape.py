@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bn_models import Net, optimize_and_compare
+from bn_models import Net, assert_said, optimize_and_compare
 
 PASS = "substitute_pack_to_reshape"
 
@@ -28,7 +28,8 @@ def test_pack_of_one_becomes_a_reshape(axis):
 
 
 def test_pack_of_two_stays():
-    optimize_and_compare(pack_net(2, 1).recipe(), [PASS], {"PACK": 1, "RESHAPE": 0})
+    _, report = optimize_and_compare(pack_net(2, 1).recipe(), [PASS], {"PACK": 1, "RESHAPE": 0})
+    assert_said(report, PASS, None)  # a PACK of two is no candidate
 
 
 def shared_net() -> Net:
@@ -56,6 +57,7 @@ def test_a_pack_stays_where_the_reshape_would_share_a_needed_buffer():
     assert content is not None, why
     result = api.optimize(content, [PASS])
     assert [op.kind for op in result.model.graphs[0].ops].count("PACK") == 1
+    assert_said(result.report, PASS, "in place over a buffer another reader still needs")
     assert not any("reordered" in note for note in result.report["notes"])
     assert run_case(content, "default").kind == "ok"
 
@@ -65,3 +67,18 @@ def test_without_the_second_reader_the_pack_goes():
     n.outputs = ["y"]
     n.operations = [op for op in n.operations if op["outputs"] != ["z"]]
     optimize_and_compare(n.recipe(), [PASS], {"PACK": 0, "RESHAPE": 1})
+
+
+def test_pack_of_one_with_two_unknown_dimensions_stays_and_says_why():
+    from bnfold import api
+    from bnfold.recipe.chef import build
+
+    model = build(pack_net(1, 0).recipe())
+    graph = model.graphs[0]
+    for name in ("x", "h"):
+        graph.tensor(name).shape_signature = (-1, -1)
+    for name in ("p", "y"):
+        graph.tensor(name).shape_signature = (1, -1, -1)
+    report = api.apply_passes(model, [PASS])
+    assert model.op_counts()["PACK"] == 1
+    assert_said(report, PASS, "a RESHAPE cannot give 'p' its shape [1, -1, -1]: one unknown dimension at most")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bn_models import Net, optimize_and_compare
+from bn_models import Net, assert_said, optimize_and_compare
 
 PASS = "substitute_splitv_to_split"
 
@@ -38,4 +38,17 @@ def test_equal_parts_along_a_negative_axis_become_a_split():
 
 
 def test_unequal_parts_stay():
-    optimize_and_compare(splitv_net([4, 8]).recipe(), [PASS], {"SPLIT_V": 1, "SPLIT": 0})
+    _, report = optimize_and_compare(splitv_net([4, 8]).recipe(), [PASS], {"SPLIT_V": 1, "SPLIT": 0})
+    assert_said(report, PASS, None)  # unequal parts are no candidate
+
+
+def test_equal_parts_of_a_type_split_version_1_does_not_take_stay_and_say_why():
+    n = Net()
+    n.input("x", [3, 12])
+    n.operands[-1]["dtype"] = "INT64"
+    outs = [n.tensor(f"p{i}", [3, 6], "INT64") for i in range(2)]
+    inputs = ["x", n.ints("sizes", [6, 6]), n.ints("axis", [1])]
+    n.operations.append({"type": "SPLIT_V", "inputs": inputs, "outputs": outs, "options": {"num_splits": 2}})
+    n.outputs = outs
+    _, report = optimize_and_compare(n.recipe(), [PASS], {"SPLIT_V": 1, "SPLIT": 0})
+    assert_said(report, PASS, "'x' is INT64: the SPLIT made (version 1) takes FLOAT32 or INT32 only")

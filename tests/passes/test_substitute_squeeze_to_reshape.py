@@ -3,7 +3,7 @@ SQUEEZE with two dynamic dimensions left stays (a RESHAPE takes one -1)."""
 
 from __future__ import annotations
 
-from bn_models import Net, optimize_and_compare
+from bn_models import Net, assert_said, optimize_and_compare
 from bnfold import api
 from bnfold.recipe.chef import build
 
@@ -32,5 +32,6 @@ def test_squeeze_leaving_two_dynamic_dimensions_stays():
         graph.tensor(name).shape_signature = (1, -1, 1, -1)
     graph.tensor("s").shape_signature = (-1, -1)
     graph.tensor("y").shape_signature = (-1, -1)
-    api.apply_passes(model, [PASS])
+    report = api.apply_passes(model, [PASS])
     assert model.op_counts()["SQUEEZE"] == 1
+    assert_said(report, PASS, "a RESHAPE cannot give 's' its shape [-1, -1]: one unknown dimension at most")

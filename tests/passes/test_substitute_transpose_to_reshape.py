@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bn_models import Net, optimize_and_compare
+from bn_models import Net, assert_said, optimize_and_compare
 
 PASS = "substitute_transpose_to_reshape"
 
@@ -53,8 +53,23 @@ def test_unit_axis_transpose_becomes_reshape(shape, perm):
 def test_transpose_that_moves_elements_stays(shape, perm):
     model, report = optimize_and_compare(transpose_net(shape, perm).recipe(), [PASS], {"TRANSPOSE": 1, "RESHAPE": 0})
     assert report.folds == []
+    assert_said(report, PASS, None)  # a transpose moving elements is no candidate
 
 
 def test_permutation_that_is_not_a_constant_stays():
     net = transpose_net([6, 1, 5, 1], [1, 0, 3, 2], perm_is_input=True)
     optimize_and_compare(net.recipe(), [PASS], {"TRANSPOSE": 1, "RESHAPE": 0}, numerics=False)
+
+
+def test_transpose_stays_where_the_reshape_would_share_a_needed_buffer_and_says_why():
+    """As substitute_pack_to_reshape's case: LiteRT runs the MUL in place over a and the DIV in
+    place over t; made a RESHAPE, t would share m's buffer, which the ADD still reads."""
+    n = Net()
+    n.input("x", [1, 7, 5])
+    a = n.op("TANH", ["x"], "a", [1, 7, 5])
+    m = n.op("MUL", [a, n.const("k", [1])], "m", [1, 7, 5])
+    t = n.op("TRANSPOSE", [m, n.ints("perm", [1, 0, 2])], "t", [7, 1, 5])
+    d = n.op("DIV", [t, n.const("divisor", [1], low=0.5, high=2.0)], "d", [7, 1, 5])
+    n.outputs = [n.op("TANH", [d], "y", [7, 1, 5]), n.op("ADD", [m, n.const("shift", [5])], "z", [1, 7, 5])]
+    _, report = optimize_and_compare(n.recipe(), [PASS], {"TRANSPOSE": 1, "RESHAPE": 0})
+    assert_said(report, PASS, "in place over a buffer another reader still needs")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bn_models import Net, optimize_and_compare
+from bn_models import Net, assert_said, optimize_and_compare
 
 PASS = "transform_min_max_to_relu6"
 SHAPE = [2, 5, 3]
@@ -46,12 +46,17 @@ def test_one_element_bounds_of_any_rank_count(bound_shape):
 
 @pytest.mark.parametrize("low, high", [(0.0, 5.0), (-1.0, 6.0), (0.0, 6.000001)])
 def test_other_bounds_stay(low, high):
-    optimize_and_compare(clamp_net(low=low, high=high).recipe(), [PASS], {"RELU6": 0, "MINIMUM": 1, "MAXIMUM": 1})
+    recipe = clamp_net(low=low, high=high).recipe()
+    _, report = optimize_and_compare(recipe, [PASS], {"RELU6": 0, "MINIMUM": 1, "MAXIMUM": 1})
+    assert_said(report, PASS, None)  # no clamp to [0, 6]: no candidate
 
 
 def test_bound_that_broadcasts_x_stays():
-    optimize_and_compare(clamp_net(bound_shape=[1, 1, 1, 1]).recipe(), [PASS], {"RELU6": 0, "MINIMUM": 1})
+    _, report = optimize_and_compare(clamp_net(bound_shape=[1, 1, 1, 1]).recipe(), [PASS], {"RELU6": 0, "MINIMUM": 1})
+    assert_said(report, PASS, "'m' is [1, 2, 5, 3] but 'h' is [2, 5, 3]: a constant broadcasts it")
 
 
 def test_intermediate_seen_outside_stays():
-    optimize_and_compare(clamp_net(expose_middle=True).recipe(), [PASS], {"RELU6": 0, "MINIMUM": 1, "MAXIMUM": 1})
+    recipe = clamp_net(expose_middle=True).recipe()
+    _, report = optimize_and_compare(recipe, [PASS], {"RELU6": 0, "MINIMUM": 1, "MAXIMUM": 1})
+    assert_said(report, PASS, "'m' is a model output, so it must stay computed")

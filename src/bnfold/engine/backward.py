@@ -39,7 +39,7 @@ from ..ir.graph import Graph, Op, Tensor, float_source
 from ..ir.ops import AFFINE_KINDS, LAYERS, LAYOUT_KINDS, Layer
 from . import targets
 from .affine import AffineChain, as_float32, finite, freed_constants, match_chain, remove_chain, scale_along
-from .candidates import candidate, dtype_refusal
+from .candidates import candidate, chains, dtype_refusal
 from .layout import follow
 from .report import PassResult, Refusal, float16_note
 
@@ -113,6 +113,7 @@ def fold_backward(
     """
     kinds = {kind: spec for kind, spec in LAYERS.items() if spec.backward_pass == pass_name}
     result = PassResult()
+    in_chains: set[int] | None = None  # ops of chains holding a candidate, once a refusal asks (once a run)
     for layer in [op for op in graph.ops if op.kind in kinds]:
         spec = kinds[layer.kind]
         if not graph.contains(layer) or not layer.outputs:
@@ -124,6 +125,14 @@ def fold_backward(
             continue
         if isinstance(chain, Refusal):
             result.refuse(chain, layer, layer=out.name)
+            at = chain.at
+            if at is not None and candidate(at) is None:
+                # an op in no chain with a candidate (an ADD of a [H, W] constant) has no skip
+                # entry: the report's not_folded says why instead
+                if in_chains is None:
+                    in_chains = {id(op) for found in chains(graph) for op in found}
+                if id(at) not in in_chains:
+                    result.refuse_value(at, chain.reason)
             continue
         record = apply_backward(graph, result, layer, spec, chain)
         if record is not None and finish is not None:

@@ -53,6 +53,16 @@ def can_bypass(graph: Graph, op: Op, x: Tensor, y: Tensor) -> bool:
     return producer is not None and graph.has_single_use(x, op)
 
 
+def bypass_refusal(graph: Graph, op: Op, x: Tensor, y: Tensor) -> str | None:
+    """None when `can_bypass`, else why not (for the report)."""
+    if can_bypass(graph, op, x, y):
+        return None
+    return (
+        f"{y.name!r} is a model output, and {x.name!r} is a graph input, a constant or read elsewhere:"
+        f" no op could write {y.name!r} in the {op.kind}'s place"
+    )
+
+
 def bypass(graph: Graph, op: Op, x: Tensor, y: Tensor) -> None:
     """Take `op` out: y's readers read x (can_bypass said it may). Call for the op's last output."""
     graph.remove_op(op)

@@ -90,3 +90,23 @@ def transposed_matrix(graph: Graph, result: PassResult, t: Tensor, at: Op) -> Te
     out = graph.add_tensor(name, t.dtype, t.shape[::-1])
     result.made(graph.add_op("TRANSPOSE", [t, perm], [out], Options("TransposeOptions"), before=at))
     return out
+
+
+def read_elsewhere(graph: Graph, t: Tensor, kind: str) -> str | None:
+    """Why the `kind` op reading `t` cannot take it into a fusion: `t` has another reader or is a
+    model output (for the report); None when no `kind` op reads `t`, or when one is its only reader."""
+    if only_reader(graph, t) is not None or not any(op.kind == kind for op in graph.consumers(t)):
+        return None
+    where = "is a model output" if graph.is_observed(t) else "has another reader than the " + kind
+    return f"{t.name!r} {where}, so it must stay computed"
+
+
+def not_plain_float(x: Tensor, tensors) -> str | None:
+    """Why a fusion computing on float32 tensors of x's shape cannot take `tensors` (for the
+    report): one is not float32 or is quantized, or has another shape (a constant broadcast it)."""
+    for t in tensors:
+        if not is_plain_float(t):
+            return f"{t.name!r} is {'quantized ' if t.is_quantized else ''}{t.dtype}, not float32"
+        if t.shape != x.shape:
+            return f"{t.name!r} is {list(t.shape)} but {x.name!r} is {list(x.shape)}: a constant broadcasts it"
+    return None

@@ -112,7 +112,9 @@ def remove_identities(graph: Graph) -> PassResult:
     """remove_unnecessary_transpose: every TRANSPOSE with the identity permutation goes."""
     result = PassResult()
     for op in [op for op in graph.ops if op.kind == TRANSPOSE and is_identity(transpose_perm(op))]:
-        _remove_identity(graph, op, result)
+        why = _remove_identity(graph, op, result)
+        if why:
+            result.skip(op, why)
     return result
 
 

@@ -101,7 +101,8 @@ def replace_by_reshape(graph: Graph, result: PassResult, op: Op, x: Tensor, y: T
         result.refuse_value(op, f"{x.name!r} and {y.name!r} read their bytes with different quantization")
         return False
     if op.kind not in ALIASING and aliasing_hazard(graph, x, y, added=0):  # the RESHAPE would share x's buffer
-        result.skip(op, HAZARD)
+        # a TRANSPOSE's reason goes to the report's transposes; another op's to not_folded
+        (result.skip if op.kind == "TRANSPOSE" else result.refuse_value)(op, HAZARD)
         return False
     result.fold(op, [op], into=[], **details)
     graph.remove_op(op)

@@ -29,7 +29,7 @@ import hashlib
 import numpy as np
 
 from ..engine.report import PassResult
-from ..engine.reshapes import joined_hazard, references, release_hazard
+from ..engine.reshapes import HAZARD, joined_hazard, references, release_hazard
 from ..ir.graph import Graph, Op, Tensor
 from ..ir.ops import OPS, SIDE_EFFECT_KINDS
 
@@ -54,7 +54,12 @@ def run(graph: Graph) -> PassResult:
         if first is None:
             seen[key] = op
             continue
-        if any(graph.is_observed(t) for t in op.outputs) or _in_place_hazard(graph, first, op):
+        seen_outside = next((t for t in op.outputs if graph.is_observed(t)), None)
+        if seen_outside is not None:
+            result.refuse_value(op, f"{seen_outside.name!r} is a model output: it keeps its own op")
+            continue
+        if _in_place_hazard(graph, first, op):
+            result.refuse_value(op, HAZARD)
             continue
         # context: the per-rewrite check runs the kept twin too (values/local.py)
         result.fold(first, [op], outputs=[t.name for t in op.outputs], context=[t.name for t in first.outputs])

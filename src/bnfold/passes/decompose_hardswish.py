@@ -39,7 +39,7 @@ def run(graph: Graph) -> PassResult:
         if x is None:  # no input: nothing to decompose (the reader allows an optional input slot)
             continue
         if x.dtype != "FLOAT32" or y.dtype != "FLOAT32" or x.is_quantized or y.is_quantized:
-            result.skip(hard_swish, f"hard swish of {y.dtype}, not float32 (left as ONE leaves it)")
+            result.refuse_value(hard_swish, f"hard swish of {y.dtype}, not float32 (left as ONE leaves it)")
             continue
         unsupported = next(filter(None, (targets.refusal(graph, kind) for kind in ("ADD", "RELU6", "MUL"))), None)
         if unsupported:

@@ -47,11 +47,17 @@ def run(graph: Graph) -> PassResult:
             continue
         y = op.operand(slot)  # _reshaped_input: present
         reshape = y.producer
-        if reshape is None or reshape.kind != "RESHAPE" or not graph.has_single_use(y, op):
+        if reshape is None or reshape.kind != "RESHAPE":
+            continue
+        if not graph.has_single_use(y, op):
+            result.refuse_value(reshape, f"{y.name!r} is read by more than the {op.kind} (or is a model output)")
             continue
         x, shape = reshape.input(0), reshape.input(1)
         z = op.outputs[0]
-        if x is None or (shape is not None and not shape.is_const):
+        if x is None:
+            continue
+        if shape is not None and not shape.is_const:
+            result.refuse_value(reshape, "its shape is computed at run time")
             continue
         if op.kind == "MEAN":
             computed = _mean_shape(op, x, y, z)
@@ -62,6 +68,12 @@ def run(graph: Graph) -> PassResult:
         else:
             computed = None
         if computed is None:
+            result.refuse_value(
+                reshape,
+                "the MEAN does not reduce an axis the RESHAPE keeps (keep_dims, one constant axis)"
+                if op.kind == "MEAN"
+                else f"the {op.kind} broadcasts {y.name!r} to another shape",
+            )
             continue
         result.fold(reshape, [reshape], into=[op], moved_after=z.name)
         _swap(graph, reshape, op, slot, x, z, computed)

@@ -44,11 +44,11 @@ def run(graph: Graph) -> PassResult:
     for act in [op for op in graph.ops if op.kind in RANGE_ACTIVATIONS]:
         x = act.input(0)
         producer = x.producer if x is not None else None
-        if producer is None:
-            continue
+        if producer is None or not info(producer.kind).fused_output:
+            continue  # no candidate: its producer's kind has no fused activation
         refusal = _refusal(graph, producer, act)
         if refusal:
-            result.skip(act, refusal)
+            result.refuse_value(act, str(refusal))  # a RELU is no batch-norm candidate: not a skip
             continue
         fused = COMBINE[(producer.fused_activation, act.kind)]
         unsupported = targets.refusal(graph, producer.kind, fused)

@@ -26,7 +26,16 @@ import math
 import numpy as np
 
 from ..engine import targets
-from ..engine.match import collapse, const_operand, format_has, is_plain_float, no_activation, only_reader, scalar
+from ..engine.match import (
+    collapse,
+    const_operand,
+    format_has,
+    no_activation,
+    not_plain_float,
+    only_reader,
+    read_elsewhere,
+    scalar,
+)
 from ..engine.report import PassResult
 from ..ir.custom import custom_code
 from ..ir.graph import Graph, Op, Options, Tensor
@@ -43,6 +52,9 @@ def run(graph: Graph) -> PassResult:
         match = _match(graph, erf)
         if match is None:
             continue
+        if isinstance(match, str):
+            result.refuse_value(erf, match)
+            continue
         x, ops = match
         unsupported = targets.refusal(graph, "GELU")
         if unsupported:
@@ -52,21 +64,20 @@ def run(graph: Graph) -> PassResult:
     return result
 
 
-def _match(graph: Graph, erf: Op) -> tuple[Tensor, list[Op]] | None:
-    """(x, the ops computing gelu(x), in order) for the pattern around `erf`, else None."""
+def _match(graph: Graph, erf: Op) -> tuple[Tensor, list[Op]] | str | None:
+    """(x, the ops computing gelu(x), in order) for the pattern around `erf`; None when the ops are
+    not the pattern, or why a pattern found cannot be fused."""
     if len(erf.inputs) != 1 or len(erf.outputs) != 1 or erf.inputs[0] is None:
         return None
     scale = erf.inputs[0].producer
     x = _scaled_by_inv_sqrt2(scale)
     add = only_reader(graph, erf.outputs[0])
-    if (
-        scale is None
-        or x is None
-        or add is None
-        or only_reader(graph, scale.outputs[0]) is not erf
-        or add.kind != "ADD"
-    ):
+    if scale is None or x is None:
         return None
+    if only_reader(graph, scale.outputs[0]) is not erf:
+        return read_elsewhere(graph, scale.outputs[0], "CUSTOM")
+    if add is None or add.kind != "ADD":
+        return None if add is not None else read_elsewhere(graph, erf.outputs[0], "ADD")
     pair = const_operand(add)
     if pair is None or pair[1] is not erf.outputs[0] or scalar(pair[0]) != 1.0:
         return None
@@ -74,11 +85,10 @@ def _match(graph: Graph, erf: Op) -> tuple[Tensor, list[Op]] | None:
     if tail is None:
         return None
     ops = [scale, erf, add, *tail]
-    if not all(no_activation(op) for op in ops):
-        return None
-    if not all(is_plain_float(t) and t.shape == x.shape for t in (x, *(op.outputs[0] for op in ops))):
-        return None
-    return x, ops
+    active = next((op for op in ops if not no_activation(op)), None)
+    if active is not None:
+        return f"{active.kind} {active.outputs[0].name!r} has a fused {active.fused_activation}"
+    return not_plain_float(x, (x, *(op.outputs[0] for op in ops))) or (x, ops)
 
 
 def _scaled_by_inv_sqrt2(op: Op | None) -> Tensor | None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine.match import collapse, float_const, is_plain_float, no_activation, only_reader
+from ..engine.match import collapse, float_const, is_plain_float, no_activation, only_reader, read_elsewhere
 from ..engine.report import PassResult
 from ..ir.graph import Graph, Op
 from ..ir.ops import FUSED_ACTIVATIONS, RANGE_ACTIVATIONS
@@ -32,36 +32,50 @@ def run(graph: Graph) -> PassResult:
         if len(add.inputs) != 2 or None in add.inputs or add.inputs[0] is add.inputs[1]:
             continue
         left, right = add.operand(0).producer, add.operand(1).producer
-        if left is None or right is None or not (_plain_fc(graph, left, add) and _plain_fc(graph, right, add)):
-            continue
-        if left.input(0) is not right.input(0) or left.options_with().fields() != right.options_with().fields():
-            continue
-        if left.operand(1).shape != right.operand(1).shape or add.fused_activation not in ("NONE", *RANGE_ACTIVATIONS):
-            continue
-        if not is_plain_float(add.outputs[0]):
+        if (
+            left is None
+            or right is None
+            or left.kind != "FULLY_CONNECTED"
+            or right.kind != "FULLY_CONNECTED"
+            or left.input(0) is not right.input(0)
+        ):
+            continue  # no candidate: not two layers of one input
+        why = _not_plain_fc(graph, left, add) or _not_plain_fc(graph, right, add) or _refusal(left, right, add)
+        if why:
+            result.refuse_value(add, why)
             continue
         _fuse(graph, result, left, right, add)
     return result
 
 
-def _plain_fc(graph: Graph, fc: Op | None, add: Op) -> bool:
-    """A float32 FULLY_CONNECTED without activation, constant weights (and bias, if any), whose
-    output only `add` reads."""
-    if (
-        fc is None
-        or fc.kind != "FULLY_CONNECTED"
-        or not no_activation(fc)
-        or only_reader(graph, fc.outputs[0]) is not add
-    ):
-        return False
+def _refusal(left: Op, right: Op, add: Op) -> str | None:
+    if left.options_with().fields() != right.options_with().fields():
+        return "the two layers' options differ"
+    if left.operand(1).shape != right.operand(1).shape:
+        return "the two layers' weights differ in shape"
+    if add.fused_activation not in ("NONE", *RANGE_ACTIVATIONS):
+        return f"the ADD's fused {add.fused_activation} is no activation a FULLY_CONNECTED computes"
+    if not is_plain_float(add.outputs[0]):
+        return f"{add.outputs[0].name!r} is not float32 (or is quantized)"
+    return None
+
+
+def _not_plain_fc(graph: Graph, fc: Op, add: Op) -> str | None:
+    """None for a float32 FULLY_CONNECTED without activation, constant weights (and bias, if any),
+    whose output only `add` reads; else why it is not one."""
+    name = fc.outputs[0].name
+    if not no_activation(fc):
+        return f"FULLY_CONNECTED {name!r} has a fused {fc.fused_activation}"
+    if only_reader(graph, fc.outputs[0]) is not add:
+        return read_elsewhere(graph, fc.outputs[0], "ADD") or f"{name!r} is read twice"
     if float_const(fc.input(1)) is None or getattr(fc.options, "weightsFormat", 0) != 0:
-        return False
+        return f"the weights of FULLY_CONNECTED {name!r} are no float32 constant in the default format"
     bias = fc.input(2)
-    return (
-        is_plain_float(fc.input(0))
-        and is_plain_float(fc.outputs[0])
-        and (bias is None or float_const(bias) is not None)
-    )
+    if not (is_plain_float(fc.input(0)) and is_plain_float(fc.outputs[0])) or not (
+        bias is None or float_const(bias) is not None
+    ):
+        return f"FULLY_CONNECTED {name!r} is not float32 throughout (or its bias is no constant)"
+    return None
 
 
 def _fuse(graph: Graph, result: PassResult, left: Op, right: Op, add: Op) -> None:

@@ -38,22 +38,31 @@ from ..ir.ops import FUSED_ACTIVATIONS, INDEX_DTYPES
 
 def run(graph: Graph) -> PassResult:
     result = PassResult()
-    if not format_has(graph, "INSTANCE_NORM"):
-        return result
+    # a TFLite model cannot hold one: its instance norms are matched only to say so
+    no_kind = None if format_has(graph, "INSTANCE_NORM") else "the model's format has no INSTANCE_NORM (Circle only)"
     for mean in [op for op in graph.ops if op.kind == "MEAN"]:
         if not graph.contains(mean) or not _spatial_mean(mean):
             continue
-        match = _version_1_or_5(graph, mean) or _version_2(graph, mean)
+        matches = (_version_1_or_5(graph, mean), _version_2(graph, mean))
+        match = next((m for m in matches if isinstance(m, tuple)), None)
         if match is None:
+            why = next((m for m in matches if isinstance(m, str)), None)
+            if why:
+                result.refuse_value(mean, why)
             continue
         ops, eps, gamma, beta, terminal = match
         x, y = mean.operand(0), terminal.outputs[0]
         if not all(is_plain_float(op.outputs[0]) for op in ops) or y.shape != x.shape:
+            result.refuse_value(terminal, f"not float32 throughout, or {y.name!r} is not {x.name!r}'s shape")
             continue
         c = x.shape[-1]
         gamma_c = np.ones(c, np.float32) if gamma is None else _per_channel(gamma, c)
         beta_c = _per_channel(beta, c)
         if gamma_c is None or beta_c is None:
+            result.refuse_value(terminal, f"γ or β is no float32 constant of {c} channels (or one value)")
+            continue
+        if no_kind:
+            result.refuse_value(terminal, no_kind)
             continue
         unsupported = targets.refusal(graph, "INSTANCE_NORM", terminal.fused_activation)
         if unsupported:
@@ -121,12 +130,19 @@ def _variance_plus_eps(graph: Graph, x: Tensor, m: Tensor, sqd: Op) -> tuple[lis
 Match = tuple[list[Op], float, Tensor | None, Tensor, Op]  # ops, ε, γ (None: ones), β, the terminal ADD
 
 
-def _version_1_or_5(graph: Graph, mean: Op) -> Match | None:
+def _mean_read_elsewhere(m: Tensor) -> str:
+    return f"the mean {m.name!r} is read by more than the instance norm's ops (or is a model output)"
+
+
+def _version_1_or_5(graph: Graph, mean: Op) -> Match | str | None:
+    """The pattern's ops and values; None when they are not the pattern, or why they cannot go."""
     x, m = mean.operand(0), mean.outputs[0]
     readers = graph.consumers(m)
     sqd = next((op for op in readers if op.kind == "SQUARED_DIFFERENCE"), None)
-    if len(readers) != 2 or sqd is None or graph.is_observed(m):
+    if len(readers) < 2 or sqd is None:
         return None
+    if len(readers) != 2 or graph.is_observed(m):
+        return _mean_read_elsewhere(m)
     variance = _variance_plus_eps(graph, x, m, sqd)
     rsqrt = None if variance is None else _reader(graph, variance[0][-1].outputs[0], "RSQRT")
     if variance is None or rsqrt is None:
@@ -163,13 +179,16 @@ def _version_1_or_5(graph: Graph, mean: Op) -> Match | None:
     return ops, eps, gamma, beta, terminal
 
 
-def _version_2(graph: Graph, mean: Op) -> Match | None:
+def _version_2(graph: Graph, mean: Op) -> Match | str | None:
+    """The pattern's ops and values; None when they are not the pattern, or why they cannot go."""
     x, m = mean.operand(0), mean.outputs[0]
     readers = graph.consumers(m)
     sqd = next((op for op in readers if op.kind == "SQUARED_DIFFERENCE"), None)
     sub = next((op for op in readers if op.kind == "SUB" and op.inputs[:2] == (x, m)), None)
-    if len(readers) != 2 or sqd is None or sub is None or graph.is_observed(m):
+    if len(readers) < 2 or sqd is None or sub is None:
         return None
+    if len(readers) != 2 or graph.is_observed(m):
+        return _mean_read_elsewhere(m)
     variance = _variance_plus_eps(graph, x, m, sqd)
     power = None if variance is None else _reader(graph, variance[0][-1].outputs[0], "POW")
     if (

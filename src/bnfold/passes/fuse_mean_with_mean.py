@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine.match import collapse, is_plain_float, only_reader
+from ..engine.match import collapse, is_plain_float, only_reader, read_elsewhere
 from ..engine.report import PassResult
 from ..ir.graph import Graph, Op
 from ..ir.ops import INDEX_DTYPES
@@ -33,15 +33,31 @@ def run(graph: Graph) -> PassResult:
         x, m = first.input(0), first.outputs[0]
         second = only_reader(graph, m)
         if x is None or second is None or second.kind != "MEAN" or second.input(0) is not m:
+            why = None if x is None or second is not None else read_elsewhere(graph, m, "MEAN")
+            if why:
+                result.refuse_value(first, why)
             continue
-        if not all(is_plain_float(t) for t in (x, m, second.outputs[0])) or _keep(first) != _keep(second):
+        why = _refusal(first, second, len(x.shape))
+        if why is not None:
+            result.refuse_value(second, why)
             continue
         axes = _merged_axes(first, second, len(x.shape))
-        if axes is None:
-            continue
+        assert axes is not None  # _refusal said so
         c = graph.add_const(graph.unique_name(f"{second.outputs[0].name}/axes"), np.array(axes, np.int32), "INT32")
         collapse(graph, result, [first, second], [x, c], "MEAN", second.options_with(), axes=axes)
     return result
+
+
+def _refusal(first: Op, second: Op, rank: int) -> str | None:
+    """None when the two MEANs make one, else why not."""
+    problem = next((t for t in (first.input(0), first.outputs[0], second.outputs[0]) if not is_plain_float(t)), None)
+    if problem is not None:
+        return f"{problem.name!r} is not float32 (or is quantized)"
+    if _keep(first) != _keep(second):
+        return "one MEAN keeps the reduced axes and the other does not"
+    if _merged_axes(first, second, rank) is None:
+        return "an axes operand is no constant list of axes in range"
+    return None
 
 
 def _keep(op: Op) -> bool:

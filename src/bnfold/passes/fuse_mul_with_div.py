@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine.match import collapse, const_operand, is_plain_float, no_activation, only_reader, scalar
+from ..engine.match import collapse, const_operand, no_activation, not_plain_float, only_reader, read_elsewhere, scalar
 from ..engine.report import PassResult
 from ..ir.graph import Graph, Op
 
@@ -31,29 +31,45 @@ def run(graph: Graph) -> PassResult:
             continue
         x, p = pair[1], mul.outputs[0]
         div = only_reader(graph, p)
-        if div is None or div.kind != "DIV" or not no_activation(div) or div.input(1) is None:
+        if div is None or div.kind != "DIV" or div.input(1) is None:
+            why = None if div is not None else read_elsewhere(graph, p, "DIV")
+            if why:
+                result.refuse_value(mul, why)
             continue
-        if not all(is_plain_float(t) and t.shape == x.shape for t in (x, p, div.outputs[0])):
-            continue
-        _fuse(graph, result, mul, div)
+        numerator, divisor = div.operand(0), div.operand(1)
+        if not (divisor is p and scalar(numerator) is not None or numerator is p and scalar(divisor) is not None):
+            continue  # no candidate: the DIV's other operand is no scalar constant
+        why = (
+            f"the DIV's fused {div.fused_activation} is not the MUL's"
+            if not no_activation(div)
+            else not_plain_float(x, (x, p, div.outputs[0])) or _fuse(graph, result, mul, div)
+        )
+        if why:
+            result.refuse_value(div, why)
     return result
 
 
-def _fuse(graph: Graph, result: PassResult, mul: Op, div: Op) -> None:
+def _fuse(graph: Graph, result: PassResult, mul: Op, div: Op) -> str | None:
+    """Fuse them, or say why not (a division by zero)."""
     pair = const_operand(mul)
     assert pair is not None  # run matched it
     m, x = pair
     p = mul.outputs[0]
     numerator, divisor = div.operand(0), div.operand(1)
     m_value = np.float32(scalar(m))
-    if divisor is p and scalar(numerator) is not None and m_value != 0:  # d / (m·x) = (d / m) / x
+    if divisor is p and scalar(numerator) is not None:  # d / (m·x) = (d / m) / x
+        if m_value == 0:
+            return "the MUL is by zero: d / (0·x) is no (d / 0) / x"
         d = numerator
         c = graph.add_const(graph.unique_name(f"{d.name};{m.name}"), _shaped(np.float32(scalar(d)) / m_value, d))
         collapse(graph, result, [mul, div], [c, x], "DIV", div.options_with(), constant=float(c.const_data.item()))
-    elif numerator is p and scalar(divisor) is not None and scalar(divisor) != 0:  # (m·x) / d = x · (m / d)
+    elif numerator is p and scalar(divisor) is not None:  # (m·x) / d = x · (m / d)
+        if scalar(divisor) == 0:
+            return "the DIV is by zero: (m·x) / 0 is no x · (m / 0)"
         d = divisor
         c = graph.add_const(graph.unique_name(f"{m.name};{d.name}"), _shaped(m_value / np.float32(scalar(d)), m))
         collapse(graph, result, [mul, div], [x, c], "MUL", mul.options_with(), constant=float(c.const_data.item()))
+    return None
 
 
 def _shaped(value: np.float32, like) -> np.ndarray:

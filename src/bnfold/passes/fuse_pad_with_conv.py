@@ -32,6 +32,9 @@ def run(graph: Graph) -> PassResult:
         pad = _same_pad(graph, layer)
         if pad is None:
             continue
+        if isinstance(pad, str):
+            result.refuse_value(layer, pad)
+            continue
         result.fold(layer, [pad], padding="SAME")
         graph.set_input(layer, 0, pad.inputs[0])
         assert layer.options is not None  # _same_pad: it has VALID padding
@@ -40,8 +43,9 @@ def run(graph: Graph) -> PassResult:
     return result
 
 
-def _same_pad(graph: Graph, layer: Op) -> Op | None:
-    """The PAD before `layer` that pads what SAME would, or None."""
+def _same_pad(graph: Graph, layer: Op) -> Op | str | None:
+    """The PAD before `layer` that pads what SAME would; None when no PAD feeds a VALID layer, or
+    why the one that does cannot go."""
     y, options = layer.input(0), layer.options
     pad = None if y is None else y.producer
     if (
@@ -50,26 +54,35 @@ def _same_pad(graph: Graph, layer: Op) -> Op | None:
         or pad is None
         or pad.kind not in ("PAD", "PADV2")
         or getattr(options, "padding", None) != PADDINGS.index("VALID")
-        or graph.is_observed(y)
-        or graph.consumers(y) != [layer]
         or y in layer.inputs[1:]
     ):
         return None
+    if graph.is_observed(y) or graph.consumers(y) != [layer]:
+        return f"{y.name!r} is read by more than the {layer.kind} (or is a model output)"
     x, w, out = pad.inputs[0], layer.input(1), layer.outputs[0]
-    if x is None or x.dtype != "FLOAT32" or x.is_quantized or w is None or len(w.shape) != 4:
+    if x is None or w is None or len(w.shape) != 4:
         return None
+    if x.dtype != "FLOAT32" or x.is_quantized:
+        return f"{x.name!r} is not float32 (or is quantized): SAME pads the real zero"
     if any(len(t.shape) != 4 or -1 in t.signature for t in (x, y, out)):
-        return None
+        return "the shapes are not static and 4-D"
     paddings = _paddings(pad)
-    if paddings is None or np.any(paddings[[0, 3]] != 0):
-        return None
+    if paddings is None:
+        return f"the {pad.kind}'s paddings are not constant, or it pads another value than zero"
+    if np.any(paddings[[0, 3]] != 0):
+        return f"the {pad.kind} pads the batch or channel axis"
     strides = (options.strideH or 1, options.strideW or 1)
     dilations = (getattr(options, "dilationHFactor", 1) or 1, getattr(options, "dilationWFactor", 1) or 1)
     for d in range(2):
         n, o, s = x.shape[1 + d], out.shape[1 + d], strides[d]
         total = max((o - 1) * s + (w.shape[1 + d] - 1) * dilations[d] + 1 - n, 0)
-        if o != -(-n // s) or list(paddings[1 + d]) != [total // 2, total - total // 2]:
-            return None
+        axis = ("height", "width")[d]
+        if o != -(-n // s):
+            return f"the {axis} of {out.name!r} is {o}; SAME would make {-(-n // s)}"
+        if list(paddings[1 + d]) != [total // 2, total - total // 2]:
+            return (
+                f"pads {paddings[1 + d].tolist()} along the {axis}; SAME would pad {[total // 2, total - total // 2]}"
+            )
     return pad
 
 

@@ -30,9 +30,10 @@ from ..engine.match import (
     const_operand,
     float_const,
     format_has,
-    is_plain_float,
     no_activation,
+    not_plain_float,
     only_reader,
+    read_elsewhere,
     scalar,
 )
 from ..engine.report import PassResult
@@ -47,6 +48,9 @@ def run(graph: Graph) -> PassResult:
         match = _match(graph, abs_op)
         if match is None:
             continue
+        if isinstance(match, str):
+            result.refuse_value(abs_op, match)
+            continue
         x, alpha, ops = match
         unsupported = targets.refusal(graph, "PRELU")
         if unsupported:
@@ -56,13 +60,19 @@ def run(graph: Graph) -> PassResult:
     return result
 
 
-def _match(graph: Graph, abs_op: Op) -> tuple[Tensor, Tensor, list[Op]] | None:
+def _match(graph: Graph, abs_op: Op) -> tuple[Tensor, Tensor, list[Op]] | str | None:
+    """(x, α, the ops) of the PReLU around `abs_op`; None when the ops are not the pattern, or why
+    a pattern found cannot be fused."""
     x = abs_op.input(0)
     sub = only_reader(graph, abs_op.outputs[0])
     if x is None or sub is None or sub.kind != "SUB" or sub.inputs[:2] != (x, abs_op.outputs[0]):
         return None
     first = only_reader(graph, sub.outputs[0])
-    second = None if first is None else only_reader(graph, first.outputs[0])
+    if first is None:
+        return read_elsewhere(graph, sub.outputs[0], "MUL")
+    second = only_reader(graph, first.outputs[0])
+    if second is None:
+        return read_elsewhere(graph, first.outputs[0], "MUL")
     scales = _alpha_and_half(first, second, sub.outputs[0])
     if scales is None or first is None or second is None:  # (scales says both are there)
         return None
@@ -72,15 +82,19 @@ def _match(graph: Graph, abs_op: Op) -> tuple[Tensor, Tensor, list[Op]] | None:
         return None
     r = add.operand(1) if add.inputs[0] is second.outputs[0] else add.operand(0)
     relu = r.producer
-    if relu is None or relu.kind != "RELU" or relu.input(0) is not x or only_reader(graph, r) is not add:
+    if relu is None or relu.kind != "RELU" or relu.input(0) is not x:
         return None
+    if only_reader(graph, r) is not add:
+        return read_elsewhere(graph, r, "ADD")
     ops = [relu, abs_op, sub, first, second, add]
-    if not all(no_activation(op) for op in ops):
-        return None
-    if not all(is_plain_float(t) and t.shape == x.shape for t in (x, *(op.outputs[0] for op in ops))):
-        return None
+    active = next((op for op in ops if not no_activation(op)), None)
+    if active is not None:
+        return f"{active.kind} {active.outputs[0].name!r} has a fused {active.fused_activation}"
+    why = not_plain_float(x, (x, *(op.outputs[0] for op in ops)))
+    if why:
+        return why
     if np.broadcast_shapes(alpha.shape, x.shape) != x.shape:
-        return None
+        return f"α {list(alpha.shape)} broadcasts x {list(x.shape)}: PRELU's output has x's shape"
     return x, alpha, ops
 
 

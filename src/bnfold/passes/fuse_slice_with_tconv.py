@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine.match import float_const, is_plain_float, only_reader
+from ..engine.match import float_const, is_plain_float, only_reader, read_elsewhere
 from ..engine.report import PassResult
 from ..ir.graph import Graph, Op, Tensor
 from ..ir.ops import PADDINGS
@@ -38,15 +38,28 @@ def run(graph: Graph) -> PassResult:
     result = PassResult()
     for slice_op in [op for op in graph.ops if op.kind == "SLICE"]:
         tconv = slice_op.operand(0).producer
-        if tconv is None or tconv.kind != "TRANSPOSE_CONV" or only_reader(graph, tconv.outputs[0]) is not slice_op:
+        if tconv is None or tconv.kind != "TRANSPOSE_CONV":
+            continue
+        if only_reader(graph, tconv.outputs[0]) is not slice_op:
+            why = read_elsewhere(graph, tconv.outputs[0], "SLICE")
+            if why:
+                result.refuse_value(slice_op, why)
             continue
         window = _window(slice_op, tconv)
         if window is None:
             continue
+        if isinstance(window, str):
+            result.refuse_value(slice_op, window)
+            continue
         begin, size = window
         padding = _padding_for(tconv, begin, size)
-        if padding is not None:
-            _fuse(graph, result, slice_op, tconv, begin, size, padding)
+        if padding is None:
+            result.refuse_value(
+                slice_op,
+                f"no padding of the TRANSPOSE_CONV crops its output at {begin[1:3]} to {size[1:3]} (height, width)",
+            )
+            continue
+        _fuse(graph, result, slice_op, tconv, begin, size, padding)
     return result
 
 
@@ -56,19 +69,22 @@ def _ints(t: Tensor | None) -> list[int] | None:
     return [int(v) for v in t.const_data]
 
 
-def _window(slice_op: Op, tconv: Op) -> tuple[list[int], list[int]] | None:
-    """(begin, size) of the SLICE over the TRANSPOSE_CONV's [N, H, W, C] output, sizes resolved."""
+def _window(slice_op: Op, tconv: Op) -> tuple[list[int], list[int]] | str | None:
+    """(begin, size) of the SLICE over the TRANSPOSE_CONV's [N, H, W, C] output, sizes resolved;
+    None when they are no constant window of it, or why the layer cannot take the slice."""
     out, begin, size = _ints(tconv.input(0)), _ints(slice_op.input(1)), _ints(slice_op.input(2))
     if out is None or begin is None or size is None or not len(out) == len(begin) == len(size) == 4:
         return None
     size = [d - b if s == -1 else s for d, b, s in zip(out, begin, size)]
-    if any(b < 0 or s <= 0 or b + s > d for d, b, s in zip(out, begin, size)) or begin[0] != 0 or size[0] != out[0]:
+    if any(b < 0 or s <= 0 or b + s > d for d, b, s in zip(out, begin, size)):
         return None
+    if begin[0] != 0 or size[0] != out[0]:
+        return "it slices the batch axis"
     w, x, bias = tconv.operand(1), tconv.operand(2), tconv.input(3)
     if float_const(w) is None or (bias is not None and float_const(bias) is None) or len(w.shape) != 4:
-        return None
+        return "the TRANSPOSE_CONV's filter or bias is no float32 constant"
     if not (is_plain_float(x) and is_plain_float(tconv.outputs[0]) and is_plain_float(slice_op.outputs[0])):
-        return None
+        return "not float32 throughout (or quantized)"
     return begin, size
 
 

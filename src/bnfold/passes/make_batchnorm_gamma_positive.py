@@ -19,8 +19,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine.affine import AffineChain, channel_vector, match_chain
+from ..engine.match import read_elsewhere
 from ..engine.report import PassResult, Refusal
-from ..ir.graph import Graph
+from ..ir.graph import Graph, Op, Tensor
 
 REPLACEMENT = np.float32(1e-10)
 
@@ -40,6 +41,9 @@ def run(graph: Graph) -> PassResult:
             or [op.kind for op in chain.ops] != ["MUL", "ADD"]
             or chain.activation != "RELU"
         ):
+            why = chain if isinstance(chain, Refusal) else read_elsewhere(graph, mul.outputs[0], "ADD")
+            if why and _before_add_relu(graph, mul) and _has_negative(gamma, x.shape):
+                result.skip(mul, f"negative scales kept: {why}")
             continue
         values = channel_vector(gamma, x.shape, len(x.shape) - 1)
         if isinstance(values, Refusal) or not np.any(values < 0):
@@ -58,6 +62,16 @@ def run(graph: Graph) -> PassResult:
         shape = (1,) * (len(x.shape) - 1) + (len(new),)  # kept as the old shape when the sizes agree
         graph.set_const_input(mul, gamma_index, new.reshape(shape), f"{gamma.name}/positive")
     return result
+
+
+def _before_add_relu(graph: Graph, mul: Op) -> bool:
+    """An ADD with a fused RELU reads the MUL: the batch norm this pass is for, whatever else reads it."""
+    return any(op.kind == "ADD" and op.fused_activation == "RELU" for op in graph.consumers(mul.outputs[0]))
+
+
+def _has_negative(gamma: Tensor, shape: tuple[int, ...]) -> bool:
+    values = channel_vector(gamma, shape, len(shape) - 1)
+    return not isinstance(values, Refusal) and bool(np.any(values < 0))
 
 
 def _gamma_index(mul) -> int | None:

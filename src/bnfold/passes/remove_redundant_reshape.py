@@ -33,12 +33,15 @@ def run(graph: Graph) -> PassResult:
         if graph.is_unread(op.outputs[0]):
             continue  # nothing reads it: the cleanup's (it keeps a reader LiteRT needs, engine/planner.py)
         if not (same_quantization(x, t) and same_quantization(t, op.outputs[0])):
+            result.refuse_value(
+                op, f"{x.name!r}, {t.name!r} and {op.outputs[0].name!r} are not read with one quantization"
+            )
             continue
         removed = [first] if graph.has_single_use(t, op) else []  # else it stays for t's other readers
         if aliasing_hazard(graph, x, op.outputs[0], added=0 if removed else 1) or (
             not removed and release_hazard(graph, t, op)
         ):
-            result.skip(op, HAZARD)
+            result.refuse_value(op, HAZARD)  # (a RESHAPE is no batch-norm candidate: not a skip)
             continue
         result.fold(op, removed, output=op.outputs[0].name)
         graph.set_input(op, 0, x)

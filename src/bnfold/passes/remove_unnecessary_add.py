@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine.identity import bypass, can_bypass
+from ..engine.identity import bypass, bypass_refusal
 from ..engine.report import PassResult
 from ..engine.reshapes import same_quantization
-from ..ir.graph import Graph
+from ..ir.graph import Graph, Op, Tensor
 
 KINDS = frozenset({"ADD"})
 
@@ -24,21 +24,32 @@ KINDS = frozenset({"ADD"})
 def run(graph: Graph) -> PassResult:
     result = PassResult()
     for op in [op for op in graph.ops if op.kind in KINDS]:
-        if len(op.inputs) != 2 or op.fused_activation != "NONE":
+        if len(op.inputs) != 2:
             continue
         y = op.outputs[0]
+        why = None  # why an ADD of a constant zero stays
         for data, zero in ((0, 1), (1, 0)):
             x, c = op.inputs[data], op.inputs[zero]
-            if x is None or c is None or x is c or not c.is_const or c.is_quantized or x.is_quantized:
-                continue
-            if x.signature != y.signature or x.dtype != y.dtype or not same_quantization(x, y):
-                continue
-            values = c.data
-            if values is None or np.any(values != 0) or len(c.shape) > len(x.shape):
-                continue
-            if not can_bypass(graph, op, x, y):
+            if x is None or c is None or x is c or not c.is_const or c.data is None or np.any(c.data != 0):
+                continue  # no candidate: not an ADD of a constant zero
+            why = _refusal(graph, op, x, c, y)
+            if why is not None:
                 continue
             result.fold(op, [op], into=[], shape=list(y.signature))
             bypass(graph, op, x, y)
             break
+        else:
+            if why is not None:
+                result.refuse_value(op, why)
     return result
+
+
+def _refusal(graph: Graph, op: Op, x: Tensor, c: Tensor, y: Tensor) -> str | None:
+    """None when the ADD of the zero `c` to x may go, else why not."""
+    if op.fused_activation != "NONE":
+        return f"its fused {op.fused_activation} changes the values"
+    if c.is_quantized or x.is_quantized:
+        return "quantized: a stored zero is no zero value"
+    if x.signature != y.signature or x.dtype != y.dtype or not same_quantization(x, y) or len(c.shape) > len(x.shape):
+        return f"the zero {list(c.shape)} makes {y.name!r} another shape, type or quantization than {x.name!r}"
+    return bypass_refusal(graph, op, x, y)

@@ -20,7 +20,7 @@ def run(graph: Graph) -> PassResult:
     for op in [op for op in graph.ops if op.kind == "CONCATENATION" and len(op.inputs) == 1]:
         refusal = _refusal(graph, op)
         if refusal:
-            result.skip(op, refusal)
+            result.refuse_value(op, str(refusal))  # a CONCATENATION is no batch-norm candidate: not a skip
             continue
         x = op.inputs[0]
         if x is None:  # nothing to read instead (the reader refuses such a model: ir/invariants.py)

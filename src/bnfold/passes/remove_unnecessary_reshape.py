@@ -79,13 +79,25 @@ def run(graph: Graph) -> PassResult:
             graph.remove_op(op)
             graph.replace_uses(y, x)
             continue
-        if x.signature != y.signature or not same_quantization(x, y):
+        if x.signature != y.signature:
+            if _flattens_for_a_layer(graph, y):
+                result.refuse_value(
+                    op, f"{y.name!r} is read by other ops than FULLY_CONNECTED layers (or is a model output)"
+                )
+            continue
+        if not same_quantization(x, y):
+            result.refuse_value(op, f"{y.name!r} reads its bytes with another quantization than {x.name!r}")
             continue
         if graph.is_observed(y):
             if not _producer_takes_output(graph, op, x):
+                result.refuse_value(
+                    op,
+                    f"{y.name!r} is a model output, and {x.name!r} is a graph input, a constant or read elsewhere:"
+                    f" no op could write {y.name!r} in the RESHAPE's place",
+                )
                 continue
         elif bypass_hazard(graph, x, y):
-            result.skip(op, HAZARD)
+            result.refuse_value(op, HAZARD)  # (a RESHAPE is no batch-norm candidate: not a skip)
             continue
         result.fold(op, [op], shape=list(y.signature))
         _bypass(graph, op, x)
@@ -112,6 +124,20 @@ def _only_flattening_layers_read(graph: Graph, x: Tensor, y: Tensor) -> bool:
         ):
             return False
     return True
+
+
+def _flattens_for_a_layer(graph: Graph, y: Tensor) -> bool:
+    """y is [N, K] and a FULLY_CONNECTED with K weight columns reads it as its data: the flatten
+    those layers would do themselves (for the report, once it stays)."""
+    sig = y.signature
+    return len(sig) == 2 and any(
+        fc.kind == "FULLY_CONNECTED"
+        and fc.input(0) is y
+        and (w := fc.input(1)) is not None
+        and len(w.shape) == 2
+        and w.shape[1] == sig[1]
+        for fc in graph.consumers(y)
+    )
 
 
 def _producer_takes_output(graph: Graph, op: Op, x: Tensor) -> bool:

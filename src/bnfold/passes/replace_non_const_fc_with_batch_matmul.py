@@ -52,8 +52,13 @@ def run(graph: Graph) -> PassResult:
         if x is None or w is None or w.is_const or len(w.shape) != 2 or len(x.shape) < 2:
             continue
         if not all(is_plain_float(t) for t in (x, w, y)) or (b is not None and not (is_plain_float(b) and b.is_const)):
+            result.refuse_value(fc, "not float32 throughout (or quantized), or the bias is no constant")
             continue
-        if min(x.signature) < 0 or fc.fused_activation not in ("NONE", *RANGE_ACTIVATIONS):
+        if min(x.signature) < 0:
+            result.refuse_value(fc, f"{x.name!r} has no static shape")
+            continue
+        if fc.fused_activation not in ("NONE", *RANGE_ACTIVATIONS):
+            result.refuse_value(fc, f"its fused {fc.fused_activation} is no activation op the rewrite could make")
             continue
         # TICO writes a constant-left matmul for onert as an FC whose input is the constant (onert
         # refuses a BATCH_MATMUL reading a constant on the left): the table says so, and it stays

@@ -26,7 +26,15 @@ import math
 import numpy as np
 
 from ..engine import targets
-from ..engine.match import const_operand, format_has, is_plain_float, no_activation, only_reader, scalar
+from ..engine.match import (
+    const_operand,
+    format_has,
+    is_plain_float,
+    no_activation,
+    only_reader,
+    read_elsewhere,
+    scalar,
+)
 from ..engine.report import PassResult
 from ..ir.custom import custom_code
 from ..ir.graph import Graph, Op, Options
@@ -41,6 +49,9 @@ def run(graph: Graph) -> PassResult:
     for erf in [op for op in graph.ops if custom_code(op) == "Erf"]:
         match = _match(graph, erf)
         if match is None:
+            continue
+        if isinstance(match, str):
+            result.refuse_value(erf, match)
             continue
         fc1, fc2, add, mul, fc3 = match
         unsupported = targets.refusal(graph, "GELU")
@@ -65,30 +76,44 @@ def run(graph: Graph) -> PassResult:
     return result
 
 
-def _match(graph: Graph, erf: Op) -> tuple[Op, Op, Op, Op, Op] | None:
+def _match(graph: Graph, erf: Op) -> tuple[Op, Op, Op, Op, Op] | str | None:
+    """(FC1, FC2, ADD, MUL, FC3) around `erf`; None when the ops are not the pattern, or why a
+    pattern found cannot be rewritten."""
     x = erf.input(0)
     if len(erf.inputs) != 1 or len(erf.outputs) != 1 or x is None:
         return None
     fc2, add = x.producer, only_reader(graph, erf.outputs[0])
-    if fc2 is None or fc2.kind != "FULLY_CONNECTED" or only_reader(graph, fc2.outputs[0]) is not erf:
+    if fc2 is None or fc2.kind != "FULLY_CONNECTED":
         return None
-    one = None if add is None or add.kind != "ADD" else const_operand(add)
-    if add is None or one is None or scalar(one[0]) != 1.0:
+    if only_reader(graph, fc2.outputs[0]) is not erf:
+        return read_elsewhere(graph, fc2.outputs[0], "CUSTOM")
+    if add is None:
+        return read_elsewhere(graph, erf.outputs[0], "ADD")
+    one = None if add.kind != "ADD" else const_operand(add)
+    if one is None or scalar(one[0]) != 1.0:
         return None
     a = add.outputs[0]
     mul = only_reader(graph, a)
     if mul is None or mul.kind != "MUL" or a not in mul.inputs[:2]:
-        return None
+        return None if mul is not None else read_elsewhere(graph, a, "MUL")
     f = mul.operand(1) if mul.inputs[0] is a else mul.operand(0)
     fc1 = f.producer if only_reader(graph, f) is mul else None
     fc3 = only_reader(graph, mul.outputs[0])
     if fc1 is None or fc1.kind != "FULLY_CONNECTED" or fc3 is None or fc3.kind != "FULLY_CONNECTED":
+        if fc1 is None and f.producer is not None and f.producer.kind == "FULLY_CONNECTED":
+            return read_elsewhere(graph, f, "MUL")
+        return read_elsewhere(graph, mul.outputs[0], "FULLY_CONNECTED") if fc3 is None else None
+    if fc3.input(0) is not mul.outputs[0] or not _same_layer_scaled(fc1, fc2):
         return None
-    if fc3.input(0) is not mul.outputs[0] or not _plain_layer(fc3) or not _same_layer_scaled(fc1, fc2):
-        return None
+    if not _plain_layer(fc3):
+        return f"the last FULLY_CONNECTED {fc3.outputs[0].name!r} has no constant float32 weights in the default format"
     ops = (fc1, fc2, add, mul, fc3)
-    if not all(is_plain_float(op.outputs[0]) for op in ops) or not all(no_activation(op) for op in ops[:4]):
-        return None
+    active = next((op for op in ops[:4] if not no_activation(op)), None)
+    if active is not None:
+        return f"{active.kind} {active.outputs[0].name!r} has a fused {active.fused_activation}"
+    problem = next((op.outputs[0] for op in ops if not is_plain_float(op.outputs[0])), None)
+    if problem is not None:
+        return f"{problem.name!r} is not float32 (or is quantized)"
     return ops
 
 

@@ -35,6 +35,9 @@ def run(graph: Graph) -> PassResult:
             continue
         y = op.outputs[0]
         if any(t.dtype != y.dtype or t.dtype not in TYPES or t.is_quantized for t in (op.operand(0), op.operand(1), y)):
+            result.refuse_value(
+                op, "ADD takes two operands and an output of one type: FLOAT32, INT32 or INT64, unquantized"
+            )
             continue
         inputs, dropped = _skipping_broadcast(graph, op)
         unsupported = targets.refusal(graph, "ADD")

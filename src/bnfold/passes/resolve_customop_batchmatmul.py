@@ -30,11 +30,16 @@ def run(graph: Graph) -> PassResult:
             continue
         adj = [options.get(name, False) for name in ("adj_x", "adj_y")]
         if not all(isinstance(a, bool) for a in adj):
+            result.refuse_value(op, f"adj_x or adj_y is no boolean ({adj}): TensorFlow's reading of it is kept")
             continue
         a, b = op.inputs
-        if a is None or b is None or not all(is_plain_float(t) for t in (a, b, *op.outputs)):
+        if a is None or b is None:
+            continue
+        if not all(is_plain_float(t) for t in (a, b, *op.outputs)):
+            result.refuse_value(op, "not float32 throughout (or quantized)")
             continue
         if min(len(a.shape), len(b.shape)) < 2:
+            result.refuse_value(op, "an operand has fewer than two axes")
             continue
         constant = [i for i, t in enumerate((a, b)) if t.is_const]
         unsupported = targets.refusal(graph, "BATCH_MATMUL", constant_inputs=constant)

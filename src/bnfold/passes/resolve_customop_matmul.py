@@ -31,13 +31,19 @@ def run(graph: Graph) -> PassResult:
             continue
         flags = [options.get(name, False) for name in ("transpose_a", "transpose_b")]
         if not all(isinstance(f, bool) for f in flags):
+            result.refuse_value(
+                op, f"transpose_a or transpose_b is no boolean ({flags}): TensorFlow's reading of it is kept"
+            )
             continue
         a, b = op.inputs
         if a is None or b is None:
             continue
-        if not all(is_plain_float(t) and len(t.signature) == 2 and min(t.signature) >= 0 for t in (a, b)):
+        if not all(is_plain_float(t) for t in (a, b, op.outputs[0])):
+            result.refuse_value(op, "not float32 throughout (or quantized)")
             continue
-        if not is_plain_float(op.outputs[0]):
+        matrix = next((t for t in (a, b) if len(t.signature) != 2 or min(t.signature) < 0), None)
+        if matrix is not None:
+            result.refuse_value(op, f"{matrix.name!r} is no matrix of static shape (FULLY_CONNECTED's operands)")
             continue
         transposed = (flags[0] and not a.is_const) or (not flags[1] and not b.is_const)  # a TRANSPOSE is made
         made = ["FULLY_CONNECTED", *(["TRANSPOSE"] if transposed else [])]

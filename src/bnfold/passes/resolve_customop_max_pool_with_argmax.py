@@ -43,6 +43,9 @@ def run(graph: Graph) -> PassResult:
         window = _window(op)
         if window is None:
             continue
+        if isinstance(window, str):
+            result.refuse_value(op, window)
+            continue
         unsupported = _refusal(graph)
         if unsupported:
             result.not_for_target(op, unsupported)
@@ -63,28 +66,29 @@ def _refusal(graph: Graph) -> str | None:
     return next(filter(None, (targets.refusal(graph, kind) for kind in MADE_KINDS)), None)
 
 
-def _window(op: Op) -> tuple[tuple[int, int], tuple[int, int], int] | None:
-    """((kh, kw), (sh, sw), padding index) when the op is one this pass resolves."""
+def _window(op: Op) -> tuple[tuple[int, int], tuple[int, int], int] | str | None:
+    """((kh, kw), (sh, sw), padding index) when the op is one this pass resolves; None when it is
+    not the op's form at all, else why not."""
     options = custom_options(op)
     if options is None or len(op.inputs) != 1 or len(op.outputs) != 2 or op.inputs[0] is None:
         return None
     x, (m, idx) = op.operand(0), op.outputs
     if not (is_plain_float(x) and is_plain_float(m)) or len(x.shape) != 4 or min(x.signature) < 1:
-        return None
+        return "the input or the maximum is no float32 NHWC tensor of static shape"
     if idx.dtype not in ("INT32", "INT64") or idx.is_quantized:
-        return None
+        return f"the indices {idx.name!r} are {idx.dtype}, not INT32 or INT64"
     ksize, strides, padding = options.get("ksize"), options.get("strides"), options.get("padding")
     if isinstance(padding, bytes):
         padding = padding.decode(errors="replace")
     if padding not in PADDINGS or not _four(ksize) or not _four(strides):
-        return None
+        return f"ksize {ksize}, strides {strides}, padding {padding!r}: not four integers each and VALID or SAME"
     kh, kw, sh, sw = ksize[1], ksize[2], strides[1], strides[2]
     if min(kh, kw, sh, sw) < 1 or ksize[0] != 1 or ksize[3] != 1 or strides[0] != 1 or strides[3] != 1:
-        return None
+        return f"ksize {ksize}, strides {strides}: the window spans the batch or channel axis (MAX_POOL_2D's does not)"
     kind = PADDINGS.index(padding)
     n, h, w, c = x.shape
     if m.shape != (n, out_size(h, kh, sh, 1, kind), out_size(w, kw, sw, 1, kind), c) or idx.shape != m.shape:
-        return None
+        return "the outputs' shapes are not the pool's"
     return (kh, kw), (sh, sw), kind
 
 

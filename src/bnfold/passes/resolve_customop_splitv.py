@@ -31,14 +31,17 @@ def run(graph: Graph) -> PassResult:
         if len(op.inputs) != 3 or op.input(0) is None or custom_options(op) is None:
             continue
         sizes, dim = op.inputs[1], op.inputs[2]
-        if sizes is None or dim is None or not (_indices(sizes) and _indices(dim)):
+        if sizes is None or dim is None:
             continue
-        if len(sizes.shape) != 1 or dim.const_data.size != 1:
+        if not (_indices(sizes) and _indices(dim)):
+            result.refuse_value(op, "the sizes or the axis are no constant integers")
             continue
-        if sizes.shape[0] != len(op.outputs):
+        if len(sizes.shape) != 1 or dim.const_data.size != 1 or sizes.shape[0] != len(op.outputs):
+            result.refuse_value(op, "the sizes are no list of one size per output, or the axis no single value")
             continue
         inputs = [op.inputs[0], _as_int32(graph, sizes), _as_int32(graph, dim)]
         if None in inputs:
+            result.refuse_value(op, "a size or the axis does not fit INT32")
             continue
         unsupported = targets.refusal(graph, "SPLIT_V")
         if unsupported:

@@ -25,6 +25,9 @@ def run(graph: Graph) -> PassResult:
             continue
         x, y = op.inputs[0], op.outputs[0]
         if list(y.signature).count(-1) > 1 or x.signature.count(-1) != y.signature.count(-1):
+            result.refuse_value(
+                op, f"a RESHAPE cannot give {y.name!r} its shape {list(y.signature)}: one unknown dimension at most"
+            )
             continue
         replace_by_reshape(graph, result, op, x, y, shape=list(y.signature))
     return result

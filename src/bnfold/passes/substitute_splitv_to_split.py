@@ -15,7 +15,7 @@ import numpy as np
 
 from ..engine import targets
 from ..engine.report import PassResult
-from ..ir.graph import Graph, Options
+from ..ir.graph import Graph, Options, Tensor
 
 KINDS = frozenset({"SPLIT_V"})
 SPLIT_V1_TYPES = frozenset({"FLOAT32", "INT32"})  # what SPLIT's version 1 kernel takes
@@ -28,6 +28,7 @@ def run(graph: Graph) -> PassResult:
         if x is None or sizes is None or axis is None or not sizes.is_const or not axis.is_const:
             continue
         if x.dtype not in SPLIT_V1_TYPES or x.is_quantized:  # the SPLIT made is version 1
+            result.refuse_value(op, f"{x.name!r} is {_type(x)}: the SPLIT made (version 1) takes FLOAT32 or INT32 only")
             continue
         parts = [int(s) for s in sizes.const_data.reshape(-1)]
         axis_value = int(axis.const_data.reshape(-1)[0])
@@ -46,3 +47,7 @@ def run(graph: Graph) -> PassResult:
         options = Options("SplitOptions", numSplits=len(parts))
         result.made(graph.add_op("SPLIT", [axis_tensor, x], list(op.outputs), options, after=op))
     return result
+
+
+def _type(t: Tensor) -> str:
+    return f"quantized {t.dtype}" if t.is_quantized else t.dtype

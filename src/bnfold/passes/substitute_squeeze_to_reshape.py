@@ -22,7 +22,12 @@ def run(graph: Graph) -> PassResult:
     result = PassResult()
     for op in [op for op in graph.ops if op.kind in KINDS]:
         x, y = op.input(0), op.outputs[0]
-        if x is None or list(y.signature).count(-1) > 1 or x.signature.count(-1) != y.signature.count(-1):
+        if x is None:
+            continue
+        if list(y.signature).count(-1) > 1 or x.signature.count(-1) != y.signature.count(-1):
+            result.refuse_value(
+                op, f"a RESHAPE cannot give {y.name!r} its shape {list(y.signature)}: one unknown dimension at most"
+            )
             continue
         replace_by_reshape(graph, result, op, x, y, shape=list(y.signature))
     return result

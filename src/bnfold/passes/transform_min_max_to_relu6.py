@@ -15,7 +15,7 @@ broadcast x); m has no reader but the second op and is no graph output.
 
 from __future__ import annotations
 
-from ..engine.match import collapse, const_operand, is_plain_float, only_reader, scalar
+from ..engine.match import collapse, const_operand, not_plain_float, only_reader, read_elsewhere, scalar
 from ..engine.report import PassResult
 from ..ir.graph import Graph, Op, Tensor
 
@@ -32,9 +32,15 @@ def run(graph: Graph) -> PassResult:
             continue
         second = only_reader(graph, first.outputs[0])
         if second is None or second.kind != _other(first.kind) or _clamped(second) is not first.outputs[0]:
+            why = None if second is not None else read_elsewhere(graph, first.outputs[0], _other(first.kind))
+            if why:
+                result.refuse_value(first, why)
             continue
-        if all(is_plain_float(t) and t.shape == x.shape for t in (x, first.outputs[0], second.outputs[0])):
-            collapse(graph, result, [first, second], [x], "RELU6", activation="RELU6")
+        why = not_plain_float(x, (x, first.outputs[0], second.outputs[0]))
+        if why:
+            result.refuse_value(second, why)
+            continue
+        collapse(graph, result, [first, second], [x], "RELU6", activation="RELU6")
     return result
 
 

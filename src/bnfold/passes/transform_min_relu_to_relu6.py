@@ -12,7 +12,7 @@ graph output.
 
 from __future__ import annotations
 
-from ..engine.match import collapse, const_operand, is_plain_float, only_reader, scalar
+from ..engine.match import collapse, const_operand, not_plain_float, only_reader, read_elsewhere, scalar
 from ..engine.report import PassResult
 from ..ir.graph import Graph
 
@@ -26,7 +26,13 @@ def run(graph: Graph) -> PassResult:
         x, m = pair[1], minimum.outputs[0]
         relu = only_reader(graph, m)
         if relu is None or relu.kind != "RELU":
+            why = read_elsewhere(graph, m, "RELU")
+            if why:
+                result.refuse_value(minimum, why)
             continue
-        if all(is_plain_float(t) and t.shape == x.shape for t in (x, m, relu.outputs[0])):
-            collapse(graph, result, [minimum, relu], [x], "RELU6", activation="RELU6")
+        why = not_plain_float(x, (x, m, relu.outputs[0]))
+        if why:
+            result.refuse_value(relu, why)
+            continue
+        collapse(graph, result, [minimum, relu], [x], "RELU6", activation="RELU6")
     return result
