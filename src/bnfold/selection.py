@@ -43,7 +43,10 @@ class Selection(NamedTuple):
             if registry.PARAMETERS[name] not in self.passes
         ]
         return [
-            f"warning: {name} is a ONE option bnfold does not implement; ignored" for name in self.not_implemented
+            f"warning: {name}: bnfold refuses it ({one.REFUSED[name]}); ignored"
+            if name in one.REFUSED
+            else f"warning: {name} is a ONE option bnfold does not implement; ignored"
+            for name in self.not_implemented
         ] + idle
 
     def names(self) -> list[str]:

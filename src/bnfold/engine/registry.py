@@ -94,6 +94,10 @@ PASSES: tuple[PassSpec, ...] = (
             ("fold_fully_connected", "FULLY_CONNECTED", "compute a FULLY_CONNECTED of constants"),
             ("fold_gather", "GATHER", "compute a GATHER of a constant at constant indices"),
             ("fold_sparse_to_dense", "SPARSE_TO_DENSE", "compute a SPARSE_TO_DENSE of constants"),
+            ("fold_mul", "MUL", "compute a MUL of two float32 constants"),
+            ("fold_reshape", "RESHAPE", "compute a RESHAPE of a constant (the constant in its new shape)"),
+            ("fold_shape", "SHAPE", "compute a SHAPE of a tensor whose shape is static (not only of constants)"),
+            ("fold_squeeze", "SQUEEZE", "compute a SQUEEZE of a constant"),
         )
     ),
     # ONE's canonicalizations (O1, opt-in): identities go, ops become the simpler kind that computes
@@ -114,6 +118,12 @@ PASSES: tuple[PassSpec, ...] = (
                 frozenset(OPS),
                 "compute once what two ops of one kind and options compute from the same inputs",
             ),
+            (
+                "remove_duplicate_const",
+                frozenset(OPS),
+                "make constants of equal bytes, type, shape and quantization one (their readers read the first)",
+            ),
+            ("replace_sub_with_add", {"SUB"}, "replace x - c (c a float32 constant) by x + (-c)"),
             ("substitute_pack_to_reshape", {"PACK"}, "replace a PACK of one tensor by a RESHAPE"),
             (
                 "substitute_padv2_to_pad",
