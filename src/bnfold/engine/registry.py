@@ -80,6 +80,15 @@ CUSTOM = frozenset({"CUSTOM"})
 # - fuse_pad_with_conv after them: the folds and the propagation see the PAD as exported;
 # - fuse_activation_function last, to absorb standalone activations the folds leave behind.
 PASSES: tuple[PassSpec, ...] = (
+    # circle2circle runs it before any pass: the shapes every later pass sees are static
+    PassSpec(
+        "dynamic_batch_to_single_batch",
+        "make a rank-4 model input of dynamic batch a batch of 1, and the shapes dynamic only through it "
+        "static (the model's interface changes: it takes batch 1 only)",
+        True,
+        False,
+        needs=frozenset(OPS),
+    ),
     # ONE's constant folds (O1, opt-in), in one-optimize's order: an op whose inputs are all constants
     # is computed once with the value check's kernels (engine/constfold.py), so every later pass sees
     # constants where the model computed them
@@ -124,6 +133,11 @@ PASSES: tuple[PassSpec, ...] = (
                 "make constants of equal bytes, type, shape and quantization one (their readers read the first)",
             ),
             ("replace_sub_with_add", {"SUB"}, "replace x - c (c a float32 constant) by x + (-c)"),
+            (
+                "resolve_former_customop",
+                CUSTOM,
+                "replace a CUSTOM op that is a builtin since (TensorFlow's BroadcastTo) by the builtin",
+            ),
             ("substitute_pack_to_reshape", {"PACK"}, "replace a PACK of one tensor by a RESHAPE"),
             (
                 "substitute_padv2_to_pad",
@@ -132,6 +146,12 @@ PASSES: tuple[PassSpec, ...] = (
             ),
             ("substitute_splitv_to_split", {"SPLIT_V"}, "replace a SPLIT_V into equal parts by a SPLIT"),
             ("substitute_squeeze_to_reshape", {"SQUEEZE"}, "replace a SQUEEZE by a RESHAPE"),
+            (
+                "substitute_expand_dims_to_reshape",
+                {"EXPAND_DIMS"},
+                "replace an EXPAND_DIMS by a constant axis by a RESHAPE",
+            ),
+            ("remove_unnecessary_cast", {"CAST"}, "remove a CAST to the type its input already has"),
             (
                 "substitute_strided_slice_to_reshape",
                 {"STRIDED_SLICE"},
@@ -167,6 +187,23 @@ PASSES: tuple[PassSpec, ...] = (
         True,
         False,
         needs=frozenset({"HARD_SWISH"}),
+    ),
+    PassSpec(
+        "decompose_softmax",
+        "replace SOFTMAX by REDUCE_MAX, SUB, (MUL by beta,) EXP, SUM and DIV, as circle2circle does for backends "
+        "without SOFTMAX",
+        True,
+        False,
+        needs=frozenset({"SOFTMAX"}),
+    ),
+    # lossy: exact only for indices in [0, N), which the graph cannot show (ONE's own caution)
+    PassSpec(
+        "remove_gather_guard",
+        "make GATHER(p, FLOOR_MOD(ADD(i, N), N)) on axis 0 read i itself, assuming every index i >= 0 (ONE's "
+        "caution; a negative index is no longer wrapped); the output error is measured and reported",
+        False,
+        False,
+        needs=frozenset({"GATHER"}),
     ),
     # ONE's O1 pattern passes (opt-in; -O1 runs them), in O1's order: canonical forms and fused
     # operators first, so the batch-norm folds below see them as one op and cannot take their
@@ -368,6 +405,21 @@ PASSES: tuple[PassSpec, ...] = (
         False,
         needs=_layers_of("fuse_batchnorm_with_fc"),
     ),
+    # ONE's folds of a MUL / ADD *before* a FULLY_CONNECTED (its weights, its bias)
+    PassSpec(
+        "fuse_mul_to_fullyconnected_weights",
+        "fold a MUL by a per-feature constant before FULLY_CONNECTED into its weights",
+        True,
+        False,
+        needs=frozenset({"FULLY_CONNECTED"}),
+    ),
+    PassSpec(
+        "fuse_add_to_fullyconnected_bias",
+        "fold an ADD of a per-feature constant before FULLY_CONNECTED into its bias (W·s added)",
+        True,
+        False,
+        needs=frozenset({"FULLY_CONNECTED"}),
+    ),
     PassSpec(
         "make_batchnorm_gamma_positive",
         "replace negative scales of a Mul -> Add(RELU) batch norm by 1e-10 (as ONE does) so the "
@@ -471,6 +523,47 @@ PASSES: tuple[PassSpec, ...] = (
         True,
         True,
         needs=frozenset({"PAD", "PADV2"}),
+    ),
+    PassSpec(
+        "expand_broadcast_const",
+        "write out in full a float32 constant of ADD/MUL/DIV that broadcasts along the last axis only",
+        True,
+        False,
+        needs=frozenset({"ADD", "MUL", "DIV"}),
+    ),
+    PassSpec(
+        "exp_disable_sep_transposeconv_actfunc",
+        "circle2circle's switch that keeps TRANSPOSE_CONV's fused activation fused: what bnfold always does "
+        "(nothing to change)",
+        True,
+        False,
+        needs=frozenset({"TRANSPOSE_CONV"}),
+    ),
+    # ONE's rewrites into formats no runtime bnfold writes for runs or no check computes: every
+    # candidate refused, with the reason
+    PassSpec(
+        "fuse_bcq",
+        "refused: ONE's BCQ_FULLY_CONNECTED / BCQ_GATHER (binary-coded quantization) are in neither LiteRT "
+        "nor bnfold's operator table; each candidate is reported",
+        True,
+        False,
+        needs=frozenset({"FULLY_CONNECTED", "GATHER"}),
+    ),
+    PassSpec(
+        "shuffle_weight_to_16x1float32",
+        "refused: SHUFFLED16x1FLOAT32 FULLY_CONNECTED weights are in no LiteRT schema and no value check; "
+        "each candidate is reported",
+        True,
+        False,
+        needs=frozenset({"FULLY_CONNECTED"}),
+    ),
+    PassSpec(
+        "unroll_unidirseqlstm",
+        "refused: unrolling UNIDIRECTIONAL_SEQUENCE_LSTM is not implemented (LiteRT and onert run it whole; "
+        "it serves a ONE backend); each candidate is reported",
+        True,
+        False,
+        needs=frozenset({"UNIDIRECTIONAL_SEQUENCE_LSTM"}),
     ),
     PassSpec(
         "fuse_activation_function",

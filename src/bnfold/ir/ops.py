@@ -137,6 +137,8 @@ class OpInfo(NamedTuple):
     indexes: Indexing | None = None
     layout: str | None = None
     shape: str | None = None
+    # the lowest version LiteRT registers a kernel for: what an op of this kind a pass makes gets
+    min_version: int = 1
 
 
 def _pool(kind: str) -> OpInfo:
@@ -325,7 +327,8 @@ TABLE: tuple[OpInfo, ...] = (
     OpInfo("PADV2", None, commutes_with_scale=True, layout="pad", shape="pad"),
     OpInfo("MIRROR_PAD", "MirrorPadOptions", layout="pad", shape="pad"),
     OpInfo("TILE", "TileOptions", layout="pad", shape="tile"),
-    OpInfo("BROADCAST_TO", "BroadcastToOptions", layout="pad", shape="broadcast_to"),
+    # LiteRT registers BROADCAST_TO from version 2 ("Didn't find op for builtin opcode 'BROADCAST_TO' version '1'")
+    OpInfo("BROADCAST_TO", "BroadcastToOptions", layout="pad", shape="broadcast_to", min_version=2),
     OpInfo("CONCATENATION", "ConcatenationOptions", (1, 1), values_from="*", layout="concat", shape="concatenation"),
     OpInfo("SPLIT", "SplitOptions", layout="split", shape="split"),
     OpInfo("SPLIT_V", "SplitVOptions", layout="split_v", shape="split_v"),
