@@ -35,6 +35,15 @@ def test_broadcast_to_becomes_the_builtin():
     assert np.array_equal(want, have) and have.shape == (4, 2, 3)
 
 
+def test_a_shape_that_does_not_make_the_output_stays():
+    """Found by the fuzzer: a custom op's shapes were never checked, a builtin's are (exit 3 before)."""
+    net = broadcast_to()
+    net.operands[1]["filler"]["values"] = [4, 3, 3]
+    model = build(net.recipe())
+    report = api.apply_passes(model, [PASS])
+    assert report.folds == [] and "is not its output's shape" in report.not_folded[0]["reason"]
+
+
 def test_other_custom_ops_and_a_float_shape_stay():
     for net, said in ((broadcast_to(code="Tile"), False), (broadcast_to(shape_dtype="FLOAT32"), True)):
         model = build(net.recipe())

@@ -7,10 +7,13 @@ BroadcastTo, and so does bnfold.
 
 Exact: the same operation, computed by the runtime's builtin kernel instead of TensorFlow's (Flex)
 kernel: every element of y is a copy of an element of x. Guards (ONE's): custom code BroadcastTo,
-two inputs, the shape INT32 or INT64, y of x's type; the target runs BROADCAST_TO.
+two inputs, the shape INT32 or INT64, y of x's type; the target runs BROADCAST_TO. Also: a constant
+shape broadcasts x to y's shape (a builtin's shapes are checked, a custom op's never were).
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from ..engine import targets
 from ..engine.report import PassResult
@@ -48,4 +51,11 @@ def _refusal(op: Op) -> str | None:
         return f"its shape is {shape.dtype}, not INT32 or INT64"
     if op.outputs[0].dtype != x.dtype:
         return "its output type is not its input's"
+    if shape.is_const:  # the builtin's shape is checked (a custom op's is not): it must hold
+        try:
+            target = tuple(np.broadcast_shapes(x.shape, tuple(int(d) for d in shape.const_data.reshape(-1))))
+        except ValueError:
+            target = None
+        if target != op.outputs[0].shape:
+            return f"{list(x.shape)} broadcast to {shape.const_data.reshape(-1).tolist()} is not its output's shape"
     return None
