@@ -43,3 +43,14 @@ def test_a_target_without_the_ops_refuses():
 
     result = decompose_softmax.run(model.graphs[0])
     assert not result.folds and "the input has no REDUCE_MAX" in result.unsupported[0]["reason"]
+
+
+def test_a_softmax_whose_file_shapes_disagree_stays():
+    """Found by the fuzzer (a mutated file): the ops made in its place would be refused by the gate."""
+    from bnfold import api
+    from bnfold.engine.match import SHAPES_DISAGREE
+
+    model = build(softmax().recipe())
+    model.graphs[0].tensor("y").shape = (2, 3, 16)
+    report = api.apply_passes(model, [PASS])
+    assert report.folds == [] and report.not_folded[0]["reason"] == SHAPES_DISAGREE

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import targets
+from ..engine.match import SHAPES_DISAGREE, shapes_hold
 from ..engine.report import PassResult
 from ..ir.graph import Graph, Op, Options
 from ..ir.ops import FUSED_ACTIVATIONS
@@ -34,6 +35,9 @@ def run(graph: Graph) -> PassResult:
     for softmax in [op for op in graph.ops if op.kind == "SOFTMAX"]:
         x, y = softmax.input(0), softmax.outputs[0]
         if x is None or x.dtype != "FLOAT32" or x.is_quantized or y.is_quantized or not x.shape:
+            continue
+        if not shapes_hold(softmax):
+            result.refuse_value(softmax, SHAPES_DISAGREE)
             continue
         reason = next((r for kind in MADE if (r := targets.refusal(graph, kind)) is not None), None)
         if reason is not None:

@@ -48,4 +48,6 @@ def _why_not(graph: Graph, op: Op) -> str | None:
         return f"{x.name!r} has a dynamic shape {list(x.signature)}: its shape is known only at run time"
     if not x.shape:
         return f"{x.name!r} is a scalar: its shape would be an empty tensor"
+    if s.shape != (len(x.shape),):
+        return f"{s.name!r} is recorded as {list(s.shape)}, not [{len(x.shape)}] (the file's shapes disagree)"
     return None

@@ -16,6 +16,7 @@ constants are each one INT32 or INT64 element equal to params' first dimension N
 
 from __future__ import annotations
 
+from ..engine.match import SHAPES_DISAGREE, shapes_hold
 from ..engine.report import PassResult
 from ..ir.graph import Graph, Op, Tensor
 
@@ -27,6 +28,9 @@ def run(graph: Graph) -> PassResult:
         if guarded is None:
             continue
         add, floor_mod = guarded
+        if not shapes_hold(gather) or add.operand(0).shape != floor_mod.outputs[0].shape:
+            result.refuse_value(gather, SHAPES_DISAGREE)
+            continue
         result.fold(gather, [], removed_guard=[add.outputs[0].name, floor_mod.outputs[0].name])
         graph.set_input(gather, 1, add.operand(0))
     return result

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import targets
-from ..engine.match import float_const
+from ..engine.match import SHAPES_DISAGREE, float_const, shapes_hold
 from ..engine.report import PassResult
 from ..ir.graph import Graph, Op, Options
 from ..ir.ops import FUSED_ACTIVATIONS
@@ -26,6 +26,9 @@ def run(graph: Graph) -> PassResult:
     for sub in [op for op in graph.ops if op.kind == "SUB"]:
         x, c = sub.input(0), sub.input(1)
         if x is None or x.is_const or float_const(c) is None:
+            continue
+        if not shapes_hold(sub):
+            result.refuse_value(sub, SHAPES_DISAGREE)
             continue
         reason = targets.refusal(graph, "ADD", sub.fused_activation)
         if reason is not None:

@@ -12,6 +12,7 @@ the same quantization on both sides.
 
 from __future__ import annotations
 
+from ..engine.match import SHAPES_DISAGREE, shapes_hold
 from ..engine.report import PassResult
 from ..engine.reshapes import add_reshape, same_quantization
 from ..ir.graph import Graph
@@ -24,6 +25,9 @@ def run(graph: Graph) -> PassResult:
         if x is None or not x.shape or axis is None or not axis.is_const or axis.dtype not in ("INT32", "INT64"):
             continue
         if -1 in y.signature or -1 in x.signature or not same_quantization(x, y):
+            continue
+        if not shapes_hold(op):
+            result.refuse_value(op, SHAPES_DISAGREE)
             continue
         result.fold(op, [op], into=[], shape=list(y.shape))
         graph.remove_op(op)
