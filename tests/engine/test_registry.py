@@ -88,7 +88,6 @@ def _folds(path, spec) -> list[dict]:
 NEVER_FOLDS = {
     "fuse_bcq",
     "shuffle_weight_to_16x1float32",
-    "unroll_unidirseqlstm",
     "exp_disable_sep_transposeconv_actfunc",
 }
 

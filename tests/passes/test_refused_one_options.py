@@ -1,7 +1,6 @@
-"""The ONE options bnfold accepts but whose rewrite it refuses (fuse_bcq, shuffle_weight_to_16x1float32,
-unroll_unidirseqlstm), and exp_disable_sep_transposeconv_actfunc, which asks for what bnfold does:
-each candidate is reported with the reason and nothing changes; a model without candidates says
-nothing."""
+"""The ONE options bnfold accepts but whose rewrite it refuses (fuse_bcq, shuffle_weight_to_16x1float32),
+and exp_disable_sep_transposeconv_actfunc, which asks for what bnfold does: each candidate is
+reported with the reason and nothing changes; a model without candidates says nothing."""
 
 from __future__ import annotations
 
@@ -46,10 +45,6 @@ def test_fuse_bcq_refuses_each_candidate_of_a_bcq_model_and_says_nothing_otherwi
 def test_shuffle_weight_refuses_weights_of_16_row_blocks(rows, refused):
     reasons = _run(fc_net(rows), "shuffle_weight_to_16x1float32")
     assert bool(reasons) == refused and all("SHUFFLED16x1FLOAT32" in r for r in reasons)
-
-
-def test_unroll_refuses_every_lstm_and_is_silent_without_one():
-    assert _run(fc_net(), "unroll_unidirseqlstm") == []
 
 
 def test_tconv_keeps_its_fused_activation():

@@ -559,8 +559,8 @@ PASSES: tuple[PassSpec, ...] = (
     ),
     PassSpec(
         "unroll_unidirseqlstm",
-        "refused: unrolling UNIDIRECTIONAL_SEQUENCE_LSTM is not implemented (LiteRT and onert run it whole; "
-        "it serves a ONE backend); each candidate is reported",
+        "replace UNIDIRECTIONAL_SEQUENCE_LSTM by the ops of each time step (FULLY_CONNECTED, SPLIT, LOGISTIC, "
+        "TANH, MUL, ADD, the cell clip), from zero states: what a fresh interpreter computes",
         True,
         False,
         needs=frozenset({"UNIDIRECTIONAL_SEQUENCE_LSTM"}),

@@ -336,6 +336,7 @@ TABLE: tuple[OpInfo, ...] = (
     OpInfo("STRIDED_SLICE", "StridedSliceOptions", values_from=(0,), layout="strided_slice", shape="strided_slice"),
     OpInfo("CAST", "CastOptions", values_from=(0,), layout="unary", shape="same"),
     OpInfo("PACK", "PackOptions", values_from="*"),
+    OpInfo("UNPACK", "UnpackOptions", values_from=(0,)),
     # dense tensors from sparse descriptions (constant folding computes them)
     OpInfo("SPARSE_TO_DENSE", "SparseToDenseOptions", (4, 1)),
     OpInfo("DENSIFY", "DensifyOptions", (1, 1)),

@@ -106,6 +106,9 @@ def invoke(interp, inputs: list[np.ndarray]) -> list[np.ndarray]:
                 interp.resize_tensor_input(d["index"], x.shape)
                 interp.allocate_tensors()
             interp.set_tensor(d["index"], x)
+        # every sample starts from the state a fresh interpreter has: LiteRT keeps variable tensors
+        # (an LSTM's state) from one invocation to the next, so a sample would see the one before it
+        interp.reset_all_variables()
         interp.invoke()
     except (ValueError, RuntimeError) as e:  # loaded, but a kernel refused to run: not a difference
         raise RunFailed(f"LiteRT failed to run the model: {_message(e)}") from None
