@@ -57,9 +57,10 @@ def test_onert_runs_the_unrolled_model(tmp_path):
     path = tmp_path / "unrolled.tflite"
     save_model(model, str(path), model.format)
     x = ZOO / "tfkeras_lstm_stacked.input.npy"
+    y = tmp_path / "y.npy"
     script = (
         "import numpy as np; from onert import infer; "
-        f"y = infer.session({str(path)!r}, 'cpu').infer([np.load({str(x)!r})])[0]; np.save({str(tmp_path / 'y.npy')!r}, y)"
+        f"np.save({str(y)!r}, infer.session({str(path)!r}, 'cpu').infer([np.load({str(x)!r})])[0])"
     )
     subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, timeout=120)
     ref = np.load(ZOO / "tfkeras_lstm_stacked.ref.npy")

@@ -293,8 +293,8 @@ TABLE: tuple[OpInfo, ...] = (
     _reducer("SUM"),
     *(_reducer(kind) for kind in ("REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD", "REDUCE_ANY", "REDUCE_ALL")),
     # the index along one axis: a reduction without keep_dims
-    OpInfo("ARG_MAX", "ArgMaxOptions", layout="reduce", shape="arg_reduce"),
-    OpInfo("ARG_MIN", "ArgMinOptions", layout="reduce", shape="arg_reduce"),
+    OpInfo("ARG_MAX", "ArgMaxOptions", (2, 1), layout="reduce", shape="arg_reduce"),
+    OpInfo("ARG_MIN", "ArgMinOptions", (2, 1), layout="reduce", shape="arg_reduce"),
     # layout
     OpInfo(
         "TRANSPOSE",

@@ -42,9 +42,10 @@ def run(graph: Graph) -> PassResult:
         fixed.append(x.name)
     made_static, left = _propagate(graph)
     if fixed or made_static:
-        anchor = next((op for op in graph.ops), None)
-        if anchor is not None:
-            result.fold(anchor, [], into=[], inputs=fixed, static=made_static)
+        anchor = next((op for op in graph.ops if op.outputs), None)
+        if anchor is not None:  # context: the per-rewrite check runs an op whose shapes it declared
+            names = [anchor.outputs[0].name]
+            result.fold(anchor, [], into=[], inputs=fixed, static=made_static, context=names)
     for op, why in left:  # said every round, so the last round's report has them
         result.refuse_value(op, why)
     return result

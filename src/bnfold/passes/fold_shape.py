@@ -39,7 +39,9 @@ def run(graph: Graph) -> PassResult:
 
 
 def _why_not(graph: Graph, op: Op) -> str | None:
-    x, s = op.operand(0), op.outputs[0]
+    x, s = op.input(0), op.outputs[0]
+    if x is None:
+        return "it has no input"
     if graph.is_observed(s):
         return f"{s.name!r} is seen from outside the graph (a model output stays computed)"
     if s.dtype not in OUT_TYPES:

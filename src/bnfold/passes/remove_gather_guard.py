@@ -31,7 +31,11 @@ def run(graph: Graph) -> PassResult:
         if not shapes_hold(gather) or add.operand(0).shape != floor_mod.outputs[0].shape:
             result.refuse_value(gather, SHAPES_DISAGREE)
             continue
-        result.fold(gather, [], removed_guard=[add.outputs[0].name, floor_mod.outputs[0].name])
+        # context: the per-rewrite check runs what makes i, so it sees the indices the model makes
+        # (>= 0 or not), not arbitrary integers
+        i = add.operand(0)
+        removed = [add.outputs[0].name, floor_mod.outputs[0].name]
+        result.fold(gather, [], removed_guard=removed, context=[i.name] if i.producer is not None else [])
         graph.set_input(gather, 1, add.operand(0))
     return result
 
@@ -43,10 +47,12 @@ def _guarded_indices(gather: Op) -> tuple[Op, Op] | None:
     if not params.shape or -1 in params.signature:
         return None
     floor_mod = indices.producer
-    if floor_mod is None or floor_mod.kind != "FLOOR_MOD" or len(floor_mod.inputs) != 2:
+    if floor_mod is None or floor_mod.kind != "FLOOR_MOD" or len(floor_mod.inputs) != 2 or None in floor_mod.inputs:
         return None
     add = floor_mod.operand(0).producer
-    if add is None or add.kind != "ADD" or add.fused_activation != "NONE" or len(add.inputs) != 2:
+    if add is None or add.kind != "ADD" or add.fused_activation != "NONE":
+        return None
+    if len(add.inputs) != 2 or None in add.inputs:
         return None
     n = params.shape[0]
     if _single_value(add.operand(1)) != n or _single_value(floor_mod.operand(1)) != n:

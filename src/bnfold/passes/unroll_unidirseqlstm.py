@@ -11,9 +11,10 @@ of that name: for backends without an LSTM kernel).
 
 Wx, Wh and b stack the four gates' matrices and biases (input, forget, cell, output: LiteRT's
 order), so one FULLY_CONNECTED computes every gate's pre-activation (as ONE does; every op is of
-rank 2, which onert needs: it ignores FULLY_CONNECTED's keep_num_dims). The algebra is LiteRT's float kernel, step by step: gate =
-b + W·x + R·h, then the sigmoids and tanh, c = f·c + i·g, clipped, h = o·tanh(c). Exact up to float
-rounding: the same operations, the dot products summed in another order.
+rank 2, which onert needs: it ignores FULLY_CONNECTED's keep_num_dims). The algebra is LiteRT's
+float kernel, step by step: gate = b + W·x + R·h, then the sigmoids and tanh, c = f·c + i·g,
+clipped, h = o·tanh(c). Exact up to float rounding: the same operations, the dot products summed
+in another order.
 
 The initial states are zero, as ONE makes them. LiteRT keeps an LSTM's state in variable tensors
 from one invocation to the next (the TFLite converter writes Keras' stateless LSTM so: two
