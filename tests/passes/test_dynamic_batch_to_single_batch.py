@@ -50,3 +50,23 @@ def test_an_op_without_a_shape_rule_keeps_its_outputs_dynamic():
     report = api.apply_passes(model, [PASS])
     assert graph.tensor("x").signature == (1, 2, 3, 4) and graph.tensor("y").signature == (-1, 2, 3, 5)
     assert "no shape rule for BATCH_MATMUL" in report.not_folded[0]["reason"]
+
+
+def test_the_converters_dynamic_batch_becomes_one_exactly():
+    """A real export: the TFLite converter's conv net with its batch left dynamic (tests/data/zoo)."""
+    import numpy as np
+
+    from bnfold.io.reader import read_model
+    from bnfold.values import litert
+    from conftest import DATA
+
+    zoo = DATA / "zoo"
+    model = read_model(str(zoo / "tfkeras_dynamic_batch_conv.tflite"))
+    assert sum(-1 in t.signature for t in model.graphs[0].tensors) == 5
+    report = api.apply_passes(model, [PASS])
+    assert all(-1 not in t.signature for t in model.graphs[0].tensors) and report.folds[0]["static"] == 4
+    x, ref = np.load(zoo / "tfkeras_dynamic_batch_conv.input.npy"), np.load(zoo / "tfkeras_dynamic_batch_conv.ref.npy")
+    np.testing.assert_array_equal(
+        litert.run(model, [x])[0], litert.run(read_model(str(zoo / "tfkeras_dynamic_batch_conv.tflite")), [x])[0]
+    )
+    np.testing.assert_allclose(litert.run(model, [x])[0], ref, rtol=1e-6, atol=1e-6)

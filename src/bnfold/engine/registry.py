@@ -551,8 +551,8 @@ PASSES: tuple[PassSpec, ...] = (
     ),
     PassSpec(
         "shuffle_weight_to_16x1float32",
-        "refused: SHUFFLED16x1FLOAT32 FULLY_CONNECTED weights are in no LiteRT schema and no value check; "
-        "each candidate is reported",
+        "refused: SHUFFLED16x1FLOAT32 FULLY_CONNECTED weights run in neither LiteRT (no such format) nor onert "
+        "0.1.0 (not supported); each candidate is reported",
         True,
         False,
         needs=frozenset({"FULLY_CONNECTED"}),

@@ -2,10 +2,11 @@
 multiple of 16) into the SHUFFLED16x1FLOAT32 layout (Circle's weights_format 127: blocks of 16
 rows stored column by column), for a kernel that reads them so.
 
-bnfold refuses every candidate, with the reason in the report: TFLite's schema has no such format
-(LiteRT reads DEFAULT and SHUFFLED4x16INT8 only), and bnfold's value check computes no
-FULLY_CONNECTED in a non-default format (values/kernels.py refuses it), so a shuffled model could
-neither be run by LiteRT nor checked against the original; onert's support was not established.
+bnfold refuses every candidate, with the reason in the report: no runtime bnfold writes for runs
+the format. TFLite's schema has no such format (LiteRT reads DEFAULT and SHUFFLED4x16INT8 only),
+and onert 0.1.0 refuses to prepare it (measured on a one-FC Circle model with ONE's 16x1 layout:
+"FullyConnected: Shuffled16x1Float32 weights_format is not supported"); bnfold's value check
+computes no FULLY_CONNECTED in a non-default format either (values/kernels.py).
 The candidates are ONE's: float32, default format, constant weights of rank 2, rows a multiple
 of 16, not sparse.
 """
@@ -16,8 +17,8 @@ from ..engine.report import PassResult
 from ..ir.graph import Graph
 
 REASON = (
-    "SHUFFLED16x1FLOAT32 weights: LiteRT has no such format and bnfold's value check cannot compute it, "
-    "so the rewrite cannot be checked: refused"
+    "SHUFFLED16x1FLOAT32 weights: LiteRT has no such format and onert 0.1.0 does not prepare it "
+    '("Shuffled16x1Float32 weights_format is not supported"): refused'
 )
 
 
