@@ -95,6 +95,7 @@ def test_mutated_models_under_one_options_never_crash_hang_or_leave_files(tmp_pa
     tmp = tmp_path / "seeds"
     tmp.mkdir()
     seeds = [load_seed(build_recipe(name, tmp)) for name in ONE_OPTION_RECIPES]
+    seeds += [load_seed(DATA / "zoo" / f"tfkeras_{name}.tflite") for name in ("lstm_stacked", "dynamic_batch_conv")]
     outcomes = collections.Counter()
     failures = []
     options = ("--passes", ONE_OPTION_PASSES)

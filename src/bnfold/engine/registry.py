@@ -406,19 +406,18 @@ PASSES: tuple[PassSpec, ...] = (
         needs=_layers_of("fuse_batchnorm_with_fc"),
     ),
     # ONE's folds of a MUL / ADD *before* a FULLY_CONNECTED (its weights, its bias)
-    PassSpec(
-        "fuse_mul_to_fullyconnected_weights",
-        "fold a MUL by a per-feature constant before FULLY_CONNECTED into its weights",
-        True,
-        False,
-        needs=frozenset({"FULLY_CONNECTED"}),
-    ),
-    PassSpec(
-        "fuse_add_to_fullyconnected_bias",
-        "fold an ADD of a per-feature constant before FULLY_CONNECTED into its bias (W·s added)",
-        True,
-        False,
-        needs=frozenset({"FULLY_CONNECTED"}),
+    *(
+        PassSpec(
+            name,
+            f"fold {what} a per-feature constant before FULLY_CONNECTED into its {into}",
+            True,
+            False,
+            needs=frozenset({"FULLY_CONNECTED"}),
+        )
+        for name, what, into in (
+            ("fuse_mul_to_fullyconnected_weights", "a MUL by", "weights"),
+            ("fuse_add_to_fullyconnected_bias", "an ADD of", "bias (W·s added)"),
+        )
     ),
     PassSpec(
         "make_batchnorm_gamma_positive",
@@ -524,46 +523,17 @@ PASSES: tuple[PassSpec, ...] = (
         True,
         needs=frozenset({"PAD", "PADV2"}),
     ),
-    PassSpec(
-        "expand_broadcast_const",
-        "write out in full a float32 constant of ADD/MUL/DIV that broadcasts along the last axis only",
-        True,
-        False,
-        needs=frozenset({"ADD", "MUL", "DIV"}),
-    ),
-    PassSpec(
-        "exp_disable_sep_transposeconv_actfunc",
-        "circle2circle's switch that keeps TRANSPOSE_CONV's fused activation fused: what bnfold always does "
-        "(nothing to change)",
-        True,
-        False,
-        needs=frozenset({"TRANSPOSE_CONV"}),
-    ),
-    # ONE's rewrites into formats no runtime bnfold writes for runs or no check computes: every
-    # candidate refused, with the reason
-    PassSpec(
-        "fuse_bcq",
-        "refused: ONE's BCQ_FULLY_CONNECTED / BCQ_GATHER (binary-coded quantization) are in neither LiteRT "
-        "nor bnfold's operator table; each candidate is reported",
-        True,
-        False,
-        needs=frozenset({"FULLY_CONNECTED", "GATHER"}),
-    ),
-    PassSpec(
-        "shuffle_weight_to_16x1float32",
-        "refused: SHUFFLED16x1FLOAT32 FULLY_CONNECTED weights run in neither LiteRT (no such format) nor onert "
-        "0.1.0 (not supported); each candidate is reported",
-        True,
-        False,
-        needs=frozenset({"FULLY_CONNECTED"}),
-    ),
-    PassSpec(
-        "unroll_unidirseqlstm",
-        "replace UNIDIRECTIONAL_SEQUENCE_LSTM by the ops of each time step (FULLY_CONNECTED, SPLIT, LOGISTIC, "
-        "TANH, MUL, ADD, the cell clip), from zero states: what a fresh interpreter computes",
-        True,
-        False,
-        needs=frozenset({"UNIDIRECTIONAL_SEQUENCE_LSTM"}),
+    # ONE's last options: a constant written out, a switch that asks for what bnfold does, the unrolled
+    # LSTM, and two rewrites into formats no runtime bnfold writes for runs (each candidate refused)
+    *(
+        PassSpec(name, summary, True, False, needs=frozenset(kinds))
+        for name, kinds, summary in (
+            ("expand_broadcast_const", {"ADD", "MUL", "DIV"}, "write out a constant broadcast along the last axis"),
+            ("exp_disable_sep_transposeconv_actfunc", {"TRANSPOSE_CONV"}, "what bnfold does: changes nothing"),
+            ("unroll_unidirseqlstm", {"UNIDIRECTIONAL_SEQUENCE_LSTM"}, "unroll an LSTM into per-step ops"),
+            ("fuse_bcq", {"FULLY_CONNECTED", "GATHER"}, "refused: BCQ operators run in no target runtime"),
+            ("shuffle_weight_to_16x1float32", {"FULLY_CONNECTED"}, "refused: 16x1 weights run in no target runtime"),
+        )
     ),
     PassSpec(
         "fuse_activation_function",
