@@ -531,7 +531,7 @@ PASSES: tuple[PassSpec, ...] = (
             ("expand_broadcast_const", {"ADD", "MUL", "DIV"}, "write out a constant broadcast along the last axis"),
             ("exp_disable_sep_transposeconv_actfunc", {"TRANSPOSE_CONV"}, "what bnfold does: changes nothing"),
             ("unroll_unidirseqlstm", {"UNIDIRECTIONAL_SEQUENCE_LSTM"}, "unroll an LSTM into per-step ops"),
-            ("fuse_bcq", {"FULLY_CONNECTED", "GATHER"}, "refused: BCQ operators run in no target runtime"),
+            ("fuse_bcq", {"FULLY_CONNECTED", "GATHER"}, "refused: BCQ operators are in neither LiteRT nor ir/ops.py"),
             ("shuffle_weight_to_16x1float32", {"FULLY_CONNECTED"}, "refused: 16x1 weights run in no target runtime"),
         )
     ),

@@ -6,8 +6,9 @@ BCQ_FULLY_CONNECTED / BCQ_GATHER (Circle-only operators, codes -3 and -4).
 
 bnfold refuses every such candidate, with the reason in the report: its operator table
 (ir/ops.py) has no BCQ operator, TFLite (hence LiteRT) has none, and bnfold's value check could
-not compute one, so no rewrite could be written for a runtime bnfold targets and checked. A model
-without the BCQ metadata output has no candidate and the pass says nothing.
+not compute one, so no rewrite could be written for a runtime bnfold targets and checked (whether
+the onert wheel runs them was not probed: bnfold cannot write them). A model without the BCQ
+metadata output has no candidate and the pass says nothing.
 """
 
 from __future__ import annotations
