@@ -106,7 +106,7 @@ def test_the_group_note_goes_when_bnfold_implements_every_member(workdir, capsys
 
 
 def test_unimplemented_one_options_warn_once_each_and_the_run_goes_on(workdir, capsys):
-    assert run(["optimize", "--config", str(CFG / "onecc_unimplemented.cfg"), "-q"]) == 0
+    assert run(["optimize", "--config", str(CFG / "onecc_unimplemented.cfg")]) == 0  # -q would leave them out
     assert optimized_counts(workdir) == FOLDED
     err = capsys.readouterr().err.splitlines()
     assert err == [
@@ -182,8 +182,7 @@ def test_input_given_twice_differently_is_a_usage_error(workdir, capsys):
 
 def test_unimplemented_one_flag_on_the_command_line_warns(workdir, capsys):
     assert (
-        run(["optimize", "model.tflite", "o.tflite", "--compress_weights_huffman", "--fuse_batchnorm_with_conv", "-q"])
-        == 0
+        run(["optimize", "model.tflite", "o.tflite", "--compress_weights_huffman", "--fuse_batchnorm_with_conv"]) == 0
     )
     assert capsys.readouterr().err.splitlines() == [REFUSED_WARNING]
     assert optimized_counts(workdir, "o.tflite") == FOLDED
@@ -294,11 +293,11 @@ def test_closed_stdout_exits_quietly_with_0():
 def test_one_tables_agree_with_the_registry():
     # bnfold's own passes (not ONE options) are the batch-norm family's extensions, fuse_hardswish
     # (ONE has only the inverse, decompose_hardswish) and remove_unnecessary_concat (named like
-    # ONE's remove_unnecessary_split) and fuse_pad_with_conv (ONE has no such pass); the rest keep
-    # ONE's spelling
-    ours = (
-        set(registry.BY_NAME) - one.PASS_OPTIONS - {"fuse_hardswish", "remove_unnecessary_concat", "fuse_pad_with_conv"}
-    )
+    # ONE's remove_unnecessary_split) and fuse_pad_with_conv (ONE has no such pass), and two under
+    # TICO's names (convert_lhs_const_mm_to_fc, fuse_output_requantize); the rest keep ONE's spelling
+    own = {"fuse_hardswish", "remove_unnecessary_concat", "fuse_pad_with_conv"}
+    own |= {"convert_lhs_const_mm_to_fc", "fuse_output_requantize"}
+    ours = set(registry.BY_NAME) - one.PASS_OPTIONS - own
     assert all(name.startswith("fuse_batchnorm_") for name in ours), ours
     assert "decompose_hardswish" in one.PASS_OPTIONS
     assert {"fuse_mul_with_conv", "fuse_add_with_tconv", "replace_cw_mul_add_with_depthwise_conv"} <= set(
@@ -327,7 +326,7 @@ def test_a_cfg_switching_on_every_one_option_warns_only_about_pending_ones(tmp_p
     lines = [f"input_path={DATA / 'resnet_v2_mini.tflite'}", f"output_path={tmp_path / 'all.tflite'}"]
     lines += [f"{name}=True" for name in sorted(one.PASS_OPTIONS - set(one.REFUSED))]
     cfg.write_text("[one-optimize]\n" + "\n".join(lines) + "\n")
-    assert run(["optimize", "--config", str(cfg), "--check", "2", "-q"]) == 0
+    assert run(["optimize", "--config", str(cfg), "--check", "2"]) == 0
     warned = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
     assert warned == [
         f"bnfold: warning: {name} is a ONE option bnfold does not implement; ignored" for name in sorted(one.PENDING)
@@ -424,7 +423,7 @@ def test_an_unimplemented_one_option_only_adds_a_warning(tmp_path, capsys):
     still replaces the default set, and a cfg still runs only what it switches on."""
     src = str(build_recipe("Net_Conv_Add_Mul_000", tmp_path))
     plain, flagged = str(tmp_path / "plain.tflite"), str(tmp_path / "flagged.tflite")
-    assert run(["optimize", src, plain, "-q"]) == 0 and run(["optimize", src, flagged, "--verbose", "-q"]) == 0
+    assert run(["optimize", src, plain, "-q"]) == 0 and run(["optimize", src, flagged, "--verbose"]) == 0
     assert capsys.readouterr().err == "bnfold: warning: verbose is a ONE option bnfold does not implement; ignored\n"
     counts = read_model(flagged).op_counts()
     assert counts == read_model(plain).op_counts() == FOLDED

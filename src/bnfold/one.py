@@ -85,8 +85,8 @@ O1 = (
     "replace_with_fc_gelu_fc",
 )
 
-# Options other branches implement (the decoder passes; the quantized-graph options): accepted
-# by name, warned about until their pass is merged. On merge, delete a name here (a test says when).
+# Options another branch implements (the decoder passes): accepted by name, warned about until
+# their pass is merged. On merge, delete a name here (a test says when).
 # transform_sqrt_div_to_rsqrt_mul joins O1 then too (ONE PR 13396, per the shared transformer notes;
 # the stored constant.py @87e0691 does not list it yet).
 PENDING = frozenset(
@@ -98,10 +98,6 @@ PENDING = frozenset(
         "transform_sqrt_div_to_rsqrt_mul",
         "remove_unnecessary_div",
         "remove_unnecessary_mul",
-        "remove_quantdequant",
-        "remove_redundant_quantize",
-        "remove_fakequant",
-        "remove_qdq_for_mpo",
     }
 )
 
@@ -133,7 +129,11 @@ PASS_OPTIONS = (
         "make_batchnorm_gamma_positive",
         "replace_cw_mul_add_with_depthwise_conv",
         "remove_duplicate_const",
+        "remove_fakequant",
         "remove_gather_guard",
+        "remove_qdq_for_mpo",
+        "remove_quantdequant",
+        "remove_redundant_quantize",
         "remove_unnecessary_cast",
         "remove_unnecessary_transpose",
         "replace_sub_with_add",

@@ -30,7 +30,7 @@ class PassSpec(NamedTuple):
     # the operator kinds at least one of which a graph must hold for the pass to do anything there:
     # every match the pass makes, folded or refused, includes an op of one of these kinds, so in a
     # graph without any it has no candidate, hence no fold and no refusal, and the manager skips
-    # it (without importing its module). A kind left out here silently loses folds: tests/passes/
+    # it (without importing its module). A kind left out here silently loses folds: tests/engine/
     # test_registry.py runs every pass on every recipe lacking its kinds
     needs: frozenset[str]
     # option names that only qualify this pass (ONE's "arguments" of a pass) -> what each does;
@@ -59,6 +59,11 @@ RESHAPES = frozenset({"RESHAPE"})
 CUSTOM = frozenset({"CUSTOM"})
 
 
+def _one(name: str, kinds, summary: str) -> PassSpec:
+    """An exact, opt-in pass under ONE's option name (most of ONE's options are)."""
+    return PassSpec(name, summary, True, False, needs=frozenset(kinds))
+
+
 # Run order matters and is fixed here, not by the command line:
 # - remove_unnecessary_concat and fuse_hardswish first: structure the folds should see as it is
 #   (the 3 and the 1/6 of a decomposed hard swish are scalar constants the batch-norm folds would
@@ -81,14 +86,7 @@ CUSTOM = frozenset({"CUSTOM"})
 # - fuse_activation_function last, to absorb standalone activations the folds leave behind.
 PASSES: tuple[PassSpec, ...] = (
     # circle2circle runs it before any pass: the shapes every later pass sees are static
-    PassSpec(
-        "dynamic_batch_to_single_batch",
-        "make a rank-4 model input of dynamic batch a batch of 1, and the shapes dynamic only through it "
-        "static (the model's interface changes: it takes batch 1 only)",
-        True,
-        False,
-        needs=frozenset(OPS),
-    ),
+    _one("dynamic_batch_to_single_batch", OPS, "make a dynamic input batch 1, shapes static through it"),
     # ONE's constant folds (O1, opt-in), in one-optimize's order: an op whose inputs are all constants
     # is computed once with the value check's kernels (engine/constfold.py), so every later pass sees
     # constants where the model computed them
@@ -127,17 +125,9 @@ PASSES: tuple[PassSpec, ...] = (
                 frozenset(OPS),
                 "compute once what two ops of one kind and options compute from the same inputs",
             ),
-            (
-                "remove_duplicate_const",
-                frozenset(OPS),
-                "make constants of equal bytes, type, shape and quantization one (their readers read the first)",
-            ),
+            ("remove_duplicate_const", frozenset(OPS), "make constants of equal bytes, type, shape one"),
             ("replace_sub_with_add", {"SUB"}, "replace x - c (c a float32 constant) by x + (-c)"),
-            (
-                "resolve_former_customop",
-                CUSTOM,
-                "replace a CUSTOM op that is a builtin since (TensorFlow's BroadcastTo) by the builtin",
-            ),
+            ("resolve_former_customop", CUSTOM, "replace TensorFlow's BroadcastTo (CUSTOM) by BROADCAST_TO"),
             ("substitute_pack_to_reshape", {"PACK"}, "replace a PACK of one tensor by a RESHAPE"),
             (
                 "substitute_padv2_to_pad",
@@ -146,11 +136,7 @@ PASSES: tuple[PassSpec, ...] = (
             ),
             ("substitute_splitv_to_split", {"SPLIT_V"}, "replace a SPLIT_V into equal parts by a SPLIT"),
             ("substitute_squeeze_to_reshape", {"SQUEEZE"}, "replace a SQUEEZE by a RESHAPE"),
-            (
-                "substitute_expand_dims_to_reshape",
-                {"EXPAND_DIMS"},
-                "replace an EXPAND_DIMS by a constant axis by a RESHAPE",
-            ),
+            ("substitute_expand_dims_to_reshape", {"EXPAND_DIMS"}, "replace an EXPAND_DIMS by a RESHAPE"),
             ("remove_unnecessary_cast", {"CAST"}, "remove a CAST to the type its input already has"),
             (
                 "substitute_strided_slice_to_reshape",
@@ -163,6 +149,47 @@ PASSES: tuple[PassSpec, ...] = (
                 "move a RESHAPE after the ABS/NEG/LOGISTIC/MUL or DIV by a scalar/MEAN that alone reads it",
             ),
         )
+    ),
+    # ONE's cleanups of quantized graphs (opt-in), where they change no integer (engine/quantization.py);
+    # remove_fakequant is ONE's as it is: lossy, its error measured
+    PassSpec(
+        "remove_fakequant",
+        "remove FAKE_QUANT (lossy: its rounding and clamping go; the output error is measured and reported)",
+        False,
+        False,
+        needs=frozenset({"FAKE_QUANT"}),
+    ),
+    PassSpec(
+        "remove_quantdequant",
+        "remove a DEQUANTIZE -> QUANTIZE pair with one type, scale and zero point on both integer sides (and "
+        "a QUANTIZE -> DEQUANTIZE of a tensor so dequantized)",
+        True,
+        False,
+        needs=frozenset({"QUANTIZE", "DEQUANTIZE"}),
+    ),
+    PassSpec(
+        "remove_redundant_quantize",
+        "remove a QUANTIZE to the parameters its input has; merge QUANTIZE -> QUANTIZE of one scale where no "
+        "integer changes",
+        True,
+        False,
+        needs=frozenset({"QUANTIZE"}),
+    ),
+    PassSpec(
+        "remove_qdq_for_mpo",
+        "remove the first of two QUANTIZE/DEQUANTIZE pairs after FULLY_CONNECTED/BATCH_MATMUL where one "
+        "scale makes it change nothing",
+        True,
+        False,
+        needs=frozenset({"DEQUANTIZE"}),
+    ),
+    PassSpec(
+        "fuse_output_requantize",
+        "make a quantized CONV_2D/DEPTHWISE_CONV_2D/FULLY_CONNECTED/TRANSPOSE_CONV write the parameters of the "
+        "QUANTIZE after it, where one scale makes that change no integer (TICO's fold)",
+        True,
+        False,
+        needs=frozenset({"QUANTIZE"}),
     ),
     PassSpec(
         "remove_unnecessary_concat",
@@ -188,19 +215,11 @@ PASSES: tuple[PassSpec, ...] = (
         False,
         needs=frozenset({"HARD_SWISH"}),
     ),
-    PassSpec(
-        "decompose_softmax",
-        "replace SOFTMAX by REDUCE_MAX, SUB, (MUL by beta,) EXP, SUM and DIV, as circle2circle does for backends "
-        "without SOFTMAX",
-        True,
-        False,
-        needs=frozenset({"SOFTMAX"}),
-    ),
+    _one("decompose_softmax", {"SOFTMAX"}, "replace SOFTMAX by REDUCE_MAX, SUB, (MUL,) EXP, SUM, DIV as ONE does"),
     # lossy: exact only for indices in [0, N), which the graph cannot show (ONE's own caution)
     PassSpec(
         "remove_gather_guard",
-        "make GATHER(p, FLOOR_MOD(ADD(i, N), N)) on axis 0 read i itself, assuming every index i >= 0 (ONE's "
-        "caution; a negative index is no longer wrapped); the output error is measured and reported",
+        "make GATHER(p, FLOOR_MOD(ADD(i, N), N)) read i, assuming i >= 0 (ONE's caution); the error is measured",
         False,
         False,
         needs=frozenset({"GATHER"}),
@@ -309,6 +328,15 @@ PASSES: tuple[PassSpec, ...] = (
         False,
         needs=CUSTOM,
     ),
+    # bnfold's own, under TICO's option name: what makes a model onert refuses one it runs (default:
+    # it acts for the onert target only, and replace_non_const_fc_with_batch_matmul leaves its FC)
+    PassSpec(
+        "convert_lhs_const_mm_to_fc",
+        "for onert, replace a BATCH_MATMUL with a constant left matrix (which onert refuses) by FULLY_CONNECTED",
+        True,
+        True,
+        needs=frozenset({"BATCH_MATMUL"}),
+    ),
     PassSpec(
         "replace_non_const_fc_with_batch_matmul",
         "replace a FULLY_CONNECTED whose weights are computed at run time by BATCH_MATMUL (+ RESHAPE, bias ADD)",
@@ -406,19 +434,8 @@ PASSES: tuple[PassSpec, ...] = (
         needs=_layers_of("fuse_batchnorm_with_fc"),
     ),
     # ONE's folds of a MUL / ADD *before* a FULLY_CONNECTED (its weights, its bias)
-    *(
-        PassSpec(
-            name,
-            f"fold {what} a per-feature constant before FULLY_CONNECTED into its {into}",
-            True,
-            False,
-            needs=frozenset({"FULLY_CONNECTED"}),
-        )
-        for name, what, into in (
-            ("fuse_mul_to_fullyconnected_weights", "a MUL by", "weights"),
-            ("fuse_add_to_fullyconnected_bias", "an ADD of", "bias (W·s added)"),
-        )
-    ),
+    _one("fuse_mul_to_fullyconnected_weights", {"FULLY_CONNECTED"}, "fold a MUL before FULLY_CONNECTED into W"),
+    _one("fuse_add_to_fullyconnected_bias", {"FULLY_CONNECTED"}, "fold an ADD before FULLY_CONNECTED into b"),
     PassSpec(
         "make_batchnorm_gamma_positive",
         "replace negative scales of a Mul -> Add(RELU) batch norm by 1e-10 (as ONE does) so the "
@@ -523,18 +540,12 @@ PASSES: tuple[PassSpec, ...] = (
         True,
         needs=frozenset({"PAD", "PADV2"}),
     ),
-    # ONE's last options: a constant written out, a switch that asks for what bnfold does, the unrolled
-    # LSTM, and two rewrites into formats no runtime bnfold writes for runs (each candidate refused)
-    *(
-        PassSpec(name, summary, True, False, needs=frozenset(kinds))
-        for name, kinds, summary in (
-            ("expand_broadcast_const", {"ADD", "MUL", "DIV"}, "write out a constant broadcast along the last axis"),
-            ("exp_disable_sep_transposeconv_actfunc", {"TRANSPOSE_CONV"}, "what bnfold does: changes nothing"),
-            ("unroll_unidirseqlstm", {"UNIDIRECTIONAL_SEQUENCE_LSTM"}, "unroll an LSTM into per-step ops"),
-            ("fuse_bcq", {"FULLY_CONNECTED", "GATHER"}, "refused: BCQ operators are in neither LiteRT nor ir/ops.py"),
-            ("shuffle_weight_to_16x1float32", {"FULLY_CONNECTED"}, "refused: 16x1 weights run in no target runtime"),
-        )
-    ),
+    # ONE's last options; the last two write formats no target runtime runs (each candidate refused)
+    _one("expand_broadcast_const", {"ADD", "MUL", "DIV"}, "write out a constant broadcast along the last axis"),
+    _one("exp_disable_sep_transposeconv_actfunc", {"TRANSPOSE_CONV"}, "what bnfold does: changes nothing"),
+    _one("unroll_unidirseqlstm", {"UNIDIRECTIONAL_SEQUENCE_LSTM"}, "unroll an LSTM into per-step ops"),
+    _one("fuse_bcq", {"FULLY_CONNECTED", "GATHER"}, "refused: BCQ operators are in neither LiteRT nor ir/ops.py"),
+    _one("shuffle_weight_to_16x1float32", {"FULLY_CONNECTED"}, "refused: 16x1 weights run in no target runtime"),
     PassSpec(
         "fuse_activation_function",
         "fuse a standalone RELU/RELU6/RELU_N1_TO_1 into the fused activation of its producer",

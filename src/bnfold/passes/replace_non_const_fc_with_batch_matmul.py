@@ -12,7 +12,9 @@ differ (FC flattens x's leading axes unless keep_num_dims).
 
 Where: only for the onert target (engine/targets.py; the default of a Circle output): ONE's
 backends take FULLY_CONNECTED weights as constants only (`wants_constant_fc_weights`), and the
-target must run BATCH_MATMUL (the table says onert does). For litert (and any, whose output may
+target must run BATCH_MATMUL (the table says onert does) with what it would read: not with a
+constant left operand, which onert refuses (an FC whose input is a constant, as TICO writes
+`mm(W, x)` for onert, stays). For litert (and any, whose output may
 run in LiteRT) the FC stays: LiteRT runs computed weights itself, and its BATCH_MATMUL is slower
 for one row: measured (LiteRT 2.3, 1 thread, median of 300 runs) [1, 512] by [512, 512] weights 18.5 us as FC,
 84.9 us as BATCH_MATMUL + ADD (4.6x; 0.39x-0.60x for 7 and 64 rows); onert ran both alike (60.6
@@ -53,7 +55,9 @@ def run(graph: Graph) -> PassResult:
             continue
         if min(x.signature) < 0 or fc.fused_activation not in ("NONE", *RANGE_ACTIVATIONS):
             continue
-        unsupported = targets.refusal(graph, "BATCH_MATMUL")
+        # TICO writes a constant-left matmul for onert as an FC whose input is the constant (onert
+        # refuses a BATCH_MATMUL reading a constant on the left): the table says so, and it stays
+        unsupported = targets.refusal(graph, "BATCH_MATMUL", constant_inputs=[0] if x.is_const else [])
         if unsupported:
             result.not_for_target(fc, unsupported)
             continue
