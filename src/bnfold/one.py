@@ -2,14 +2,14 @@
 one-cmds configuration file spells values. This is the only place that knows them.
 
 Sources (facts only), read 2026-11-28 through the stored copies of Samsung/ONE:
-- one-optimize's option table, compiler/one-cmds/onelib/constant.py @87e0691 (its O1 and
+- one-optimize's option table, the `constant` module of compiler/one-cmds/onelib @87e0691 (its O1 and
   OPTIMIZATION_OPTS; the newest stored). That table lacks a comma after fuse_horizontal_fc_layers,
   which glues it to transform_min_max_to_relu6; both are listed apart here. The older
-  onelib/O1.txt (@004a7a1, which constant.py read then) is a subset of that O1.
+  onelib/O1.txt (@004a7a1, which that module read then) is a subset of that O1.
 - circle2circle's switches, compiler/circle2circle/src/Circle2Circle.cpp: the newest stored text
   (adds fuse_rmsnorm, fuse_rope, fuse_mul_with_rmsnorm, remove_unnecessary_cast,
   substitute_expand_dims_to_reshape) and @9ada14d (compress_weights_huffman, gone from the newest).
-- Added to O1 after constant.py @87e0691: fuse_mul_with_conv, fuse_mul_with_div,
+- Added to O1 after that module @87e0691: fuse_mul_with_conv, fuse_mul_with_div,
   fuse_mul_with_fullyconnected (ONE PRs 12057, 12306, 13609). Switches newer than every stored text:
   remove_unnecessary_div and remove_unnecessary_mul (ONE PRs 16080, 16083, 16087; used with
   circle2circle in July 2026), transform_sqrt_div_to_rsqrt_mul in O1 (ONE PR 13396).
@@ -88,7 +88,7 @@ O1 = (
 # Options another branch implements (the decoder passes): accepted by name, warned about until
 # their pass is merged. On merge, delete a name here (a test says when).
 # transform_sqrt_div_to_rsqrt_mul joins O1 then too (ONE PR 13396, per the shared transformer notes;
-# the stored constant.py @87e0691 does not list it yet).
+# the stored onelib `constant` module @87e0691 does not list it yet).
 PENDING = frozenset(
     {
         "fuse_rmsnorm",

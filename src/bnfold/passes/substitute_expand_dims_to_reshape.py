@@ -7,14 +7,14 @@ output shape (ONE's pass of that name: one op kind fewer for a backend, and RESH
 Exact: inserting a unit axis moves no element, as a RESHAPE does; LiteRT shares the input's
 buffer for both (engine/reshapes.py), so nothing runs in place that did not before. Guards
 (ONE's): the axis is an INT32 or INT64 constant, x has rank >= 1, y's shape is fully known; also
-the same quantization on both sides.
+engine/reshapes.replace_by_reshape's (the target runs RESHAPE, the same quantization on both sides).
 """
 
 from __future__ import annotations
 
 from ..engine.match import SHAPES_DISAGREE, shapes_hold
 from ..engine.report import PassResult
-from ..engine.reshapes import add_reshape, same_quantization
+from ..engine.reshapes import replace_by_reshape
 from ..ir.graph import Graph
 
 
@@ -24,12 +24,10 @@ def run(graph: Graph) -> PassResult:
         x, axis, y = op.input(0), op.input(1), op.outputs[0]
         if x is None or not x.shape or axis is None or not axis.is_const or axis.dtype not in ("INT32", "INT64"):
             continue
-        if -1 in y.signature or -1 in x.signature or not same_quantization(x, y):
+        if -1 in y.signature or -1 in x.signature:
             continue
         if not shapes_hold(op):
             result.refuse_value(op, SHAPES_DISAGREE)
             continue
-        result.fold(op, [op], into=[], shape=list(y.shape))
-        graph.remove_op(op)
-        result.made(add_reshape(graph, x, y, after=op))
+        replace_by_reshape(graph, result, op, x, y, shape=list(y.shape))
     return result
