@@ -97,8 +97,8 @@ def weak_check_line(note: dict) -> str | None:
     weak = [o for o in note.get("outputs", []) if o.get("strength", {}).get("level", "full") != "full"]
     if not weak:
         return None
+    from .check_names import describe
     from .values.h5io import ones_name
-    from .values.strength import describe
 
     listed = "; ".join(describe(ones_name(o["name"]), o["strength"]["level"], o["strength"]["why"]) for o in weak)
     entry = note.get("weak_outputs")

@@ -2,9 +2,9 @@
 requantization (QUANTIZE, or a layer writing another scale) is the identity or can be merged
 without changing an integer, and taking a quantize/dequantize op out of the graph.
 
-LiteRT's integer arithmetic (values/quantized.py reproduces it bit for bit): real = s·(q - z);
+LiteRT's integer arithmetic (reference/quantized.py reproduces it bit for bit): real = s·(q - z);
 QUANTIZE from float is clamp(round(x / s) + z); from integers (a requantization) it is
-clamp(z_out + MBQM(q - z_in, s_in / s_out)), MBQM the fixed-point multiply of values/quantized.py,
+clamp(z_out + MBQM(q - z_in, s_in / s_out)), MBQM the fixed-point multiply of reference/quantized.py,
 and DEQUANTIZE is s·(q - z) in float32.
 
 Two facts every exactness argument here rests on:

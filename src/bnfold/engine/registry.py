@@ -3,15 +3,17 @@ whether it runs by default, its parameters, the operator kinds it needs, and the
 in. CLI flags are generated from it.
 
 Each pass lives in `bnfold/passes/<name>.py` and exposes `run(graph) -> PassResult` (report.py),
-and `change_interface` if it has parameters. The table holds every fact about a pass that is asked
-for before it runs, so a pass's module is imported only when the pass runs (a run imports only
-the passes it selected).
+and `change_interface` if its parameters change the interface (its spec's `interface`); the
+registry and the manager reach a pass only through its spec, and a pass does not import them.
+The table holds every fact about a pass that is asked for before it runs, so a pass's module is
+imported only when the pass runs (a run imports only the passes it selected).
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from types import MappingProxyType
 from typing import NamedTuple
 
@@ -20,6 +22,18 @@ from ..ir.graph import Graph
 from ..ir.model import Model
 from ..ir.ops import AFFINE_KINDS, LAYERS, OPS, RANGE_ACTIVATIONS
 from .report import PassResult
+
+
+class Interface(NamedTuple):
+    """A pass's parameters that change the main subgraph's interface once, before the rounds: the
+    parameter that asks for the inputs, the one that asks for the outputs, and the permutation
+    each changed input or output's shape goes through (what the manager then holds the passes to:
+    manager.check_interface). The pass's module does the change: change_interface(graph,
+    inputs=, outputs=) -> what changed."""
+
+    inputs: str
+    outputs: str
+    permutation: tuple[int, ...]
 
 
 class PassSpec(NamedTuple):
@@ -34,9 +48,9 @@ class PassSpec(NamedTuple):
     # test_registry.py runs every pass on every recipe lacking its kinds
     needs: frozenset[str]
     # option names that only qualify this pass (ONE's "arguments" of a pass) -> what each does;
-    # they change the main subgraph's interface once, before the rounds (the module's
-    # change_interface(graph, named) -> what changed)
+    # they change the main subgraph's interface once, before the rounds (`interface`)
     parameters: Mapping[str, str] = MappingProxyType({})
+    interface: Interface | None = None
 
     @property
     def module(self):
@@ -45,6 +59,14 @@ class PassSpec(NamedTuple):
 
     def run(self, graph: Graph) -> PassResult:
         return self.module.run(graph)
+
+    def change_interface(self, graph: Graph, named: AbstractSet[str]) -> dict:
+        """The interface change the parameters `named` ask for, made on `graph` (the main
+        subgraph) by the pass's module; what changed (the report's `interface`, less the names)."""
+        if self.interface is None:
+            raise ValueError(f"pass {self.name} changes no interface")
+        inputs, outputs = self.interface.inputs in named, self.interface.outputs in named
+        return self.module.change_interface(graph, inputs=inputs, outputs=outputs)
 
 
 def _layers_of(backward_pass: str) -> frozenset[str]:
@@ -227,12 +249,10 @@ PASSES: tuple[PassSpec, ...] = (
     # ONE's O1 pattern passes (opt-in; -O1 runs them), in O1's order: canonical forms and fused
     # operators first, so the batch-norm folds below see them as one op and cannot take their
     # scalar constants apart
-    PassSpec(
+    _one(
         "fuse_mul_with_div",
+        {"DIV"},
         "make a MUL by a scalar constant and a DIV by (or of) a scalar constant one DIV or MUL",
-        True,
-        False,
-        needs=frozenset({"DIV"}),
     ),
     PassSpec(
         "fuse_instnorm",
@@ -242,55 +262,29 @@ PASSES: tuple[PassSpec, ...] = (
         False,
         needs=frozenset({"SQUARED_DIFFERENCE"}),
     ),
-    PassSpec(
-        "fuse_prelu",
-        "replace relu(x) + α·(x - |x|)·0.5 (PReLU written with ABS) by one PRELU",
-        True,
-        False,
-        needs=frozenset({"ABS"}),
-    ),
-    PassSpec(
-        "fuse_gelu",
-        "replace 0.5·x·(1 + erf(x/√2)) written with TensorFlow's Erf (a CUSTOM op) by one GELU",
-        True,
-        False,
-        needs=CUSTOM,
-    ),
-    PassSpec(
+    _one("fuse_prelu", {"ABS"}, "replace relu(x) + α·(x - |x|)·0.5 (PReLU written with ABS) by one PRELU"),
+    _one("fuse_gelu", CUSTOM, "replace 0.5·x·(1 + erf(x/√2)) written with TensorFlow's Erf (a CUSTOM op) by one GELU"),
+    _one(
         "fuse_mean_with_mean",
+        {"MEAN"},
         "make MEAN over some axes followed by MEAN over others one MEAN over all of them",
-        True,
-        False,
-        needs=frozenset({"MEAN"}),
     ),
-    PassSpec(
+    _one(
         "fuse_slice_with_tconv",
+        {"TRANSPOSE_CONV"},
         "make a SLICE of a TRANSPOSE_CONV's output part of it (more padding, fewer filters)",
-        True,
-        False,
-        needs=frozenset({"TRANSPOSE_CONV"}),
     ),
-    PassSpec(
+    _one(
         "fuse_horizontal_fc_layers",
+        {"FULLY_CONNECTED"},
         "make ADD(FC(x, W1, b1), FC(x, W2, b2)) one FC(x, W1 + W2, b1 + b2)",
-        True,
-        False,
-        needs=frozenset({"FULLY_CONNECTED"}),
     ),
-    PassSpec(
+    _one(
         "transform_min_max_to_relu6",
+        {"MINIMUM", "MAXIMUM"},
         "replace a clamp to [0, 6] written as MINIMUM and MAXIMUM by one RELU6",
-        True,
-        False,
-        needs=frozenset({"MINIMUM", "MAXIMUM"}),
     ),
-    PassSpec(
-        "transform_min_relu_to_relu6",
-        "replace RELU(MINIMUM(x, 6)) by one RELU6",
-        True,
-        False,
-        needs=frozenset({"MINIMUM"}),
-    ),
+    _one("transform_min_relu_to_relu6", {"MINIMUM"}, "replace RELU(MINIMUM(x, 6)) by one RELU6"),
     # TensorFlow ops a converter left as CUSTOM (Select TF ops) made builtins
     PassSpec(
         "resolve_customop_add",
@@ -500,6 +494,7 @@ PASSES: tuple[PassSpec, ...] = (
                 "nchw_to_nhwc_output_shape": "make the model's 4-D outputs NHWC (its interface changes)",
             }
         ),
+        interface=Interface("nchw_to_nhwc_input_shape", "nchw_to_nhwc_output_shape", (0, 2, 3, 1)),
     ),
     PassSpec(
         "remove_redundant_transpose",
@@ -596,5 +591,5 @@ def with_interface_of(model: Model, interface: dict | None) -> Model:
     else: what an optimized model whose inputs or outputs were made NHWC is compared with."""
     if interface is not None:
         named = interface["parameters"]
-        BY_NAME[PARAMETERS[named[0]]].module.change_interface(model.graphs[0], set(named))
+        BY_NAME[PARAMETERS[named[0]]].change_interface(model.graphs[0], set(named))
     return model

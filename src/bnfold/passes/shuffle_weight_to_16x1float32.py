@@ -6,7 +6,7 @@ bnfold refuses every candidate, with the reason in the report: no runtime bnfold
 the format. TFLite's schema has no such format (LiteRT reads DEFAULT and SHUFFLED4x16INT8 only),
 and onert 0.1.0 refuses to prepare it (measured on a one-FC Circle model with ONE's 16x1 layout:
 "FullyConnected: Shuffled16x1Float32 weights_format is not supported"); bnfold's value check
-computes no FULLY_CONNECTED in a non-default format either (values/kernels.py).
+computes no FULLY_CONNECTED in a non-default format either (reference/kernels.py).
 The candidates are ONE's: float32, default format, constant weights of rank 2, rows a multiple
 of 16, not sparse.
 """

@@ -27,6 +27,7 @@ from ..errors import CannotVerify, ModelError, RunFailed
 from ..ir.const import NUMPY_DTYPES
 from ..ir.graph import Op
 from ..ir.ops import FUSED_ACTIVATIONS as ACTIVATIONS
+from ..ir.shapes import out_size, pads
 
 # A WHILE loop that runs longer is taken to never end (documented in the README).
 MAX_WHILE_ITERATIONS = 100_000
@@ -74,23 +75,6 @@ def activation(x: np.ndarray, name: str) -> np.ndarray:
 def fused(op: Op, x: np.ndarray) -> np.ndarray:
     value = opt(op, "fusedActivationFunction", 0)
     return activation(x, ACTIVATIONS[value])
-
-
-def out_size(size: int, k: int, stride: int, dilation: int, padding: int) -> int:
-    """Output length of a convolution/pool along one axis; padding 0 = SAME, 1 = VALID."""
-    eff = (k - 1) * dilation + 1
-    if padding == 0:
-        return (size + stride - 1) // stride
-    return (size - eff + stride) // stride
-
-
-def pads(size: int, k: int, stride: int, dilation: int, padding: int) -> tuple[int, int]:
-    """(before, after) padding along one axis, TFLite's rule."""
-    if padding == 1:
-        return 0, 0
-    out = out_size(size, k, stride, dilation, padding)
-    total = max((out - 1) * stride + (k - 1) * dilation + 1 - size, 0)
-    return total // 2, total - total // 2
 
 
 def windows(x: np.ndarray, kernel, strides, dilations, padding: int, fill=0.0) -> np.ndarray:
