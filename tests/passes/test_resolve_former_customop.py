@@ -9,7 +9,8 @@ import numpy as np
 from bn_models import Net, build_copy, inputs_for, runnable
 from bnfold import api
 from bnfold.recipe.chef import build
-from bnfold.values import interpreter, litert
+from bnfold.reference import interpreter
+from bnfold.values import litert
 
 PASS = "resolve_former_customop"
 
