@@ -256,8 +256,9 @@ def error_kind(stderr: str) -> str:
     return " ".join(message.split())[:90]
 
 
-def run_case(data: bytes, ext: str, workdir: Path) -> Outcome:
-    """optimize + inspect on one mutated file; the first contract violation found, or the result."""
+def run_case(data: bytes, ext: str, workdir: Path, optimize_options: tuple[str, ...] = ()) -> Outcome:
+    """optimize (with `optimize_options`: by default the default set) + inspect on one mutated
+    file; the first contract violation found, or the result."""
     src_dir, out_dir = workdir / "in", workdir / "out"
     src_dir.mkdir(parents=True, exist_ok=True)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -267,7 +268,8 @@ def run_case(data: bytes, ext: str, workdir: Path) -> Outcome:
     started = time.perf_counter()
     results = []
     try:
-        for argv in (["optimize", str(src), str(out), "--quiet"], ["inspect", str(src), "--operators", "--tensors"]):
+        optimize = ["optimize", str(src), str(out), "--quiet", *optimize_options]
+        for argv in (optimize, ["inspect", str(src), "--operators", "--tensors"]):
             code, _, stderr = run_cli(argv)
             if code is None:
                 return Outcome("hang", " ".join(argv[:1]), time.perf_counter() - started)
@@ -318,7 +320,14 @@ def seeds_from(paths) -> list[Seed]:
     return [load_seed(Path(p)) for p in paths]
 
 
-def fuzz(seeds: list[Seed], cases: int, seed: int = 0, workdir: Path | None = None, progress=None):
+def fuzz(
+    seeds: list[Seed],
+    cases: int,
+    seed: int = 0,
+    workdir: Path | None = None,
+    progress=None,
+    optimize_options: tuple[str, ...] = (),
+):
     """Yield (case number, seed name, mutation label, Outcome) for `cases` seeded cases."""
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory(prefix="bnfold-fuzz-") as tmp:
@@ -327,7 +336,7 @@ def fuzz(seeds: list[Seed], cases: int, seed: int = 0, workdir: Path | None = No
             s = seeds[i % len(seeds)]
             data, label = mutate(rng, s)
             ext = ".circle" if format_from_identifier(s.data[4:8], s.name).name == "circle" else ".tflite"
-            yield i, s.name, label, run_case(data, ext, base)
+            yield i, s.name, label, run_case(data, ext, base, optimize_options)
 
 
 # ---- command-line mutations: odd paths and odd option values, not only odd bytes --------------

@@ -54,6 +54,13 @@ DECODER_PASSES = (
     "fuse_rope",
 )
 NCHW_IO = {"convert_nchw_to_nhwc": True, "nchw_to_nhwc_input_shape": True, "nchw_to_nhwc_output_shape": True}
+# ONE's other exact options whose patterns the generator makes (SUB by a constant, a depth-broadcast
+# constant, MUL/ADD by a constant before FC, SOFTMAX, EXPAND_DIMS), with the default set around them
+ONE_OPTIONS = (
+    "replace_sub_with_add,expand_broadcast_const,fuse_mul_to_fullyconnected_weights,fuse_add_to_fullyconnected_bias,"
+    "remove_duplicate_const,decompose_softmax,substitute_expand_dims_to_reshape,remove_unnecessary_cast,fold_mul,"
+    "fold_reshape,fold_squeeze,fold_shape"
+)
 OPTION_SETS: dict[str, tuple[str | None, dict]] = {
     "default": (None, {}),
     "O1": (None, {"O1": True}),
@@ -63,6 +70,7 @@ OPTION_SETS: dict[str, tuple[str | None, dict]] = {
     "nchw_out": (None, {"convert_nchw_to_nhwc": True, "nchw_to_nhwc_output_shape": True}),
     "nchw_io": (None, NCHW_IO),
     "decoder": (",".join(DECODER_PASSES), {}),
+    "one_options": (None, {name: True for name in ONE_OPTIONS.split(",")} | {"O1": True}),
 }
 TO_NHWC, TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
 ACTIVATIONS = ("NONE", "NONE", "RELU", "RELU6")

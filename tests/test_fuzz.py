@@ -65,6 +65,48 @@ def test_mutated_models_never_crash_hang_or_leave_files(seeds, tmp_path):
     assert elapsed < 90, f"{CASES} cases took {elapsed:.0f} s"
 
 
+# ONE's options of issue 46 on mutated models of their own recipes: the same contract
+ONE_OPTION_PASSES = (
+    "dynamic_batch_to_single_batch,fold_mul,fold_reshape,fold_shape,fold_squeeze,remove_duplicate_const,"
+    "replace_sub_with_add,resolve_former_customop,substitute_expand_dims_to_reshape,remove_unnecessary_cast,"
+    "decompose_softmax,remove_gather_guard,fuse_mul_to_fullyconnected_weights,fuse_add_to_fullyconnected_bias,"
+    "expand_broadcast_const,exp_disable_sep_transposeconv_actfunc,fuse_bcq,shuffle_weight_to_16x1float32,"
+    "unroll_unidirseqlstm"
+)
+ONE_OPTION_RECIPES = [
+    "Net_DynamicBatch_Conv_000",
+    "Net_Shape_Add_000",
+    "Net_Reshape_Squeeze_Const_000",
+    "Net_Duplicate_Weights_000",
+    "Net_Add_FloorMod_Gather_000",
+    "BroadcastTo_000",
+    "ExpandDims_005",
+    "Softmax_002",
+    "Net_Add_FullyConnected_001",
+    "Net_Mul_FullyConnected_002",
+    "Net_Mul_BroadcastConst_000",
+    "Net_Sub_Const_000",
+    "Net_Unnecessary_Cast_000",
+]
+ONE_OPTION_CASES = 300
+
+
+def test_mutated_models_under_one_options_never_crash_hang_or_leave_files(tmp_path):
+    tmp = tmp_path / "seeds"
+    tmp.mkdir()
+    seeds = [load_seed(build_recipe(name, tmp)) for name in ONE_OPTION_RECIPES]
+    seeds += [load_seed(DATA / "zoo" / f"tfkeras_{name}.tflite") for name in ("lstm_stacked", "dynamic_batch_conv")]
+    outcomes = collections.Counter()
+    failures = []
+    options = ("--passes", ONE_OPTION_PASSES)
+    for i, name, label, outcome in fuzz(seeds, ONE_OPTION_CASES, seed=SEED, workdir=tmp_path, optimize_options=options):
+        outcomes[outcome.kind] += 1
+        if outcome.failed:
+            failures.append(f"case {i} ({name}, {label}): {outcome.kind}: {outcome.detail}")
+    assert failures == [], "\n".join(failures[:20])
+    assert outcomes["rejected"] > ONE_OPTION_CASES // 4 and outcomes["ok"] > ONE_OPTION_CASES // 50, outcomes
+
+
 CLI_CASES = 500
 
 

@@ -93,10 +93,10 @@ def test_unknown_and_unimplemented_names(tmp_path):
     src = build_recipe("Net_Conv_Add_Mul_000", tmp_path)
     with pytest.raises(UsageError, match="did you mean fuse_batchnorm_with_conv"):
         bnfold.optimize(src, fuse_batchnorm_with_cnv=True)
-    result = bnfold.optimize(src, fold_shape=True, fuse_batchnorm_with_conv=True)
-    assert result.report["ignored_options"] == ["fold_shape"]
+    result = bnfold.optimize(src, verbose=True, fuse_batchnorm_with_conv=True)
+    assert result.report["ignored_options"] == ["verbose"]
     with pytest.raises(UsageError, match="strict mode"):
-        bnfold.optimize(src, fold_shape=True, strict=True)
+        bnfold.optimize(src, verbose=True, strict=True)
 
 
 def test_the_library_replaces_no_file_the_cli_would_refuse_to(tmp_path):

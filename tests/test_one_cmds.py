@@ -52,15 +52,21 @@ def test_config_runs_what_it_names(cfg, counts, workdir, capsys):
     assert "warning" not in captured.err
 
 
-# ONE options no branch of bnfold implements: stand-ins for O1 members bnfold lacks, so the tests
-# of the mechanism hold whatever O1's members bnfold implements
-NOT_IN_BNFOLD = ("fuse_bcq", "fold_shape")
+# stand-ins for O1 members bnfold lacks (one it refuses, one a future ONE may add), so the tests of
+# the mechanism hold whatever O1's members bnfold implements
+NOT_IN_BNFOLD = ("compress_weights_huffman", "fold_future_op")
+
+
+REFUSED_WARNING = (
+    f"bnfold: warning: compress_weights_huffman: bnfold refuses it ({one.REFUSED['compress_weights_huffman']}); ignored"
+)
 
 
 @pytest.fixture
 def o1_with_unimplemented(monkeypatch):
     """ONE's O1 group with two members bnfold does not implement."""
     assert not set(NOT_IN_BNFOLD) & set(registry.BY_NAME)
+    monkeypatch.setattr(one, "PASS_OPTIONS", one.PASS_OPTIONS | {"fold_future_op"})
     monkeypatch.setitem(one.GROUPS, "O1", (*one.O1, *NOT_IN_BNFOLD))
 
 
@@ -85,8 +91,8 @@ def test_o1_counts_the_members_bnfold_does_not_implement_and_the_report_lists_th
 
 
 def test_an_option_warned_about_is_not_named_again_in_the_group_note(o1_with_unimplemented):
-    chosen = selection.select(None, {"O1": True, "fold_shape": True}, default=False)
-    assert chosen.warnings() == ["warning: fold_shape is a ONE option bnfold does not implement; ignored"]
+    chosen = selection.select(None, {"O1": True, "fold_future_op": True}, default=False)
+    assert chosen.warnings() == ["warning: fold_future_op is a ONE option bnfold does not implement; ignored"]
     lacking = len(chosen.group_skipped["O1"])
     assert chosen.notes()[0].startswith(f"note: O1: {lacking - 1} of its passes")
 
@@ -104,8 +110,8 @@ def test_unimplemented_one_options_warn_once_each_and_the_run_goes_on(workdir, c
     assert optimized_counts(workdir) == FOLDED
     err = capsys.readouterr().err.splitlines()
     assert err == [
-        "bnfold: warning: fold_shape is a ONE option bnfold does not implement; ignored",
-        "bnfold: warning: fuse_bcq is a ONE option bnfold does not implement; ignored",
+        "bnfold: warning: verbose is a ONE option bnfold does not implement; ignored",
+        REFUSED_WARNING,
     ]
 
 
@@ -127,7 +133,7 @@ def test_ones_regress_onnx_conv_bn_option_set(tmp_path, monkeypatch, capsys):
 def test_strict_refuses_unimplemented_one_options(workdir, capsys):
     assert run(["optimize", "--config", str(CFG / "onecc_unimplemented.cfg"), "--strict"]) == 2
     err = capsys.readouterr().err.splitlines()
-    assert len(err) == 1 and "fold_shape, fuse_bcq" in err[0] and "strict mode" in err[0]
+    assert len(err) == 1 and "verbose, compress_weights_huffman" in err[0] and "strict mode" in err[0]
     assert not (workdir / "model.opt.tflite").exists()
 
 
@@ -175,10 +181,10 @@ def test_input_given_twice_differently_is_a_usage_error(workdir, capsys):
 
 
 def test_unimplemented_one_flag_on_the_command_line_warns(workdir, capsys):
-    assert run(["optimize", "model.tflite", "o.tflite", "--fuse_bcq", "--fuse_batchnorm_with_conv"]) == 0
-    assert capsys.readouterr().err.splitlines() == [
-        "bnfold: warning: fuse_bcq is a ONE option bnfold does not implement; ignored"
-    ]
+    assert (
+        run(["optimize", "model.tflite", "o.tflite", "--compress_weights_huffman", "--fuse_batchnorm_with_conv"]) == 0
+    )
+    assert capsys.readouterr().err.splitlines() == [REFUSED_WARNING]
     assert optimized_counts(workdir, "o.tflite") == FOLDED
 
 
@@ -198,7 +204,7 @@ def test_unimplemented_one_flags_are_declared_only_for_a_command_line_that_needs
         command = cli.main.get_command(None, "optimize")
         context = command.make_context("optimize", sys.argv[1:])
         hidden = sum(getattr(p, "hidden", False) for p in command.params)
-        print(command.one_flags_declared, hidden, context.params.get("fuse_bcq"))
+        print(command.one_flags_declared, hidden, context.params.get("compress_weights_huffman"))
     """)
     lines = {
         args: subprocess.run(
@@ -208,11 +214,11 @@ def test_unimplemented_one_flags_are_declared_only_for_a_command_line_that_needs
             text=True,
             timeout=120,
         ).stdout.split()
-        for args in ((), ("--fuse_bcq",), ("-q", "--fuse_batchnorm_with_conv"))
+        for args in ((), ("--compress_weights_huffman",), ("-q", "--fuse_batchnorm_with_conv"))
     }
     assert lines == {
         (): ["False", "0", "None"],
-        ("--fuse_bcq",): ["True", str(len(flags.not_implemented())), "True"],
+        ("--compress_weights_huffman",): ["True", str(len(flags.not_implemented())), "True"],
         ("-q", "--fuse_batchnorm_with_conv"): ["False", "0", "None"],
     }
 
@@ -287,13 +293,14 @@ def test_closed_stdout_exits_quietly_with_0():
 def test_one_tables_agree_with_the_registry():
     # bnfold's own passes (not ONE options) are the batch-norm family's extensions, fuse_hardswish
     # (ONE has only the inverse, decompose_hardswish) and remove_unnecessary_concat (named like
-    # ONE's remove_unnecessary_split) and fuse_pad_with_conv (ONE has no such pass), and three for
-    # quantized graphs (fuse_output_requantize: TICO's; fold_quantize, fold_quantized_weight_layout and the lossy
+    # ONE's remove_unnecessary_split) and fuse_pad_with_conv (ONE has no such pass), two under TICO's
+    # names (convert_lhs_const_mm_to_fc, fuse_output_requantize), and three for quantized graphs
+    # (fold_quantize: ONE has fold_dequantize only; fold_quantized_weight_layout and the lossy
     # replace_quantized_mul_add_with_depthwise_conv, named like ONE's replace_cw_mul_add_...); the
     # rest keep ONE's spelling
     own = {"fuse_hardswish", "remove_unnecessary_concat", "fuse_pad_with_conv"}
-    own |= {"fuse_output_requantize", "fold_quantized_weight_layout", "replace_quantized_mul_add_with_depthwise_conv"}
-    own |= {"fold_quantize"}  # ONE has fold_dequantize only
+    own |= {"convert_lhs_const_mm_to_fc", "fuse_output_requantize"}
+    own |= {"fold_quantize", "fold_quantized_weight_layout", "replace_quantized_mul_add_with_depthwise_conv"}
     ours = set(registry.BY_NAME) - one.PASS_OPTIONS - own
     assert all(name.startswith("fuse_batchnorm_") for name in ours), ours
     assert "decompose_hardswish" in one.PASS_OPTIONS
@@ -304,13 +311,40 @@ def test_one_tables_agree_with_the_registry():
     assert "fuse_preactivation_batchnorm" not in one.O1 and "make_batchnorm_gamma_positive" not in one.O1
 
 
+def test_every_one_option_is_implemented_or_refused():
+    """one.py's table follows ONE's: each option it names is a pass (or a pass's parameter), or
+    refused with a reason."""
+    implemented = set(registry.BY_NAME) | set(registry.PARAMETERS)
+    unaccounted = one.PASS_OPTIONS - implemented - set(one.REFUSED)
+    assert not unaccounted, f"ONE options neither implemented nor refused: {sorted(unaccounted)}"
+    assert not set(one.REFUSED) & implemented and all(len(why) > 20 for why in one.REFUSED.values())
+
+
+def test_a_cfg_switching_on_every_one_option_runs_without_a_warning(tmp_path, capsys):
+    """The issue's target: every option of ONE's table on at once runs, exact (--check), and
+    nothing is warned about."""
+    cfg = tmp_path / "all.cfg"
+    lines = [f"input_path={DATA / 'resnet_v2_mini.tflite'}", f"output_path={tmp_path / 'all.tflite'}"]
+    lines += [f"{name}=True" for name in sorted(one.PASS_OPTIONS - set(one.REFUSED))]
+    cfg.write_text("[one-optimize]\n" + "\n".join(lines) + "\n")
+    assert run(["optimize", "--config", str(cfg), "--check", "2"]) == 0
+    assert [line for line in capsys.readouterr().err.splitlines() if "warning" in line] == []
+
+
+def test_a_refused_option_says_why():
+    chosen = selection.select(None, {"compress_weights_huffman": True}, default=False)
+    assert chosen.passes == [] and chosen.warnings() == [
+        f"warning: compress_weights_huffman: bnfold refuses it ({one.REFUSED['compress_weights_huffman']}); ignored"
+    ]
+
+
 def test_selection_rules():
     assert selection.select(None, {}, default=True).passes == registry.default_passes()
     assert selection.select(None, {}, default=False).passes == []
     assert selection.select("", {}, default=True).passes == []
     chosen = selection.select(None, {"O1": True, "fuse_activation_function": False}, default=False)
     assert "fuse_activation_function" not in chosen.passes and "fuse_batchnorm_with_conv" in chosen.passes
-    assert selection.select(None, {"fuse_bcq": False}, default=False).not_implemented == []
+    assert selection.select(None, {"compress_weights_huffman": False}, default=False).not_implemented == []
     # a pass parameter qualifies its pass: alone it does nothing, and says so
     alone = selection.select(None, {"nchw_to_nhwc_input_shape": True}, default=False)
     assert alone.passes == [] and alone.names() == [] and alone.not_implemented == []
@@ -382,18 +416,21 @@ def test_unusable_config_files_are_one_line_usage_errors(make, words, workdir, c
 
 
 def test_an_unimplemented_one_option_only_adds_a_warning(tmp_path, capsys):
-    """`--fold_shape` switched the default set off: 'ignored' and the model unchanged (issue 36).
+    """`--verbose` switched the default set off: 'ignored' and the model unchanged (issue 36).
     Now it warns and nothing else, on the command line and in the library; a pass named beside it
     still replaces the default set, and a cfg still runs only what it switches on."""
     src = str(build_recipe("Net_Conv_Add_Mul_000", tmp_path))
     plain, flagged = str(tmp_path / "plain.tflite"), str(tmp_path / "flagged.tflite")
-    assert run(["optimize", src, plain, "-q"]) == 0 and run(["optimize", src, flagged, "--fold_shape"]) == 0
-    assert capsys.readouterr().err == "bnfold: warning: fold_shape is a ONE option bnfold does not implement; ignored\n"
+    assert run(["optimize", src, plain, "-q"]) == 0 and run(["optimize", src, flagged, "--verbose"]) == 0
+    assert capsys.readouterr().err == "bnfold: warning: verbose is a ONE option bnfold does not implement; ignored\n"
     counts = read_model(flagged).op_counts()
     assert counts == read_model(plain).op_counts() == FOLDED
-    report = bnfold.optimize(src, fold_shape=True, fuse_bcq=True).report
-    assert report["passes"] == registry.default_passes() and report["ignored_options"] == ["fold_shape", "fuse_bcq"]
-    assert bnfold.optimize(src, fold_shape=True, fuse_activation_function=True).report["passes"] == [
+    report = bnfold.optimize(src, verbose=True, compress_weights_huffman=True).report
+    assert report["passes"] == registry.default_passes() and report["ignored_options"] == [
+        "verbose",
+        "compress_weights_huffman",
+    ]
+    assert bnfold.optimize(src, verbose=True, fuse_activation_function=True).report["passes"] == [
         "fuse_activation_function"
     ]
-    assert selection.select(None, {"fold_shape": True}, default=False).passes == []  # a cfg naming only it
+    assert selection.select(None, {"verbose": True}, default=False).passes == []  # a cfg naming only it

@@ -1,10 +1,21 @@
 """What bnfold knows about Samsung ONE's one-optimize: its option names, its O1 group and how a
 one-cmds configuration file spells values. This is the only place that knows them.
 
-Sources (facts only): one-optimize's option table (one-cmds onelib/constant.py) and circle2circle's
-switches, as of 2024; fuse_mul_with_conv, fuse_mul_with_div and fuse_mul_with_fullyconnected were
-added to O1 after the table we read (ONE PRs 12057, 12306, 13609). That table lacks a comma after
-fuse_horizontal_fc_layers, which glues it to transform_min_max_to_relu6; both are listed apart here.
+Sources (facts only), read 2026-11-28 through the stored copies of Samsung/ONE:
+- one-optimize's option table, the `constant` module of compiler/one-cmds/onelib @87e0691 (its O1 and
+  OPTIMIZATION_OPTS; the newest stored). That table lacks a comma after fuse_horizontal_fc_layers,
+  which glues it to transform_min_max_to_relu6; both are listed apart here. The older
+  onelib/O1.txt (@004a7a1, which that module read then) is a subset of that O1.
+- circle2circle's switches, compiler/circle2circle/src/Circle2Circle.cpp: the newest stored text
+  (adds fuse_rmsnorm, fuse_rope, fuse_mul_with_rmsnorm, remove_unnecessary_cast,
+  substitute_expand_dims_to_reshape) and @9ada14d (compress_weights_huffman, gone from the newest).
+- Added to O1 after that module @87e0691: fuse_mul_with_conv, fuse_mul_with_div,
+  fuse_mul_with_fullyconnected (ONE PRs 12057, 12306, 13609). Switches newer than every stored text:
+  remove_unnecessary_div and remove_unnecessary_mul (ONE PRs 16080, 16083, 16087; used with
+  circle2circle in July 2026), transform_sqrt_div_to_rsqrt_mul in O1 (ONE PR 13396).
+
+Every option named here is one of: a pass of the registry (engine/registry.py, under ONE's name),
+a parameter of one, or REFUSED (with the reason). tests/test_one_cmds.py fails on any other.
 
 How one-optimize reads a `[one-optimize]` section: option names are case-sensitive; a key it
 does not know is an error; an option is on unless its value is one of false / 0 / n (any case);
@@ -73,46 +84,59 @@ O1 = (
     "replace_with_fc_gelu_fc",
 )
 
-# Every optimization switch of one-optimize / circle2circle (O1's members and the rest).
-PASS_OPTIONS = frozenset(O1) | {
-    "convert_nchw_to_nhwc",
-    "nchw_to_nhwc_input_shape",
-    "nchw_to_nhwc_output_shape",
-    "expand_broadcast_const",
-    "fold_mul",
-    "fold_reshape",
-    "fold_shape",
-    "fold_squeeze",
-    "fuse_add_to_fullyconnected_bias",
-    "fuse_add_with_conv",
-    "fuse_bcq",
-    "fuse_mul_to_fullyconnected_weights",
-    "fuse_preactivation_batchnorm",
-    "make_batchnorm_gamma_positive",
-    "fuse_rsqrt",
-    "fuse_rmsnorm",
-    "fuse_mul_with_rmsnorm",
-    "fuse_rope",
-    "remove_unnecessary_div",
-    "remove_unnecessary_mul",
-    "replace_cw_mul_add_with_depthwise_conv",
-    "remove_duplicate_const",
-    "remove_fakequant",
-    "remove_gather_guard",
-    "remove_qdq_for_mpo",
-    "remove_quantdequant",
-    "remove_redundant_quantize",
-    "remove_unnecessary_transpose",
-    "replace_sub_with_add",
-    "resolve_former_customop",
-    "shuffle_weight_to_16x1float32",
-    "transform_sqrt_div_to_rsqrt_mul",
-    "decompose_hardswish",
-    "decompose_softmax",
-    "unroll_unidirseqlstm",
-    "dynamic_batch_to_single_batch",
-    "exp_disable_sep_transposeconv_actfunc",
+# Options bnfold refuses deliberately, and why (a warning names the reason when one is switched on).
+REFUSED = {
+    "compress_weights_huffman": "in circle2circle @9ada14d only; it stores int8 weights Huffman-coded for "
+    "ONE's own decoder, and bnfold writes plain buffers",
 }
+
+# Every optimization switch of one-optimize / circle2circle (O1's members and the rest).
+PASS_OPTIONS = (
+    frozenset(O1)
+    | frozenset(REFUSED)
+    | {
+        "convert_nchw_to_nhwc",
+        "nchw_to_nhwc_input_shape",
+        "nchw_to_nhwc_output_shape",
+        "expand_broadcast_const",
+        "fold_mul",
+        "fold_reshape",
+        "fold_shape",
+        "fold_squeeze",
+        "fuse_add_to_fullyconnected_bias",
+        "fuse_add_with_conv",
+        "fuse_bcq",
+        "fuse_mul_to_fullyconnected_weights",
+        "fuse_preactivation_batchnorm",
+        "make_batchnorm_gamma_positive",
+        "replace_cw_mul_add_with_depthwise_conv",
+        "remove_duplicate_const",
+        "remove_fakequant",
+        "remove_gather_guard",
+        "remove_qdq_for_mpo",
+        "remove_quantdequant",
+        "remove_redundant_quantize",
+        "remove_unnecessary_cast",
+        "remove_unnecessary_transpose",
+        "replace_sub_with_add",
+        "resolve_former_customop",
+        "shuffle_weight_to_16x1float32",
+        "substitute_expand_dims_to_reshape",
+        "decompose_hardswish",
+        "decompose_softmax",
+        "unroll_unidirseqlstm",
+        "dynamic_batch_to_single_batch",
+        "exp_disable_sep_transposeconv_actfunc",
+        # the decoder passes (circle2circle's newest switches and ONE's PRs, module doc)
+        "fuse_rmsnorm",
+        "fuse_rope",
+        "fuse_rsqrt",
+        "fuse_mul_with_rmsnorm",
+        "transform_sqrt_div_to_rsqrt_mul",
+        "remove_unnecessary_div",
+        "remove_unnecessary_mul",
+    }
+)
 
 GROUPS = {"O1": O1}  # the groups bnfold knows (`-O1`, `O1=True`, `[onecc] include=O1`)
 

@@ -41,8 +41,15 @@ class Selection(NamedTuple):
             for name in self.parameters
             if registry.PARAMETERS[name] not in self.passes
         ]
+        if not self.not_implemented:
+            return idle
+        from . import one  # ONE's tables: only when an option bnfold lacks or refuses was named
+
         return [
-            f"warning: {name} is a ONE option bnfold does not implement; ignored" for name in self.not_implemented
+            f"warning: {name}: bnfold refuses it ({one.REFUSED[name]}); ignored"
+            if name in one.REFUSED
+            else f"warning: {name} is a ONE option bnfold does not implement; ignored"
+            for name in self.not_implemented
         ] + idle
 
     def names(self) -> list[str]:

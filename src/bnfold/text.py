@@ -249,10 +249,12 @@ def leftovers(found, report_path: str | None) -> Iterator[str]:
             yield f"      stays: {r['reason'] or '(no entry in the report)'}"
 
 
-def pass_table(passes, o1, one_options=frozenset(), parameters=frozenset()) -> Iterator[str]:
+def pass_table(passes, o1, one_options=frozenset(), parameters=frozenset(), refused=None) -> Iterator[str]:
     """`bnfold passes`: name, [exact/LOSSY, default, ONE or O1], summary, in aligned columns; then
-    every ONE option (`one_options`) bnfold does not implement, marked so (O1 if in the group).
+    every ONE option (`one_options`) bnfold does not implement, marked so (O1 if in the group), and
+    those it refuses deliberately (`refused`: name -> why) with the reason.
     A pass or parameter under a ONE option name is ONE's option, implemented ("O1" says ONE too)."""
+    refused = refused or {}
     registered = {p.name for p in passes}
 
     def origin(name: str) -> str:
@@ -260,16 +262,21 @@ def pass_table(passes, o1, one_options=frozenset(), parameters=frozenset()) -> I
 
     tags = [f"[{'exact' if p.exact else 'LOSSY'}{', default' if p.default else ''}{origin(p.name)}]" for p in passes]
     missing = sorted(set(one_options) - registered - set(parameters))
-    missing_tags = [f"[not in bnfold{', O1' if name in o1 else ''}]" for name in missing]
+    missing_tags = [
+        "[refused]" if name in refused else f"[not in bnfold{', O1' if name in o1 else ''}]" for name in missing
+    ]
     names = [p.name for p in passes] + missing
     name_width, tag_width = max(map(len, names)), max(map(len, tags + missing_tags))
     for p, tag in zip(passes, tags):
         yield f"{p.name:<{name_width}}  {tag:<{tag_width}}  {p.summary}"
     if missing:
         yield ""
-        yield "ONE's options bnfold does not implement (switched on: a warning, then ignored; --strict refuses):"
+        yield (
+            "ONE's options bnfold does not implement or refuses (switched on: a warning, then ignored; "
+            "--strict refuses):"
+        )
         for name, tag in zip(missing, missing_tags):
-            yield f"{name:<{name_width}}  {tag}"
+            yield f"{name:<{name_width}}  {tag}" + (f"  {refused[name]}" if name in refused else "")
 
 
 def batch_problems(result) -> Iterator[str]:

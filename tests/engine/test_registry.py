@@ -83,7 +83,19 @@ def _folds(path, spec) -> list[dict]:
     return run_passes(model, [spec]).folds
 
 
+# ONE options whose rewrite bnfold refuses (each candidate reported) or which ask for what bnfold
+# always does: they fold nowhere (tests/passes/test_refused_one_options.py)
+NEVER_FOLDS = {
+    "fuse_bcq",
+    "shuffle_weight_to_16x1float32",
+    "exp_disable_sep_transposeconv_actfunc",
+}
+
+
 @pytest.mark.parametrize("spec", PASSES, ids=lambda s: s.name)
 def test_every_pass_still_folds_where_its_kinds_are(models, spec):
     folded = (path for path in models if _folds(path, spec))
+    if spec.name in NEVER_FOLDS:
+        assert next(folded, None) is None, f"{spec.name} folds: take it out of NEVER_FOLDS and say what it does"
+        return
     assert next(folded, None) is not None, f"no recipe or fixture folds with {spec.name} alone"

@@ -58,4 +58,4 @@ def list_passes():
     """List the passes, in the order they run: exact or lossy, on by default, ONE's option or in its O1
     group; then ONE's options bnfold does not implement."""
     parameters = {name for spec in api.PASSES for name in spec.parameters}
-    echo_lines(text.pass_table(api.PASSES, one.O1, one.PASS_OPTIONS, parameters))
+    echo_lines(text.pass_table(api.PASSES, one.O1, one.PASS_OPTIONS, parameters, one.REFUSED))

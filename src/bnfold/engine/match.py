@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Graph, Op, Options, Tensor
+from ..ir.ops import info
+from ..ir.shapes import shape_problem
 from .report import PassResult
 
 
@@ -59,6 +61,17 @@ def batch_matmul_options(graph: Graph, adj_x: bool, adj_y: bool) -> Options:
     circle = graph.model is not None and graph.model.format.name == "circle"
     names = ("adjointLhs", "adjointRhs") if circle else ("adjX", "adjY")
     return Options("BatchMatMulOptions", **{names[0]: adj_x, names[1]: adj_y}, asymmetricQuantizeInputs=False)
+
+
+SHAPES_DISAGREE = "its recorded shapes are not what its inputs make (as read): left as it is"
+
+
+def shapes_hold(op: Op) -> bool:
+    """Whether `op`'s recorded output shapes are what its kind's rule computes from its inputs (or
+    no rule decides). A file may hold an op whose are not (the reader does not hold that against
+    it); ops a pass makes in its place would be checked, and refused by the writer's gate, so a
+    rewrite leaves such an op as it was read."""
+    return shape_problem(op, info(op.kind).shape) is None
 
 
 def no_activation(op: Op) -> bool:

@@ -81,6 +81,11 @@ RESHAPES = frozenset({"RESHAPE"})
 CUSTOM = frozenset({"CUSTOM"})
 
 
+def _one(name: str, kinds, summary: str) -> PassSpec:
+    """An exact, opt-in pass under ONE's option name (most of ONE's options are)."""
+    return PassSpec(name, summary, True, False, needs=frozenset(kinds))
+
+
 # Run order matters and is fixed here, not by the command line:
 # - remove_unnecessary_concat and fuse_hardswish first: structure the folds should see as it is
 #   (the 3 and the 1/6 of a decomposed hard swish are scalar constants the batch-norm folds would
@@ -102,6 +107,8 @@ CUSTOM = frozenset({"CUSTOM"})
 # - fuse_pad_with_conv after them: the folds and the propagation see the PAD as exported;
 # - fuse_activation_function last, to absorb standalone activations the folds leave behind.
 PASSES: tuple[PassSpec, ...] = (
+    # circle2circle runs it before any pass: the shapes every later pass sees are static
+    _one("dynamic_batch_to_single_batch", OPS, "make a dynamic input batch 1, shapes static through it"),
     # ONE's constant folds (O1, opt-in), in one-optimize's order: an op whose inputs are all constants
     # is computed once with the value check's kernels (engine/constfold.py), so every later pass sees
     # constants where the model computed them
@@ -116,6 +123,10 @@ PASSES: tuple[PassSpec, ...] = (
             ("fold_fully_connected", "FULLY_CONNECTED", "compute a FULLY_CONNECTED of constants"),
             ("fold_gather", "GATHER", "compute a GATHER of a constant at constant indices"),
             ("fold_sparse_to_dense", "SPARSE_TO_DENSE", "compute a SPARSE_TO_DENSE of constants"),
+            ("fold_mul", "MUL", "compute a MUL of two float32 constants"),
+            ("fold_reshape", "RESHAPE", "compute a RESHAPE of a constant (the constant in its new shape)"),
+            ("fold_shape", "SHAPE", "compute a SHAPE of a tensor whose shape is static (not only of constants)"),
+            ("fold_squeeze", "SQUEEZE", "compute a SQUEEZE of a constant"),
         )
     ),
     # ONE's canonicalizations (O1, opt-in): identities go, ops become the simpler kind that computes
@@ -136,6 +147,9 @@ PASSES: tuple[PassSpec, ...] = (
                 frozenset(OPS),
                 "compute once what two ops of one kind and options compute from the same inputs",
             ),
+            ("remove_duplicate_const", frozenset(OPS), "make constants of equal bytes, type, shape one"),
+            ("replace_sub_with_add", {"SUB"}, "replace x - c (c a float32 constant) by x + (-c)"),
+            ("resolve_former_customop", CUSTOM, "replace TensorFlow's BroadcastTo (CUSTOM) by BROADCAST_TO"),
             ("substitute_pack_to_reshape", {"PACK"}, "replace a PACK of one tensor by a RESHAPE"),
             (
                 "substitute_padv2_to_pad",
@@ -144,6 +158,8 @@ PASSES: tuple[PassSpec, ...] = (
             ),
             ("substitute_splitv_to_split", {"SPLIT_V"}, "replace a SPLIT_V into equal parts by a SPLIT"),
             ("substitute_squeeze_to_reshape", {"SQUEEZE"}, "replace a SQUEEZE by a RESHAPE"),
+            ("substitute_expand_dims_to_reshape", {"EXPAND_DIMS"}, "replace an EXPAND_DIMS by a RESHAPE"),
+            ("remove_unnecessary_cast", {"CAST"}, "remove a CAST to the type its input already has"),
             (
                 "substitute_strided_slice_to_reshape",
                 {"STRIDED_SLICE"},
@@ -240,15 +256,22 @@ PASSES: tuple[PassSpec, ...] = (
         False,
         needs=frozenset({"HARD_SWISH"}),
     ),
+    _one("decompose_softmax", {"SOFTMAX"}, "replace SOFTMAX by REDUCE_MAX, SUB, (MUL,) EXP, SUM, DIV as ONE does"),
+    # lossy: exact only for indices in [0, N), which the graph cannot show (ONE's own caution)
+    PassSpec(
+        "remove_gather_guard",
+        "make GATHER(p, FLOOR_MOD(ADD(i, N), N)) read i, assuming i >= 0 (ONE's caution); the error is measured",
+        False,
+        False,
+        needs=frozenset({"GATHER"}),
+    ),
     # ONE's O1 pattern passes (opt-in; -O1 runs them), in O1's order: canonical forms and fused
     # operators first, so the batch-norm folds below see them as one op and cannot take their
     # scalar constants apart
-    PassSpec(
+    _one(
         "fuse_mul_with_div",
+        {"DIV"},
         "make a MUL by a scalar constant and a DIV by (or of) a scalar constant one DIV or MUL",
-        True,
-        False,
-        needs=frozenset({"DIV"}),
     ),
     PassSpec(
         "fuse_instnorm",
@@ -260,78 +283,46 @@ PASSES: tuple[PassSpec, ...] = (
     ),
     # the decoder norms and rotations (Circle only; the target must run them): after the square-root
     # canonical forms above, before any fold could take the γ MUL or a table MUL apart
-    PassSpec(
+    _one(
         "fuse_rmsnorm",
+        {"MEAN"},
         "replace an RMS norm written out (x·rsqrt(mean(x²) + ε), by DIV and SQRT or POW, with or without the γ "
         "MUL) by one RMS_NORM (Circle only)",
-        True,
-        False,
-        needs=frozenset({"MEAN"}),
     ),
-    PassSpec(
+    _one(
         "fuse_mul_with_rmsnorm",
+        {"RMS_NORM"},
         "fold a MUL by a per-channel or scalar constant after RMS_NORM into its γ",
-        True,
-        False,
-        needs=frozenset({"RMS_NORM"}),
     ),
-    PassSpec(
+    _one(
         "fuse_rope",
+        {"CONCATENATION", "PACK"},  # every rotation joins its halves with one
         "replace a rotary embedding written out (x·cos + rotate(x)·sin, half-rotation or interleaved) by one "
         "ROPE (Circle only)",
-        True,
-        False,
-        needs=frozenset({"CONCATENATION", "PACK"}),  # every rotation joins its halves with one
     ),
-    PassSpec(
-        "fuse_prelu",
-        "replace relu(x) + α·(x - |x|)·0.5 (PReLU written with ABS) by one PRELU",
-        True,
-        False,
-        needs=frozenset({"ABS"}),
-    ),
-    PassSpec(
-        "fuse_gelu",
-        "replace 0.5·x·(1 + erf(x/√2)) written with TensorFlow's Erf (a CUSTOM op) by one GELU",
-        True,
-        False,
-        needs=CUSTOM,
-    ),
-    PassSpec(
+    _one("fuse_prelu", {"ABS"}, "replace relu(x) + α·(x - |x|)·0.5 (PReLU written with ABS) by one PRELU"),
+    _one("fuse_gelu", CUSTOM, "replace 0.5·x·(1 + erf(x/√2)) written with TensorFlow's Erf (a CUSTOM op) by one GELU"),
+    _one(
         "fuse_mean_with_mean",
+        {"MEAN"},
         "make MEAN over some axes followed by MEAN over others one MEAN over all of them",
-        True,
-        False,
-        needs=frozenset({"MEAN"}),
     ),
-    PassSpec(
+    _one(
         "fuse_slice_with_tconv",
+        {"TRANSPOSE_CONV"},
         "make a SLICE of a TRANSPOSE_CONV's output part of it (more padding, fewer filters)",
-        True,
-        False,
-        needs=frozenset({"TRANSPOSE_CONV"}),
     ),
-    PassSpec(
+    _one(
         "fuse_horizontal_fc_layers",
+        {"FULLY_CONNECTED"},
         "make ADD(FC(x, W1, b1), FC(x, W2, b2)) one FC(x, W1 + W2, b1 + b2)",
-        True,
-        False,
-        needs=frozenset({"FULLY_CONNECTED"}),
     ),
-    PassSpec(
+    _one(
         "transform_min_max_to_relu6",
+        {"MINIMUM", "MAXIMUM"},
         "replace a clamp to [0, 6] written as MINIMUM and MAXIMUM by one RELU6",
-        True,
-        False,
-        needs=frozenset({"MINIMUM", "MAXIMUM"}),
     ),
-    PassSpec(
-        "transform_min_relu_to_relu6",
-        "replace RELU(MINIMUM(x, 6)) by one RELU6",
-        True,
-        False,
-        needs=frozenset({"MINIMUM"}),
-    ),
+    _one("transform_min_relu_to_relu6", {"MINIMUM"}, "replace RELU(MINIMUM(x, 6)) by one RELU6"),
     # TensorFlow ops a converter left as CUSTOM (Select TF ops) made builtins
     PassSpec(
         "resolve_customop_add",
@@ -474,6 +465,9 @@ PASSES: tuple[PassSpec, ...] = (
         False,
         needs=_layers_of("fuse_batchnorm_with_fc"),
     ),
+    # ONE's folds of a MUL / ADD *before* a FULLY_CONNECTED (its weights, its bias)
+    _one("fuse_mul_to_fullyconnected_weights", {"FULLY_CONNECTED"}, "fold a MUL before FULLY_CONNECTED into W"),
+    _one("fuse_add_to_fullyconnected_bias", {"FULLY_CONNECTED"}, "fold an ADD before FULLY_CONNECTED into b"),
     PassSpec(
         "make_batchnorm_gamma_positive",
         "replace negative scales of a Mul -> Add(RELU) batch norm by 1e-10 (as ONE does) so the "
@@ -587,6 +581,12 @@ PASSES: tuple[PassSpec, ...] = (
         True,
         needs=frozenset({"PAD", "PADV2"}),
     ),
+    # ONE's last options; the last two write formats no target runtime runs (each candidate refused)
+    _one("expand_broadcast_const", {"ADD", "MUL", "DIV"}, "write out a constant broadcast along the last axis"),
+    _one("exp_disable_sep_transposeconv_actfunc", {"TRANSPOSE_CONV"}, "what bnfold does: changes nothing"),
+    _one("unroll_unidirseqlstm", {"UNIDIRECTIONAL_SEQUENCE_LSTM"}, "unroll an LSTM into per-step ops"),
+    _one("fuse_bcq", {"FULLY_CONNECTED", "GATHER"}, "refused: BCQ operators are in neither LiteRT nor ir/ops.py"),
+    _one("shuffle_weight_to_16x1float32", {"FULLY_CONNECTED"}, "refused: 16x1 weights run in no target runtime"),
     PassSpec(
         "fuse_activation_function",
         "fuse a standalone RELU/RELU6/RELU_N1_TO_1 into the fused activation of its producer",

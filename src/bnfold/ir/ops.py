@@ -146,6 +146,8 @@ class OpInfo(NamedTuple):
     indexes: Indexing | None = None
     layout: str | None = None
     shape: str | None = None
+    # the lowest version LiteRT registers a kernel for: what an op of this kind a pass makes gets
+    min_version: int = 1
 
 
 def _pool(kind: str) -> OpInfo:
@@ -310,8 +312,8 @@ TABLE: tuple[OpInfo, ...] = (
     _reducer("SUM"),
     *(_reducer(kind) for kind in ("REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD", "REDUCE_ANY", "REDUCE_ALL")),
     # the index along one axis: a reduction without keep_dims
-    OpInfo("ARG_MAX", "ArgMaxOptions", layout="reduce", shape="arg_reduce"),
-    OpInfo("ARG_MIN", "ArgMinOptions", layout="reduce", shape="arg_reduce"),
+    OpInfo("ARG_MAX", "ArgMaxOptions", (2, 1), layout="reduce", shape="arg_reduce"),
+    OpInfo("ARG_MIN", "ArgMinOptions", (2, 1), layout="reduce", shape="arg_reduce"),
     # layout
     OpInfo(
         "TRANSPOSE",
@@ -344,7 +346,8 @@ TABLE: tuple[OpInfo, ...] = (
     OpInfo("PADV2", None, commutes_with_scale=True, layout="pad", shape="pad"),
     OpInfo("MIRROR_PAD", "MirrorPadOptions", layout="pad", shape="pad"),
     OpInfo("TILE", "TileOptions", layout="pad", shape="tile"),
-    OpInfo("BROADCAST_TO", "BroadcastToOptions", layout="pad", shape="broadcast_to"),
+    # LiteRT registers BROADCAST_TO from version 2 ("Didn't find op for builtin opcode 'BROADCAST_TO' version '1'")
+    OpInfo("BROADCAST_TO", "BroadcastToOptions", layout="pad", shape="broadcast_to", min_version=2),
     OpInfo("CONCATENATION", "ConcatenationOptions", (1, 1), values_from="*", layout="concat", shape="concatenation"),
     OpInfo("SPLIT", "SplitOptions", layout="split", shape="split"),
     OpInfo("SPLIT_V", "SplitVOptions", layout="split_v", shape="split_v"),
@@ -352,6 +355,7 @@ TABLE: tuple[OpInfo, ...] = (
     OpInfo("STRIDED_SLICE", "StridedSliceOptions", values_from=(0,), layout="strided_slice", shape="strided_slice"),
     OpInfo("CAST", "CastOptions", values_from=(0,), layout="unary", shape="same"),
     OpInfo("PACK", "PackOptions", values_from="*"),
+    OpInfo("UNPACK", "UnpackOptions", values_from=(0,)),
     # dense tensors from sparse descriptions (constant folding computes them)
     OpInfo("SPARSE_TO_DENSE", "SparseToDenseOptions", (4, 1)),
     OpInfo("DENSIFY", "DensifyOptions", (1, 1)),

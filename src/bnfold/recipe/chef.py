@@ -1,7 +1,8 @@
 """Recipes: small networks described in TOML, built into the IR and written as TFLite or Circle.
 
-A recipe names its tensors (`[[operand]]`: name, shape, dtype, optional filler for constants)
-and its operators (`[[operation]]`: type, inputs, outputs, options), then `input`/`output`.
+A recipe names its tensors (`[[operand]]`: name, shape, dtype, optional filler for constants,
+optional shape_signature with -1 for a dynamic dimension) and its operators (`[[operation]]`:
+type, inputs, outputs, options), then `input`/`output`.
 Extra subgraphs (WHILE/IF bodies) go in `[[subgraph]]` tables of the same shape; signatures in
 `[[signature]]`; metadata in `[[metadata]]`. What shipped models carry beyond that: a CUSTOM
 operator's `custom_options` (a table, stored as the flexbuffer map converters write) and a sparse
@@ -203,6 +204,11 @@ def _build_graph(model: Model, graph: Graph, spec: dict, rng, where: str) -> dic
         else:
             t = graph.add_tensor(name, dtype, shape)
         known[name] = t
+        if "shape_signature" in operand:  # -1 where a dimension is dynamic (shape holds a size for it)
+            signature = _typed(operand["shape_signature"], list, f"operand {name!r} shape_signature", where)
+            if len(signature) != len(shape) or not all(isinstance(d, int) and d >= -1 for d in signature):
+                raise UsageError(f"{where}: operand {name!r} shape_signature must be {len(shape)} integers >= -1")
+            t.shape_signature = tuple(signature)
         if "quant" in operand:
             q = model.format.cls("QuantizationParametersT")()
             quant = _typed(operand["quant"], dict, f"operand {name!r} quant", where)

@@ -8,7 +8,7 @@ from ..errors import UsageError
 
 GRAPH_KEYS = {"name", "operand", "operation", "input", "output"}
 RECIPE_KEYS = GRAPH_KEYS | {"description", "seed", "format", "subgraph", "signature", "metadata", "expect"}
-OPERAND_KEYS = {"name", "shape", "dtype", "filler", "quant", "sparsity"}
+OPERAND_KEYS = {"name", "shape", "shape_signature", "dtype", "filler", "quant", "sparsity"}
 OPERATION_KEYS = {"type", "inputs", "outputs", "options", "options_type", "version", "custom_code", "custom_options"}
 SIGNATURE_KEYS = {"key", "subgraph", "inputs", "outputs"}
 METADATA_KEYS = {"name", "text"}

@@ -530,6 +530,7 @@ KERNELS: dict[str, Callable] = {  # the interpreter adds select_kernels.SELECT_K
     "ADD": _binary(np.add),
     "SUB": _binary(np.subtract),
     "MUL": _binary(np.multiply),
+    "FLOOR_MOD": _binary(np.mod),  # the remainder takes the divisor's sign, as TFLite's FloorMod
     "DIV": _binary(_divide),
     "MAXIMUM": _binary(np.maximum),
     "MINIMUM": _binary(np.minimum),

@@ -98,17 +98,20 @@ def run(model: Model, inputs: list[np.ndarray], *, resolver: str = "plain") -> l
 
 
 def invoke(interp, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    details = interp.get_input_details()
-    if len(details) != len(inputs):
-        raise ModelError(f"model has {len(details)} inputs, {len(inputs)} given")
-    try:
+    try:  # LiteRT's binding decodes tensor names as UTF-8 (a file may hold one that is not: ValueError)
+        details = interp.get_input_details()
+        if len(details) != len(inputs):
+            raise ModelError(f"model has {len(details)} inputs, {len(inputs)} given")
         for d, x in zip(details, inputs):
             x = np.asarray(x, dtype=d["dtype"])
             if tuple(d["shape"]) != x.shape:
                 interp.resize_tensor_input(d["index"], x.shape)
                 interp.allocate_tensors()
             interp.set_tensor(d["index"], x)
+        # every sample starts from the state a fresh interpreter has: LiteRT keeps variable tensors
+        # (an LSTM's state) from one invocation to the next, so a sample would see the one before it
+        interp.reset_all_variables()
         interp.invoke()
+        return [interp.get_tensor(d["index"]).copy() for d in interp.get_output_details()]
     except (ValueError, RuntimeError) as e:  # loaded, but a kernel refused to run: not a difference
         raise RunFailed(f"LiteRT failed to run the model: {_message(e)}") from None
-    return [interp.get_tensor(d["index"]).copy() for d in interp.get_output_details()]
