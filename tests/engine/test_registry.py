@@ -84,7 +84,7 @@ def _folds(path, spec) -> list[dict]:
 
 
 # ONE options whose rewrite bnfold refuses (each candidate reported) or which ask for what bnfold
-# always does: they fold nowhere (tests/passes/test_refused_one_options.py)
+# always does: they fold nowhere (tests/passes/test_fuse_bcq.py and its neighbours)
 NEVER_FOLDS = {
     "fuse_bcq",
     "shuffle_weight_to_16x1float32",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bn_models import Net, optimize_and_compare
+from bn_models import Net, assert_said, optimize_and_compare
 
 PASS = "fold_squeeze"
 
@@ -29,3 +29,12 @@ def test_squeeze_of_every_unit_axis_and_of_a_computed_value():
     n.outputs = [n.op("ADD", ["x4", c], "y", [4], fused_activation_function="NONE")]
     _, report = optimize_and_compare(n.recipe(), [PASS], {"SQUEEZE": 1, "ADD": 1})
     assert [fold["constants"] for fold in report.folds] == [["c4"]] and report.not_folded == []
+
+
+def test_a_squeeze_of_a_constant_the_outside_sees_stays_and_says_why():
+    n = Net()
+    n.input("x", [4])
+    s = n.op("SQUEEZE", [n.const("c", [1, 4])], "s", [4], squeeze_dims=[0])
+    n.outputs = [s, n.op("ADD", ["x", s], "y", [4], fused_activation_function="NONE")]
+    _, report = optimize_and_compare(n.recipe(), [PASS], {"SQUEEZE": 1})
+    assert_said(report, PASS, "'s' is seen from outside the graph")

@@ -3,7 +3,7 @@ same-type CAST that is a model output of a graph input stays (nothing else can w
 
 from __future__ import annotations
 
-from bn_models import Net, optimize_and_compare
+from bn_models import Net, assert_said, optimize_and_compare
 
 PASS = "remove_unnecessary_cast"
 SHAPE = [2, 5, 3]
@@ -30,3 +30,4 @@ def test_a_converting_cast_and_a_graph_input_cast_to_an_output_stay():
     optimize_and_compare(cast_net("INT32").recipe(), [PASS], {"CAST": 2})
     _, report = optimize_and_compare(cast_net(output=True).recipe(), [PASS], {"CAST": 1})
     assert report.folds == []
+    assert_said(report, PASS, "'c' is a model output, and 'x' is a graph input, a constant or read elsewhere")

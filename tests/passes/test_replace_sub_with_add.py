@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bn_models import Net, build_copy, inputs_for, optimize_and_compare, runnable
+from bn_models import Net, assert_said, build_copy, inputs_for, optimize_and_compare, runnable
+from bnfold import api
 from bnfold.recipe.chef import build
 from bnfold.values import litert
 
@@ -50,3 +51,10 @@ def test_sub_of_computed_values_and_of_a_constant_minuend_stay():
     n.outputs = [n.op("SUB", [n.const("c", [3]), d], "y", SHAPE, fused_activation_function="NONE")]
     _, report = optimize_and_compare(n.recipe(), [PASS], {"SUB": 2, "ADD": 0})
     assert report.folds == []
+
+
+def test_for_a_target_without_add_the_sub_stays_and_says_why():
+    model = build(sub_net().recipe())
+    report = api.apply_passes(model, [PASS], "any")
+    assert model.op_counts()["SUB"] == 1
+    assert_said(report, PASS, "the input has no ADD, and the target is any")

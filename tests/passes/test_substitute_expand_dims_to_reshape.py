@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bn_models import Net, optimize_and_compare
+from bn_models import Net, assert_said, optimize_and_compare
 from bnfold import api
 from bnfold.recipe.chef import build
 
@@ -31,3 +31,10 @@ def test_a_dynamic_shape_stays():
     graph.tensor("x").shape_signature, graph.tensor("y").shape_signature = (-1, 5), (-1, 1, 5)
     report = api.apply_passes(model, [PASS])
     assert report.folds == [] and [op.kind for op in graph.ops] == ["EXPAND_DIMS"]
+
+
+def test_for_a_target_without_reshape_it_stays_and_says_why():
+    model = build(expand().recipe())
+    report = api.apply_passes(model, [PASS], "any")
+    assert [op.kind for op in model.graphs[0].ops] == ["EXPAND_DIMS"]
+    assert_said(report, PASS, "the input has no RESHAPE, and the target is any")

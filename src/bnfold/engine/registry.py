@@ -11,80 +11,12 @@ imported only when the pass runs (a run imports only the passes it selected).
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Mapping
-from collections.abc import Set as AbstractSet
 from types import MappingProxyType
-from typing import NamedTuple
 
 from ..errors import UsageError
-from ..ir.graph import Graph
 from ..ir.model import Model
-from ..ir.ops import AFFINE_KINDS, LAYERS, OPS, RANGE_ACTIVATIONS
-from .report import PassResult
-
-
-class Interface(NamedTuple):
-    """A pass's parameters that change the main subgraph's interface once, before the rounds: the
-    parameter that asks for the inputs, the one that asks for the outputs, and the permutation
-    each changed input or output's shape goes through (what the manager then holds the passes to:
-    manager.check_interface). The pass's module does the change: change_interface(graph,
-    inputs=, outputs=) -> what changed."""
-
-    inputs: str
-    outputs: str
-    permutation: tuple[int, ...]
-
-
-class PassSpec(NamedTuple):
-    name: str
-    summary: str
-    exact: bool  # changes are exact up to float rounding
-    default: bool  # part of the default set (only exact passes may be)
-    # the operator kinds at least one of which a graph must hold for the pass to do anything there:
-    # every match the pass makes, folded or refused, includes an op of one of these kinds, so in a
-    # graph without any it has no candidate, hence no fold and no refusal, and the manager skips
-    # it (without importing its module). A kind left out here silently loses folds: tests/engine/
-    # test_registry.py runs every pass on every recipe lacking its kinds
-    needs: frozenset[str]
-    # option names that only qualify this pass (ONE's "arguments" of a pass) -> what each does;
-    # they change the main subgraph's interface once, before the rounds (`interface`)
-    parameters: Mapping[str, str] = MappingProxyType({})
-    interface: Interface | None = None
-
-    @property
-    def module(self):
-        """The pass's module, imported the first time it is asked for."""
-        return importlib.import_module(f"bnfold.passes.{self.name}")
-
-    def run(self, graph: Graph) -> PassResult:
-        return self.module.run(graph)
-
-    def change_interface(self, graph: Graph, named: AbstractSet[str]) -> dict:
-        """The interface change the parameters `named` ask for, made on `graph` (the main
-        subgraph) by the pass's module; what changed (the report's `interface`, less the names)."""
-        if self.interface is None:
-            raise ValueError(f"pass {self.name} changes no interface")
-        inputs, outputs = self.interface.inputs in named, self.interface.outputs in named
-        return self.module.change_interface(graph, inputs=inputs, outputs=outputs)
-
-
-def _layers_of(backward_pass: str) -> frozenset[str]:
-    """The layer kinds a fuse_batchnorm_with_* fold (and ONE's single-op folds into the same
-    layers) takes chains after: ir/ops.py names the pass per kind."""
-    return frozenset(kind for kind, layer in LAYERS.items() if layer.backward_pass == backward_pass)
-
-
-TRANSPOSES = frozenset({"TRANSPOSE"})
-LAYOUT_MOVES = frozenset({"TRANSPOSE", "RESHAPE"})  # the propagation offers a unit-axis RESHAPE as a TRANSPOSE
-RESHAPES = frozenset({"RESHAPE"})
-CUSTOM = frozenset({"CUSTOM"})
-
-
-def _one(name: str, kinds, summary: str) -> PassSpec:
-    """An exact, opt-in pass under ONE's option name (most of ONE's options are)."""
-    return PassSpec(name, summary, True, False, needs=frozenset(kinds))
-
+from ..ir.ops import AFFINE_KINDS, OPS, RANGE_ACTIVATIONS
+from .pass_specs import CUSTOM, LAYOUT_MOVES, RESHAPES, TRANSPOSES, Interface, PassSpec, layers_of, opt_in
 
 # Run order matters and is fixed here, not by the command line:
 # - remove_unnecessary_concat and fuse_hardswish first: structure the folds should see as it is
@@ -108,7 +40,7 @@ def _one(name: str, kinds, summary: str) -> PassSpec:
 # - fuse_activation_function last, to absorb standalone activations the folds leave behind.
 PASSES: tuple[PassSpec, ...] = (
     # circle2circle runs it before any pass: the shapes every later pass sees are static
-    _one("dynamic_batch_to_single_batch", OPS, "make a dynamic input batch 1, shapes static through it"),
+    opt_in("dynamic_batch_to_single_batch", OPS, "make a dynamic input batch 1, shapes static through it"),
     # ONE's constant folds (O1, opt-in), in one-optimize's order: an op whose inputs are all constants
     # is computed once with the value check's kernels (engine/constfold.py), so every later pass sees
     # constants where the model computed them
@@ -256,7 +188,7 @@ PASSES: tuple[PassSpec, ...] = (
         False,
         needs=frozenset({"HARD_SWISH"}),
     ),
-    _one("decompose_softmax", {"SOFTMAX"}, "replace SOFTMAX by REDUCE_MAX, SUB, (MUL,) EXP, SUM, DIV as ONE does"),
+    opt_in("decompose_softmax", {"SOFTMAX"}, "replace SOFTMAX by REDUCE_MAX, SUB, (MUL,) EXP, SUM, DIV as ONE does"),
     # lossy: exact only for indices in [0, N), which the graph cannot show (ONE's own caution)
     PassSpec(
         "remove_gather_guard",
@@ -268,7 +200,7 @@ PASSES: tuple[PassSpec, ...] = (
     # ONE's O1 pattern passes (opt-in; -O1 runs them), in O1's order: canonical forms and fused
     # operators first, so the batch-norm folds below see them as one op and cannot take their
     # scalar constants apart
-    _one(
+    opt_in(
         "fuse_mul_with_div",
         {"DIV"},
         "make a MUL by a scalar constant and a DIV by (or of) a scalar constant one DIV or MUL",
@@ -283,46 +215,48 @@ PASSES: tuple[PassSpec, ...] = (
     ),
     # the decoder norms and rotations (Circle only; the target must run them): after the square-root
     # canonical forms above, before any fold could take the γ MUL or a table MUL apart
-    _one(
+    opt_in(
         "fuse_rmsnorm",
         {"MEAN"},
         "replace an RMS norm written out (x·rsqrt(mean(x²) + ε), by DIV and SQRT or POW, with or without the γ "
         "MUL) by one RMS_NORM (Circle only)",
     ),
-    _one(
+    opt_in(
         "fuse_mul_with_rmsnorm",
         {"RMS_NORM"},
         "fold a MUL by a per-channel or scalar constant after RMS_NORM into its γ",
     ),
-    _one(
+    opt_in(
         "fuse_rope",
         {"CONCATENATION", "PACK"},  # every rotation joins its halves with one
         "replace a rotary embedding written out (x·cos + rotate(x)·sin, half-rotation or interleaved) by one "
         "ROPE (Circle only)",
     ),
-    _one("fuse_prelu", {"ABS"}, "replace relu(x) + α·(x - |x|)·0.5 (PReLU written with ABS) by one PRELU"),
-    _one("fuse_gelu", CUSTOM, "replace 0.5·x·(1 + erf(x/√2)) written with TensorFlow's Erf (a CUSTOM op) by one GELU"),
-    _one(
+    opt_in("fuse_prelu", {"ABS"}, "replace relu(x) + α·(x - |x|)·0.5 (PReLU written with ABS) by one PRELU"),
+    opt_in(
+        "fuse_gelu", CUSTOM, "replace 0.5·x·(1 + erf(x/√2)) written with TensorFlow's Erf (a CUSTOM op) by one GELU"
+    ),
+    opt_in(
         "fuse_mean_with_mean",
         {"MEAN"},
         "make MEAN over some axes followed by MEAN over others one MEAN over all of them",
     ),
-    _one(
+    opt_in(
         "fuse_slice_with_tconv",
         {"TRANSPOSE_CONV"},
         "make a SLICE of a TRANSPOSE_CONV's output part of it (more padding, fewer filters)",
     ),
-    _one(
+    opt_in(
         "fuse_horizontal_fc_layers",
         {"FULLY_CONNECTED"},
         "make ADD(FC(x, W1, b1), FC(x, W2, b2)) one FC(x, W1 + W2, b1 + b2)",
     ),
-    _one(
+    opt_in(
         "transform_min_max_to_relu6",
         {"MINIMUM", "MAXIMUM"},
         "replace a clamp to [0, 6] written as MINIMUM and MAXIMUM by one RELU6",
     ),
-    _one("transform_min_relu_to_relu6", {"MINIMUM"}, "replace RELU(MINIMUM(x, 6)) by one RELU6"),
+    opt_in("transform_min_relu_to_relu6", {"MINIMUM"}, "replace RELU(MINIMUM(x, 6)) by one RELU6"),
     # TensorFlow ops a converter left as CUSTOM (Select TF ops) made builtins
     PassSpec(
         "resolve_customop_add",
@@ -388,7 +322,7 @@ PASSES: tuple[PassSpec, ...] = (
         "fold a Mul/Add/Sub/Div batch-norm chain after CONV_2D into its filter and bias",
         True,
         True,
-        needs=_layers_of("fuse_batchnorm_with_conv"),
+        needs=layers_of("fuse_batchnorm_with_conv"),
     ),
     # the other layer kinds, same algebra (backward.py); independent of each other, so any order
     PassSpec(
@@ -396,28 +330,28 @@ PASSES: tuple[PassSpec, ...] = (
         "fold a batch-norm chain after DEPTHWISE_CONV_2D (any depth multiplier) into its filter and bias",
         True,
         True,
-        needs=_layers_of("fuse_batchnorm_with_dwconv"),
+        needs=layers_of("fuse_batchnorm_with_dwconv"),
     ),
     PassSpec(
         "fuse_batchnorm_with_tconv",
         "fold a batch-norm chain after TRANSPOSE_CONV into its filter and (created if missing) bias",
         True,
         True,
-        needs=_layers_of("fuse_batchnorm_with_tconv"),
+        needs=layers_of("fuse_batchnorm_with_tconv"),
     ),
     PassSpec(
         "fuse_batchnorm_with_fc",
         "fold a batch-norm chain after FULLY_CONNECTED (also through a RESHAPE keeping the last axis)",
         True,
         True,
-        needs=_layers_of("fuse_batchnorm_with_fc"),
+        needs=layers_of("fuse_batchnorm_with_fc"),
     ),
     PassSpec(
         "fuse_batchnorm_with_conv3d",
         "fold a batch-norm chain after CONV_3D or CONV_3D_TRANSPOSE into its filter and bias",
         True,
         True,
-        needs=_layers_of("fuse_batchnorm_with_conv3d"),
+        needs=layers_of("fuse_batchnorm_with_conv3d"),
     ),
     # a batch norm after a concatenation: each channel slice into the layer that made that part
     PassSpec(
@@ -435,39 +369,39 @@ PASSES: tuple[PassSpec, ...] = (
         "fold a MUL by a per-channel or scalar constant after CONV_2D into its filter and bias",
         True,
         False,
-        needs=_layers_of("fuse_batchnorm_with_conv"),
+        needs=layers_of("fuse_batchnorm_with_conv"),
     ),
     PassSpec(
         "fuse_add_with_conv",
         "fold an ADD of a per-channel constant after CONV_2D into its bias",
         True,
         False,
-        needs=_layers_of("fuse_batchnorm_with_conv"),
+        needs=layers_of("fuse_batchnorm_with_conv"),
     ),
     PassSpec(
         "fuse_add_with_tconv",
         "fold an ADD of a per-channel constant after TRANSPOSE_CONV into its bias",
         True,
         False,
-        needs=_layers_of("fuse_batchnorm_with_tconv"),
+        needs=layers_of("fuse_batchnorm_with_tconv"),
     ),
     PassSpec(
         "fuse_mul_with_fullyconnected",
         "fold a MUL by a per-feature or scalar constant after FULLY_CONNECTED into its weights and bias",
         True,
         False,
-        needs=_layers_of("fuse_batchnorm_with_fc"),
+        needs=layers_of("fuse_batchnorm_with_fc"),
     ),
     PassSpec(
         "fuse_add_with_fully_connected",
         "fold an ADD of a per-feature constant after FULLY_CONNECTED into its bias",
         True,
         False,
-        needs=_layers_of("fuse_batchnorm_with_fc"),
+        needs=layers_of("fuse_batchnorm_with_fc"),
     ),
     # ONE's folds of a MUL / ADD *before* a FULLY_CONNECTED (its weights, its bias)
-    _one("fuse_mul_to_fullyconnected_weights", {"FULLY_CONNECTED"}, "fold a MUL before FULLY_CONNECTED into W"),
-    _one("fuse_add_to_fullyconnected_bias", {"FULLY_CONNECTED"}, "fold an ADD before FULLY_CONNECTED into b"),
+    opt_in("fuse_mul_to_fullyconnected_weights", {"FULLY_CONNECTED"}, "fold a MUL before FULLY_CONNECTED into W"),
+    opt_in("fuse_add_to_fullyconnected_bias", {"FULLY_CONNECTED"}, "fold an ADD before FULLY_CONNECTED into b"),
     PassSpec(
         "make_batchnorm_gamma_positive",
         "replace negative scales of a Mul -> Add(RELU) batch norm by 1e-10 (as ONE does) so the "
@@ -582,11 +516,11 @@ PASSES: tuple[PassSpec, ...] = (
         needs=frozenset({"PAD", "PADV2"}),
     ),
     # ONE's last options; the last two write formats no target runtime runs (each candidate refused)
-    _one("expand_broadcast_const", {"ADD", "MUL", "DIV"}, "write out a constant broadcast along the last axis"),
-    _one("exp_disable_sep_transposeconv_actfunc", {"TRANSPOSE_CONV"}, "what bnfold does: changes nothing"),
-    _one("unroll_unidirseqlstm", {"UNIDIRECTIONAL_SEQUENCE_LSTM"}, "unroll an LSTM into per-step ops"),
-    _one("fuse_bcq", {"FULLY_CONNECTED", "GATHER"}, "refused: BCQ operators are in neither LiteRT nor ir/ops.py"),
-    _one("shuffle_weight_to_16x1float32", {"FULLY_CONNECTED"}, "refused: 16x1 weights run in no target runtime"),
+    opt_in("expand_broadcast_const", {"ADD", "MUL", "DIV"}, "write out a constant broadcast along the last axis"),
+    opt_in("exp_disable_sep_transposeconv_actfunc", {"TRANSPOSE_CONV"}, "what bnfold does: changes nothing"),
+    opt_in("unroll_unidirseqlstm", {"UNIDIRECTIONAL_SEQUENCE_LSTM"}, "unroll an LSTM into per-step ops"),
+    opt_in("fuse_bcq", {"FULLY_CONNECTED", "GATHER"}, "refused: BCQ operators are in neither LiteRT nor ir/ops.py"),
+    opt_in("shuffle_weight_to_16x1float32", {"FULLY_CONNECTED"}, "refused: 16x1 weights run in no target runtime"),
     PassSpec(
         "fuse_activation_function",
         "fuse a standalone RELU/RELU6/RELU_N1_TO_1 into the fused activation of its producer",

@@ -3,7 +3,7 @@ default XpSepActFromTransposeConv, which splits a float TRANSPOSE_CONV's fused R
 standalone op after it (for backends that run TRANSPOSE_CONV without its fused activation).
 
 bnfold never splits an activation a model's TRANSPOSE_CONV already has, with or without this
-switch, so the pass changes nothing (tests/passes/test_refused_one_options.py checks that such an
+switch, so the pass changes nothing (tests/passes/test_exp_disable_sep_transposeconv_actfunc.py checks that such an
 activation stays fused). Where bnfold's own TRANSPOSE_CONV folds (fuse_batchnorm_with_tconv,
 fuse_add_with_tconv) take an activation in a Circle model, they write it standalone after the
 layer, which is what ONE does *without* the switch, because runtimes do not run that activation

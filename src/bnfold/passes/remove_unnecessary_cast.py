@@ -10,7 +10,7 @@ producer and no other reader (engine/identity.py).
 
 from __future__ import annotations
 
-from ..engine.identity import bypass, can_bypass
+from ..engine.identity import bypass, bypass_refusal
 from ..engine.report import PassResult
 from ..engine.reshapes import same_quantization
 from ..ir.graph import Graph
@@ -22,7 +22,9 @@ def run(graph: Graph) -> PassResult:
         x, y = op.input(0), op.outputs[0]
         if x is None or x.dtype != y.dtype or x.signature != y.signature or not same_quantization(x, y):
             continue
-        if not can_bypass(graph, op, x, y):
+        why = bypass_refusal(graph, op, x, y)
+        if why is not None:
+            result.refuse_value(op, why)
             continue
         result.fold(op, [op], into=[], dtype=y.dtype)
         bypass(graph, op, x, y)
