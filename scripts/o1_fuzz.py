@@ -1,0 +1,194 @@
+"""Long differential run of ONE's O1 passes: tests/o1_fuzzing.py's graphs (each pass's exact
+pattern and near misses in random contexts), bnfold run as a command under `-O1`,
+`-O1 --target onert` and each planted pass alone, judged by LiteRT (and onert for the Circle
+output, when installed).
+
+    python scripts/o1_fuzz.py [--graphs 1000] [--seed 0] [--configs O1,O1_onert,alone]
+                              [--passes A,B] [--max-patterns 3] [--jobs 1] [--repros DIR] [--show 20]
+
+Prints the graphs (and the ones that were no fair case, and why), per configuration the outcomes
+(exact, refused, internal, load_fail, run_fail, values, unjudged), the coverage per pass (graphs
+holding its exact pattern, and in how many the pass fired: under -O1 and alone), how often each
+near miss made its pass fire, and the time. The first failure of each kind per configuration is
+shrunk (operators and outputs dropped while it fails the same way) and written to --repros as
+NAME.tflite + NAME.txt (the command, what happened, the graph, one input and the expected
+outputs). Exit status 1 if any case failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import multiprocessing
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from o1_fuzzing import (  # noqa: E402
+    FAILURES,
+    PATTERNS,
+    Case,
+    OnertWorker,
+    describe,
+    o1_graph,
+    onert_available,
+    oracle,
+    run_config,
+    run_graph,
+    shrink,
+    to_bytes,
+)
+
+_state: dict = {}
+
+
+def _setup(use_onert: bool) -> None:
+    _state["work"] = Path(tempfile.mkdtemp(prefix="o1fuzz-"))
+    _state["onert"] = OnertWorker() if use_onert else None
+
+
+def _one(job):
+    seed, passes, max_patterns, which = job
+    case = o1_graph(seed, passes, max_patterns)
+    orc, outcomes = run_graph(case, _state["work"], _state["onert"], which)
+    results = {c: (o.kind, o.detail, o.fired) for c, o in outcomes.items()}
+    return seed, case.planted, orc.unfair, results
+
+
+def command(name: str, config: str) -> str:
+    base = f"bnfold optimize {name}.tflite {name}.opt"
+    if config == "O1_onert":
+        return base + ".circle -O1 --target onert"
+    if config == "O1":
+        return base + ".tflite -O1"
+    return base + f".tflite --passes {config.removeprefix('P:')}"
+
+
+def write_repro(directory: Path, case: Case, config: str, kind: str, work: Path, onert) -> str:
+    small = shrink(case, config, kind, work, onert)
+    orc = oracle(small)
+    tag = config.removeprefix("P:")
+    name = f"{kind}-{tag}-s{case.seed}"
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / f"{name}.tflite").write_bytes(orc.content or to_bytes(small.recipe) or b"")
+    if orc.content is not None:
+        orc.circle = to_bytes(small.recipe, "circle") if onert else None
+        orc.ref_circle = to_bytes(small.reference, "circle") if onert and small.reference else None
+        observed = run_config(config, orc, work, onert)
+        observed_line = f"{observed.kind}: {observed.detail}"
+    else:
+        observed_line = "(the shrunk graph is no fair case)"
+    lines = [
+        f"kind: {kind} under config {config}",
+        f"command: {command(name, config)}",
+        f"observed: {observed_line}",
+        f"planted: {case.planted}",
+        f"generator seed {case.seed} ({len(case.recipe['operation'])} ops), shrunk to"
+        f" {len(small.recipe['operation'])} ops:",
+        describe(small.recipe),
+        "",
+    ]
+    with np.printoptions(precision=4, suppress=True):
+        if orc.inputs is not None:
+            for i, x in enumerate(orc.inputs):
+                lines.append(f"input {i} {small.recipe['input'][i]} {x.dtype}{list(x.shape)} (sample 1):\n{x}")
+            for i, y in enumerate(orc.outputs):
+                lines.append(f"expected output {i} {small.recipe['output'][i]} {y.dtype}{list(y.shape)} (LiteRT):\n{y}")
+        else:
+            lines.append("no oracle: the graph keeps a TensorFlow op LiteRT cannot run")
+    (directory / f"{name}.txt").write_text("\n".join(lines) + "\n")
+    return name
+
+
+def _percent(k: int, n: int) -> str:
+    return f"{100 * k / n:.0f}%" if n else "-"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--graphs", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--configs", default="O1,O1_onert,alone")
+    parser.add_argument("--passes", default="", help="plant only these passes' patterns")
+    parser.add_argument("--max-patterns", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--repros", type=Path, default=Path("o1_repros"))
+    parser.add_argument("--show", type=int, default=20)
+    args = parser.parse_args()
+    which = tuple(args.configs.split(","))
+    passes = [p for p in args.passes.split(",") if p] or None
+    use_onert = "O1_onert" in which and onert_available()
+    start = time.monotonic()
+    outcomes: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    unfair: collections.Counter = collections.Counter()
+    present: collections.Counter = collections.Counter()
+    fired_o1: collections.Counter = collections.Counter()
+    fired_onert: collections.Counter = collections.Counter()
+    fired_alone: collections.Counter = collections.Counter()
+    misses: collections.Counter = collections.Counter()
+    misses_fired: collections.Counter = collections.Counter()
+    failures: dict[tuple[str, str], list] = {}
+    jobs = [(s, passes, args.max_patterns, which) for s in range(args.seed, args.seed + args.graphs)]
+    ctx = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(args.jobs, mp_context=ctx, initializer=_setup, initargs=(use_onert,)) as pool:
+        for n, (seed, planted, why, results) in enumerate(pool.map(_one, jobs, chunksize=4), 1):
+            if n % 250 == 0:
+                print(f"... {n} graphs, {sum(len(v) for v in failures.values())} failures", file=sys.stderr, flush=True)
+            if why:
+                unfair[why] += 1
+                continue
+            for config, (kind, detail, _fired) in results.items():
+                outcomes["alone" if config.startswith("P:") else config][kind] += 1
+                if kind in FAILURES:
+                    failures.setdefault((config, kind), []).append((seed, detail))
+            exact = {p for p, m in planted if m is None}
+            for p in exact:
+                present[p] += 1
+                fired_o1[p] += bool(results.get("O1", ("", "", {}))[2].get(p))
+                fired_onert[p] += bool(results.get("O1_onert", ("", "", {}))[2].get(p))
+                fired_alone[p] += bool(results.get(f"P:{p}", ("", "", {}))[2].get(p))
+            for p, m in planted:
+                if m is not None and p not in exact:
+                    misses[(p, m)] += 1
+                    misses_fired[(p, m)] += bool(results.get(f"P:{p}", ("", "", {}))[2].get(p))
+    elapsed = time.monotonic() - start
+    fair = args.graphs - sum(unfair.values())
+    seeds = f"seeds {args.seed}..{args.seed + args.graphs - 1}"
+    print(f"{args.graphs} graphs ({seeds}), {fair} fair; no fair case: {dict(unfair)}")
+    print(f"onert: {'used' if use_onert else 'not used'}")
+    for config in ("O1", "O1_onert", "alone"):
+        if config in outcomes:
+            print(f"{config:9} {sum(outcomes[config].values()):6} cases: {dict(sorted(outcomes[config].items()))}")
+    print("\ncoverage (graphs holding the exact pattern: how many the pass changed under -O1, -O1 for onert, alone):")
+    for p in PATTERNS:
+        if passes and p not in passes:
+            continue
+        n = present[p]
+        counts = (("O1", fired_o1[p]), ("onert", fired_onert[p]), ("alone", fired_alone[p]))
+        print(f"  {p:40} {n:5}  " + "  ".join(f"{c} {k:5} ({_percent(k, n)})" for c, k in counts))
+    print("\nnear misses that made their pass fire (alone), of those planted:")
+    for (p, m), k in sorted(misses.items()):
+        if misses_fired[(p, m)]:
+            print(f"  {p} / {m}: {misses_fired[(p, m)]} of {k}")
+    total = sum(len(v) for v in failures.values())
+    print(f"\n{total} failures; {elapsed:.0f} s")
+    for (config, kind), found in sorted(failures.items()):
+        print(f"  {config} {kind}: {len(found)} (seeds {[s for s, _ in found[:8]]}) e.g. {found[0][1][:160]}")
+    if args.show:
+        _setup(use_onert)
+        for (config, kind), found in sorted(failures.items())[: args.show]:
+            case = o1_graph(found[0][0], passes, args.max_patterns)
+            name = write_repro(args.repros, case, config, kind, _state["work"], _state["onert"])
+            print(f"  wrote {args.repros / name}.txt")
+    return 1 if total else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
