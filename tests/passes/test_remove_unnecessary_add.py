@@ -41,3 +41,17 @@ def test_add_of_zero_goes(zero_shape, zero_first):
 )
 def test_add_that_changes_something_stays(case):
     optimize_and_compare(add_net(**case).recipe(), [PASS], {"ADD": 1})
+
+
+@pytest.mark.parametrize("read_elsewhere", [False, True])
+def test_add_of_zero_between_the_outside_and_the_outside_stays_with_a_reason(read_elsewhere):
+    """y = x + 0 with y a graph output: only x's producer could write y; a graph input x has none,
+    and an x read elsewhere must keep its own values. The ADD stays, and the report says why."""
+    n = Net()
+    n.input("x", SHAPE)
+    x = n.op("EXP", ["x"], "h", SHAPE) if read_elsewhere else "x"
+    a = n.op("ADD", [x, n.const("z", [5], values=[0.0] * 5)], "a", SHAPE)
+    n.outputs = [a] + ([n.op("TANH", [x], "t", SHAPE)] if read_elsewhere else [])
+    _, report = optimize_and_compare(n.recipe(), [PASS], {"ADD": 1})
+    (refusal,) = report.not_folded
+    assert ("read or seen elsewhere" if read_elsewhere else "has no producer") in refusal["reason"]

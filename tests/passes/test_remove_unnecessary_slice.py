@@ -38,3 +38,14 @@ def test_slice_that_is_a_model_output_keeps_its_name():
 @pytest.mark.parametrize("begin, size, out", [([0, 1, 0], [3, 6, 5], [3, 6, 5]), ([1, 0, 0], [2, -1, 5], [2, 7, 5])])
 def test_slice_that_cuts_stays(begin, size, out):
     optimize_and_compare(slice_net(begin, size, out).recipe(), [PASS], {"SLICE": 1})
+
+
+def test_whole_slice_of_a_graph_input_to_a_graph_output_stays_with_a_reason():
+    """The slice is the identity, but its output is a graph output and its input a graph input:
+    nothing else could write the output, so it stays, with the reason in the report."""
+    n = Net()
+    n.input("x", [3, 7, 5])
+    n.outputs = [n.op("SLICE", ["x", n.ints("b", [0, 0, 0]), n.ints("s", [3, -1, 5])], "y", [3, 7, 5])]
+    _, report = optimize_and_compare(n.recipe(), ["remove_unnecessary_slice"], {"SLICE": 1})
+    (refusal,) = report.not_folded
+    assert "'x' has no producer" in refusal["reason"]

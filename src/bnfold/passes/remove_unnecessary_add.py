@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine.identity import bypass, can_bypass
+from ..engine.identity import bypass, bypass_refusal
 from ..engine.report import PassResult
 from ..engine.reshapes import same_quantization
 from ..ir.graph import Graph
@@ -36,8 +36,10 @@ def run(graph: Graph) -> PassResult:
             values = c.data
             if values is None or np.any(values != 0) or len(c.shape) > len(x.shape):
                 continue
-            if not can_bypass(graph, op, x, y):
-                continue
+            refusal = bypass_refusal(graph, op, x, y)
+            if refusal:
+                result.refuse_value(op, refusal)
+                break
             result.fold(op, [op], into=[], shape=list(y.signature))
             bypass(graph, op, x, y)
             break

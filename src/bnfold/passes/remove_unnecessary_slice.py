@@ -12,7 +12,7 @@ reader (then that producer writes y).
 
 from __future__ import annotations
 
-from ..engine.identity import bypass, can_bypass, keeps_every_element_in_order
+from ..engine.identity import bypass, bypass_refusal, keeps_every_element_in_order
 from ..engine.report import PassResult
 from ..ir.graph import Graph
 
@@ -30,7 +30,12 @@ def remove_identities(graph: Graph, kinds: frozenset[str]) -> PassResult:
         x, y = op.input(0), op.outputs[0]
         if len(op.outputs) != 1 or x is None or x.signature != y.signature:
             continue
-        if keeps_every_element_in_order(graph, op) and can_bypass(graph, op, x, y):
-            result.fold(op, [op], into=[], shape=list(y.signature))
-            bypass(graph, op, x, y)
+        if not keeps_every_element_in_order(graph, op):
+            continue
+        refusal = bypass_refusal(graph, op, x, y)
+        if refusal:
+            result.refuse_value(op, refusal)
+            continue
+        result.fold(op, [op], into=[], shape=list(y.signature))
+        bypass(graph, op, x, y)
     return result

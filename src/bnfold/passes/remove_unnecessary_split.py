@@ -9,7 +9,7 @@ a model output y needs x to have a producer and no other reader (then that produ
 
 from __future__ import annotations
 
-from ..engine.identity import bypass, can_bypass
+from ..engine.identity import bypass, bypass_refusal
 from ..engine.report import PassResult
 from ..engine.reshapes import same_quantization
 from ..ir.graph import Graph
@@ -25,7 +25,11 @@ def run(graph: Graph) -> PassResult:
         if len(op.outputs) != 1 or x is None:
             continue
         y = op.outputs[0]
-        if x.signature != y.signature or not same_quantization(x, y) or not can_bypass(graph, op, x, y):
+        if x.signature != y.signature or not same_quantization(x, y):
+            continue
+        refusal = bypass_refusal(graph, op, x, y)
+        if refusal:
+            result.refuse_value(op, refusal)
             continue
         result.fold(op, [op], into=[], shape=list(y.signature))
         bypass(graph, op, x, y)
