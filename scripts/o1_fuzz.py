@@ -56,7 +56,10 @@ def _setup(use_onert: bool) -> None:
 
 def _one(job):
     seed, passes, max_patterns, which = job
-    case = o1_graph(seed, passes, max_patterns)
+    try:
+        case = o1_graph(seed, passes, max_patterns)
+    except Exception as e:  # noqa: BLE001 - a generator's slip: counted, not fatal
+        return seed, [], f"generator {type(e).__name__}: {e}"[:100], {}
     orc, outcomes = run_graph(case, _state["work"], _state["onert"], which)
     results = {c: (o.kind, o.detail, o.fired) for c, o in outcomes.items()}
     return seed, case.planted, orc.unfair, results

@@ -262,7 +262,7 @@ def p_fold_add_v2(g: G, miss):
     dtype = "FLOAT32" if miss == "float" else g.rng.choice(INTS)
     shape = g.dims(g.rng.randint(0, 3))
     a = g.const(shape, dtype)
-    b = g.src(len(shape), dtype) if miss == "computed" else g.const(_bcast_shape(g.rng, shape), dtype)
+    b = g.input(shape, dtype) if miss == "computed" else g.const(_bcast_shape(g.rng, shape), dtype)
     (y,) = g.custom("AddV2", [a, b], [(shape, dtype)], {"T": 3}, twin=[_twin("ADD", [a, b])])
     return consume(g, y), [y]
 
@@ -568,36 +568,57 @@ def p_fuse_mean_with_mean(g: G, miss):
 
 
 def p_fuse_transpose_with_mean(g: G, miss):
-    x = pre(g, g.src(g.rng.randint(2, 5)))
+    """ONE's pattern: TRANSPOSE then MEAN without keep_dims, the axes kept in their order."""
+    x = pre(g, g.src(g.rng.randint(3 if miss == "unsorted" else 2, 5)))
     shape = g.shape(x)
-    perm = list(range(len(shape)))
-    g.rng.shuffle(perm)
+    r = len(shape)
+    perm = _perm(g, r)
+    kept = sorted(g.rng.sample(range(r), g.rng.randint(2 if miss == "unsorted" else 0, r - 1)))
+    where = sorted(i for i, a in enumerate(perm) if a in kept)
+    order = kept[::-1] if miss == "unsorted" else kept
+    for i, a in zip(where, order):
+        perm[i] = a
     t = g.op("TRANSPOSE", [x, g.ints(perm)], [shape[p] for p in perm])
+    axes = [i for i, a in enumerate(perm) if a not in kept]
+    given = [a - r if g.rng.random() < 0.3 else a for a in axes]
+    keep = miss == "keep_dims"
     tshape = g.shape(t)
-    axes = sorted(g.rng.sample(range(len(tshape)), g.rng.randint(1, len(tshape))))
-    keep = g.rng.random() < 0.5 or len(axes) == len(tshape)
     out = (
         [1 if i in axes else d for i, d in enumerate(tshape)]
         if keep
         else [d for i, d in enumerate(tshape) if i not in axes]
     )
-    kind = g.rng.choice(("MEAN", "MEAN", "SUM", "REDUCE_MAX"))
-    y = g.op(kind, [t, g.ints(axes)], out, keep_dims=keep)
+    kind = g.rng.choice(("MEAN", "MEAN", "MEAN", "SUM", "REDUCE_MAX"))
+    y = g.op(kind, [t, g.ints(given)], out, keep_dims=keep)
     return y, [t]
 
 
 def p_fuse_slice_with_tconv(g: G, miss):
-    t = _tconv(g, src4(g), "NONE")
-    n, h, w, c = g.shape(t)
-    b = [0, g.rng.randrange(h), g.rng.randrange(w), g.rng.randrange(c)]
-    if miss == "batch" and n == 1:
-        return None
+    """ONE's pattern: a VALID TRANSPOSE_CONV cropped to what SAME padding gives (and a channel
+    range); near misses crop elsewhere or slice the batch."""
+    x = src4(g)
+    n, h, w, c = g.shape(x)
+    u, s = g.rng.randint(1, 4), g.rng.choice((1, 2))
+    k = g.rng.randint(s, 3)
+    oh, ow = (h - 1) * s + k, (w - 1) * s + k
+    bias = [g.const([u])] if g.rng.random() < 0.5 else []
+    inputs = [g.ints([n, oh, ow, u]), g.const([u, k, k, c]), x] + bias
+    t = g.op(
+        "TRANSPOSE_CONV", inputs, [n, oh, ow, u], version=3 if bias else 1, padding="VALID", stride_w=s, stride_h=s
+    )
+    c0 = g.rng.randrange(u)
+    begin = [0, (k - s) // 2, (k - s) // 2, c0]
+    size = [n, h * s, w * s, g.rng.randint(1, u - c0)]
     if miss == "batch":
-        b[0] = 1
-    size = [n - b[0]] + [g.rng.randint(1, d - s) for d, s in zip((h, w, c), b[1:])]
-    given = [v if g.rng.random() < 0.8 or i == 0 else -1 for i, v in enumerate(size)]
-    size = [v if gv != -1 else d - s for v, gv, d, s in zip(size, given, (n, h, w, c), b)]
-    y = g.op("SLICE", [t, g.ints(b), g.ints(given)], size)
+        if n == 1:
+            return None
+        begin[0], size[0] = 1, n - 1
+    if miss == "odd_crop":
+        begin[1:3] = [g.rng.randrange(oh), g.rng.randrange(ow)]
+        size[1:3] = [g.rng.randint(1, oh - begin[1]), g.rng.randint(1, ow - begin[2])]
+    given = [v if g.rng.random() < 0.8 else -1 for v in size]
+    out = [v if gv != -1 else d - b for v, gv, d, b in zip(size, given, (n, oh, ow, u), begin)]
+    y = g.op("SLICE", [t, g.ints(begin), g.ints(given)], out)
     return y, [t]
 
 
@@ -845,7 +866,10 @@ def p_resolve_customop_add(g: G, miss):
     dtype = g.rng.choice(("FLOAT32", "INT32", "INT64"))
     a = pre(g, g.src(None, dtype))
     shape = g.shape(a)
-    b = g.src(len(shape), dtype) if g.rng.random() < 0.3 else g.const(_bcast_shape(g.rng, shape), dtype)
+    if g.rng.random() < 0.3:
+        b = g.input(_bcast_shape(g.rng, shape), dtype)
+    else:
+        b = g.const(_bcast_shape(g.rng, shape), dtype)
     bshape = g.shape(b)
     out = list(np.broadcast_shapes(tuple(shape), tuple(bshape)))
     if g.rng.random() < 0.3:  # a BroadcastTo feeding one operand
@@ -1148,8 +1172,8 @@ PATTERNS = {
     "fuse_prelu": (p_fuse_prelu, ("not_half", "alpha_grows", "add_act")),
     "fuse_gelu": (p_fuse_gelu, ("not_sqrt2", "act")),
     "fuse_mean_with_mean": (p_fuse_mean_with_mean, ("keep_differs", "int")),
-    "fuse_transpose_with_mean": (p_fuse_transpose_with_mean, ()),
-    "fuse_slice_with_tconv": (p_fuse_slice_with_tconv, ("batch",)),
+    "fuse_transpose_with_mean": (p_fuse_transpose_with_mean, ("keep_dims", "unsorted")),
+    "fuse_slice_with_tconv": (p_fuse_slice_with_tconv, ("batch", "odd_crop")),
     "fuse_horizontal_fc_layers": (p_fuse_horizontal_fc_layers, ("fc_act", "computed_weights", "options_differ")),
     "transform_min_max_to_relu6": (p_transform_min_max_to_relu6, ("not_six", "not_zero", "grows", "int")),
     "transform_min_relu_to_relu6": (p_transform_min_relu_to_relu6, ("not_six", "grows")),
