@@ -23,7 +23,7 @@ import multiprocessing
 import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
@@ -141,9 +141,18 @@ def main() -> int:
     jobs = [(s, passes, args.max_patterns, which) for s in range(args.seed, args.seed + args.graphs)]
     ctx = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(args.jobs, mp_context=ctx, initializer=_setup, initargs=(use_onert,)) as pool:
-        for n, (seed, planted, why, results) in enumerate(pool.map(_one, jobs, chunksize=4), 1):
-            if n % 250 == 0:
+        futures = [pool.submit(_one, job) for job in jobs]
+        for n, future in enumerate(as_completed(futures), 1):
+            if n % 100 == 0:
                 print(f"... {n} graphs, {sum(len(v) for v in failures.values())} failures", file=sys.stderr, flush=True)
+            try:
+                seed, planted, why, results = future.result()
+            except Exception as e:  # noqa: BLE001 - the harness's own slip: counted, the run goes on
+                unfair[f"harness {type(e).__name__}"] += 1
+                continue
+            for config, (kind, detail, _fired) in results.items():
+                if kind in FAILURES:
+                    print(f"FAIL seed {seed} {config} {kind}: {detail[:200]} {planted}", file=sys.stderr, flush=True)
             if why:
                 unfair[why] += 1
                 continue

@@ -1472,8 +1472,9 @@ def _differs(want: list[np.ndarray], have: list[np.ndarray]) -> str:
 
 
 def judge_onert(data: bytes, orc: Oracle, work: Path, onert) -> Outcome:
-    """The Circle output in onert, where the original (as Circle, or its reference) runs there:
-    its values must be LiteRT's (or, where onert computes the original otherwise, onert's own)."""
+    """The Circle output in onert, where the original (as Circle, or its reference) runs there and
+    computes what LiteRT does: its values must be those. (onert 0.1.0 computes some graphs wrong
+    by itself, e.g. every SPLIT_V: such a graph is unjudged for onert.)"""
     if onert is None or orc.inputs is None:
         return Outcome("unjudged", "no onert or no oracle")
     base = None
@@ -1489,10 +1490,10 @@ def judge_onert(data: bytes, orc: Oracle, work: Path, onert) -> Outcome:
     if isinstance(have, str):
         kind = "load_fail" if "load" in have else "run_fail"
         return Outcome(kind, "onert: " + have[:200])
+    if _differs(orc.outputs, base):  # onert computes the original itself otherwise than LiteRT
+        return Outcome("unjudged", f"onert miscomputes the original: {_differs(orc.outputs, base)}")
     bad = _differs(orc.outputs, have)
-    if bad and _differs(base, have):
-        return Outcome("values", f"onert: {bad}")
-    return Outcome("exact")
+    return Outcome("values", f"onert: {bad}") if bad else Outcome("exact")
 
 
 # ---- onert in a child process (it can crash on a model) ----------------------------------------
