@@ -876,7 +876,8 @@ def p_resolve_customop_add(g: G, miss):
         to = list(out)
         if g.rng.random() < 0.3 and len(to) < 5:
             to = [1] + to
-        (bb,) = g.custom("BroadcastTo", [b, g.ints(to)], [(to, dtype)], twin=[_twin("BROADCAST_TO", [b, None])])
+        twin = {**_twin("BROADCAST_TO", [b, None]), "version": 2}  # LiteRT has no version 1 kernel
+        (bb,) = g.custom("BroadcastTo", [b, g.ints(to)], [(to, dtype)], twin=[twin])
         g.twins[bb][0]["inputs"][1] = g.net.operations[-1]["inputs"][1]
         b, out = bb, list(np.broadcast_shapes(tuple(shape), tuple(to)))
     (y,) = g.custom("AddV2", [a, b], [(out, dtype)], {"T": 1}, twin=[_twin("ADD", [a, b])])
@@ -1244,7 +1245,8 @@ def o1_graph(seed: int, passes=None, max_patterns: int = 3) -> Case:
         if rng.random() < 0.3 and y in g.live:
             pre(g, y)
     if not g.net.operations:
-        g.op("ABS", [g.src(None)], g.shape(g.src(None)))
+        t = g.src(None)
+        g.op("ABS", [t], g.shape(t))
     read = {i for op in g.net.operations for i in op["inputs"]}
     made = [o for op in g.net.operations for o in op["outputs"] if o in g.live or o in g.net.outputs]
     outputs = list(dict.fromkeys(g.net.outputs + [o for o in made if o not in read]))
