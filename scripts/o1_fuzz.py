@@ -114,6 +114,65 @@ def _percent(k: int, n: int) -> str:
     return f"{100 * k / n:.0f}%" if n else "-"
 
 
+class Tally:
+    """The run's figures so far: outcomes per configuration, graphs that were no case, coverage."""
+
+    def __init__(self):
+        self.graphs = 0
+        self.outcomes: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+        self.unfair: collections.Counter = collections.Counter()
+        self.present: collections.Counter = collections.Counter()
+        self.fired = {c: collections.Counter() for c in ("O1", "O1_onert", "alone")}
+        self.misses: collections.Counter = collections.Counter()
+        self.misses_fired: collections.Counter = collections.Counter()
+        self.failures: dict[tuple[str, str], list] = {}
+
+    def add(self, seed: int, planted, why: str, results: dict) -> None:
+        self.graphs += 1
+        if why:
+            self.unfair[why] += 1
+            return
+        for config, (kind, detail, _fired) in results.items():
+            self.outcomes["alone" if config.startswith("P:") else config][kind] += 1
+            if kind in FAILURES:
+                self.failures.setdefault((config, kind), []).append((seed, detail))
+                print(f"FAIL seed {seed} {config} {kind}: {detail[:200]} {planted}", file=sys.stderr, flush=True)
+        exact = {p for p, m in planted if m is None}
+        for p in exact:
+            self.present[p] += 1
+            for config in ("O1", "O1_onert"):
+                self.fired[config][p] += bool(results.get(config, ("", "", {}))[2].get(p))
+            self.fired["alone"][p] += bool(results.get(f"P:{p}", ("", "", {}))[2].get(p))
+        for p, m in planted:
+            if m is not None and p not in exact:
+                self.misses[(p, m)] += 1
+                self.misses_fired[(p, m)] += bool(results.get(f"P:{p}", ("", "", {}))[2].get(p))
+
+    def show(self, passes, use_onert: bool, elapsed: float) -> None:
+        fair = self.graphs - sum(self.unfair.values())
+        onert = "used" if use_onert else "not used"
+        print(f"{self.graphs} graphs, {fair} fair; no fair case: {dict(self.unfair)}; onert {onert}")
+        for config in ("O1", "O1_onert", "alone"):
+            if config in self.outcomes:
+                counts = self.outcomes[config]
+                print(f"{config:9} {sum(counts.values()):6} cases: {dict(sorted(counts.items()))}")
+        print("coverage (graphs holding the exact pattern: how many the pass changed under -O1, -O1 for onert, alone):")
+        for p in PATTERNS:
+            if passes and p not in passes:
+                continue
+            n = self.present[p]
+            counts = [(c, self.fired[c][p]) for c in ("O1", "O1_onert", "alone")]
+            print(f"  {p:40} {n:5}  " + "  ".join(f"{c} {k:5} ({_percent(k, n)})" for c, k in counts))
+        print("near misses that made their pass fire (alone), of those planted:")
+        for (p, m), k in sorted(self.misses.items()):
+            print(f"  {p} / {m}: {self.misses_fired[(p, m)]} of {k}")
+        total = sum(len(v) for v in self.failures.values())
+        print(f"{total} failures; {elapsed:.0f} s")
+        for (config, kind), found in sorted(self.failures.items()):
+            print(f"  {config} {kind}: {len(found)} (seeds {[s for s, _ in found[:8]]}) e.g. {found[0][1][:160]}")
+        print(flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--graphs", type=int, default=1000)
@@ -122,6 +181,7 @@ def main() -> int:
     parser.add_argument("--passes", default="", help="plant only these passes' patterns")
     parser.add_argument("--max-patterns", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--every", type=int, default=200, help="print the figures so far every N graphs")
     parser.add_argument("--repros", type=Path, default=Path("o1_repros"))
     parser.add_argument("--show", type=int, default=20)
     args = parser.parse_args()
@@ -129,77 +189,28 @@ def main() -> int:
     passes = [p for p in args.passes.split(",") if p] or None
     use_onert = "O1_onert" in which and onert_available()
     start = time.monotonic()
-    outcomes: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
-    unfair: collections.Counter = collections.Counter()
-    present: collections.Counter = collections.Counter()
-    fired_o1: collections.Counter = collections.Counter()
-    fired_onert: collections.Counter = collections.Counter()
-    fired_alone: collections.Counter = collections.Counter()
-    misses: collections.Counter = collections.Counter()
-    misses_fired: collections.Counter = collections.Counter()
-    failures: dict[tuple[str, str], list] = {}
+    tally = Tally()
     jobs = [(s, passes, args.max_patterns, which) for s in range(args.seed, args.seed + args.graphs)]
     ctx = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(args.jobs, mp_context=ctx, initializer=_setup, initargs=(use_onert,)) as pool:
         futures = [pool.submit(_one, job) for job in jobs]
         for n, future in enumerate(as_completed(futures), 1):
-            if n % 100 == 0:
-                print(f"... {n} graphs, {sum(len(v) for v in failures.values())} failures", file=sys.stderr, flush=True)
             try:
-                seed, planted, why, results = future.result()
+                tally.add(*future.result())
             except Exception as e:  # noqa: BLE001 - the harness's own slip: counted, the run goes on
-                unfair[f"harness {type(e).__name__}"] += 1
-                continue
-            for config, (kind, detail, _fired) in results.items():
-                if kind in FAILURES:
-                    print(f"FAIL seed {seed} {config} {kind}: {detail[:200]} {planted}", file=sys.stderr, flush=True)
-            if why:
-                unfair[why] += 1
-                continue
-            for config, (kind, detail, _fired) in results.items():
-                outcomes["alone" if config.startswith("P:") else config][kind] += 1
-                if kind in FAILURES:
-                    failures.setdefault((config, kind), []).append((seed, detail))
-            exact = {p for p, m in planted if m is None}
-            for p in exact:
-                present[p] += 1
-                fired_o1[p] += bool(results.get("O1", ("", "", {}))[2].get(p))
-                fired_onert[p] += bool(results.get("O1_onert", ("", "", {}))[2].get(p))
-                fired_alone[p] += bool(results.get(f"P:{p}", ("", "", {}))[2].get(p))
-            for p, m in planted:
-                if m is not None and p not in exact:
-                    misses[(p, m)] += 1
-                    misses_fired[(p, m)] += bool(results.get(f"P:{p}", ("", "", {}))[2].get(p))
-    elapsed = time.monotonic() - start
-    fair = args.graphs - sum(unfair.values())
-    seeds = f"seeds {args.seed}..{args.seed + args.graphs - 1}"
-    print(f"{args.graphs} graphs ({seeds}), {fair} fair; no fair case: {dict(unfair)}")
-    print(f"onert: {'used' if use_onert else 'not used'}")
-    for config in ("O1", "O1_onert", "alone"):
-        if config in outcomes:
-            print(f"{config:9} {sum(outcomes[config].values()):6} cases: {dict(sorted(outcomes[config].items()))}")
-    print("\ncoverage (graphs holding the exact pattern: how many the pass changed under -O1, -O1 for onert, alone):")
-    for p in PATTERNS:
-        if passes and p not in passes:
-            continue
-        n = present[p]
-        counts = (("O1", fired_o1[p]), ("onert", fired_onert[p]), ("alone", fired_alone[p]))
-        print(f"  {p:40} {n:5}  " + "  ".join(f"{c} {k:5} ({_percent(k, n)})" for c, k in counts))
-    print("\nnear misses that made their pass fire (alone), of those planted:")
-    for (p, m), k in sorted(misses.items()):
-        if misses_fired[(p, m)]:
-            print(f"  {p} / {m}: {misses_fired[(p, m)]} of {k}")
-    total = sum(len(v) for v in failures.values())
-    print(f"\n{total} failures; {elapsed:.0f} s")
-    for (config, kind), found in sorted(failures.items()):
-        print(f"  {config} {kind}: {len(found)} (seeds {[s for s, _ in found[:8]]}) e.g. {found[0][1][:160]}")
+                tally.graphs += 1
+                tally.unfair[f"harness {type(e).__name__}"] += 1
+            if n % args.every == 0 and n < args.graphs:
+                tally.show(passes, use_onert, time.monotonic() - start)
+    print(f"seeds {args.seed}..{args.seed + args.graphs - 1}, up to {args.max_patterns} patterns a graph")
+    tally.show(passes, use_onert, time.monotonic() - start)
     if args.show:
         _setup(use_onert)
-        for (config, kind), found in sorted(failures.items())[: args.show]:
+        for (config, kind), found in sorted(tally.failures.items())[: args.show]:
             case = o1_graph(found[0][0], passes, args.max_patterns)
             name = write_repro(args.repros, case, config, kind, _state["work"], _state["onert"])
             print(f"  wrote {args.repros / name}.txt")
-    return 1 if total else 0
+    return 1 if tally.failures else 0
 
 
 if __name__ == "__main__":
