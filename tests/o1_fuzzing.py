@@ -1386,6 +1386,28 @@ def oracle(case: Case) -> Oracle:
     return Oracle(content, xs, want)
 
 
+def file_oracle(content: bytes, onert=None) -> Oracle:
+    """The Oracle of a model file (a repro): LiteRT's outputs on sample 1, and the model as Circle
+    for onert."""
+    import io
+
+    from bnfold.io.formats import CIRCLE
+    from bnfold.io.reader import read_model
+    from bnfold.io.writer import serialize
+
+    preserved = _interpreter(content, preserve=True, resolver="BUILTIN_WITHOUT_DEFAULT_DELEGATES")
+    xs = sample_inputs(preserved, 1)
+    orc = Oracle(content, xs, _invoke(preserved, xs))
+    if onert is not None:
+        with tempfile.TemporaryDirectory(prefix="o1fuzz-") as tmp:
+            path = Path(tmp) / "model.tflite"
+            path.write_bytes(content)
+            out = io.BytesIO()
+            serialize(read_model(str(path)), out, CIRCLE)
+            orc.circle = out.getvalue()
+    return orc
+
+
 CONFIGS = ("O1", "O1_onert")  # and "P:<pass>" for each planted pass
 
 

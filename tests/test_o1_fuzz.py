@@ -6,11 +6,25 @@ refused or unjudged (no oracle), and the patterns planted must make their passes
 from __future__ import annotations
 
 import collections
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from o1_fuzzing import FAILURES, PATTERNS, Oracle, _differs, configs_for, o1_graph, run_graph, same
+from o1_fuzzing import (
+    FAILURES,
+    PATTERNS,
+    OnertWorker,
+    Oracle,
+    _differs,
+    configs_for,
+    file_oracle,
+    o1_graph,
+    onert_available,
+    run_config,
+    run_graph,
+    same,
+)
 
 # 16 graphs, about 45 bnfold runs (each a fresh process, as a user runs it). (Seed 36 holds a rank-0
 # constant fold, one of issue 43's bugs listed in ../shared/fixtures/o1_repros.)
@@ -66,3 +80,31 @@ def test_the_judge_sees_a_difference():
     assert _differs([a], [a, a])
     assert _differs([a], [a.reshape(3, 4)])
     assert Oracle(b"").outputs is None  # no reference: unjudged, never exact
+
+
+REPROS = Path(__file__).resolve().parent / "data" / "o1_fuzz_repros"
+
+
+def _config(name: str) -> str:
+    """The configuration the repro's .txt names ("kind: K under config C")."""
+    first = (REPROS / f"{name}.txt").read_text().splitlines()[0]
+    return first.split(" under config ")[1].strip()
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in REPROS.glob("*.tflite")))
+def test_fuzzer_repro_is_exact(name, tmp_path):
+    """Each shrunk failure the O1 fuzzer found, fixed: under its configuration (and -O1 in LiteRT)
+    the output runs and computes what the original does, in LiteRT and, for -O1 --target onert,
+    in onert."""
+    config = _config(name)
+    onert = OnertWorker() if config == "O1_onert" and onert_available() else None
+    if config == "O1_onert" and onert is None:
+        pytest.skip("onert is not installed")
+    try:
+        orc = file_oracle((REPROS / f"{name}.tflite").read_bytes(), onert)
+        for each in dict.fromkeys([config, "O1"]):
+            outcome = run_config(each, orc, tmp_path, onert)
+            assert outcome.kind == "exact", (each, outcome.kind, outcome.detail)
+    finally:
+        if onert is not None:
+            onert.close()
