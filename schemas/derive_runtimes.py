@@ -3,14 +3,14 @@
     python schemas/derive_runtimes.py           # rewrite the table from the installed runtimes
     python schemas/derive_runtimes.py --check   # exit 1 (with the differences) if they disagree with it
 
-For every probe below (an operator kind with one fused activation) the recipe chef builds a one-op
-float32 Circle model; a runtime runs it when it loads the model and one run on normal(0, 2) inputs
-gives what bnfold's reference interpreter computes (so a fused activation a runtime loads and then
-ignores, as LiteRT 2.3 does TANH on CONV_2D, counts as not run). LiteRT (ai-edge-litert, builtin
-kernels without delegates, the model written as TFLite) and onert (pip `onert`, cpu backend, the
-Circle file) are asked. The probes are the operators and fused activations bnfold's passes make or
-keep (a pass that would make one a target cannot run refuses, engine/targets.py), and their
-neighbours.
+For every probe below (an operator kind with one variant: a fused activation, or a constant operand
+where a runtime may refuse one) the recipe chef builds a one-op float32 Circle model; a runtime
+runs it when it loads the model and one run on normal(0, 2) inputs gives what bnfold's reference
+interpreter computes (so a fused activation a runtime loads and then ignores, as LiteRT 2.3 does
+TANH on CONV_2D, counts as not run). LiteRT (ai-edge-litert, builtin kernels without delegates,
+the model written as TFLite) and onert (pip `onert`, cpu backend, the Circle file) are asked. The
+probes are the operators and fused activations bnfold's passes make or keep (a pass that would
+make one a target cannot run refuses, engine/targets.py), and their neighbours.
 tests/test_runtimes.py re-derives the table from the runtimes installed there (a missing onert
 skips its column) and fails on any difference, like tests/test_schemas.py for the bindings.
 """
@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from bnfold.errors import BnfoldError  # noqa: E402
 from bnfold.io.formats import CIRCLE  # noqa: E402
+from bnfold.ir.const import NUMPY_DTYPES  # noqa: E402
 from bnfold.recipe.chef import build  # noqa: E402
 
 TABLE = ROOT / "src" / "bnfold" / "ir" / "runtimes.py"
@@ -68,6 +69,55 @@ def _fc() -> tuple[list[dict], list[str], dict]:
 def _pool() -> tuple[list[dict], list[str], dict]:
     options = {"padding": "SAME", "stride_w": 1, "stride_h": 1, "filter_width": 2, "filter_height": 2}
     return [], ["x"], options
+
+
+# Operands a runtime may refuse as constants: (kind, "constant input N") -> the probe's constants, inputs and
+# options (onert refuses a BATCH_MATMUL whose left operand is a constant: ONE #16064, TICO #339)
+CONSTANT_OPERAND_PROBES = {
+    ("BATCH_MATMUL", "constant input 0"): lambda: ([_const("c", [1, 4, 2, 4])], ["c", "x"], {}),
+}
+CONSTANT_OPERAND_OUTPUT = {("BATCH_MATMUL", "constant input 0"): [1, 4, 2, 3]}
+
+
+# The ranks and types a runtime may refuse for an operator the layout passes move or make: (kind,
+# "rank N" / "type T") -> the probe's recipe (onert 0.1.0 refuses a PAD or MEAN of rank 5, a
+# TRANSPOSE of INT64). Ranks up to 4 and float32 are the probes above.
+SHAPED_KINDS = ("TRANSPOSE", "RESHAPE", "PAD", "MEAN", "CONCATENATION", "ADD", "MUL")
+SHAPES = {4: [2, 3, 1, 2], 5: [2, 3, 1, 2, 1], 6: [2, 3, 1, 2, 1, 2]}
+
+
+def _shaped(kind: str, rank: int, dtype: str = "FLOAT32") -> dict:
+    shape = SHAPES[rank]
+    count = int(np.prod(shape))
+    if kind == "TRANSPOSE":
+        perm = list(range(rank))[::-1]
+        operands, options, out = [_const("p", [rank], "INT32", perm)], {}, [shape[i] for i in perm]
+    elif kind == "RESHAPE":
+        operands, options, out = [_const("s", [1], "INT32", [count])], {"new_shape": [count]}, [count]
+    elif kind == "PAD":
+        operands, options, out = [_const("p", [rank, 2], "INT32", [1] * (2 * rank))], {}, [d + 2 for d in shape]
+    elif kind == "MEAN":
+        operands, options = [_const("a", [1], "INT32", [1])], {"keep_dims": True}
+        out = [1 if i == 1 else d for i, d in enumerate(shape)]
+    elif kind == "CONCATENATION":
+        operands, options, out = [_const("c", shape, dtype, [1] * count)], {"axis": 0}, [2 * shape[0], *shape[1:]]
+    else:  # ADD, MUL: by a constant broadcast along the last axis
+        operands, options, out = [_const("c", [shape[-1]], dtype, [1] * shape[-1])], {}, shape
+    inputs = ["x", *(o["name"] for o in operands)]
+    operation = {"type": kind, "inputs": inputs, "outputs": ["y"], **({"options": options} if options else {})}
+    tensors = [{"name": "x", "shape": shape, "dtype": dtype}, *operands, {"name": "y", "shape": out, "dtype": dtype}]
+    return {"input": ["x"], "output": ["y"], "operand": tensors, "operation": [operation]}
+
+
+SHAPED_PROBES = {
+    **{(kind, f"rank {rank}"): (kind, rank, "FLOAT32") for kind in SHAPED_KINDS for rank in (5, 6)},
+    **{
+        (kind, f"type {dtype}"): (kind, 4, dtype)
+        for kind in SHAPED_KINDS
+        if kind != "MEAN"
+        for dtype in ("INT32", "INT64")
+    },
+}
 
 
 # kind -> (constants, input names, options without the activation) and whether it has a fused activation;
@@ -115,15 +165,24 @@ OUTPUT = {
 
 
 def probes() -> list[tuple[str, str]]:
-    """(kind, fused activation) pairs, in table order."""
-    return [(kind, act) for kind, (_, fused) in PROBES.items() for act in (ACTIVATIONS if fused else ("NONE",))]
+    """(kind, variant) pairs, in table order: each kind with each fused activation it has, then the
+    constant operands."""
+    fused = [(kind, act) for kind, (_, has) in PROBES.items() for act in (ACTIVATIONS if has else ("NONE",))]
+    return fused + list(CONSTANT_OPERAND_PROBES) + list(SHAPED_PROBES)
 
 
-def recipe(kind: str, activation: str) -> dict:
-    constants, inputs, options = PROBES[kind][0]()
-    if PROBES[kind][1]:
-        options = {**options, "fused_activation_function": activation}
-    operands = [{"name": "x", "shape": X}, *constants, {"name": "y", "shape": OUTPUT.get(kind, X)}]
+def recipe(kind: str, variant: str) -> dict:
+    if (kind, variant) in SHAPED_PROBES:
+        return _shaped(*SHAPED_PROBES[kind, variant])
+    if (kind, variant) in CONSTANT_OPERAND_PROBES:
+        constants, inputs, options = CONSTANT_OPERAND_PROBES[kind, variant]()
+        output = CONSTANT_OPERAND_OUTPUT[kind, variant]
+    else:
+        constants, inputs, options = PROBES[kind][0]()
+        output = OUTPUT.get(kind, X)
+        if PROBES[kind][1]:
+            options = {**options, "fused_activation_function": variant}
+    operands = [{"name": "x", "shape": X}, *constants, {"name": "y", "shape": output}]
     operation = {"type": kind, "inputs": inputs, "outputs": ["y"]}
     if options:
         operation["options"] = options
@@ -135,7 +194,10 @@ def _runs(run, model) -> bool:
     (scaled error <= 1e-5; a runtime that ignores a fused activation does not run it)."""
     from bnfold.values import interpreter
 
-    x = np.random.default_rng(0).normal(0, 2, X).astype(np.float32)
+    (t,) = model.graphs[0].inputs
+    rng = np.random.default_rng(0)
+    x = rng.normal(0, 2, t.shape).astype(np.float32) if t.dtype == "FLOAT32" else rng.integers(-5, 5, t.shape)
+    x = x.astype(NUMPY_DTYPES[t.dtype])
     try:
         outputs = run(model, x)
     except (BnfoldError, RuntimeError, ValueError):
@@ -143,7 +205,8 @@ def _runs(run, model) -> bool:
     (expected,) = interpreter.run(model, [x])
     if len(outputs) != 1 or outputs[0].shape != expected.shape:
         return False
-    return bool(np.abs(outputs[0] - expected).max() <= 1e-5 * max(1.0, float(np.abs(expected).max())))
+    error = np.abs(outputs[0].astype(np.float64) - expected).max(initial=0.0)
+    return bool(error <= 1e-5 * max(1.0, float(np.abs(expected).max(initial=0.0))))
 
 
 def _litert(model, x):
@@ -162,19 +225,20 @@ def derive(runtimes: tuple[str, ...] = RUNTIMES) -> dict[str, list[tuple[str, st
     """runtime -> the probes it runs."""
     runners = {"litert": _litert, "onert": _onert}
     table: dict[str, list[tuple[str, str]]] = {r: [] for r in runtimes}
-    for kind, activation in probes():
-        model = build(recipe(kind, activation), CIRCLE, where=f"probe {kind} {activation}")
+    for kind, variant in probes():
+        model = build(recipe(kind, variant), CIRCLE, where=f"probe {kind} {variant}")
         for runtime in runtimes:
             if _runs(runners[runtime], model):
-                table[runtime].append((kind, activation))
+                table[runtime].append((kind, variant))
     return table
 
 
 def source(table: dict[str, list[tuple[str, str]]]) -> str:
     lines = [
         '"""What each runtime runs: derived by schemas/derive_runtimes.py from the runtimes themselves (do not',
-        "edit; tests/test_runtimes.py re-derives it). PROBED: every (operator kind, fused activation) asked;",
-        "RUNS[runtime]: those that loaded and ran as one-op float32 models. engine/targets.py reads it.",
+        "edit; tests/test_runtimes.py re-derives it). PROBED: every (operator kind, variant) asked, a variant",
+        "being a fused activation or 'constant input N'; RUNS[runtime]: those that loaded and ran as one-op",
+        "float32 models. engine/targets.py reads it.",
         '"""',
         "",
         f"VERSIONS = {{'litert': {version('ai-edge-litert')!r}, 'onert': {version('onert')!r}}}",

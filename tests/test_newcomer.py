@@ -86,6 +86,7 @@ def test_run_names_every_file_it_wrote(tmp_path, capsys):
     assert run(["run", FIXTURE, "--write-input", str(given), "--output", str(out)]) == 0
     line = capsys.readouterr().out.strip()
     assert line.startswith(f"wrote {out} and {given} (") and out.exists() and given.exists()
+    out.unlink(), given.unlink()  # a series beside them would be ambiguous: refused (tests/test_newcomer_third.py)
     assert run(["run", FIXTURE, "--samples", "3", "--write-input", str(given), "--output", str(out)]) == 0
     assert f"and {tmp_path / 'in.0.h5'} ... {tmp_path / 'in.2.h5'}" in capsys.readouterr().out
 

@@ -100,7 +100,7 @@ def test_the_group_note_goes_when_bnfold_implements_every_member(workdir, capsys
 
 
 def test_unimplemented_one_options_warn_once_each_and_the_run_goes_on(workdir, capsys):
-    assert run(["optimize", "--config", str(CFG / "onecc_unimplemented.cfg"), "-q"]) == 0
+    assert run(["optimize", "--config", str(CFG / "onecc_unimplemented.cfg")]) == 0  # -q would leave them out
     assert optimized_counts(workdir) == FOLDED
     err = capsys.readouterr().err.splitlines()
     assert err == [
@@ -175,7 +175,7 @@ def test_input_given_twice_differently_is_a_usage_error(workdir, capsys):
 
 
 def test_unimplemented_one_flag_on_the_command_line_warns(workdir, capsys):
-    assert run(["optimize", "model.tflite", "o.tflite", "--fuse_bcq", "--fuse_batchnorm_with_conv", "-q"]) == 0
+    assert run(["optimize", "model.tflite", "o.tflite", "--fuse_bcq", "--fuse_batchnorm_with_conv"]) == 0
     assert capsys.readouterr().err.splitlines() == [
         "bnfold: warning: fuse_bcq is a ONE option bnfold does not implement; ignored"
     ]
@@ -384,7 +384,7 @@ def test_an_unimplemented_one_option_only_adds_a_warning(tmp_path, capsys):
     still replaces the default set, and a cfg still runs only what it switches on."""
     src = str(build_recipe("Net_Conv_Add_Mul_000", tmp_path))
     plain, flagged = str(tmp_path / "plain.tflite"), str(tmp_path / "flagged.tflite")
-    assert run(["optimize", src, plain, "-q"]) == 0 and run(["optimize", src, flagged, "--fold_shape", "-q"]) == 0
+    assert run(["optimize", src, plain, "-q"]) == 0 and run(["optimize", src, flagged, "--fold_shape"]) == 0
     assert capsys.readouterr().err == "bnfold: warning: fold_shape is a ONE option bnfold does not implement; ignored\n"
     counts = read_model(flagged).op_counts()
     assert counts == read_model(plain).op_counts() == FOLDED

@@ -13,7 +13,8 @@ The exit code is the command's verdict whatever happens to what it prints (`guar
 reader that closes stdout or stderr early (`bnfold check A B | head -1`) stops the printing, never
 the work (files are still written, checks still run) and never changes the code. A stream that
 cannot take a write (`> /dev/full`: no space, a disk error) is a failed write like any other:
-exit 5 with one line, unless the command failed already (its own code and line then stand).
+exit 5 with one line, unless the command failed already (its own code and line then stand); the
+line says which files the command did write in full, since those are complete.
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ def _run(main: click.Group, argv) -> int:
         failed = [s for s in streams if s.error is not None]
         if failed and code == 0:  # a command that failed already keeps its own code and line
             if failed[0].name == "stdout":  # stderr that cannot take a line is left without one
-                _fail(f"cannot write to stdout: {os.strerror(failed[0].error.errno or 0)}")
+                _fail(f"cannot write to stdout: {os.strerror(failed[0].error.errno or 0)}{_files_complete()}")
             return 5
         return code
 
@@ -143,6 +144,16 @@ def _after_writes() -> str:
     if Finished.count == 1:
         return f" after {Finished.last} was written in full"
     return f" after {Finished.count} files were written in full (the last: {Finished.last})"
+
+
+def _files_complete() -> str:
+    """After a failed stdout: the files the command wrote are complete (exit 5 then means only
+    that its printing failed, the README's exit-code table says so)."""
+    if not Finished.count:
+        return ""
+    if Finished.count == 1:
+        return f"; {Finished.last} was written in full"
+    return f"; the files it wrote are complete (the last: {Finished.last})"
 
 
 def _asked_for_help(error: click.UsageError) -> bool:

@@ -7,6 +7,9 @@ Models done of the total, the remaining time (click's estimate, once a model has
 the time since the start, and the model being worked on with its step (reading, passes, check,
 writing), so a single long model is not silence. The command shows it only when stderr is a
 terminal and -q is not given.
+
+`check` and `run` show the same for one model (StepLine): one line on stderr saying what they
+do (reading a model, sample 2 of 10) and for how long, erased when they end.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ if TYPE_CHECKING:
     from click._termui_impl import ProgressBar  # what click.progressbar() returns
 
 from . import api, text
-from .errors import UsageError
+from .errors import Finished, UsageError
 
 
 def optimize_many(paths, out_dir, chosen, quiet: bool, one_model_options: tuple, **keywords) -> int:
@@ -34,6 +37,8 @@ def optimize_many(paths, out_dir, chosen, quiet: bool, one_model_options: tuple,
     show = BatchProgress(sys.stderr) if not quiet and sys.stderr.isatty() else None
     with show or contextlib.nullcontext():
         many = api.optimize_many(paths, out_dir, chosen, on_event=show, **keywords)
+    for written in [m.output for m in many.models if m.status != "failed"]:
+        Finished.note(written)  # the workers wrote them: a failed stdout then says they are complete
     for line in text.batch_problems(many):
         click.echo(line, err=True)
     for line in [] if quiet else text.batch_table(many.totals()):
@@ -93,3 +98,30 @@ class BatchProgress:
 
 def _short(path: str, width: int = 40) -> str:
     return path if len(path) <= width else "..." + path[-(width - 3) :]
+
+
+class StepLine:
+    """`check`'s and `run`'s status line: on a terminal's stderr (and without -q) each step the
+    library announces (value_commands' `progress`) replaces the last, with the time since the
+    start, so a 100 MB model read and run is not 10 s of silence; erased when the command ends,
+    failure or not. Elsewhere it prints nothing."""
+
+    def __init__(self, quiet: bool):
+        self.file = sys.stderr if not quiet and sys.stderr.isatty() else None
+        self.start, self.shown = time.monotonic(), False
+
+    def __call__(self, step: str) -> None:
+        if self.file is None:
+            return
+        seconds = int(time.monotonic() - self.start)
+        self.file.write(f"\r\x1b[Kbnfold: {step} ({seconds // 60}:{seconds % 60:02} elapsed)")
+        self.file.flush()
+        self.shown = True
+
+    def __enter__(self) -> StepLine:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.file is not None and self.shown:
+            self.file.write("\r\x1b[K")  # the line goes; what the command prints next starts clean
+            self.file.flush()

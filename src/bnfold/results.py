@@ -139,7 +139,8 @@ class Optimized:
 class Inspection:
     """What `bnfold inspect` prints: the model, and with leftovers=True its batch-norm candidates
     (one dict each; `reason` from the report when one was given), the report's entries that
-    name no candidate of this model, and its TRANSPOSEs (likewise)."""
+    name no candidate of this model, and its TRANSPOSEs (likewise). Without leftovers=True these
+    three are None: not listed, which is not "none"."""
 
     def __init__(
         self,
@@ -149,15 +150,15 @@ class Inspection:
         transposes: list[dict] | None = None,
     ):
         self.model = model
-        self.candidates = candidates or []
-        self.unmatched = unmatched or []
-        self.transposes = transposes or []  # every TRANSPOSE, where it sits (and why it stayed)
+        self.candidates = candidates
+        self.unmatched = unmatched
+        self.transposes = transposes  # every TRANSPOSE, where it sits (and why it stayed)
 
     def __repr__(self) -> str:
-        return (
-            f"Inspection({self.model.format.name}, {sum(self.model.op_counts().values())} operators, "
-            f"{len(self.candidates)} candidates, {len(self.transposes)} transposes)"
-        )
+        operators = f"{self.model.format.name}, {sum(self.model.op_counts().values())} operators"
+        if self.candidates is None or self.transposes is None:
+            return f"Inspection({operators}; leftovers not listed: inspect(..., leftovers=True))"
+        return f"Inspection({operators}, {len(self.candidates)} candidates, {len(self.transposes)} transposes)"
 
 
 class Ran:

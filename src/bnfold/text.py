@@ -1,6 +1,6 @@
 """What the command line prints, as lines of text made from the library's results (api.py).
 
-No I/O here: cli.py prints these lines. A warning or note begins `bnfold: warning:` or
+No I/O here: the command line (cli/) prints these lines. A warning or note begins `bnfold: warning:` or
 `bnfold: note:` wherever it is printed (the library's own strings, Selection.warnings() and
 notes(), begin `warning:` / `note:`, and the command line adds `bnfold: `). Kept apart so the
 CLI stays a shell (parse, call, print) and a program that calls the library can print the same
@@ -16,13 +16,7 @@ def optimize_summary(result, input_path: str) -> Iterator[str]:
     """The summary of `bnfold optimize`: operator counts, what each pass folded or left (only
     passes that found something), notes, the check, and what happened to the output file."""
     report = result.report
-    yield from operator_counts(report["operators"]["before"], report["operators"]["after"])
-    for name, (folds, skips) in result.pass_counts().items():
-        if folds or skips:
-            yield f"{name}: {folds} folded, {skips} skipped"
-    yield left_line(report)
-    yield from target_refusals(report["target"])
-    yield from interface_changes(report.get("interface"))
+    yield from what_passes_did(report)
     dead = next((n["dead_code_removed"] for n in report["notes"] if "dead_code_removed" in n), None)
     if dead:
         yield "dead code removed: " + ", ".join(f"{n} {what}" for what, n in dead.items() if n)
@@ -48,7 +42,7 @@ def optimize_summary(result, input_path: str) -> Iterator[str]:
             f"check: {checked.samples} sample(s) on {checked.backend}, {checked.scope} within {checked.tolerance} "
             f"(scaled err {worst.scaled:.3e}, max abs err {worst.max_abs:.3e})"
         )
-        settled = [o.name for o in getattr(checked, "outputs", []) if o.settled]
+        settled = [checked.spelling(o.name) for o in getattr(checked, "outputs", []) if o.settled]
         if settled:
             yield (
                 f"check: {', '.join(map(repr, settled))} differ beyond it only where a steep or discrete output "
@@ -61,6 +55,20 @@ def optimize_summary(result, input_path: str) -> Iterator[str]:
     why = None if model.changed else unchanged_why(report)
     was = (model.format.name, model.source.offset_layout) if model.source is not None else None
     yield written(result.written, input_path, why=why, was=was)
+
+
+def what_passes_did(report: dict) -> Iterator[str]:
+    """Operator counts, what each pass folded or left, what the target refused, the interface:
+    the summary's first part, which a failed `optimize --check` prints too (from its report)."""
+    from .engine.report import pass_counts
+
+    yield from operator_counts(report["operators"]["before"], report["operators"]["after"])
+    for name, (folds, skips) in pass_counts(report).items():
+        if folds or skips:
+            yield f"{name}: {folds} folded, {skips} skipped"
+    yield left_line(report)
+    yield from target_refusals(report["target"])
+    yield from interface_changes(report.get("interface"))
 
 
 def target_refusals(target: dict) -> Iterator[str]:
@@ -89,7 +97,10 @@ def weak_check_line(note: dict) -> str | None:
     weak = [o for o in note.get("outputs", []) if o.get("strength", {}).get("level", "full") != "full"]
     if not weak:
         return None
-    listed = "; ".join(f"{o['name']!r} {o['strength']['level']}: {o['strength']['why']}" for o in weak)
+    from .values.h5io import ones_name
+    from .values.strength import describe
+
+    listed = "; ".join(describe(ones_name(o["name"]), o["strength"]["level"], o["strength"]["why"]) for o in weak)
     entry = note.get("weak_outputs")
     if entry is None:
         after = "the rewrites under them were not checked one by one (--check-mode auto does)"
@@ -97,7 +108,7 @@ def weak_check_line(note: dict) -> str | None:
         after = f"the {len(entry['rewrites'])} rewrite(s) under them checked one by one, all within tolerance"
     else:
         after = f"the rewrites under them could not be checked one by one: {entry['why']}"
-    return f"check: weak for {listed}; {after}"
+    return f"check: weak: {listed}; {after}"
 
 
 def operator_counts(before: dict, after: dict) -> Iterator[str]:
@@ -207,6 +218,7 @@ def model_listing(path: str, model, *, operators: bool = False, tensors: bool = 
 def leftovers(found, report_path: str | None) -> Iterator[str]:
     """`inspect --leftovers`: each batch-norm candidate and TRANSPOSE, where it sits and (with a
     report) why it stayed."""
+    assert found.candidates is not None and found.transposes is not None  # inspect(leftovers=True) listed them
     yield f"batch-norm candidates: {len(found.candidates)}"
     for r in found.candidates:
         act = f" [{r['activation']}]" if r["activation"] != "NONE" else ""

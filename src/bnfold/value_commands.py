@@ -5,7 +5,7 @@ api.py exposes them as `bnfold.check`, `bnfold.run` and `bnfold.h5diff`."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 from . import arguments
 from .errors import ModelError, UsageError
@@ -32,6 +32,7 @@ def check(
     backend: str = "auto",
     timeout: float | None = None,
     cast: bool = False,
+    progress: Callable[[str], None] | None = None,
 ):
     """`bnfold check`: run `model` and `other` on the same inputs (the h5 files `inputs`, else
     `samples` random ones from `seed`, 1 and 0 by default, refused with `inputs`) and compare,
@@ -41,7 +42,8 @@ def check(
     (file.N.h5 per sample when there are several).
     A missing `inputs` or `expected` path whose numbered series exists (in.h5: in.0.h5, in.1.h5,
     ...) stands for that series. CannotVerify when no backend ("auto", "litert", "reference") runs
-    the models or `timeout` seconds pass."""
+    the models or `timeout` seconds pass. `progress(step)` hears each step: reading a model, each
+    sample as it begins."""
     from .values import diff
     from .values import samples as sample_files
     from .values.deadline import Deadline
@@ -60,6 +62,8 @@ def check(
     )
     deadline = Deadline(timeout)
     count = sample_files.count_files(inputs) if inputs else samples
+    if expected:
+        _refuse_unequal_samples(inputs, count, expected, sample_files.count_files(expected))
     if other:  # MODEL_B, so no --expected: before any work
         refuse_numbered_clobber(
             {"--write-input": write_input, "--write-expected": write_expected},
@@ -67,6 +71,8 @@ def check(
             [os.fspath(model), os.fspath(other), *inputs],
             force,
         )
+    step = progress or _silent
+    step(f"reading {os.fspath(model)}")
     a = read_model(os.fspath(model))
     graph = a.graphs[0]
     owner = os.fspath(model)
@@ -74,12 +80,24 @@ def check(
     if expected:
         assert given is not None  # --expected came with --input (refused above otherwise)
         stored = sample_files.expected_samples(expected, graph.outputs, owner)
-        return diff.compare_to_expected(a, given, stored, tolerance=tolerance, backend=backend, deadline=deadline)
+        given = _announced(given, count, step)
+        compared = diff.compare_to_expected(a, given, stored, tolerance=tolerance, backend=backend, deadline=deadline)
+        compared.files = {"input": inputs, "expected": expected}
+        return compared
     from .values.verify import settle_weak
 
     sink = sample_files.sample_sink(graph, count, write_input, write_expected)
     assert other is not None  # MODEL_B when no --expected (refused above otherwise)
+    step(f"reading {os.fspath(other)}")
     b = read_model(os.fspath(other))
+
+    def each(index: int, inputs: list, outputs: list) -> None:  # a sample done: written, the next announced
+        if sink is not None:
+            sink(index, inputs, outputs)
+        if index + 1 < count:
+            step(f"sample {index + 2} of {count}")
+
+    step(f"sample 1 of {count}")
     with written_together():  # every h5 file of the run, or none
         result = diff.check_models(
             a,
@@ -89,11 +107,34 @@ def check(
             inputs=given,
             tolerance=tolerance,
             backend=backend,
-            on_sample=sink,
+            on_sample=each,
             deadline=deadline,
         )
     settle_weak(a, b, result, result.samples)  # a difference at a weak output, judged by the rewrites under it
+    result.files = {"input": inputs} if inputs else {}
     return result
+
+
+def _silent(step: str) -> None:
+    """No one listens to the steps (the library's default)."""
+
+
+def _announced(samples: Iterable, count: int, step: Callable[[str], None]) -> Iterator:
+    """`samples`, each announced to `step` as it is taken."""
+    for index, sample in enumerate(samples):
+        step(f"sample {index + 1} of {count}")
+        yield sample
+
+
+def _refuse_unequal_samples(inputs: list[str], count: int, expected: list[str], stored: int) -> None:
+    """Each --input sample has its --expected one: unequal counts (a series of one length beside
+    files of another) are refused before any work, naming both sides."""
+    if count != stored:
+        named = lambda paths: paths[0] if len(paths) == 1 else f"{paths[0]} ... {paths[-1]}"  # noqa: E731
+        raise UsageError(
+            f"the --input files hold {count} sample(s) ({named(inputs)}), the --expected files {stored} "
+            f"({named(expected)}): each input needs its expected outputs"
+        )
 
 
 def run(
@@ -108,12 +149,14 @@ def run(
     backend: str = "auto",
     timeout: float | None = None,
     cast: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> Ran:
     """`bnfold run`: run `model` on the h5 files `inputs` (or `samples` random inputs from
     `seed`, 1 and 0 by default, refused with `inputs`; also written to `write_input` if given)
     and write its outputs to `output` in ONE's h5 layout (out.N.h5 per sample when there are
     several), each sample as it is computed (all renamed into place together at the end). A
-    missing `inputs` path whose numbered series exists stands for that series, as in check()."""
+    missing `inputs` path whose numbered series exists stands for that series, as in check().
+    `progress(step)` hears each step, as in check()."""
     from .values import samples as sample_files
     from .values.backend import Backends
     from .values.deadline import Deadline
@@ -127,6 +170,8 @@ def run(
     (samples, seed), backend = arguments.random_sampling(inputs, samples, seed), arguments.backend(backend)
     count = sample_files.count_files(inputs) if inputs else samples
     refuse_numbered_clobber({"--output": output, "--write-input": write_input}, count, [model, *inputs], force)
+    step = progress or _silent
+    step(f"reading {model}")
     loaded = read_model(os.fspath(model))
     graph = loaded.graphs[0]
     deadline = Deadline(timeout)
@@ -138,6 +183,7 @@ def run(
     runner = Backends([loaded], backend, deadline=deadline)
     with written_together():  # every h5 file of the run, or none
         for index, sample in enumerate(given):
+            step(f"sample {index + 1} of {count}")
             deadline.check()
             write(index, sample, runner(sample)[0])
     names = [sample_files.sample_path(output, i, count) for i in range(count)]

@@ -1,4 +1,4 @@
-"""How much a check proved (check/strength.py, issue 27): saturated, integer and constant outputs
+"""How much a check proved (values/strength.py, issue 27): saturated, integer and constant outputs
 are measured as such, said in the verdict and the report, and `--check-mode auto` checks the
 rewrites under them one by one."""
 
@@ -81,7 +81,9 @@ def test_the_report_and_the_verdict_say_which_outputs_the_check_proved_little_ab
     assert rewrite["strength"]["bn"]["level"] == "full"
     line = next(x for x in out.splitlines() if x.startswith("check: weak"))
     assert (
-        "'zero' none" in line and "'probability' weak" in line and "1 rewrite(s) under them checked one by one" in line
+        "'zero:0' proves nothing" in line
+        and "'probability:0' barely varies" in line
+        and "1 rewrite(s) under them checked one by one" in line
     )
 
 
@@ -109,7 +111,8 @@ def test_a_model_whose_outputs_vary_gets_no_caveat(tmp_path, capsys):
 def test_check_command_prints_the_caveat_under_its_table(weak_model, capsys):
     assert cli.run(["check", str(weak_model), str(weak_model), "--samples", "3"]) == 0
     out = capsys.readouterr().out
-    assert "weak check: 'probability' barely varies" in out and "'zero' proves nothing" in out
+    # named as check's table names them: as in the h5 files it reads and writes (ofm:0)
+    assert "weak check: 'probability:0' barely varies" in out and "'zero:0' proves nothing" in out
 
 
 def test_check_optimize_check_and_recipe_test_draw_the_same_samples_from_a_seed(weak_model, tmp_path, capsys):
@@ -121,7 +124,7 @@ def test_check_optimize_check_and_recipe_test_draw_the_same_samples_from_a_seed(
 
     out, report = tmp_path / "o.tflite", tmp_path / "r.json"
     code, said = _optimize(capsys, weak_model, out, "--check", "2", "--seed", "6", "--report", report)
-    assert code == 0 and "check: 'probability' differ beyond it only where a steep or discrete output" in said
+    assert code == 0 and "check: 'probability:0' differ beyond it only where a steep or discrete output" in said
     check = json.loads(report.read_text())["check"]
     by_optimize = {o["name"]: o["max_abs"] for o in check["outputs"]}
     assert check["seed"] == 6 and by_optimize["probability"] > 2e-5  # settled by the rewrite under it

@@ -298,9 +298,9 @@ def test_h5diff_compares_strings_and_integers(tmp_path, capsys):
     assert run(["h5diff", a, b]) == 0
     assert run(["h5diff", a, c]) == 1
     err = one_line_error(capsys)
-    assert "2 of 2 outputs" in err
+    assert "2 of 2 tensors" in err
     assert run(["h5diff", a, c, "-d", "1"]) == 1  # the integers are within 1, the strings still differ
-    assert "1 of 2 outputs" in one_line_error(capsys)
+    assert "1 of 2 tensors" in one_line_error(capsys)
 
 
 def test_run_writes_random_inputs_and_outputs_like_test_data_generator(tmp_path, capsys):

@@ -3,14 +3,19 @@ report; the default target follows the output's format (.tflite litert, .circle 
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from bn_models import Net, chain, conv2d, mul_add
+from bn_models import Net, build_copy, chain, conv2d, mul_add
 from bnfold import api
+from bnfold.engine.registry import PASSES, UNDOING
+from bnfold.engine.report import PassResult
 from bnfold.engine.targets import Target, default_target
-from bnfold.errors import UsageError
-from bnfold.recipe.chef import build
-from conftest import DATA, FIXTURES
+from bnfold.errors import InternalError, UsageError
+from bnfold.io.formats import CIRCLE
+from bnfold.recipe.chef import build, load_recipe, recipe_format
+from bnfold.values import litert
+from conftest import DATA, FIXTURES, RECIPES
 
 SHAPE = [1, 5, 7, 6]
 
@@ -96,3 +101,138 @@ def test_any_refuses_the_pre_activation_relu_the_input_lacks():
     assert "RELU" in for_litert["operators"]["after"] and "RELU" not in for_any["operators"]["before"]
     reasons = {r["reason"] for r in for_any["target"]["refused"] if r["pass"] == "fuse_preactivation_batchnorm"}
     assert reasons == {"the input has no RELU, and the target is any (only operators the input already had)"}
+
+
+def test_a_constant_operand_a_runtime_refuses_is_in_the_table():
+    """onert 0.1.0 refuses a BATCH_MATMUL whose left operand is a constant (ONE #16064); LiteRT runs it."""
+    assert Target("onert").refusal("BATCH_MATMUL", constant_inputs=[0]) == (
+        "onert does not run BATCH_MATMUL with a constant input 0"
+    )
+    assert Target("onert").refusal("BATCH_MATMUL", constant_inputs=[1]) is None  # not probed: not refused
+    assert Target("litert").refusal("BATCH_MATMUL", constant_inputs=[0]) is None
+    assert "onert does not run" in Target("any", frozenset({"BATCH_MATMUL"})).refusal("BATCH_MATMUL", "NONE", [0])
+
+
+RECIPE_PATHS = sorted(RECIPES.glob("*.toml"))
+EVERY_PASS = [p.name for p in PASSES if not p.parameters]
+# fuse_hardswish and decompose_hardswish undo each other: each run takes one of them
+PASS_SETS = {undone: [name for name in EVERY_PASS if name != undone] for undone in sorted(UNDOING)}
+
+
+@pytest.mark.parametrize("target", ["litert", "onert", "any"])
+def test_every_pass_on_every_recipe_makes_only_what_the_target_runs(target):
+    """Every pass (default, O1 and opt-in) over every recipe, for each target: the output gate
+    (targets.check_made) finds no op a pass made that the target cannot run."""
+    for path in RECIPE_PATHS:
+        recipe = load_recipe(path)
+        for passes in PASS_SETS.values():
+            model = build(recipe, recipe_format(recipe), where=path.name)
+            try:
+                api.apply_passes(model, passes, target)
+            except InternalError as e:
+                pytest.fail(f"{path.name}: {e}")
+
+
+def test_the_output_gate_refuses_what_a_pass_made_without_asking(monkeypatch):
+    """A pass that makes HARD_SWISH for onert without asking the target: exit 3 naming it, not a
+    model onert cannot load."""
+    from bnfold.passes import fuse_hardswish
+
+    def careless(graph):
+        result = PassResult()
+        add = graph.ops[0]
+        result.fold(add, [add], into=[])
+        graph.remove_op(add)
+        result.made(graph.add_op("HARD_SWISH", [add.inputs[0]], list(add.outputs), None, after=add))
+        return result
+
+    monkeypatch.setattr(fuse_hardswish, "run", careless)
+    with pytest.raises(InternalError, match=r"pass fuse_hardswish made subgraph 0 HARD_SWISH .*onert does not run"):
+        api.apply_passes(build(_hard_swish_net()), ["fuse_hardswish"], "onert")
+    model = build(_hard_swish_net())  # LiteRT runs it: the gate lets it through
+    assert api.apply_passes(model, ["fuse_hardswish"], "litert").folds
+
+
+def test_ranks_and_types_a_runtime_refuses_are_in_the_table():
+    """onert 0.1.0 refuses a PAD or MEAN of rank 5, a TRANSPOSE of INT64 and a PAD of integers;
+    LiteRT a PAD of rank 6: probed (schemas/derive_runtimes.py SHAPED_PROBES), asked by rank and type."""
+    onert_, litert_ = Target("onert"), Target("litert")
+    assert onert_.refusal("PAD", rank=5) == "onert does not run PAD of rank 5"
+    assert onert_.refusal("MEAN", rank=5) == "onert does not run MEAN of rank 5"
+    assert onert_.refusal("TRANSPOSE", rank=4, dtype="INT64") == "onert does not run TRANSPOSE of INT64"
+    assert onert_.refusal("PAD", rank=4, dtype="INT32") == "onert does not run PAD of INT32"
+    assert onert_.refusal("TRANSPOSE", rank=6, dtype="INT32") is None
+    assert litert_.refusal("PAD", rank=5) is None
+    assert litert_.refusal("PAD", rank=6) == "litert does not run PAD of rank 6"
+
+
+def test_the_output_gate_holds_a_changed_op_to_what_it_was(monkeypatch):
+    """A pass that turns a float TRANSPOSE into one of INT64 for onert is refused by the gate; the
+    same change for litert passes."""
+    from bnfold.passes import remove_unnecessary_transpose
+
+    def retype(graph):
+        result = PassResult()
+        op = next(op for op in graph.ops if op.kind == "TRANSPOSE")
+        graph.touch(op)  # what any mutation method records before changing the op
+        op.outputs[0].dtype = "INT64"
+        result.fold(op, [], into=[op])
+        return result
+
+    def net():
+        n = Net()
+        x = n.input("x", [1, 2, 3, 4])
+        n.outputs = [n.op("TRANSPOSE", [x, n.ints("p", [0, 2, 3, 1])], "y", [1, 3, 4, 2])]
+        return build(n.recipe())
+
+    monkeypatch.setattr(remove_unnecessary_transpose, "run", retype)
+    with pytest.raises(InternalError, match="remove_unnecessary_transpose .*onert does not run TRANSPOSE of INT64"):
+        api.apply_passes(net(), ["remove_unnecessary_transpose"], "onert")
+    assert api.apply_passes(net(), ["remove_unnecessary_transpose"], "litert").folds
+
+
+def _int64_transposed_add() -> dict:
+    """x, y INT64: TRANSPOSE(x) + y -> TRANSPOSE back -> z. Moving the first TRANSPOSE forward
+    cancels it with the second and puts one on y: fewer transposes, but one of INT64."""
+    n = Net()
+    x, y = n.input("x", [1, 2, 3, 4]), n.input("y", [1, 3, 4, 2])
+    t = n.op("TRANSPOSE", [x, n.ints("p", [0, 2, 3, 1])], "t", [1, 3, 4, 2])
+    a = n.op("ADD", [t, y], "a", [1, 3, 4, 2])
+    n.outputs = [n.op("TRANSPOSE", [a, n.ints("q", [0, 3, 1, 2])], "z", [1, 2, 3, 4])]
+    recipe = n.recipe()
+    for operand in recipe["operand"]:
+        if operand["name"] in ("x", "y", "t", "a", "z"):
+            operand["dtype"] = "INT64"
+    return recipe
+
+
+@pytest.mark.parametrize("passes", [["forward_transpose_op"], ["remove_redundant_transpose"]])
+def test_the_propagation_makes_no_transpose_the_target_cannot_run(passes):
+    """For onert the region is refused with the reason (onert has no TRANSPOSE of INT64); for
+    LiteRT the move is made, and computes the same."""
+    for_onert = build(_int64_transposed_add(), CIRCLE)
+    report = api.apply_passes(for_onert, passes, "onert")
+    assert dict(for_onert.op_counts()) == {"TRANSPOSE": 2, "ADD": 1} and not report.folds
+    assert "onert does not run TRANSPOSE of INT64" in {t["reason"] for t in report.transposes}
+    original, for_litert = build(_int64_transposed_add()), build(_int64_transposed_add())
+    assert api.apply_passes(for_litert, passes, "litert").folds and for_litert.op_counts()["TRANSPOSE"] == 1
+    xs = [np.arange(24).reshape(1, 2, 3, 4).astype(np.int64), np.arange(24).reshape(1, 3, 4, 2).astype(np.int64)]
+    np.testing.assert_array_equal(litert.run(build_copy(for_litert), xs)[0], litert.run(original, xs)[0])
+
+
+def test_an_int64_input_stays_nchw_for_onert():
+    """--nchw_to_nhwc_input_shape would put a TRANSPOSE of INT64 after the input: onert has none,
+    so the input is kept with that reason (for litert it changes)."""
+    n = Net()
+    x = n.input("x", [1, 2, 3, 4])
+    n.outputs = [n.op("RESHAPE", [x, n.ints("s", [24])], "z", [24], new_shape=[24])]
+    recipe = n.recipe()
+    for operand in recipe["operand"]:
+        if operand["name"] in ("x", "z"):
+            operand["dtype"] = "INT64"
+    passes = ["convert_nchw_to_nhwc", "nchw_to_nhwc_input_shape"]
+    report = api.apply_passes(build(recipe, CIRCLE), passes, "onert")
+    assert report.interface["kept"] == [
+        {"name": "x", "side": "input", "shape": [1, 2, 3, 4], "reason": "onert does not run TRANSPOSE of INT64"}
+    ]
+    assert [r["name"] for r in api.apply_passes(build(recipe, CIRCLE), passes, "litert").interface["inputs"]] == ["x"]

@@ -1,4 +1,4 @@
-"""The flags of `bnfold optimize` that are not written out in cli.py: one boolean --<name> per
+"""The flags of `bnfold optimize` that are not written out in cli/optimize.py: one boolean --<name> per
 pass and per pass parameter, generated from the registry (engine/registry.py, through api.PASSES),
 and a hidden one per ONE option bnfold does not implement (one.py), so that a one-optimize command
 line is accepted, and warned about, not refused."""

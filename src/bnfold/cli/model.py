@@ -6,7 +6,7 @@ import click
 
 from .. import api, one, text
 from ..errors import UsageError
-from .options import echo_lines
+from .options import echo_lines, quiet_option
 
 
 @click.command()
@@ -16,9 +16,12 @@ from .options import echo_lines
     "--external-buffers", is_flag=True, help="Store weights after the flatbuffer (Buffer.offset/size layout)."
 )
 @click.option("--in-place", is_flag=True, help="Allow OUT to be IN and overwrite it.")
-def convert(input_path, output_path, external_buffers, in_place):
+@quiet_option
+def convert(input_path, output_path, external_buffers, in_place, quiet):
     """Write IN as OUT, in the format OUT's extension names (.tflite or .circle)."""
     info = api.convert(input_path, output_path, external_buffers=external_buffers, in_place=in_place)
+    if quiet:
+        return
     layout = "offset buffers" if info.external else "standard"
     click.echo(f"{text.written(info, input_path)} ({info.format}, {layout} layout, {info.size} bytes)")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 
 import click
 
@@ -99,6 +100,7 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
     "check_seed",
     type=SEED,
     default=0,
+    metavar="S",
     help="--check: seed of the random samples (the samples `check --seed` and `recipe test --seed` draw).",
 )
 @click.option(
@@ -194,8 +196,9 @@ def optimize(
     chosen = api.select(passes, switches, default=config is None, strict=strict)
     to_stdout = report_path == "-"
     echo = functools.partial(click.echo, err=to_stdout)  # stdout carries the JSON then
-    echo_lines([f"bnfold: {line}" for line in chosen.warnings()], functools.partial(click.echo, err=True))
-    echo_lines([] if quiet else [f"bnfold: {line}" for line in chosen.notes()], echo)
+    if not quiet:  # -q: nothing on success; what is ignored is in the report, and --strict refuses it
+        echo_lines([f"bnfold: {line}" for line in chosen.warnings()], functools.partial(click.echo, err=True))
+        echo_lines([f"bnfold: {line}" for line in chosen.notes()], echo)
     same = dict(
         force=force,
         external_buffers=external_buffers,
@@ -228,6 +231,8 @@ def optimize(
     given = _one_path("IN", (*paths, None)[0], input_option)
     input_path = given or (config and config.input_path)
     output_path = _one_path("OUT", (*paths, None, None)[1], output_option) or (config and config.output_path)
+    if given and os.path.isdir(given):  # `optimize DIR OUT`: the batch mode was meant
+        raise UsageError(f"is a directory: to optimize the models in it, use --out-dir OUT_DIR {given}", given)
     if config and not input_path:
         raise UsageError("[one-optimize] has no input_path, and no IN was given (argument or -i)", config.path)
     if not input_path or not (output_path or in_place) or len(paths) > 2 or jobs or shard:
@@ -251,7 +256,9 @@ def optimize(
         if config and not given and e.path == input_path:  # the cfg's input_path: say where it came from
             raise config.named("input_path", e) from None
         raise
-    except CheckFailed as e:
+    except CheckFailed as e:  # what the passes did, then the check that refused it
+        if e.report is not None and not quiet:
+            echo_lines(text.what_passes_did(e.report), echo)
         if e.result is not None:
             click.echo(e.result.table(), err=to_stdout)
         if to_stdout and getattr(e, "report", None) is not None:  # the failed check's report, as a file gets it

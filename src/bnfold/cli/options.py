@@ -26,13 +26,19 @@ class NonNegative(click.ParamType):
         return number
 
 
-class Seconds(NonNegative):
+class Seconds(click.ParamType):
+    """A time limit: a finite number of seconds > 0 (0, a negative number, NaN and inf are refused
+    with one message, so --timeout 0 and --timeout -1 say the same thing)."""
+
     name = "SECONDS"
 
     def convert(self, value, param, ctx):
-        number = super().convert(value, param, ctx)
-        if number == 0:
-            self.fail("must be greater than 0", param, ctx)
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if not math.isfinite(number) or number <= 0:
+            self.fail(f"{value!r} is not a number of seconds greater than 0", param, ctx)
         return number
 
 

@@ -17,9 +17,12 @@ def recipe():
 @recipe.command(name="build")
 @click.argument("recipe_path", metavar="RECIPE.toml")
 @click.argument("output_path", metavar="OUT")
-def recipe_build(recipe_path, output_path):
+@quiet_option
+def recipe_build(recipe_path, output_path, quiet):
     """Build RECIPE into OUT (.tflite or .circle)."""
     model = api.build_recipe(recipe_path, output_path)
+    if quiet:
+        return
     click.echo(f"wrote {output_path} ({text.plural(sum(len(g.ops) for g in model.graphs), 'operator')})")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from .. import api, text
-from ..errors import CheckFailed
+from ..errors import CannotVerify, CheckFailed
 from .options import TOLERANCE, quiet_option, refuse_ignored_sampling, value_options
 
 
@@ -44,6 +44,11 @@ from .options import TOLERANCE, quiet_option, refuse_ignored_sampling, value_opt
 @click.option(
     "--atol", type=TOLERANCE, default=1e-5, show_default=True, help="Absolute tolerance. Integers must match exactly."
 )
+@click.option(
+    "--require-variation",
+    is_flag=True,
+    help="Exit 4 when an output proves nothing: it did not change across the samples (needs 2 or more).",
+)
 @quiet_option
 def check(
     model_a,
@@ -60,33 +65,48 @@ def check(
     force,
     rtol,
     atol,
+    require_variation,
     quiet,
 ):
     """Compare MODEL's outputs with MODEL_B's on the same inputs, or with stored --expected outputs;
-    exit 0 only if all match (1: they differ, 4: no backend could run them)."""
+    exit 0 only if all match (1: they differ, 4: no backend could run them, or, with
+    --require-variation, an output proved nothing)."""
     refuse_ignored_sampling(input_files)
-    result = api.check(
-        model_a,
-        model_b,
-        inputs=input_files,
-        expected=expected_files,
-        samples=None if input_files else samples,
-        seed=None if input_files else seed,
-        write_input=write_input,
-        write_expected=write_expected,
-        force=force,
-        rtol=rtol,
-        atol=atol,
-        backend=backend,
-        timeout=timeout,
-        cast=cast,
-    )
-    if result.passed and quiet:
-        return
-    click.echo(result.table())
-    click.echo(f"backend {result.backend}, {result.samples} sample(s), {api.CRITERION}, {result.tolerance}")
+    from ..progress import StepLine
+
+    with StepLine(quiet) as step:
+        result = api.check(
+            model_a,
+            model_b,
+            inputs=input_files,
+            expected=expected_files,
+            samples=None if input_files else samples,
+            seed=None if input_files else seed,
+            write_input=write_input,
+            write_expected=write_expected,
+            force=force,
+            rtol=rtol,
+            atol=atol,
+            backend=backend,
+            timeout=timeout,
+            cast=cast,
+            progress=step,
+        )
+    proved_nothing = result.proved_nothing()
+    if result.passed and quiet:  # nothing on success, but a check that proved nothing is not one
+        if proved_nothing and not require_variation:  # which then says it as its error
+            click.echo(f"bnfold: warning: weak check: {proved_nothing}", err=True)
+    else:
+        click.echo(result.table())
+        read = " and ".join(f"{text.files(paths)} (--{what})" for what, paths in result.files.items())
+        samples = f"{result.samples} sample(s)" + (f" read from {read}" if read else "")
+        click.echo(f"backend {result.backend}, {samples}, {api.CRITERION}, {result.tolerance}")
     if not result.passed:
         raise CheckFailed(result.failure_message())
+    if require_variation and result.samples < 2:
+        raise CannotVerify("--require-variation: whether an output varies takes 2 or more samples; 1 was compared")
+    if require_variation and proved_nothing:
+        raise CannotVerify(f"--require-variation: {proved_nothing}")
 
 
 @click.command(name="run")
@@ -109,18 +129,22 @@ def check(
 def run_model(model_path, input_files, cast, backend, timeout, samples, seed, output_path, write_input, force, quiet):
     """Run MODEL on --input h5 files (or random inputs) and write its outputs in ONE's h5 layout."""
     refuse_ignored_sampling(input_files)
-    ran = api.run(
-        model_path,
-        output_path,
-        inputs=input_files,
-        samples=None if input_files else samples,
-        seed=None if input_files else seed,
-        write_input=write_input,
-        force=force,
-        backend=backend,
-        timeout=timeout,
-        cast=cast,
-    )
+    from ..progress import StepLine
+
+    with StepLine(quiet) as step:
+        ran = api.run(
+            model_path,
+            output_path,
+            inputs=input_files,
+            samples=None if input_files else samples,
+            seed=None if input_files else seed,
+            write_input=write_input,
+            force=force,
+            backend=backend,
+            timeout=timeout,
+            cast=cast,
+            progress=step,
+        )
     if quiet:
         return
     inputs = f" and {text.files(ran.inputs)}" if ran.inputs else ""
@@ -157,5 +181,7 @@ def h5diff(file_a, file_b, rtol, atol, delta, by_position, quiet):
     if result.passed and quiet:
         return
     click.echo(result.table())
+    paired = "by position" if by_position or not result.by_name else "by name"
+    click.echo(f"{file_a} and {file_b}: {result.samples} sample(s), paired {paired}, {result.tolerance.criterion}")
     if not result.passed:
         raise CheckFailed(result.failure_message())

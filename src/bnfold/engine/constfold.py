@@ -110,5 +110,5 @@ def compute(graph: Graph, op: Op) -> tuple[list[np.ndarray] | None, str | None]:
 
 def make_constant(tensor: Tensor, value: np.ndarray) -> None:
     """`tensor` holds `value` from now on (a new buffer; its static shape is the value's)."""
-    tensor.data = np.ascontiguousarray(value)
+    tensor.data = np.asarray(value, order="C")  # ascontiguousarray would make rank 0 rank 1
     tensor.shape_signature = None

@@ -10,7 +10,7 @@ and an atrous (dilated) convolution written by TF 1.x is SPACE_TO_BATCH_ND -> co
 BATCH_TO_SPACE_ND -> batch norm. A layout op L only moves elements: L(s·z + t) = s'·L(z) + t'
 whenever the per-channel (s, t) along the layer's channel axis a is the same per-channel (s', t')
 along the axis L sends a to. So a chain found on L's output, per channel on exactly that axis, is
-a chain on the layer's output and folds backward (layers.py) with the layout ops left in place;
+a chain on the layer's output and folds backward (engine/backward.py) with the layout ops left in place;
 the chain's fused activation commutes with L too (it is elementwise).
 
 How each op moves the channel axis a (rank r input shape `i`, output shape `o`):

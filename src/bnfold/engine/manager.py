@@ -7,7 +7,8 @@ another pass has run. At the end the skip list is made from it by construction: 
 per batch-norm candidate left in the model, none for any other op, apart from it one entry per
 TRANSPOSE left (leftovers.py), and each fold names the ops of the output that took it in (`into`).
 A pass runs on a graph only where it finds an operator kind it needs (registry.PassSpec.needs).
-Every graph carries the Target the model is made for (targets.py): what a pass may introduce.
+Every graph carries the Target the model is made for (targets.py): what a pass may introduce;
+the output gate refuses an op a pass made that the target cannot run (targets.check_made).
 After the rounds, what no op reads any more goes from every graph (deadcode.py), once.
 A graph the input held without a LiteRT in-place clobber leaves without one (planner.py).
 
@@ -32,7 +33,7 @@ from .leftovers import explain, transposes_left
 from .planner import Overwrites, new_clobbers, overwrites, run_readers_first
 from .registry import PassSpec
 from .report import Report
-from .targets import Target, default_target
+from .targets import Target, check_made, default_target
 
 MAX_ROUNDS = 50
 REORDERED_WHY = "run earlier, so LiteRT reads their inputs before an op in place overwrites them (engine/planner.py)"
@@ -110,6 +111,7 @@ def run_passes(
     if moved:
         report.notes.append({"reordered": {"operators": moved, "why": REORDERED_WHY}})
     check_output(model)
+    check_made(model)
     report.skips = explain(model, report.said, report.passes)
     report.transposes = transposes_left(model, report.said, report.passes)
     report.settle_into(model.graphs)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Graph, Op, Options, Tensor
+from .report import PassResult
 
 
 def only_reader(graph: Graph, t: Tensor) -> Op | None:
@@ -77,3 +78,15 @@ def collapse(graph: Graph, result, ops: list[Op], inputs: list[Tensor | None], k
     made = graph.add_op(kind, inputs, [y], options, after=last)
     result.made(made)
     return made
+
+
+def transposed_matrix(graph: Graph, result: PassResult, t: Tensor, at: Op) -> Tensor:
+    """t's 2-D transpose for a rewrite at `at`: a new constant for a constant (t's buffer is not
+    touched), else the output of a new TRANSPOSE(1, 0) placed before `at`."""
+    name = graph.unique_name(f"{t.name}/transposed")
+    if t.is_const:
+        return graph.add_const(name, np.ascontiguousarray(t.const_data.T))
+    perm = graph.add_const(graph.unique_name(f"{name}/perm"), np.array([1, 0], np.int32), "INT32")
+    out = graph.add_tensor(name, t.dtype, t.shape[::-1])
+    result.made(graph.add_op("TRANSPOSE", [t, perm], [out], Options("TransposeOptions"), before=at))
+    return out

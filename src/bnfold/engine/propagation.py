@@ -63,6 +63,7 @@ import numpy as np
 
 from ..ir.graph import Graph, Op, Options, Tensor
 from ..ir.ops import info
+from . import targets
 from .layout import transpose_perm
 from .permute import Crossing, Perm, compose, inverse, is_identity, keeps_data_order, moved_shape, reshape_target
 from .region import TRANSPOSE, Region, crossing_giving, feature_order, grow, quantization_problem
@@ -127,10 +128,12 @@ def _move(graph: Graph, seed: Op, scope, result: PassResult, reasons: dict[Op, s
         for sides, absorb in ((False, False), (True, False), (True, scope is None))
     )
     paying = [r for r in (narrow, wide, back) if r.gain(graph) > 0]
-    safe = [r for r in paying if not _aliasing_hazard(graph, r)]
+    refused = {id(r): _target_refusal(graph, r) for r in paying}
+    safe = [r for r in paying if refused[id(r)] is None and not _aliasing_hazard(graph, r)]
     best = max(safe or [narrow, wide, back], key=lambda r: r.gain(graph))
     if paying and not safe:
-        reasons.update(dict.fromkeys(max(paying, key=lambda r: r.gain(graph)).seeds, HAZARD))
+        top = max(paying, key=lambda r: r.gain(graph))
+        reasons.update(dict.fromkeys(top.seeds, refused[id(top)] or HAZARD))
     elif best.gain(graph) > 0:
         result.fold(
             seed,
@@ -151,6 +154,13 @@ def _move(graph: Graph, seed: Op, scope, result: PassResult, reasons: dict[Op, s
         telling = wide if len(wide.crossed) > len(narrow.crossed) else narrow  # the cost of going further
         why = telling.why_not(graph, seed)
         reasons.update(dict.fromkeys(best.seeds, why))
+
+
+def _target_refusal(graph: Graph, region: Region) -> str | None:
+    """Why the target cannot run a TRANSPOSE the rewrite of `region` would make (its rank or type:
+    onert has no TRANSPOSE of INT64), or None."""
+    made = (targets.refusal(graph, "TRANSPOSE", rank=len(t.shape), dtype=t.dtype) for t in region.transposed())
+    return next(filter(None, made), None)
 
 
 def _aliasing_hazard(graph: Graph, region: Region) -> bool:
@@ -215,6 +225,8 @@ def _pull(graph: Graph, seed: Op, q: Perm, result: PassResult) -> bool:
         return False
     if in_place_hazard(graph, u, [r.kind for r in reading_slots(graph, seed.outputs[0])]):
         return False  # u would write y, read by a RESHAPE-like op and another, over a shared buffer
+    if any(targets.refusal(graph, "TRANSPOSE", rank=len(d.shape), dtype=d.dtype) for d in data):
+        return False  # a TRANSPOSE the target cannot run (onert: of INT64)
     result.fold(seed, [seed], into=[u], pulled_before=describe(u))
     opcode = seed.opcode
     new = {

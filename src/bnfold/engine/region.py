@@ -47,9 +47,14 @@ class Region:
     def writes_directly(self, graph: Graph, t: Tensor, u: Op) -> bool:
         return t.producer in self.crossed and graph.has_single_use(t, u) and t not in self.stops
 
-    def added(self) -> int:
+    def transposed(self) -> list[Tensor]:
+        """The tensors the rewrite puts a new TRANSPOSE on: the stops but the seeds' outputs (a
+        seed kept), and the sides."""
         outputs = {op.outputs[0] for op in self.seeds}
-        return sum(t not in outputs for t in self.stops) + len(self.sides)
+        return [t for t in self.stops if t not in outputs] + list(self.sides)
+
+    def added(self) -> int:
+        return len(self.transposed())
 
     def gain(self, graph: Graph) -> int:
         return -1 if self.conflict else self.removed(graph) - self.added()

@@ -30,7 +30,7 @@ class PassSpec(NamedTuple):
     # the operator kinds at least one of which a graph must hold for the pass to do anything there:
     # every match the pass makes, folded or refused, includes an op of one of these kinds, so in a
     # graph without any it has no candidate, hence no fold and no refusal, and the manager skips
-    # it (without importing its module). A kind left out here silently loses folds: tests/passes/
+    # it (without importing its module). A kind left out here silently loses folds: tests/engine/
     # test_registry.py runs every pass on every recipe lacking its kinds
     needs: frozenset[str]
     # option names that only qualify this pass (ONE's "arguments" of a pass) -> what each does;
@@ -133,6 +133,47 @@ PASSES: tuple[PassSpec, ...] = (
                 "move a RESHAPE after the ABS/NEG/LOGISTIC/MUL or DIV by a scalar/MEAN that alone reads it",
             ),
         )
+    ),
+    # ONE's cleanups of quantized graphs (opt-in), where they change no integer (engine/quantization.py);
+    # remove_fakequant is ONE's as it is: lossy, its error measured
+    PassSpec(
+        "remove_fakequant",
+        "remove FAKE_QUANT (lossy: its rounding and clamping go; the output error is measured and reported)",
+        False,
+        False,
+        needs=frozenset({"FAKE_QUANT"}),
+    ),
+    PassSpec(
+        "remove_quantdequant",
+        "remove a DEQUANTIZE -> QUANTIZE pair with one type, scale and zero point on both integer sides (and "
+        "a QUANTIZE -> DEQUANTIZE of a tensor so dequantized)",
+        True,
+        False,
+        needs=frozenset({"QUANTIZE", "DEQUANTIZE"}),
+    ),
+    PassSpec(
+        "remove_redundant_quantize",
+        "remove a QUANTIZE to the parameters its input has; merge QUANTIZE -> QUANTIZE of one scale where no "
+        "integer changes",
+        True,
+        False,
+        needs=frozenset({"QUANTIZE"}),
+    ),
+    PassSpec(
+        "remove_qdq_for_mpo",
+        "remove the first of two QUANTIZE/DEQUANTIZE pairs after FULLY_CONNECTED/BATCH_MATMUL where one "
+        "scale makes it change nothing",
+        True,
+        False,
+        needs=frozenset({"DEQUANTIZE"}),
+    ),
+    PassSpec(
+        "fuse_output_requantize",
+        "make a quantized CONV_2D/DEPTHWISE_CONV_2D/FULLY_CONNECTED/TRANSPOSE_CONV write the parameters of the "
+        "QUANTIZE after it, where one scale makes that change no integer (TICO's fold)",
+        True,
+        False,
+        needs=frozenset({"QUANTIZE"}),
     ),
     PassSpec(
         "remove_unnecessary_concat",
@@ -261,6 +302,15 @@ PASSES: tuple[PassSpec, ...] = (
         True,
         False,
         needs=CUSTOM,
+    ),
+    # bnfold's own, under TICO's option name: what makes a model onert refuses one it runs (default:
+    # it acts for the onert target only, and replace_non_const_fc_with_batch_matmul leaves its FC)
+    PassSpec(
+        "convert_lhs_const_mm_to_fc",
+        "for onert, replace a BATCH_MATMUL with a constant left matrix (which onert refuses) by FULLY_CONNECTED",
+        True,
+        True,
+        needs=frozenset({"BATCH_MATMUL"}),
     ),
     PassSpec(
         "replace_non_const_fc_with_batch_matmul",

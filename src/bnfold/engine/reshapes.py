@@ -64,6 +64,8 @@ import numpy as np
 
 from ..ir.const import NUMPY_DTYPES
 from ..ir.graph import Graph, Op, Options, Tensor
+from . import targets
+from .report import PassResult
 
 
 def same_quantization(a: Tensor, b: Tensor) -> bool:
@@ -84,6 +86,27 @@ def add_reshape(graph: Graph, x: Tensor, y: Tensor, *, after: Op) -> Op:
     new_shape = [int(d) for d in y.signature]
     shape = graph.add_const(f"{y.name}/shape", np.array(new_shape, dtype=np.int32), "INT32")
     return graph.add_op("RESHAPE", [x, shape], [y], Options("ReshapeOptions", newShape=new_shape), after=after)
+
+
+def replace_by_reshape(graph: Graph, result: PassResult, op: Op, x: Tensor, y: Tensor, **details) -> bool:
+    """Replace `op` (x -> y, moving no element) by a RESHAPE, if the target runs one, it reads the
+    bytes with y's quantization, and LiteRT's sharing of x's buffer adds no hazard (an op that
+    already shared it, ALIASING, adds none); else record why not in `result`. The one way the
+    passes make an op a RESHAPE, so none forgets a check. Returns whether it replaced `op`."""
+    unsupported = targets.refusal(graph, "RESHAPE")
+    if unsupported:
+        result.not_for_target(op, unsupported)
+        return False
+    if not same_quantization(x, y):
+        result.refuse_value(op, f"{x.name!r} and {y.name!r} read their bytes with different quantization")
+        return False
+    if op.kind not in ALIASING and aliasing_hazard(graph, x, y, added=0):  # the RESHAPE would share x's buffer
+        result.skip(op, HAZARD)
+        return False
+    result.fold(op, [op], into=[], **details)
+    graph.remove_op(op)
+    result.made(add_reshape(graph, x, y, after=op))
+    return True
 
 
 ALIASING = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS", "BITCAST"})  # LiteRT shares input 0, unmodified

@@ -8,17 +8,23 @@ fused activation the table never asked about is not refused (the table probes ev
 makes). The default target follows the output's format (.tflite: litert, .circle: onert), or the
 input's when nothing is written (`default_target`).
 
-A pass asks `refusal(graph, kind, activation)` before it makes an operator `kind` or gives one
-the fused `activation`; a reason means the rewrite is refused with it (the report shows it). The
-manager hands each graph its Target (`graph.target`); a pass run on a graph without one (a unit
-test) may make anything. A pass whose rewrite only one runtime wants (not a refusal: LiteRT runs
-both forms, slower) reads the target's name (`name_of`: replace_non_const_fc_with_batch_matmul).
+A pass asks `refusal(graph, kind, activation, constant_inputs)` before it makes an operator `kind`,
+gives one the fused `activation` or makes it read constants at `constant_inputs` (a runtime may
+refuse a constant operand: onert a BATCH_MATMUL's left one); a reason means the rewrite is refused
+with it (the report shows it). The manager hands each graph its Target (`graph.target`); a pass run
+on a graph without one (a unit test) may make anything. The manager's output gate (`check_made`)
+asks the same of every op a pass created or changed, so a pass that forgot to ask is bnfold's bug
+(exit 3, naming it), never a model the target refuses. A pass whose rewrite only one runtime wants
+(not a refusal: LiteRT runs both forms, slower) reads the target's name (`name_of`:
+replace_non_const_fc_with_batch_matmul).
 """
 
 from __future__ import annotations
 
-from ..errors import UsageError
-from ..ir.graph import Graph
+from collections.abc import Iterable
+
+from ..errors import InternalError, UsageError
+from ..ir.graph import Graph, Op
 from ..ir.model import Model
 from ..ir.runtimes import PROBED, RUNS
 
@@ -39,23 +45,75 @@ class Target:
         """The target `name` for `model` as it is before any pass runs."""
         return cls(name, frozenset(op.kind for g in model.graphs for op in g.ops))
 
-    def refusal(self, kind: str, activation: str = "NONE") -> str | None:
-        """Why this target cannot take an operator `kind` with the fused `activation`, or None."""
+    def refusal_of(self, op: Op, kept: Iterable[str] = ()) -> str | None:
+        """Why this target cannot run `op` as it is (its kind, fused activation, constant operands,
+        rank and type), but for the variants `kept` (what the op had before a pass changed it);
+        None when it can."""
+        if self.name == "any" and op.kind not in self.kinds:
+            return self.refusal(op.kind)
+        variants = [v for v in op.runtime_variants() if v not in kept]
         if self.name == "any":
-            if kind not in self.kinds:
-                return f"the input has no {kind}, and the target is any (only operators the input already had)"
-            if activation == "NONE":
-                return None
-            runtimes = tuple(RUNS)
-        else:
-            runtimes = (self.name,)
-        if (kind, activation) not in PROBED:
-            return None
-        for runtime in runtimes:
-            if (kind, activation) not in RUNS[runtime]:
-                what = kind if activation == "NONE" else f"{kind} with a fused {activation}"
-                return f"{runtime} does not run {what} (the target is {self.name})"
+            variants = [v for v in variants if v != "NONE"]
+        return self._refused(op.kind, variants, tuple(RUNS) if self.name == "any" else (self.name,))
+
+    def refusal(
+        self,
+        kind: str,
+        activation: str = "NONE",
+        constant_inputs: Iterable[int] = (),
+        *,
+        rank: int | None = None,
+        dtype: str | None = None,
+    ) -> str | None:
+        """Why this target cannot take an operator `kind` with the fused `activation`, reading
+        constants at `constant_inputs`, making a first output of `rank` and `dtype`; or None."""
+        if self.name == "any" and kind not in self.kinds:
+            return f"the input has no {kind}, and the target is any (only operators the input already had)"
+        runtimes = tuple(RUNS) if self.name == "any" else (self.name,)
+        variants = [f"constant input {i}" for i in constant_inputs]
+        variants += [] if activation == "NONE" and self.name == "any" else [activation]
+        variants += [] if rank is None else [f"rank {rank}"]
+        variants += [] if dtype is None else [f"type {dtype}"]
+        return self._refused(kind, variants, runtimes)
+
+    def _refused(self, kind: str, variants: Iterable[str], runtimes: tuple[str, ...]) -> str | None:
+        for variant in variants:
+            if (kind, variant) not in PROBED:
+                continue  # never asked: not refused
+            for runtime in runtimes:
+                if (kind, variant) not in RUNS[runtime]:
+                    every = " (the target any takes only what every runtime runs)" if self.name == "any" else ""
+                    return f"{runtime} does not run {_described(kind, variant)}{every}"
         return None
+
+
+def _described(kind: str, variant: str) -> str:
+    if variant == "NONE":
+        return kind
+    if variant.startswith("constant input"):
+        return f"{kind} with a {variant}"
+    if variant.startswith("rank "):
+        return f"{kind} of {variant}"
+    if variant.startswith("type "):
+        return f"{kind} of {variant.removeprefix('type ')}"
+    return f"{kind} with a fused {variant}"
+
+
+def check_made(model: Model) -> None:
+    """The output gate for the target: no op a pass created is one the target cannot run, and no
+    op a pass changed gained what the target cannot run (a pass asks `refusal` before it rewrites;
+    this holds the passes that forgot to). Raises InternalError naming the pass; costs a lookup per
+    changed op."""
+    for index, graph in enumerate(model.graphs):
+        if graph.target is None or graph.changes is None:
+            continue
+        kept = graph.changes.was
+        for op, by in graph.changes.ops.items():
+            reason = graph.target.refusal_of(op, kept.get(op, ())) if by is not None and graph.contains(op) else None
+            if reason is not None:
+                raise InternalError(
+                    f"pass {by} made subgraph {index} {op.kind} (output {op.outputs[0].name!r}): {reason}"
+                )
 
 
 def default_target(format_name: str) -> str:
@@ -71,8 +129,17 @@ def name_of(graph: Graph) -> str | None:
     return None if graph.model is None else default_target(graph.model.format.name)
 
 
-def refusal(graph: Graph, kind: str, activation: str = "NONE") -> str | None:
-    """Why the runtime `graph` is made for cannot take `kind` with `activation` (None: it can, or
-    the graph has no target)."""
+def refusal(
+    graph: Graph,
+    kind: str,
+    activation: str = "NONE",
+    constant_inputs: Iterable[int] = (),
+    *,
+    rank: int | None = None,
+    dtype: str | None = None,
+) -> str | None:
+    """Why the runtime `graph` is made for cannot take `kind` with `activation`, constants at
+    `constant_inputs`, a first output of `rank` and `dtype` (None: it can, or the graph has no
+    target)."""
     target = graph.target
-    return None if target is None else target.refusal(kind, activation)
+    return None if target is None else target.refusal(kind, activation, constant_inputs, rank=rank, dtype=dtype)

@@ -217,10 +217,33 @@ def refuse_numbered_clobber(
         if output:
             directory, name, resolved, names = place(output)
             series = {name} if count == 1 else _series(name, count)
+            if count > 1:
+                _refuse_ambiguous_series(option, output, count, names)
             claim(option, directory, resolved, names, series)
             refuse_unwritable(
                 os.path.join(directory, max(series, key=len)), UsageError
             )  # its directory, the longest name
+
+
+def _refuse_ambiguous_series(option: str, path: str, count: int, names: set[str]) -> None:
+    """A series of `count` files written at PATH must be what `--input PATH` reads next: not
+    PATH itself, which a reader takes instead of the series, nor a longer series's file
+    PATH.count.h5, which it reads on into (both left by an earlier run). Removing them is the
+    user's call, so the run is refused before any work (UsageError naming the file)."""
+    first, last, beyond = (os.path.basename(numbered(path, i, count)) for i in (0, count - 1, count))
+    series = f"{option} writes {first} ... {last}"
+    if os.path.basename(path) in names:
+        raise UsageError(
+            f"exists beside the series {series}, and --input/--expected with this name would read it, "
+            "not the series; remove it or choose another name",
+            path,
+        )
+    if beyond in names:
+        raise UsageError(
+            f"is left from a longer series ({series}), and --input/--expected {os.path.basename(path)} would read "
+            "it too; remove the rest of that series or choose another name",
+            os.path.join(os.path.dirname(path), beyond),
+        )
 
 
 def _series(name: str, count: int) -> set[str]:

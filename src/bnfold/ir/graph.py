@@ -207,6 +207,14 @@ class Op:
             self.graph.touch(self)
         self.options.fusedActivationFunction = FUSED_ACTIVATIONS.index(name)
 
+    def runtime_variants(self) -> list[str]:
+        """What of this op a runtime may refuse beside its kind (ir/runtimes.py's variants): its
+        fused activation ("NONE" without one), "constant input N" for each constant operand, and
+        its first output's "rank N" and "type T"."""
+        constants = [f"constant input {i}" for i, t in enumerate(self.inputs) if t is not None and t.is_const]
+        shaped = [f"rank {len(self.outputs[0].shape)}", f"type {self.outputs[0].dtype}"] if self.outputs else []
+        return [self.fused_activation if self.has_fused_activation_slot else "NONE", *constants, *shaped]
+
     @property
     def has_fused_activation_slot(self) -> bool:
         return self.options is not None and hasattr(self.options, "fusedActivationFunction")

@@ -290,6 +290,9 @@ class Changes:
         self.sound = sound
         self.running: str | None = None
         self.ops: dict[Op, str | None] = {}  # op -> name of the pass that last created or changed it
+        # an op a pass changed (not created) -> its runtime variants before the first change: what
+        # the target gate lets it keep (engine/targets.py check_made)
+        self.was: dict[Op, list[str]] = {}
         self.stale: set[Op] = set()  # ops read whose recorded shapes disagreed with their rule before any change
         self.passes: dict[str, None] = {}  # the passes that said they changed the graph, in order
 
@@ -302,8 +305,10 @@ class Changes:
         self.sound = False
         if self.running is None:
             return
-        if op not in self.ops and shape_problem(op, info(op.kind).shape) is not None:
-            self.stale.add(op)
+        if op not in self.ops:
+            self.was[op] = op.runtime_variants()
+            if shape_problem(op, info(op.kind).shape) is not None:
+                self.stale.add(op)
         self.ops[op] = self.running
 
 

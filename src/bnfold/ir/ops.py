@@ -79,6 +79,12 @@ ACTIVATION_KINDS = frozenset(
 # activations as an output *range*, so only the clamping ones; TANH is loaded and then ignored by
 # CONV_2D/ADD and refused by FULLY_CONNECTED (LiteRT 2.3), so it never moves into a producer.
 RANGE_ACTIVATIONS = ("RELU", "RELU6", "RELU_N1_TO_1")
+# Activations whose every output is >= 0, standalone or fused (RELU_0_TO_1 has no fused form).
+NON_NEGATIVE_KINDS = frozenset({"RELU", "RELU6", "RELU_0_TO_1"})
+NON_NEGATIVE_ACTIVATIONS = frozenset({"RELU", "RELU6"})
+# The real range each clamping fused activation keeps (None: unbounded); quantized kernels clamp
+# to zp + round(bound / scale) in the output's integers (TFLite's CalculateActivationRangeQuantized).
+ACTIVATION_BOUNDS = {"NONE": (None, None), "RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
 # Operators kept by cleanup() even when nothing reads their outputs: they act on state.
 SIDE_EFFECT_KINDS = frozenset({"ASSIGN_VARIABLE", "CALL_ONCE", "VAR_HANDLE", "HASHTABLE_IMPORT", "CUSTOM"})
 # Types of the index operands (MEAN axes, PAD paddings, TRANSPOSE permutation) LiteRT takes; the
@@ -353,6 +359,7 @@ TABLE: tuple[OpInfo, ...] = (
     _unary("L2_NORMALIZATION", "L2NormOptions", layout="last_axis"),
     _unary("DEQUANTIZE", "DequantizeOptions"),
     _unary("QUANTIZE", "QuantizeOptions"),
+    _unary("FAKE_QUANT", "FakeQuantOptions"),
     OpInfo("INSTANCE_NORM", "InstanceNormOptions", (3, 1), shape="same"),
     OpInfo("WHILE", "WhileOptions"),
     OpInfo("IF", "IfOptions"),

@@ -1,6 +1,7 @@
 """What each runtime runs: derived by schemas/derive_runtimes.py from the runtimes themselves (do not
-edit; tests/test_runtimes.py re-derives it). PROBED: every (operator kind, fused activation) asked;
-RUNS[runtime]: those that loaded and ran as one-op float32 models. engine/targets.py reads it.
+edit; tests/test_runtimes.py re-derives it). PROBED: every (operator kind, variant) asked, a variant
+being a fused activation or "constant input N"; RUNS[runtime]: those that loaded and ran as one-op
+float32 models. engine/targets.py reads it.
 """
 
 VERSIONS = {"litert": "2.3.0", "onert": "0.1.0"}
@@ -75,6 +76,33 @@ PROBED = frozenset(
         ("INSTANCE_NORM", "RELU6"),
         ("INSTANCE_NORM", "TANH"),
         ("BATCH_MATMUL", "NONE"),
+        ("BATCH_MATMUL", "constant input 0"),
+        ("TRANSPOSE", "rank 5"),
+        ("TRANSPOSE", "rank 6"),
+        ("RESHAPE", "rank 5"),
+        ("RESHAPE", "rank 6"),
+        ("PAD", "rank 5"),
+        ("PAD", "rank 6"),
+        ("MEAN", "rank 5"),
+        ("MEAN", "rank 6"),
+        ("CONCATENATION", "rank 5"),
+        ("CONCATENATION", "rank 6"),
+        ("ADD", "rank 5"),
+        ("ADD", "rank 6"),
+        ("MUL", "rank 5"),
+        ("MUL", "rank 6"),
+        ("TRANSPOSE", "type INT32"),
+        ("TRANSPOSE", "type INT64"),
+        ("RESHAPE", "type INT32"),
+        ("RESHAPE", "type INT64"),
+        ("PAD", "type INT32"),
+        ("PAD", "type INT64"),
+        ("CONCATENATION", "type INT32"),
+        ("CONCATENATION", "type INT64"),
+        ("ADD", "type INT32"),
+        ("ADD", "type INT64"),
+        ("MUL", "type INT32"),
+        ("MUL", "type INT64"),
     }
 )
 
@@ -131,6 +159,32 @@ RUNS = {
             ("PRELU", "NONE"),
             ("GELU", "NONE"),
             ("BATCH_MATMUL", "NONE"),
+            ("BATCH_MATMUL", "constant input 0"),
+            ("TRANSPOSE", "rank 5"),
+            ("TRANSPOSE", "rank 6"),
+            ("RESHAPE", "rank 5"),
+            ("RESHAPE", "rank 6"),
+            ("PAD", "rank 5"),
+            ("MEAN", "rank 5"),
+            ("MEAN", "rank 6"),
+            ("CONCATENATION", "rank 5"),
+            ("CONCATENATION", "rank 6"),
+            ("ADD", "rank 5"),
+            ("ADD", "rank 6"),
+            ("MUL", "rank 5"),
+            ("MUL", "rank 6"),
+            ("TRANSPOSE", "type INT32"),
+            ("TRANSPOSE", "type INT64"),
+            ("RESHAPE", "type INT32"),
+            ("RESHAPE", "type INT64"),
+            ("PAD", "type INT32"),
+            ("PAD", "type INT64"),
+            ("CONCATENATION", "type INT32"),
+            ("CONCATENATION", "type INT64"),
+            ("ADD", "type INT32"),
+            ("ADD", "type INT64"),
+            ("MUL", "type INT32"),
+            ("MUL", "type INT64"),
         }
     ),
     "onert": frozenset(
@@ -182,6 +236,25 @@ RUNS = {
             ("PAD", "NONE"),
             ("GELU", "NONE"),
             ("BATCH_MATMUL", "NONE"),
+            ("TRANSPOSE", "rank 5"),
+            ("TRANSPOSE", "rank 6"),
+            ("RESHAPE", "rank 5"),
+            ("RESHAPE", "rank 6"),
+            ("CONCATENATION", "rank 5"),
+            ("CONCATENATION", "rank 6"),
+            ("ADD", "rank 5"),
+            ("ADD", "rank 6"),
+            ("MUL", "rank 5"),
+            ("MUL", "rank 6"),
+            ("TRANSPOSE", "type INT32"),
+            ("RESHAPE", "type INT32"),
+            ("RESHAPE", "type INT64"),
+            ("CONCATENATION", "type INT32"),
+            ("CONCATENATION", "type INT64"),
+            ("ADD", "type INT32"),
+            ("ADD", "type INT64"),
+            ("MUL", "type INT32"),
+            ("MUL", "type INT64"),
         }
     ),
 }

@@ -266,6 +266,17 @@ def _spatial(op, x: Shape, filters: Sequence[int], axes: str) -> tuple[int, ...]
     )
 
 
+def window_spans(size: int, filter_size: int, stride: int, padding: int) -> list[tuple[int, int]]:
+    """The [start, stop) of the input each output position of a pool (no dilation) reads along one
+    axis, the SAME padding clipped away (a pool's padding is no element: TFLite's pools skip it)."""
+    count = _window(size, filter_size, stride, 1, padding)
+    before = 0
+    if padding == PADDING_SAME:
+        before = max((count - 1) * stride + filter_size - size, 0) // 2
+    starts = (i * stride - before for i in range(count))
+    return [(max(start, 0), min(start + filter_size, size)) for start in starts]
+
+
 def pool(op) -> list[Shape]:
     x = _shape(op.inputs[0])
     filters = (_opt(op, "filterHeight", 1), _opt(op, "filterWidth", 1))

@@ -23,7 +23,8 @@ and those left as they were, with why (not 4-D; both an input and an output; no 
 quantized per channel; a producer LiteRT would then run in place over a buffer another reader
 needs: a graph output is never shared, the tensor before the new TRANSPOSE may be; an input whose
 readers LiteRT would then run in place over the new TRANSPOSE's output, a graph input never being
-shared, while another reader of that buffer still needs it; see engine/reshapes.py).
+shared, while another reader of that buffer still needs it; see engine/reshapes.py; a type whose
+TRANSPOSE the target cannot run: onert's of INT64).
 
 Exact: a transpose only moves elements; on the NHWC input x.transpose(0,2,3,1) the converted
 model gives the original's output transposed the same way.
@@ -35,7 +36,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..engine import registry
+from ..engine import registry, targets
 from ..engine.layout import transpose_perm
 from ..engine.propagation import propagate
 from ..engine.report import PassResult
@@ -162,7 +163,7 @@ def _why_kept(graph: Graph, t: Tensor, side: str) -> str | None:
         return "LiteRT would run an op in place over its buffer while another reader still needs it"
     if len(getattr(t.quantization, "scale", None) or []) > 1:
         return "quantized per channel"
-    return None
+    return targets.refusal(graph, "TRANSPOSE", rank=4, dtype=t.dtype)  # the TRANSPOSE it would get
 
 
 def _permute(t: Tensor, perm) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..engine import targets
 from ..engine.match import only_reader
 from ..engine.report import PassResult
 from ..ir.custom import custom_code, custom_options
@@ -36,6 +37,10 @@ def run(graph: Graph) -> PassResult:
         if any(t.dtype != y.dtype or t.dtype not in TYPES or t.is_quantized for t in (op.operand(0), op.operand(1), y)):
             continue
         inputs, dropped = _skipping_broadcast(graph, op)
+        unsupported = targets.refusal(graph, "ADD")
+        if unsupported:
+            result.not_for_target(op, unsupported)
+            continue
         result.fold(op, [op, *dropped], into=[], resolved="AddV2")
         for removed in (op, *dropped):
             graph.remove_op(removed)

@@ -15,6 +15,7 @@ readable custom options whose adj_x and adj_y (absent: false) are booleans.
 
 from __future__ import annotations
 
+from ..engine import targets
 from ..engine.match import batch_matmul_options, is_plain_float
 from ..engine.report import PassResult
 from ..ir.custom import custom_code, custom_options
@@ -34,6 +35,11 @@ def run(graph: Graph) -> PassResult:
         if a is None or b is None or not all(is_plain_float(t) for t in (a, b, *op.outputs)):
             continue
         if min(len(a.shape), len(b.shape)) < 2:
+            continue
+        constant = [i for i, t in enumerate((a, b)) if t.is_const]
+        unsupported = targets.refusal(graph, "BATCH_MATMUL", constant_inputs=constant)
+        if unsupported:
+            result.not_for_target(op, unsupported)
             continue
         result.fold(op, [op], into=[], resolved="BatchMatMulV2", adj_x=adj[0], adj_y=adj[1])
         graph.remove_op(op)

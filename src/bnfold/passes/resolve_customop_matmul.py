@@ -16,12 +16,11 @@ transpose_b (absent: false) are booleans.
 
 from __future__ import annotations
 
-import numpy as np
-
-from ..engine.match import is_plain_float
+from ..engine import targets
+from ..engine.match import is_plain_float, transposed_matrix
 from ..engine.report import PassResult
 from ..ir.custom import custom_code, custom_options
-from ..ir.graph import Graph, Op, Options, Tensor
+from ..ir.graph import Graph, Options
 
 
 def run(graph: Graph) -> PassResult:
@@ -40,11 +39,17 @@ def run(graph: Graph) -> PassResult:
             continue
         if not is_plain_float(op.outputs[0]):
             continue
+        transposed = (flags[0] and not a.is_const) or (not flags[1] and not b.is_const)  # a TRANSPOSE is made
+        made = ["FULLY_CONNECTED", *(["TRANSPOSE"] if transposed else [])]
+        unsupported = next(filter(None, (targets.refusal(graph, kind) for kind in made)), None)
+        if unsupported:
+            result.not_for_target(op, unsupported)
+            continue
         result.fold(op, [op], into=[], resolved="MatMul", transpose_a=flags[0], transpose_b=flags[1])
         graph.remove_op(op)
         if flags[0]:
-            a = _transposed(graph, result, a, op)
-        weights = b if flags[1] else _transposed(graph, result, b, op)
+            a = transposed_matrix(graph, result, a, op)
+        weights = b if flags[1] else transposed_matrix(graph, result, b, op)
         fc_options = Options(
             "FullyConnectedOptions",
             fusedActivationFunction=0,
@@ -54,14 +59,3 @@ def run(graph: Graph) -> PassResult:
         )
         result.made(graph.add_op("FULLY_CONNECTED", [a, weights, None], op.outputs, fc_options, after=op))
     return result
-
-
-def _transposed(graph: Graph, result: PassResult, t: Tensor, at: Op) -> Tensor:
-    """t's 2-D transpose: a new constant for a constant, else the output of a new TRANSPOSE op."""
-    name = graph.unique_name(f"{t.name}/transposed")
-    if t.is_const:
-        return graph.add_const(name, np.ascontiguousarray(t.const_data.T))
-    perm = graph.add_const(graph.unique_name(f"{name}/perm"), np.array([1, 0], np.int32), "INT32")
-    out = graph.add_tensor(name, t.dtype, t.shape[::-1])
-    result.made(graph.add_op("TRANSPOSE", [t, perm], [out], Options("TransposeOptions"), before=at))
-    return out

@@ -27,6 +27,7 @@ from typing import TypeGuard
 
 import numpy as np
 
+from ..engine import targets
 from ..engine.match import is_plain_float
 from ..engine.report import PassResult
 from ..ir.const import NUMPY_DTYPES
@@ -42,10 +43,24 @@ def run(graph: Graph) -> PassResult:
         window = _window(op)
         if window is None:
             continue
+        unsupported = _refusal(graph)
+        if unsupported:
+            result.not_for_target(op, unsupported)
+            continue
         result.fold(op, [op], into=[], resolved="MaxPoolWithArgmax")
         graph.remove_op(op)
         _resolve(graph, result, op, *window)
     return result
+
+
+# what the resolution may make (_resolve): the pool, its padding, and the argmax's taps
+MADE_KINDS = ("MAX_POOL_2D", "PADV2", "EQUAL", "SELECT_V2", "STRIDED_SLICE", "RESHAPE")
+
+
+def _refusal(graph: Graph) -> str | None:
+    """Why the target cannot run one of the kinds the resolution makes (checked all at once: the
+    resolution is one rewrite)."""
+    return next(filter(None, (targets.refusal(graph, kind) for kind in MADE_KINDS)), None)
 
 
 def _window(op: Op) -> tuple[tuple[int, int], tuple[int, int], int] | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..engine import targets
 from ..engine.report import PassResult
 from ..ir.custom import custom_code, custom_options
 from ..ir.graph import Graph, Options, Tensor
@@ -38,6 +39,10 @@ def run(graph: Graph) -> PassResult:
             continue
         inputs = [op.inputs[0], _as_int32(graph, sizes), _as_int32(graph, dim)]
         if None in inputs:
+            continue
+        unsupported = targets.refusal(graph, "SPLIT_V")
+        if unsupported:
+            result.not_for_target(op, unsupported)
             continue
         result.fold(op, [op], into=[], resolved="SplitV")
         graph.remove_op(op)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..engine import targets
 from ..engine.report import PassResult
 from ..ir.graph import Graph, Options
 
@@ -34,6 +35,10 @@ def run(graph: Graph) -> PassResult:
             continue
         length = x.signature[axis_value]
         if len(set(parts)) != 1 or parts[0] <= 0 or sum(parts) != length or len(op.outputs) != len(parts):
+            continue
+        unsupported = targets.refusal(graph, "SPLIT")
+        if unsupported:
+            result.not_for_target(op, unsupported)
             continue
         result.fold(op, [op], into=[], num_splits=len(parts))
         graph.remove_op(op)

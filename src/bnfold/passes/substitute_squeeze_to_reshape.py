@@ -12,7 +12,7 @@ same quantization on both sides.
 from __future__ import annotations
 
 from ..engine.report import PassResult
-from ..engine.reshapes import add_reshape, same_quantization
+from ..engine.reshapes import replace_by_reshape
 from ..ir.graph import Graph
 
 KINDS = frozenset({"SQUEEZE"})
@@ -24,9 +24,5 @@ def run(graph: Graph) -> PassResult:
         x, y = op.input(0), op.outputs[0]
         if x is None or list(y.signature).count(-1) > 1 or x.signature.count(-1) != y.signature.count(-1):
             continue
-        if not same_quantization(x, y):
-            continue
-        result.fold(op, [op], into=[], shape=list(y.signature))
-        graph.remove_op(op)
-        result.made(add_reshape(graph, x, y, after=op))
+        replace_by_reshape(graph, result, op, x, y, shape=list(y.signature))
     return result

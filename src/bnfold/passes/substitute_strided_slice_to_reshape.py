@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ..engine.identity import keeps_every_element_in_order
 from ..engine.report import PassResult
-from ..engine.reshapes import HAZARD, add_reshape, aliasing_hazard
+from ..engine.reshapes import replace_by_reshape
 from ..ir.graph import Graph
 
 KINDS = frozenset({"STRIDED_SLICE"})
@@ -26,10 +26,5 @@ def run(graph: Graph) -> PassResult:
         x, y = op.input(0), op.outputs[0]
         if x is None or x.signature == y.signature or not keeps_every_element_in_order(graph, op):
             continue
-        if aliasing_hazard(graph, x, y, added=0):  # a slice has a buffer of its own; a RESHAPE shares x's
-            result.skip(op, HAZARD)
-            continue
-        result.fold(op, [op], into=[], shape=list(y.signature))
-        graph.remove_op(op)
-        result.made(add_reshape(graph, x, y, after=op))
+        replace_by_reshape(graph, result, op, x, y, shape=list(y.signature))
     return result

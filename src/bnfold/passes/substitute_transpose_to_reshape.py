@@ -18,11 +18,10 @@ TRANSPOSE has a buffer of its own).
 
 from __future__ import annotations
 
-from ..engine import targets
 from ..engine.layout import transpose_perm
 from ..engine.permute import keeps_data_order
 from ..engine.report import PassResult
-from ..engine.reshapes import HAZARD, add_reshape, aliasing_hazard, same_quantization
+from ..engine.reshapes import replace_by_reshape
 from ..ir.graph import Graph
 
 
@@ -32,18 +31,7 @@ def run(graph: Graph) -> PassResult:
         perm, x, y = transpose_perm(op), op.input(0), op.outputs[0]
         if perm is None or x is None or not _is_a_reshape(x.signature, perm):
             continue
-        if not same_quantization(x, y):
-            continue
-        unsupported = targets.refusal(graph, "RESHAPE")
-        if unsupported:
-            result.not_for_target(op, unsupported)
-            continue
-        if aliasing_hazard(graph, x, y, added=0):
-            result.skip(op, HAZARD)
-            continue
-        result.fold(op, [op], permutation=list(perm), new_shape=list(y.signature))
-        add_reshape(graph, x, y, after=op)
-        graph.remove_op(op)
+        replace_by_reshape(graph, result, op, x, y, permutation=list(perm), new_shape=list(y.signature))
     return result
 
 

@@ -110,7 +110,14 @@ def run_recipe_seeds(
 
 
 def _failed(outcome: Outcome, error: BnfoldError) -> Outcome:
-    outcome.error, outcome.unverified = str(error), isinstance(error, CannotVerify)
+    """The error, said once: the line already names the recipe, so an error that begins with its
+    name (the chef's "Name: unknown key", "Name subgraph 0: ...") keeps only what follows it."""
+    said = str(error)
+    for named in (f"{outcome.name}: ", f"{outcome.name} "):
+        if said.startswith(named):
+            said = said[len(named) :]
+            break
+    outcome.error, outcome.unverified = said, isinstance(error, CannotVerify)
     return outcome
 
 

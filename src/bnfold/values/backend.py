@@ -176,9 +176,18 @@ class Backends:
     def _no_backend(self) -> str:
         """Each candidate's reason once (both resolvers often fail alike), with what bnfold could
         not tell about index inputs."""
-        reasons = list(dict.fromkeys(self._reasons))
+        reasons: list[str] = []
+        for reason in dict.fromkeys(self._reasons):
+            if any(_detail(said) in reason for said in reasons):
+                continue  # another resolver failing on the same thing, with what it made of it (garbage too)
+            reasons.append(reason)
         if self._failed_runs:
             reasons += caveats(self.models[0].graphs[0])
         if self._tried == 1:
             return "; ".join(reasons)
         return f"no backend runs the model: {'; '.join(reasons)}"
+
+
+def _detail(reason: str) -> str:
+    """What a backend said, after who said it ("LiteRT cannot load the model: ...")."""
+    return reason.split(": ", 1)[-1]

@@ -19,7 +19,7 @@ infinity equals only the same infinity. Strings compare for equality.
 
 Inputs (when not read from files): a fixed seed; floats from normal(0, 2) (negative values
 matter: they exercise ReLU paths); integers uniformly over their dtype's whole range, except an
-input that indexes something (GATHER, GATHER_ND, EMBEDDING_LOOKUP; check/index_inputs.py), drawn
+input that indexes something (GATHER, GATHER_ND, EMBEDDING_LOOKUP; values/index_inputs.py), drawn
 from [0, rows) of what it indexes; bool uniformly. Samples are generated, run and compared one
 at a time, so memory does not grow with their number.
 """
@@ -38,8 +38,9 @@ from ..ir.model import Model
 from . import DEFAULT_ATOL, DEFAULT_RTOL
 from .backend import Backends
 from .deadline import Deadline
+from .h5io import ones_name
 from .index_inputs import index_uses
-from .strength import Spread, Strength, caveat
+from .strength import Spread, Strength, caveat, describe
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,16 @@ class Tolerance:
     exact_integers: bool = True
 
     def __str__(self) -> str:
+        if not self.exact_integers and self.rtol == 0:  # h5diff's -d: one absolute bound, integers too
+            return f"-d {self.atol:g}"
         return f"rtol={self.rtol:g} atol={self.atol:g}"
+
+    @property
+    def criterion(self) -> str:
+        """The rule itself, for a footer: |a - b| <= ..."""
+        if not self.exact_integers and self.rtol == 0:
+            return f"|a - b| <= {self.atol:g} for every value, integers too (-d)"
+        return f"|a - b| <= atol + rtol * max|a|, {self}"
 
 
 @dataclass
@@ -80,6 +90,12 @@ class CheckResult:
     samples: int = 0
     tolerance: Tolerance = Tolerance()
     spreads: list[Spread] = field(default_factory=list)  # the reference's values, per output (values/strength.py)
+    files: dict[str, list[str]] = field(default_factory=dict)  # "input"/"expected" -> the h5 files read (check)
+    kind: str = "output"  # what a row compares: a model's "output", or an h5 file's "tensor" (h5diff)
+    # how a row names its tensor: as ONE's h5 files do (ofm:0), so check, optimize --check, recipe
+    # test and h5diff spell one tensor alike (h5diff: as the files store it)
+    spelling: Callable[[str], str] = ones_name
+    by_name: bool = True  # h5diff: the files' values paired by name (else by position)
 
     @property
     def passed(self) -> bool:
@@ -110,25 +126,39 @@ class CheckResult:
         """One line per output: name, max abs err, max rel err, scaled err, ok/FAIL. A passing
         output whose reference has a 0 where the other is not (an infinite relative error, within
         the tolerance the verdict uses) shows `-` for its relative error, not `inf`."""
-        width = max([len(o.name) for o in self.outputs] + [6])
-        lines = [f"{'output':<{width}}  {'max abs err':>11}  {'max rel err':>11}  {'scaled err':>11}  result"]
+        name = self.spelling
+        width = max([len(name(o.name)) for o in self.outputs] + [len(self.kind)])
+        lines = [f"{self.kind:<{width}}  {'max abs err':>11}  {'max rel err':>11}  {'scaled err':>11}  result"]
         for o in self.outputs:
             if o.problem:
-                lines.append(f"{o.name:<{width}}  {'-':>11}  {'-':>11}  {'-':>11}  FAIL ({o.problem})")
+                lines.append(f"{name(o.name):<{width}}  {'-':>11}  {'-':>11}  {'-':>11}  FAIL ({o.problem})")
             else:
                 rel = f"{o.max_rel:>11.3e}" if o.max_rel < np.inf or not o.passed else f"{'-':>11}"
                 verdict = "ok (by rewrite)" if o.settled else "ok" if o.passed else "FAIL"
-                lines.append(f"{o.name:<{width}}  {o.max_abs:>11.3e}  {rel}  {o.scaled:>11.3e}  {verdict}")
-        notes = [f"{o.name!r}: {o.settled}" for o in self.outputs if o.settled]
-        note = caveat(self.strengths)
+                lines.append(f"{name(o.name):<{width}}  {o.max_abs:>11.3e}  {rel}  {o.scaled:>11.3e}  {verdict}")
+        notes = [f"{name(o.name)!r}: {o.settled}" for o in self.outputs if o.settled]
+        note = caveat(self.strengths, name)
         return "\n".join(lines + notes + ([note] if note else []))
 
+    def proved_nothing(self) -> str | None:
+        """The outputs this comparison proved nothing about (none of their elements changed across
+        the samples), in the words of the table's caveat; None when there is none."""
+        nothing = [s for s in self.strengths if s.level == "none"]
+        return "; ".join(describe(self.spelling(s.name), s.level, s.why) for s in nothing) or None
+
     def failure_message(self) -> str:
-        bad = self.failing
-        worst = ", ".join(
-            f"{o.name} ({o.problem or f'scaled err {o.scaled:.3e}, max abs err {o.max_abs:.3e}'})" for o in bad
-        )
-        return f"{len(bad)} of {len(self.outputs)} outputs outside {self.tolerance}: {worst}"
+        """The error line: the rows outside the tolerance, then those that could not be compared
+        (a name only one file has, another shape or dtype): those are no matter of tolerance."""
+        bad, name = self.failing, self.spelling
+        outside = [
+            f"{name(o.name)} (scaled err {o.scaled:.3e}, max abs err {o.max_abs:.3e})" for o in bad if not o.problem
+        ]
+        unmatched = [f"{name(o.name)} ({o.problem})" for o in bad if o.problem]
+        of = f"of {len(self.outputs)} {self.kind}s"
+        parts = [f"{len(outside)} {of} outside {self.tolerance}: {', '.join(outside)}"] if outside else []
+        if unmatched:
+            parts.append(f"{len(unmatched)} {'' if outside else of + ' '}not comparable: {', '.join(unmatched)}")
+        return "; ".join(parts)
 
 
 # ---- inputs ----------------------------------------------------------------------------------
@@ -406,8 +436,11 @@ def compare_files(
     """Compare two h5 files in ONE's layout (or record-minmax files, record by record), value by
     value: by /name when both files name their values (a name without a partner is a difference),
     else, or `by_position`, by position (named after A). None when the files hold no sample."""
-    from .h5io import has_names, read_samples
+    from .h5io import count_samples, has_names, read_samples
 
+    counts = count_samples(path_a), count_samples(path_b)
+    if counts[0] != counts[1]:
+        raise UsageError(f"{path_a} holds {counts[0]} sample(s), {path_b} {counts[1]}: each needs its partner")
     by_name = not by_position and has_names(path_a) and has_names(path_b)
     result = None
     for a, b in _zip_samples(read_samples(path_a), read_samples(path_b), f"{path_a} and {path_b}"):
@@ -415,7 +448,10 @@ def compare_files(
             raise UsageError(f"{path_a} has {len(a)} values, {path_b} has {len(b)}")
         pairs = _pair_by_name(a, b) if by_name else [(n, x, y) for (n, x), (_, y) in zip(a, b)]
         if result is None:
-            result = CheckResult([OutputDiff(n) for n, _, _ in pairs], "files", 0, tolerance)
+            result = CheckResult(
+                [OutputDiff(n) for n, _, _ in pairs], "files", 0, tolerance, kind="tensor", spelling=str
+            )
+            result.by_name = by_name
         for total, (name, x, y) in zip(result.outputs, pairs):
             if x is None or y is None:
                 total.merge(OutputDiff(name, passed=False, problem=f"only in {path_a if y is None else path_b}"))

@@ -46,8 +46,10 @@ def interpreter(content: bytes, *, resolver: str = "plain", threads: int | None 
 
 def _message(error: Exception) -> str:
     """The first line of LiteRT's error, with the arguments of a failed C++ check elided
-    ("ReduceGeneric<T>(...) was not true.") and a space before the "Node number N" it glues on."""
+    ("ReduceGeneric<T>(...) was not true.") and the messages it glues together parted: a space
+    before the "Node number N" it glues on, "; " after a message ending "in node #N"."""
     text = re.sub(r"\((?:[^()]|\([^()]*\))*\)(?= was not true)", "(...)", str(error).strip().splitlines()[0])
+    text = re.sub(r"(in node #\d+)(?=[A-Z])", r"\1; ", text)
     return re.sub(r"(?<=\S)Node number", " Node number", text)
 
 

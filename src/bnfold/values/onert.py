@@ -69,7 +69,7 @@ class Session:
     def __call__(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
         if len(inputs) != self.input_count:
             raise ModelError(f"model has {self.input_count} inputs, {len(inputs)} given")
-        arrays = [np.ascontiguousarray(x) for x in inputs]
+        arrays = [np.asarray(x, order="C") for x in inputs]
         shapes = [x.shape for x in arrays]
         # onert compiles (and may print why it cannot) on the first run and for new shapes; later runs
         # go straight to it, so a timed loop measures onert, not the capture

@@ -20,6 +20,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..ir.const import NUMPY_DTYPES
+from ..ir.ops import ACTIVATION_BOUNDS
 from ..ir.ops import FUSED_ACTIVATIONS as ACTIVATIONS
 from .kernels import UnsupportedOperator, conv_nd, k_reshape, opt, per_axis, positive, quant_params, windows
 
@@ -81,7 +82,7 @@ def _qrange(t, fused: str) -> tuple[int, int]:
     info = np.iinfo(NUMPY_DTYPES[t.dtype])
     lo, hi = int(info.min), int(info.max)
     scale, zero, _ = quant_params(t)
-    bounds = {"NONE": (None, None), "RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
+    bounds = ACTIVATION_BOUNDS
     if fused not in bounds:
         raise UnsupportedOperator(f"reference interpreter cannot run a quantized {fused} activation")
 

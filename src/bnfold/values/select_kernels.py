@@ -94,7 +94,7 @@ def k_strided_slice(interp, op, index, args):
         if offset:
             e = b + e
         index_.append(slice(None if begin_mask >> axis & 1 else b, None if end_mask >> axis & 1 else e, s))
-    return [np.ascontiguousarray(x[tuple(index_)])]
+    return [np.asarray(x[tuple(index_)], order="C")]
 
 
 def k_slice(interp, op, index, args):
@@ -147,7 +147,7 @@ def k_pack(interp, op, index, args):
 
 def k_unpack(interp, op, index, args):
     x, axis = args[0], int(opt(op, "axis", 0)) % args[0].ndim
-    return [np.ascontiguousarray(np.take(x, i, axis=axis)) for i in range(x.shape[axis])]
+    return [np.asarray(np.take(x, i, axis=axis), order="C") for i in range(x.shape[axis])]
 
 
 def _in_range(indices: np.ndarray, dims, op, index) -> np.ndarray:

@@ -21,6 +21,7 @@ Memory: two copies of each output (its running min and max), whatever the number
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -104,12 +105,15 @@ def _judge(
     return Strength(name, "weak" if reasons else "full", varied, distinct, "; ".join(reasons))
 
 
-def caveat(strengths: list[Strength]) -> str | None:
-    """One line naming the outputs a passing check proved little about, or None."""
+def caveat(strengths: list[Strength], spelling: Callable[[str], str] = str) -> str | None:
+    """One line naming the outputs a passing check proved little about (by `spelling` of their
+    names), or None."""
     weak = [s for s in strengths if s.weak]
     if not weak:
         return None
-    listed = "; ".join(
-        f"{s.name!r} {'proves nothing' if s.level == 'none' else 'barely varies'} ({s.why})" for s in weak
-    )
-    return f"weak check: {listed}"
+    return f"weak check: {'; '.join(describe(spelling(s.name), s.level, s.why) for s in weak)}"
+
+
+def describe(name: str, level: str, why: str) -> str:
+    """An output a check proved little about, in the words every command uses for it."""
+    return f"{name!r} {'proves nothing' if level == 'none' else 'barely varies'} ({why})"
