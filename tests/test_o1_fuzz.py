@@ -94,8 +94,8 @@ def _config(name: str) -> str:
 @pytest.mark.parametrize("name", sorted(p.stem for p in REPROS.glob("*.tflite")))
 def test_fuzzer_repro_is_exact(name, tmp_path):
     """Each shrunk failure the O1 fuzzer found, fixed: under its configuration (and -O1 in LiteRT)
-    the output runs and computes what the original does, in LiteRT and, for -O1 --target onert,
-    in onert."""
+    bnfold succeeds and the output runs and computes what the original does, in LiteRT and, for
+    -O1 --target onert, in onert (unjudged there only when onert cannot run the original)."""
     config = _config(name)
     onert = OnertWorker() if config == "O1_onert" and onert_available() else None
     if config == "O1_onert" and onert is None:
@@ -104,7 +104,8 @@ def test_fuzzer_repro_is_exact(name, tmp_path):
         orc = file_oracle((REPROS / f"{name}.tflite").read_bytes(), onert)
         for each in dict.fromkeys([config, "O1"]):
             outcome = run_config(each, orc, tmp_path, onert)
-            assert outcome.kind == "exact", (each, outcome.kind, outcome.detail)
+            fine = ("exact", "unjudged") if each == "O1_onert" else ("exact",)
+            assert outcome.kind in fine, (each, outcome.kind, outcome.detail)
     finally:
         if onert is not None:
             onert.close()
