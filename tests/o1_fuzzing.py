@@ -1501,17 +1501,20 @@ def judge_onert(data: bytes, orc: Oracle, work: Path, onert) -> Outcome:
     by itself, e.g. every SPLIT_V: such a graph is unjudged for onert.)"""
     if onert is None or orc.inputs is None:
         return Outcome("unjudged", "no onert or no oracle")
-    base = None
+    base, original_runs = None, False
     for model in (orc.circle, orc.ref_circle):
         if model is not None:
             base = onert(model, orc.inputs)
             if isinstance(base, list):
+                original_runs = model is orc.circle
                 break
             base = None
     if base is None:
         return Outcome("unjudged", "the original does not run in onert")
     have = onert(data, orc.inputs)
     if isinstance(have, str):
+        if not original_runs:  # only its builtin twin does: what bnfold left of it may not run either
+            return Outcome("unjudged", "the original (with its CUSTOM ops) does not run in onert, nor the output")
         kind = "load_fail" if "load" in have else "run_fail"
         return Outcome(kind, "onert: " + have[:200])
     if _differs(orc.outputs, base):  # onert computes the original itself otherwise than LiteRT
