@@ -192,7 +192,7 @@ def recipe(kind: str, variant: str) -> dict:
 def _runs(run, model) -> bool:
     """The runtime loads and runs `model` and computes what bnfold's reference interpreter does
     (scaled error <= 1e-5; a runtime that ignores a fused activation does not run it)."""
-    from bnfold.values import interpreter
+    from bnfold.reference import interpreter
 
     (t,) = model.graphs[0].inputs
     rng = np.random.default_rng(0)

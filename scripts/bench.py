@@ -37,7 +37,9 @@ Two further series (`--op-heavy`, `--unchanged`; both on by default, `--only-per
       trip, each with seconds per operator and peak RSS.
   unchanged: a model no pass changes (resnet_post after one `bnfold optimize`), whose output is a
       copy of the input: `bnfold optimize` against the floor process (python, import numpy, copy
-      the file), with the output checked byte-identical.
+      the file), with the output checked byte-identical; and the start-up of that run and of one
+      that folds (resnet_pre): what it imports past numpy (ms, from `python -X importtime`) and
+      how many of bnfold's modules it loads.
 
 Models are built by scripts/bench_models.py with bnfold's IR and writer under --out (reused when
 the builder's source is unchanged; --rebuild forces). Targets are reported as pass/miss; a miss
@@ -560,6 +562,8 @@ def measure_unchanged(out_dir: Path, runs: int, rebuild: bool) -> dict:
         "size_pre": pre.stat().st_size,
         "byte_identical": identical,
         "loadavg_1min_after": os.getloadavg()[0],
+        "startup": measure_startup(model, out, runs),  # (the start-up of one run: imports past numpy)
+        "startup_pre": measure_startup(pre, out, runs),
     }
     for name, r in m.items():
         row[f"{name}_s"], row[f"{name}_rss"], row[f"{name}_samples"] = r["seconds"], r["peak_rss"], r["all_seconds"]
@@ -569,6 +573,49 @@ def measure_unchanged(out_dir: Path, runs: int, rebuild: bool) -> dict:
     row["pre_rss_vs_size"] = row["bnfold_pre_rss"] / row["size_pre"]
     _remove(model)
     return row
+
+
+# The program as `bnfold` runs it, telling at its exit (exits.leave runs the atexit handlers) which
+# modules it loaded past numpy, in the order they were loaded.
+LOADED_SRC = """
+import atexit, sys
+import numpy
+first = set(sys.modules)
+atexit.register(lambda: print(" ".join(m for m in sys.modules if m not in first), file=sys.stderr))
+sys.argv = ["bnfold", *sys.argv[1:]]
+from bnfold.__main__ import main
+main()
+"""
+# A fresh process importing those modules after numpy, in that order: their whole import cost.
+IMPORT_SRC = """
+import importlib, sys, time
+import numpy
+start = time.process_time()
+for name in sys.argv[1:]:
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        pass
+print(time.process_time() - start)
+"""
+
+
+def measure_startup(model: Path, out: Path, runs: int) -> dict:
+    """What `bnfold optimize IN OUT --quiet` imports past numpy (which the program imports first):
+    how many of bnfold's modules (every import of the run, lazy ones included), and what importing
+    all it loaded costs, in CPU ms (median of `runs` fresh processes importing them after numpy, in the
+    order the run loaded them)."""
+    argv = ["optimize", str(model), str(out), "--quiet"]
+    done = subprocess.run([PY, "-c", LOADED_SRC, *argv], capture_output=True, text=True, env=CHILD_ENV)
+    if done.returncode != 0:
+        raise RuntimeError(f"bnfold optimize failed on {model}: {done.stderr[-2000:]}")
+    loaded = done.stderr.split("\n")[-2].split()
+    times = []
+    for _ in range(runs):
+        timed = subprocess.run([PY, "-c", IMPORT_SRC, *loaded], capture_output=True, text=True, env=CHILD_ENV)
+        times.append(1000 * float(timed.stdout))
+    ours = [name for name in loaded if name.split(".")[0] == "bnfold"]
+    return {"imports_ms": statistics.median(times), "modules": len(ours), "imports_ms_all": times}
 
 
 def print_perf_series(op_heavy: list[dict], unchanged: dict | None) -> None:
@@ -603,6 +650,12 @@ def print_perf_series(op_heavy: list[dict], unchanged: dict | None) -> None:
             f"bnfold optimize {u['bnfold_pre_s']:.3f} s ({u['pre_vs_floor']:.2f}x), "
             f"peak RSS {u['bnfold_pre_rss'] / MB:.0f} MB ({u['pre_rss_vs_size']:.2f}x the file)"
         )
+        for label, key in (("unchanged", "startup"), ("resnet_pre", "startup_pre")):
+            if key in u:
+                print(
+                    f"start-up, {label}: imports past numpy {u[key]['imports_ms']:.1f} ms of CPU (median), "
+                    f"{u[key]['modules']} of bnfold's modules loaded"
+                )
 
 
 # ---- report --------------------------------------------------------------------------------

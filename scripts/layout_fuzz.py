@@ -2,11 +2,13 @@
 thousand, every option set, original vs optimized in LiteRT.
 
     python scripts/layout_fuzz.py [--graphs 10000] [--seed 0] [--sets default,O1,c_layout,nchw,nchw_in,nchw_out,nchw_io]
-                                  [--max-ops 12] [--generator layout|in_place] [--repros DIR] [--show 20]
+                                  [--max-ops 12] [--generator layout|in_place|quant] [--repros DIR] [--show 20]
 
 --generator in_place makes the graphs of tests/layout_fuzzing.py's `in_place_graph` instead: chains of
 the ops LiteRT runs in place over a shared buffer (RESHAPE, SQUEEZE, EXPAND_DIMS, ADD/SUB/MUL/DIV,
 SOFTMAX), with second readers and dead ops, to stress the in-place rule (engine/reshapes.py, planner.py).
+--generator quant makes `quantized_graph`s (requantizations, QUANTIZE/DEQUANTIZE pairs, int8 layers and
+TRANSPOSEs, dequantized int8 weights) under the quant option sets, compared bit for bit.
 
 Prints, per option set, the cases and their outcomes (ok, refused, exit3, load_fail, run_fail,
 interface, values), the graphs that were no fair case and why, and the time. Each failure is
@@ -29,12 +31,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from layout_fuzzing import (  # noqa: E402
+    ALL_OPTION_SETS,
     OPTION_SETS,
+    QUANT_OPTION_SETS,
     _interpreter,
     _invoke,
     describe,
     in_place_graph,
     prepare,
+    quantized_graph,
     random_graph,
     run_case,
     sample_inputs,
@@ -42,11 +47,12 @@ from layout_fuzzing import (  # noqa: E402
 )
 
 FAILURES = ("exit3", "load_fail", "run_fail", "interface", "values")
-GENERATORS = {"layout": random_graph, "in_place": in_place_graph}
+GENERATORS = {"layout": random_graph, "in_place": in_place_graph, "quant": quantized_graph}
+SETS = {"layout": OPTION_SETS, "in_place": OPTION_SETS, "quant": QUANT_OPTION_SETS}  # the generator's default sets
 
 
 def command(name: str, option_set: str) -> str:
-    passes, options = OPTION_SETS[option_set]
+    passes, options = ALL_OPTION_SETS[option_set]
     flags = [f"--passes '{passes}'"] if passes else []
     flags += ["-O1" if o == "O1" else f"--{o}" for o in options]
     return " ".join([f"bnfold optimize {name}.tflite {name}.opt.tflite", *flags])
@@ -83,13 +89,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--graphs", type=int, default=10000)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--sets", default=",".join(OPTION_SETS))
+    parser.add_argument("--sets", help="comma-separated option sets (default: every set of the generator)")
     parser.add_argument("--max-ops", type=int, default=12)
     parser.add_argument("--generator", choices=sorted(GENERATORS), default="layout")
     parser.add_argument("--repros", type=Path, default=Path("layout_repros"))
     parser.add_argument("--show", type=int, default=20)
     args = parser.parse_args()
-    sets = args.sets.split(",")
+    sets = args.sets.split(",") if args.sets else list(SETS[args.generator])
     start = time.monotonic()
     outcomes = {s: collections.Counter() for s in sets}
     unfair: collections.Counter = collections.Counter()

@@ -8,7 +8,7 @@ litert_NET.tflite) it runs `bnfold optimize` (default passes) on both, converts 
 and raw models to .tflite with `bnfold convert`, and measures:
 
 - operators and TRANSPOSEs of each optimized model;
-- paired LiteRT latency (scripts/zoo.py paired_speed: default kernels with XNNPACK, one thread,
+- paired LiteRT latency (scripts/runners.py paired_speed: default kernels with XNNPACK, one thread,
   alternating rounds, medians): t(litert+bnfold) / t(TICO+bnfold), the A/A noise of that row
   (litert+bnfold against itself), and t(TICO raw) / t(TICO+bnfold);
 - `bnfold optimize --check 3` of the TICO model, whole (LiteRT) and per rewrite (`--check-mode local`).
@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from zoo import paired_speed  # noqa: E402
+from runners import paired_speed  # noqa: E402
 
 NETWORKS = ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "densenet121", "resnetv2_50"]
 OPS_RATIO, EXTRA_TRANSPOSES, LATENCY_RATIO, MEDIAN_SPEEDUP = 1.1, 2, 0.98, 1.15

@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from zoo import RUNNERS, candidates, op_counts, random_inputs  # noqa: E402
+from runners import RUNNERS  # noqa: E402
+from zoo import candidates, op_counts, random_inputs  # noqa: E402
 
 TOOLS = ("raw", "tico-circle", "bnfold")
 

@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import statistics
 import subprocess
 import sys
 import time
@@ -49,6 +48,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from runners import max_error, paired_speed  # noqa: E402
 from zoo_fixtures import input_norm_net, keras_convert, keras_randomize_bn, torch_export, torch_randomize_bn  # noqa: E402
 
 MODELS: dict[str, tuple[tuple[str, ...], object]] = {}  # name -> (modules it needs, builder(size) -> (bytes, suffix))
@@ -213,65 +213,6 @@ def random_inputs(model, count: int) -> list[list[np.ndarray]]:
         [rng.normal(0, 2, t.shape).astype(np.float16 if t.dtype == "FLOAT16" else np.float32) for t in graph.inputs]
         for _ in range(count)
     ]
-
-
-def _litert_runner(model):
-    from bnfold.values import litert
-
-    interp = litert.model_interpreter(model, resolver="default")
-    return lambda x: litert.invoke(interp, x)
-
-
-def _onert_runner(model):
-    from bnfold.values import onert  # one thread, as LiteRT is measured (values/onert.py sets NUM_THREADS=1)
-
-    return onert.Session(model)
-
-
-# runtime -> runner(model) -> run(inputs) -> outputs: LiteRT's default kernels (XNNPACK, one thread),
-# onert's cpu backend (one thread)
-RUNNERS = {"litert": _litert_runner, "onert": _onert_runner}
-
-
-def max_error(original, optimized, inputs, runtime: str = "litert") -> tuple[float, float]:
-    worst, scale = 0.0, 0.0
-    run_a, run_b = RUNNERS[runtime](original), RUNNERS[runtime](optimized)
-    for x in inputs:
-        for a, b in zip(run_a(x), run_b(x)):
-            worst = max(worst, float(np.max(np.abs(a.astype(np.float64) - b))))
-            scale = max(scale, float(np.max(np.abs(a))))
-    return worst, worst / scale if scale else worst
-
-
-def paired_speed(
-    original, optimized, x, rounds: int, blocks: int = 5, runtime: str = "litert"
-) -> tuple[float, float, float]:
-    """(median t_original / t_optimized, median ms original, median ms optimized) in `runtime`.
-
-    One sample is `reps` back-to-back invocations, enough for about 20 ms, so that small models
-    are not measured at the timer's resolution. The rounds run in `blocks`, each with a new pair
-    of interpreters: one interpreter instance can be a few percent faster or slower than another
-    of the same model (where its buffers landed), which no number of rounds would average out."""
-    times: list[list[float]] = [[], []]
-    reps = None
-    for block in range(blocks):
-        runs = [RUNNERS[runtime](m) for m in (original, optimized)]
-        for run in runs:
-            for _ in range(3):
-                run(x)
-        if reps is None:
-            start = time.perf_counter()
-            runs[0](x)
-            reps = max(1, int(0.02 / max(time.perf_counter() - start, 1e-6)))
-        for r in range(-(-rounds // blocks)):
-            for which in (0, 1) if (r + block) % 2 == 0 else (1, 0):
-                start = time.perf_counter()
-                for _ in range(reps):
-                    runs[which](x)
-                times[which].append((time.perf_counter() - start) / reps)
-        del runs
-    ratios = [a / b for a, b in zip(*times)]
-    return statistics.median(ratios), 1e3 * statistics.median(times[0]), 1e3 * statistics.median(times[1])
 
 
 def short_reason(text: str) -> str:

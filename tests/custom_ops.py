@@ -1,5 +1,5 @@
 """The check the resolve_customop_* tests make: a model holding TensorFlow ops left as CUSTOM
-runs only in the reference interpreter (values/custom_kernels.py, TensorFlow's semantics); the
+runs only in the reference interpreter (reference/custom_kernels.py, TensorFlow's semantics); the
 resolved one must run in LiteRT's builtin kernels and agree with it, and the per-rewrite check
 (values/local.py) must pass on it."""
 
@@ -10,7 +10,8 @@ import numpy as np
 from bn_models import ATOL, RTOL, build_copy, inputs_for
 from bnfold import api
 from bnfold.recipe.chef import build
-from bnfold.values import interpreter, litert
+from bnfold.reference import interpreter
+from bnfold.values import litert
 from bnfold.values.diff import Tolerance
 from bnfold.values.local import check_rewrites
 

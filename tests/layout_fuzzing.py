@@ -13,6 +13,10 @@ and the builtin kernels, both sharing buffers as LiteRT does. A graph LiteRT its
 (its own default run differs from the preserved one) or that the generator got wrong (a shape
 LiteRT infers otherwise) is not a case: it is counted apart.
 
+Quantized graphs (`quantized_graph`: requantizations, QUANTIZE/DEQUANTIZE pairs, int8 layers and
+TRANSPOSEs, dequantized int8 weights; QUANT_OPTION_SETS: the passes for quantized graphs) are
+compared bit for bit, each resolver against the original under the same resolver.
+
 Outcomes: "ok", "refused" (a BnfoldError: a one-line refusal, legal for bnfold but counted),
 "exit3" (an InternalError, the BnfoldError that is bnfold's bug, or anything else escaping
 bnfold), "load_fail", "run_fail", "interface" (the optimized model's inputs or outputs are not
@@ -364,6 +368,215 @@ def in_place_graph(seed: int, max_ops: int = 12) -> dict:
     return b.net.recipe()
 
 
+# ---- quantized graphs ---------------------------------------------------------------------------
+
+# the passes for quantized graphs (exact), after the default ones; the cases compare bit for bit
+QUANT_PASSES = (
+    "remove_quantdequant,remove_redundant_quantize,remove_qdq_for_mpo,fuse_output_requantize,"
+    "fold_quantize,fold_quantized_weight_layout"
+)
+QUANT_OPTION_SETS: dict[str, tuple[str | None, dict]] = {
+    "quant": (QUANT_PASSES.rsplit(",", 2)[0], {}),
+    "quant_weights": ("fold_quantize,fold_quantized_weight_layout", {}),
+    "quant_default": (None, {"remove_quantdequant": True, "remove_redundant_quantize": True}),
+}
+# a float layer whose weights become constant may move from the builtin kernel to XNNPACK, whose
+# float32 rounding differs (and can flip a quantized output a step): compared in the builtin kernels
+BUILTIN_ONLY = frozenset({"quant_weights"})
+ALL_OPTION_SETS = {**OPTION_SETS, **QUANT_OPTION_SETS}
+QUANT_TYPES = {"INT8": (-128, 127), "UINT8": (0, 255), "INT16": (0, 0)}  # zero point range (int16: 0)
+
+
+@dataclass
+class QBuilder:
+    """A random quantized graph under construction: a chain through `last` (name, shape, params)."""
+
+    rng: random.Random
+    net: Net
+    count: int = 0
+    last: tuple[str, list[int], tuple[str, float, int]] = ("", [], ("INT8", 1.0, 0))
+
+    def name(self, kind: str) -> str:
+        self.count += 1
+        return f"{kind.lower()}_{self.count}"
+
+    def params(self, like: tuple[str, float, int] | None = None) -> tuple[str, float, int]:
+        """Parameters for a new tensor: often `like`'s, or its scale with another zero point or type."""
+        if like is not None and self.rng.random() < 0.5:
+            dtype, scale, zero = like
+            choice = self.rng.randrange(3)
+            if choice == 1 and dtype != "INT16":
+                zero = self.rng.randint(*QUANT_TYPES[dtype])
+            elif choice == 2:
+                dtype = self.rng.choice(("INT8", "INT16")) if dtype != "UINT8" else "INT8"
+                zero = 0 if dtype == "INT16" else max(-128, min(127, zero - 128 if like[0] == "UINT8" else zero))
+            return dtype, scale, zero
+        dtype = self.rng.choice(("INT8", "INT8", "INT8", "UINT8", "INT16"))
+        scale = self.rng.choice((0.01, 0.02, 0.05, 0.1)) * (256 if dtype != "INT16" else 1)
+        return dtype, scale / 256 if dtype != "INT16" else scale / 100, self.rng.randint(*QUANT_TYPES[dtype])
+
+    def q(self, kind: str, inputs, shape, params, **options) -> str:
+        name = self.name(kind)
+        self.net.q(name, shape, *params)
+        self.net.op(kind, inputs, name, list(shape), **options)
+        self.last = (name, list(shape), params)
+        return name
+
+    def f(self, kind: str, inputs, shape, **options) -> str:
+        return self.net.op(kind, inputs, self.name(kind), list(shape), **options)
+
+
+def _q_requantize(b: QBuilder) -> None:
+    name, shape, p = b.last
+    b.q("QUANTIZE", [name], shape, b.params(p))
+
+
+def _q_dequantize_quantize(b: QBuilder) -> None:
+    name, shape, p = b.last
+    b.q("QUANTIZE", [b.f("DEQUANTIZE", [name], shape)], shape, b.params(p))
+
+
+def _q_transpose(b: QBuilder) -> None:
+    name, shape, p = b.last
+    perm = list(range(len(shape)))
+    b.rng.shuffle(perm)
+    if p[0] != "INT8":
+        return
+    b.q("TRANSPOSE", [name, b.net.ints(b.name("p"), perm)], [shape[i] for i in perm], p)
+
+
+def _q_conv(b: QBuilder) -> None:
+    """int8 CONV_2D (per-channel weights), often followed by a QUANTIZE of its scale."""
+    name, shape, p = b.last
+    if p[0] != "INT8" or len(shape) != 4:
+        return
+    n, h, w, c = shape
+    u = b.rng.randint(1, 4)
+    values = np.array([b.rng.randint(-127, 127) for _ in range(u * c)]).reshape(u, 1, 1, c)
+    scales = [b.rng.choice((0.005, 0.01, 0.02)) for _ in range(u)]
+    weights = b.net.qconst(b.name("w"), values, "INT8", scales, [0] * u, 0)
+    bias_values = np.array([b.rng.randint(-300, 300) for _ in range(u)])
+    bias = b.net.qconst(b.name("b"), bias_values, "INT32", [p[1] * s for s in scales], [0] * u, 0)
+    out = ("INT8", b.rng.choice((0.05, 0.1, 0.2)), b.rng.randint(-128, 127))
+    act = b.rng.choice(ACTIVATIONS)
+    options = dict(padding="VALID", stride_w=1, stride_h=1, fused_activation_function=act)
+    b.q("CONV_2D", [name, weights, bias], [n, h, w, u], out, **options)
+    if b.rng.random() < 0.6:
+        _, _, zero = out
+        b.q("QUANTIZE", [b.last[0]], [n, h, w, u], ("INT8", out[1], b.rng.choice((zero, b.rng.randint(-128, 127)))))
+
+
+def _q_float_conv_of_moved_weights(b: QBuilder) -> None:
+    """DEQUANTIZE -> float CONV_2D whose weights are int8 HWIO -> DEQUANTIZE -> TRANSPOSE -> QUANTIZE."""
+    name, shape, p = b.last
+    if len(shape) != 4:
+        return
+    n, h, w, c = shape
+    u = b.rng.randint(1, 4)
+    values = np.array([b.rng.randint(-127, 127) for _ in range(u * c)]).reshape(1, 1, c, u)
+    per_channel = b.rng.random() < 0.7
+    scales = [b.rng.choice((0.01, 0.02, 0.03)) for _ in range(u if per_channel else 1)]
+    axis = 3 if per_channel else 0
+    if b.rng.random() < 0.5:
+        stored = b.net.qconst(b.name("w"), values, "INT8", scales, [0] * len(scales), axis)
+    else:  # PT2E's way: float32 weights quantized on every run
+        floats = [b.rng.uniform(-1.3, 1.3) for _ in range(u * c)]
+        stored = b.name("q")
+        b.net.q(stored, [1, 1, c, u], "INT8", scales, [0] * len(scales), axis)
+        b.net.op("QUANTIZE", [b.net.const(b.name("wf"), [1, 1, c, u], values=floats)], stored, [1, 1, c, u])
+    wf = b.f("DEQUANTIZE", [stored], [1, 1, c, u])
+    wt = b.f("TRANSPOSE", [wf, b.net.ints(b.name("p"), [3, 0, 1, 2])], [u, 1, 1, c])
+    x = b.f("DEQUANTIZE", [name], shape)
+    conv = b.f("CONV_2D", [x, wt, b.net.const(b.name("b"), [u])], [n, h, w, u], padding="VALID", stride_w=1, stride_h=1)
+    b.q("QUANTIZE", [conv], [n, h, w, u], b.params())
+
+
+def _q_mixed_precision(b: QBuilder) -> None:
+    """DEQUANTIZE -> FULLY_CONNECTED (float) -> QUANTIZE -> DEQUANTIZE -> QUANTIZE (often one scale)."""
+    name, shape, _ = b.last
+    u = b.rng.randint(1, 4)
+    x = b.f("DEQUANTIZE", [name], shape)
+    fc = b.f(
+        "FULLY_CONNECTED",
+        [x, b.net.const(b.name("w"), [u, shape[-1]]), b.net.const(b.name("b"), [u])],
+        shape[:-1] + [u],
+        keep_num_dims=True,
+    )
+    first, second = b.params(), None
+    if b.rng.random() < 0.5:  # ONE's mixed-precision shape: int16 (or int8), then int8 of one scale
+        scale = b.rng.choice((0.01, 0.02, 0.05))
+        first = (b.rng.choice(("INT16", "INT8")), scale, 0)
+        second = first if b.rng.random() < 0.5 else ("INT8", scale, b.rng.choice((0, 5)))
+    b.q("QUANTIZE", [fc], shape[:-1] + [u], first)
+    after = b.f("DEQUANTIZE", [b.last[0]], shape[:-1] + [u])
+    b.q("QUANTIZE", [after], shape[:-1] + [u], second or b.params(first))
+
+
+QUANT_STEPS = {
+    _q_requantize: 3,
+    _q_dequantize_quantize: 3,
+    _q_transpose: 2,
+    _q_conv: 2,
+    _q_float_conv_of_moved_weights: 1,
+    _q_mixed_precision: 1,
+}
+
+
+def quantized_graph(seed: int, max_ops: int = 8) -> dict:
+    """A recipe dict: a float input [1-3, 2-5, 2-5, 1-4] quantized, then a chain of 1-max_ops steps
+    (requantizations, DEQUANTIZE -> QUANTIZE pairs, int8 TRANSPOSEs and per-channel int8 CONV_2Ds
+    with a QUANTIZE after, a float conv whose int8 weights (stored, or float32 quantized on every
+    run as PT2E writes them) are dequantized and transposed, FC ->
+    QUANTIZE -> DEQUANTIZE -> QUANTIZE), the last tensor dequantized or output as integers."""
+    from quant_models import QNet
+
+    rng = random.Random(seed)
+    b = QBuilder(rng, QNet(seed=seed))
+    shape = [rng.randint(1, 3), rng.randint(2, 5), rng.randint(2, 5), rng.randint(1, 4)]
+    b.net.input("in0", shape)
+    b.last = ("in0", shape, ("FLOAT32", 1.0, 0))
+    b.q("QUANTIZE", ["in0"], shape, b.params())
+    steps, weights = list(QUANT_STEPS), list(QUANT_STEPS.values())
+    for _ in range(rng.randint(1, max_ops)):
+        rng.choices(steps, weights)[0](b)
+    if rng.random() < 0.5:
+        b.net.outputs = [b.f("DEQUANTIZE", [b.last[0]], b.last[1])]
+    else:
+        b.net.outputs = [b.last[0]]
+    return b.net.recipe()
+
+
+def run_quant_case(content: bytes, option_set: str) -> Outcome:
+    """Optimize `content` under a QUANT_OPTION_SETS entry; every output bit for bit the original's,
+    per resolver (XNNPACK and the builtin kernels may round differently from each other)."""
+    passes, options = QUANT_OPTION_SETS[option_set]
+    try:
+        result = api.optimize(content, passes, **options)
+    except InternalError as e:
+        return Outcome("exit3", str(e).splitlines()[0])
+    except BnfoldError as e:
+        return Outcome("refused", str(e).splitlines()[0])
+    except Exception as e:  # noqa: BLE001 - what the CLI reports as exit 3
+        return Outcome("exit3", f"{type(e).__name__}: {e}".splitlines()[0])
+    resolvers = ("AUTO", "BUILTIN_WITHOUT_DEFAULT_DELEGATES")
+    for resolver in resolvers[1:] if option_set in BUILTIN_ONLY else resolvers:
+        original = _interpreter(content, resolver=resolver)
+        try:
+            interp = _interpreter(result.data, resolver=resolver)
+        except (ValueError, RuntimeError) as e:
+            return Outcome("load_fail", str(e).strip().splitlines()[0][:200])
+        for seed in (0, 1):
+            xs = sample_inputs(original, seed)
+            try:
+                have = _invoke(interp, xs)
+            except (ValueError, RuntimeError) as e:
+                return Outcome("run_fail", str(e).strip().splitlines()[0][:200])
+            for i, (a, b) in enumerate(zip(_invoke(original, xs), have)):
+                if a.dtype != b.dtype or a.shape != b.shape or a.tobytes() != b.tobytes():
+                    return Outcome("values", f"{resolver}: output {i} differs")
+    return Outcome("ok")
+
+
 # ---- running a case -----------------------------------------------------------------------------
 
 
@@ -465,7 +678,10 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def run_case(content: bytes, option_set: str) -> Outcome:
-    """Optimize `content` under `option_set` and compare in LiteRT (module docstring)."""
+    """Optimize `content` under `option_set` and compare in LiteRT (module docstring); a set of
+    QUANT_OPTION_SETS compares bit for bit (run_quant_case)."""
+    if option_set in QUANT_OPTION_SETS:
+        return run_quant_case(content, option_set)
     passes, options = OPTION_SETS[option_set]
     try:
         result = api.optimize(content, passes, **options)

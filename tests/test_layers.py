@@ -8,6 +8,7 @@ import pydoc
 import stat
 from pathlib import Path
 
+import click
 import pytest
 
 import bnfold
@@ -31,15 +32,16 @@ COMMANDS = (
 
 
 def test_dir_and_help_show_the_library():
+    from bnfold import batch
+
     for name in COMMANDS:
         assert name in dir(bnfold)
         function = getattr(bnfold, name)
-        assert function is getattr(api, name)
+        assert function is getattr(batch if name == "optimize_many" else api, name)  # batch.py is built on api.py
         assert function.__doc__ and len(function.__doc__.split()) > 12, name  # its own words, not a pointer
     assert "optimize_file" in pydoc.render_doc(bnfold) and "check=3" in pydoc.render_doc(bnfold.api)
-    assert "optimize_many(paths" in pydoc.render_doc(
-        bnfold.api, renderer=pydoc.plaintext
-    )  # listed, loaded on first use
+    assert "    check(model: " in pydoc.render_doc(bnfold.api, renderer=pydoc.plaintext)  # listed, loaded on first use
+    assert "optimize_many(paths" in pydoc.render_doc(bnfold.batch, renderer=pydoc.plaintext)
 
 
 @pytest.mark.parametrize("module", sorted(p.name for p in (SRC / "cli").glob("*.py")))
@@ -73,6 +75,141 @@ def test_the_proof_does_not_import_what_it_proves(module):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 2
     }
     assert not imported & {"engine", "passes"}, imported
+
+
+# ---- the layers: what each part may import (docs/design.md, "Layers") ---------------------------
+
+DESIGN = SRC.parents[1] / "docs" / "design.md"
+SCRIPTS = SRC.parents[1] / "scripts"
+
+
+def _layers() -> dict[str, set[str]]:
+    """docs/design.md's layer table: part -> the parts it may import (parts named as the table
+    names them, without `/` or `.py`)."""
+    section = DESIGN.read_text().split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
+    allowed: dict[str, set[str]] = {}
+    for row in section.splitlines():
+        cells = row.split("|")
+        if not row.startswith("| `") or len(cells) < 4:
+            continue
+        parts = [name.strip("/").removesuffix(".py") for name in cells[1].split("`")[1::2]]
+        for part in parts:
+            allowed[part] = set(cells[2].split("`")[1::2])
+    return allowed
+
+
+def _part(module: str) -> str:
+    """The part of bnfold a module belongs to: its package under bnfold, or its own name."""
+    names = module.split(".")
+    return "__init__" if len(names) == 1 else names[1]
+
+
+def _imports(path: Path, package: str) -> set[str]:
+    """Every module of bnfold the file at `path` (of `package`) imports, wherever the import
+    stands (top, function, TYPE_CHECKING): a name imported from a package is its module when
+    there is one."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "bnfold"}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            elif (node.module or "").split(".")[0] == "bnfold":
+                module = node.module or ""
+            else:
+                continue
+            for alias in node.names:
+                name = f"{module}.{alias.name}"
+                as_file = SRC.parent / name.replace(".", "/")
+                found.add(name if as_file.with_suffix(".py").exists() or as_file.is_dir() else module)
+    return found
+
+
+def _modules() -> dict[str, Path]:
+    """bnfold's modules by dotted name (a package by its __init__.py)."""
+    modules = {}
+    for path in SRC.rglob("*.py"):
+        names = path.relative_to(SRC.parent).with_suffix("").parts
+        modules[".".join(names[:-1] if names[-1] == "__init__" else names)] = path
+    return modules
+
+
+def test_the_layer_table_names_every_part_once_and_goes_one_way():
+    allowed = _layers()
+    parts = {_part(m) for m in _modules()} - {"__main__"} | {"__main__"}
+    assert set(allowed) == parts, set(allowed) ^ parts
+    for part, below in allowed.items():
+        assert below <= set(allowed), (part, below - set(allowed))
+    order: list[str] = []  # each part after everything it may import: the table is a hierarchy
+    while len(order) < len(allowed):
+        ready = [p for p in allowed if p not in order and allowed[p] <= set(order)]
+        assert ready, f"the table goes round: {sorted(set(allowed) - set(order))}"
+        order += ready
+
+
+def test_each_part_imports_only_what_its_layer_may():
+    allowed = _layers()
+    crossing = []
+    for module, path in sorted(_modules().items()):
+        package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+        part = _part(module)
+        for target in sorted(_imports(path, package)):
+            if _part(target) != part and _part(target) not in allowed[part]:
+                crossing.append(f"{path.relative_to(SRC)} imports {target}")
+    assert crossing == []
+
+
+def test_a_pass_reaches_neither_the_registry_nor_the_manager():
+    """The registry and the manager know a pass by its PassSpec (its interface hook included)."""
+    for path in sorted((SRC / "passes").glob("*.py")):
+        imported = _imports(path, "bnfold.passes")
+        assert not imported & {"bnfold.engine.registry", "bnfold.engine.manager"}, path.name
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle of `graph` (module -> the modules it imports), or []."""
+    state: dict[str, int] = {}  # 1: on the path being followed, 2: done
+    for start in sorted(graph):
+        stack = [(start, iter(sorted(graph[start])))]
+        path = [start]
+        state[start] = state.get(start) or 1
+        if state[start] == 2:
+            continue
+        while stack:
+            node, successors = stack[-1]
+            step = next(successors, None)
+            if step is None:
+                state[node] = 2
+                stack.pop()
+                path.pop()
+            elif state.get(step) == 1:
+                return path[path.index(step) :] + [step]
+            elif step in graph and not state.get(step):
+                state[step] = 1
+                stack.append((step, iter(sorted(graph[step]))))
+                path.append(step)
+    return []
+
+
+def test_no_import_cycle_type_only_ones_included():
+    """Among bnfold's modules, and among the scripts (which import each other by file name)."""
+    modules = _modules()
+    graph = {}
+    for module, path in modules.items():
+        package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+        # a module imports its package's __init__ too, but that is Python's doing, not a dependency
+        graph[module] = {t for t in _imports(path, package) if t in modules and t != module}
+    assert _cycle(graph) == []
+    scripts = {p.stem: p for p in SCRIPTS.glob("*.py")}
+    graph = {}
+    for name, path in scripts.items():
+        tree = ast.parse(path.read_text())
+        graph[name] = {
+            n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0 and n.module in scripts
+        } | {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names if a.name in scripts}
+    assert _cycle(graph) == []
 
 
 def test_no_source_file_over_600_lines():
@@ -198,3 +335,84 @@ def test_optimize_start_up_defines_no_dataclass_and_loads_no_runtime(tmp_path):
     idle = {f"bnfold.passes.{p.name}" for p in registry.PASSES if not p.default or p.needs.isdisjoint(kinds)}
     assert len(idle) >= 23 and "bnfold.passes.fuse_batchnorm_with_conv" in seen["modules"]  # 23 before O1 came
     assert not (runtime | other_options | idle) & set(seen["modules"])
+
+
+# What `bnfold optimize IN OUT` may load of bnfold, whatever the model: the command line and the
+# library's one-model path, reading, the manager and the report, copying or writing the output.
+# Each module costs every start its import; one that joins this path should be one every run
+# needs (else: import it where it is used).
+OPTIMIZE_PATH = {
+    *("bnfold", "bnfold.version", "bnfold.errors", "bnfold.exits", "bnfold.check_names"),
+    *("bnfold.cli", "bnfold.cli.optimize", "bnfold.cli.flags", "bnfold.cli.options"),
+    *("bnfold.api", "bnfold.arguments", "bnfold.selection", "bnfold.results", "bnfold.reports", "bnfold.text"),
+    *("bnfold.ir", "bnfold.ir.graph", "bnfold.ir.const", "bnfold.ir.ops", "bnfold.ir.model"),
+    *("bnfold.ir.changes", "bnfold.ir.invariants"),
+    *("bnfold.io", "bnfold.io.reader", "bnfold.io.validate", "bnfold.io.tables", "bnfold.io.formats"),
+    *("bnfold.io.schema_layout_tflite", "bnfold.io.paths", "bnfold.io.atomic", "bnfold.io.gcpause"),
+    *("bnfold.io.writer", "bnfold.io.copier", "bnfold.io.transcode"),
+    *("bnfold.engine", "bnfold.engine.registry", "bnfold.engine.manager", "bnfold.engine.report"),
+    *("bnfold.engine.targets", "bnfold.engine.deadcode", "bnfold.engine.planner", "bnfold.engine.reshapes"),
+    *("bnfold.engine.leftovers", "bnfold.engine.candidates"),  # the report's skips
+    "bnfold.passes",
+}
+# what the default folds share (engine/), loaded when one of them runs
+FOLDING = {"bnfold.engine.affine", "bnfold.engine.backward", "bnfold.engine.forward", "bnfold.engine.layout"}
+# only a model a pass changed: the shape rules (the gate), the runtime table (a pass about to make
+# an op asks it), the packing of a new file
+CHANGED = {"bnfold.ir.shapes", "bnfold.ir.runtimes", "bnfold.io.builder"}
+
+IMPORTS_PROBE = """
+import sys
+import numpy
+before = set(sys.modules)
+from bnfold.cli import run
+code = run(["optimize", sys.argv[1], sys.argv[2], "--quiet"])
+print(code, " ".join(sorted(name for name in sys.modules if name.startswith("bnfold"))))
+"""
+
+
+def _optimize_imports(model: Path, out: Path) -> set[str]:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", IMPORTS_PROBE, str(model), str(out)], capture_output=True, text=True)
+    code, *modules = done.stdout.split()
+    assert code == "0", done.stderr[-2000:]
+    return set(modules)
+
+
+def test_optimize_imports_only_what_it_uses(tmp_path):
+    """`bnfold optimize` in a fresh interpreter, on a model the default passes fold and then on
+    their output, which nothing changes: bnfold's modules it loads are the path every run takes,
+    the passes that ran (those whose kinds the model held before or after) and the engine they use; the
+    unchanged run neither the shape rules, the runtime table nor the packing (a copy of the
+    input is the output). Nothing of values/, reference/, recipe/, explorer/, the other commands,
+    batch runs or ONE's tables. A count, not a time: it cannot flake."""
+    from bnfold.engine import registry
+    from bnfold.io.reader import read_model
+
+    folded = tmp_path / "folded.tflite"
+    first = _optimize_imports(DATA / "resnet_v2_mini.tflite", folded)
+    again = _optimize_imports(folded, tmp_path / "again.tflite")
+    assert folded.read_bytes() == (tmp_path / "again.tflite").read_bytes()  # nothing changed the second time
+
+    def ran(path: Path) -> set[str]:
+        kinds = {op.kind for graph in read_model(str(path)).graphs for op in graph.ops}
+        return {f"bnfold.passes.{p.name}" for p in registry.PASSES if p.default and not p.needs.isdisjoint(kinds)}
+
+    extra = first - OPTIMIZE_PATH - FOLDING - CHANGED - ran(DATA / "resnet_v2_mini.tflite") - ran(folded)
+    assert extra == set(), "optimize loads more than it uses"
+    extra = again - OPTIMIZE_PATH - FOLDING - ran(folded)
+    assert extra == set(), "an unchanged optimize loads more than it uses"
+    assert CHANGED <= first and not CHANGED & again  # the split above is real: the folding run needs them
+    assert len(again) <= 55 and len(first) <= 59, (len(again), len(first))  # 61 and 63 before issue 48
+
+
+def test_the_group_that_loads_one_command_still_lists_and_suggests_them_all(capsys):
+    """Commands are loaded when looked up (cli/__init__.py: Commands), yet help lists every one
+    as click lists a group's, and a misspelt command gets click's suggestion."""
+    assert run(["--help"]) == 0
+    listed = [line.split()[0] for line in capsys.readouterr().out.split("Commands:")[1].strip().splitlines()]
+    assert listed == sorted(["optimize", "convert", "inspect", "passes", "check", "run", "h5diff", "recipe"])
+    assert run(["optimise", "a.tflite", "b.tflite"]) == 2
+    assert "Did you mean 'optimize'?" in capsys.readouterr().err or not hasattr(click.exceptions, "NoSuchCommand")

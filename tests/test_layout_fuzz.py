@@ -57,3 +57,29 @@ def test_an_internal_error_counts_as_exit_3_not_as_a_refusal(monkeypatch):
 
         monkeypatch.setattr(api, "optimize", fail)
         assert run_case(content, "default").kind == kind
+
+
+QUANT_GRAPHS = 60
+
+
+def test_seeded_quantized_graphs_optimize_bit_for_bit_in_litert():
+    """Quantized graphs under the passes for quantized graphs: every output bit for bit, and every
+    such pass folds somewhere in the run (the generator reaches what it is for)."""
+    from bnfold import api
+    from layout_fuzzing import QUANT_OPTION_SETS, QUANT_PASSES, quantized_graph
+
+    failures, folded, fair = [], collections.Counter(), 0
+    for seed in range(QUANT_GRAPHS):
+        content, _why = prepare(quantized_graph(seed))
+        if content is None:
+            continue
+        fair += 1
+        for option_set in QUANT_OPTION_SETS:
+            outcome = run_case(content, option_set)
+            if outcome.kind != "ok":
+                failures.append((seed, option_set, outcome.kind, outcome.detail))
+        for name in QUANT_PASSES.split(","):  # alone: together, remove_quantdequant takes mpo's pairs first
+            folded.update(f["pass"] for f in api.optimize(content, name).report["folds"])
+    assert fair >= 0.9 * QUANT_GRAPHS, f"only {fair} of {QUANT_GRAPHS} generated graphs are fair cases"
+    assert failures == [], failures[:10]
+    assert set(folded) == set(QUANT_PASSES.split(",")), folded

@@ -195,7 +195,7 @@ def test_unimplemented_one_flags_are_declared_only_for_a_command_line_that_needs
     probe = textwrap.dedent("""
         import sys
         from bnfold import cli
-        command = cli.main.commands["optimize"]
+        command = cli.main.get_command(None, "optimize")
         context = command.make_context("optimize", sys.argv[1:])
         hidden = sum(getattr(p, "hidden", False) for p in command.params)
         print(command.one_flags_declared, hidden, context.params.get("fuse_bcq"))
@@ -212,7 +212,7 @@ def test_unimplemented_one_flags_are_declared_only_for_a_command_line_that_needs
     }
     assert lines == {
         (): ["False", "0", "None"],
-        ("--fuse_bcq",): ["True", str(len(flags.NOT_IMPLEMENTED)), "True"],
+        ("--fuse_bcq",): ["True", str(len(flags.not_implemented())), "True"],
         ("-q", "--fuse_batchnorm_with_conv"): ["False", "0", "None"],
     }
 
@@ -287,11 +287,14 @@ def test_closed_stdout_exits_quietly_with_0():
 def test_one_tables_agree_with_the_registry():
     # bnfold's own passes (not ONE options) are the batch-norm family's extensions, fuse_hardswish
     # (ONE has only the inverse, decompose_hardswish) and remove_unnecessary_concat (named like
-    # ONE's remove_unnecessary_split) and fuse_pad_with_conv (ONE has no such pass); the rest keep
-    # ONE's spelling
-    ours = (
-        set(registry.BY_NAME) - one.PASS_OPTIONS - {"fuse_hardswish", "remove_unnecessary_concat", "fuse_pad_with_conv"}
-    )
+    # ONE's remove_unnecessary_split) and fuse_pad_with_conv (ONE has no such pass), and three for
+    # quantized graphs (fuse_output_requantize: TICO's; fold_quantize, fold_quantized_weight_layout and the lossy
+    # replace_quantized_mul_add_with_depthwise_conv, named like ONE's replace_cw_mul_add_...); the
+    # rest keep ONE's spelling
+    own = {"fuse_hardswish", "remove_unnecessary_concat", "fuse_pad_with_conv"}
+    own |= {"fuse_output_requantize", "fold_quantized_weight_layout", "replace_quantized_mul_add_with_depthwise_conv"}
+    own |= {"fold_quantize"}  # ONE has fold_dequantize only
+    ours = set(registry.BY_NAME) - one.PASS_OPTIONS - own
     assert all(name.startswith("fuse_batchnorm_") for name in ours), ours
     assert "decompose_hardswish" in one.PASS_OPTIONS
     assert {"fuse_mul_with_conv", "fuse_add_with_tconv", "replace_cw_mul_add_with_depthwise_conv"} <= set(

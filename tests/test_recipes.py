@@ -14,7 +14,7 @@ from bnfold.io.reader import read_model
 from bnfold.io.writer import save_model
 from bnfold.recipe import ci as recipe_ci
 from bnfold.recipe.chef import build, load_recipe, recipe_format
-from bnfold.values import interpreter
+from bnfold.reference import interpreter
 from bnfold.values.backend import Backends
 from bnfold.values.diff import random_inputs
 from conftest import RECIPES, TEST_RECIPES

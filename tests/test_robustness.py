@@ -238,6 +238,9 @@ def test_quantized_recipe_carries_per_channel_parameters(tmp_path):
     assert q.quantizedDimension == 0 and list(q.zeroPoint) == [0, 0, 0, 0]
 
 
+INT8_BATCH_NORM = "replace_quantized_mul_add_with_depthwise_conv"  # the opt-in lossy fold of an int8 batch norm
+
+
 @pytest.mark.parametrize("spec", registry.PASSES, ids=lambda s: s.name)
 @pytest.mark.parametrize("recipe", QUANT_RECIPES)
 def test_every_pass_skips_quantized_models_with_a_reason(spec, recipe, tmp_path):
@@ -251,6 +254,9 @@ def test_every_pass_skips_quantized_models_with_a_reason(spec, recipe, tmp_path)
         result = spec.run(g)
         report.add(spec.name, i, result)
         changed |= result.changed
+    if spec.name == INT8_BATCH_NORM:  # made for this: the int8 MUL -> ADD goes, lossily, and says so
+        assert changed and report.folds and all(f["lossy"] for f in report.folds)
+        return
     assert not changed and report.folds == []
     assert all(isinstance(s.record["reason"], str) and s.record["reason"] for s in report.said)
     expected_skips = (

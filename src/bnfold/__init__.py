@@ -1,6 +1,7 @@
 """bnfold: fold batch normalization into conv-like layers of TFLite and Circle models, exactly.
 
-The library is the command line's own layer (bnfold/api.py); each command is one function:
+The library is the command line's own layer (bnfold/api.py; many models in one run: batch.py,
+built on it); each command is one function:
 
     import bnfold
     data, report = bnfold.optimize("model.tflite")        # bytes and a report; nothing written
@@ -13,7 +14,7 @@ The library is the command line's own layer (bnfold/api.py); each command is one
 function. Errors are the types of bnfold.errors, with the message the command line prints.
 """
 
-__version__ = "0.1.0"
+from .version import __version__
 
 _API = (
     "Optimized",
@@ -41,6 +42,10 @@ __all__ = [*_API, "__version__"]
 
 def __getattr__(name: str):
     """The library's names on first use, so `import bnfold` stays cheap until one is called."""
+    if name == "optimize_many":  # many models, each one api.optimize_file (batch.py imports api)
+        from .batch import optimize_many
+
+        return optimize_many
     if name in _API:
         from . import api
 

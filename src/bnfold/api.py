@@ -8,7 +8,6 @@
     result.save("model.opt.circle")
 
     bnfold.optimize_file("in.tflite", "out.circle", check=3)          # what `bnfold optimize` does
-    bnfold.optimize_many(["models/"], "out/", jobs=2)                 # `bnfold optimize --out-dir out -j 2 models`
     bnfold.convert("in.tflite", "out.circle")                         # `bnfold convert`
     bnfold.inspect("model.tflite", leftovers=True)                    # `bnfold inspect`
     bnfold.check("a.tflite", "b.circle", samples=10)                  # `bnfold check`: a CheckResult
@@ -40,6 +39,9 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from . import arguments, reports
+from .check_names import BACKENDS as BACKENDS  # re-exported: the CLI offers them
+from .check_names import CHECK_MODES as CHECK_MODES
+from .check_names import CRITERION as CRITERION
 from .engine import registry
 from .engine.manager import run_passes
 from .engine.report import Report
@@ -59,14 +61,9 @@ from .io.writer import WriteInfo, save_model
 from .ir.model import Model
 from .results import Inspection, Optimized, Ran, refuse_model_write
 from .selection import Selection, read_config, select
-from .value_commands import check, h5diff, run
-from .values import BACKENDS as BACKENDS  # re-exported: the CLI offers them
-from .values import CHECK_MODES as CHECK_MODES
-from .values import CRITERION as CRITERION
-from .values.lossy import measure_lossy
 
-if TYPE_CHECKING:  # at run time __getattr__ below imports it on first use
-    from .batch import optimize_many
+if TYPE_CHECKING:  # at run time __getattr__ below imports them on first use
+    from .value_commands import check, h5diff, run
 
 MAX_SAMPLES, MAX_SEED = arguments.MAX_SAMPLES, arguments.MAX_SEED
 PASSES = registry.PASSES  # every pass, in run order (name, summary, exact, default)
@@ -78,7 +75,6 @@ __all__ = [
     "Ran",
     "optimize",
     "optimize_file",
-    "optimize_many",
     "convert",
     "inspect",
     "check",
@@ -95,18 +91,22 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    """optimize_many, the batch form of optimize_file, from batch.py on first use: only a batch
-    run pays for loading it (~2 ms)."""
-    if name == "optimize_many":
-        from .batch import optimize_many
+LAZY = {"check": "value_commands", "run": "value_commands", "h5diff": "value_commands"}
 
-        return optimize_many
+
+def __getattr__(name: str):
+    """The value commands (check, run, h5diff: value_commands.py) on first use: only a run that
+    uses them pays for loading them and what they import (tests/test_layers.py: what `optimize`
+    imports). Many models in one run are batch.py's (`bnfold.optimize_many`), built on this module."""
+    if name in LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__package__}.{LAZY[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | {"optimize_many"})
+    return sorted(set(globals()) | set(LAZY))
 
 
 # ---- the IR ----------------------------------------------------------------------------------
@@ -310,8 +310,12 @@ def _optimize_path(
         e.path = e.path or path
         raise
     times["passes"] = time.perf_counter() - start
-    lossy = measure_lossy(lambda: load_reference(path, log), model, registry.lossy_passes_in(log.folds))
-    log.notes += [lossy] if lossy else []  # lossy passes: their error, measured
+    lossy_passes = registry.lossy_passes_in(log.folds)
+    if lossy_passes:  # their error, measured (values/: only a run a lossy pass changed loads it)
+        from .values.lossy import measure_lossy
+
+        lossy = measure_lossy(lambda: load_reference(path, log), model, lossy_passes)
+        log.notes += [lossy] if lossy else []
     checked = None
     if check:
         from .values.verify import check_tolerance, verify_optimized

@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 import os
 
+from .check_names import BACKENDS, CHECK_MODES
 from .errors import UsageError
 from .selection import Selection, select
-from .values import BACKENDS, CHECK_MODES
 
 MAX_SAMPLES = 100_000  # check/run samples and optimize --check: bounds the work, not the memory (samples stream)
 MAX_SEED = 2**32 - 1

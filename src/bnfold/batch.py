@@ -1,5 +1,6 @@
 """Many models in one run: `bnfold optimize --out-dir DIR [-j N] [--shard K/N] PATH...` and
-`bnfold.optimize_many(paths, out_dir, jobs=..., shard=...)` (api.py takes it from here).
+`bnfold.optimize_many(paths, out_dir, jobs=..., shard=...)` (bnfold/__init__.py takes it from
+here). It is built on api.py, which does not import it.
 
     PATH... --collect--> jobs (input, output) --shard K/N--> 1/N of them --pool--> ModelResult per job
 
@@ -25,7 +26,7 @@ from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from typing import NamedTuple
 
-from . import arguments
+from . import api, arguments
 from .errors import EXIT_PRECEDENCE, BnfoldError, Interrupted, UsageError, WriteFailed
 from .io.atomic import reason
 from .io.paths import refuse_unwritable, same_file
@@ -95,7 +96,7 @@ class BatchResult(NamedTuple):
         }
 
     def to_dict(self) -> dict:
-        from . import __version__
+        from .version import __version__
 
         shard = None if self.shard is None else f"{self.shard[0]}/{self.shard[1]}"
         return {
@@ -200,8 +201,6 @@ class Settings(NamedTuple):
 def optimize_one(job: Job, settings: Settings, on_step: Callable[[str], None] = lambda step: None) -> ModelResult:
     """`bnfold optimize job.input job.output` with the run's settings; every error becomes the
     result's one line and exit code, as the command would print and exit with."""
-    from . import api
-
     gc.collect()  # the last model's graph is cyclic: free it before this one is read (memory: one model at a time)
     start = time.perf_counter()
 
@@ -283,8 +282,6 @@ def optimize_many(
     Returns a BatchResult: `.models` in input order, `.totals()`, `.exit_code` (the worst model's,
     EXIT_PRECEDENCE), `.to_json()`.
     """
-    from . import api
-
     chosen, checking = (
         arguments.selection(passes, options, strict),
         arguments.checking(check, check_mode, rtol, atol, check_seed, check_backend),
@@ -329,7 +326,6 @@ def _import_for_workers(jobs: list[Job], settings: Settings) -> None:
     """Import once, before the workers fork, what each of them would otherwise import for
     itself: the library, the selected passes' modules and the bindings of the formats the
     collection's names say it holds."""
-    from . import api  # noqa: F401
     from .engine import registry
     from .io.formats import FORMATS
 

@@ -12,11 +12,18 @@ exit handling (exits.py) reports, and neither reaches into the other.
 from __future__ import annotations
 
 import signal
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from .values.diff import CheckResult
-    from .values.local import LocalResult
+
+class CheckedTable(Protocol):
+    """What a failed value check hands its error (values/diff.py: CheckResult, values/local.py:
+    LocalResult): who ran it, on how many samples, and the table the command prints. A protocol,
+    so that this module, which every layer imports, imports none of them."""
+
+    backend: str
+    samples: int
+
+    def table(self) -> str: ...
 
 
 # A run of many models exits with the first of these that some model exited with (batch.py; the
@@ -73,7 +80,7 @@ class CheckFailed(BnfoldError):
     exit_code = 1
     report: dict | None = None  # optimize's report, set when the check of an optimize run failed (api.py)
 
-    def __init__(self, message: str, path: str | None = None, result: CheckResult | LocalResult | None = None):
+    def __init__(self, message: str, path: str | None = None, result: CheckedTable | None = None):
         super().__init__(message, path)
         self.result = result
         self.report: dict | None = None  # optimize's report up to the failed check (api.py), for --report

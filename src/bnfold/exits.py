@@ -29,7 +29,6 @@ from typing import NoReturn
 
 import click
 
-from . import one
 from .errors import CAUGHT_SIGNALS, BnfoldError, Finished, Interrupted
 
 
@@ -166,6 +165,8 @@ def _near_options(error: click.NoSuchOption) -> str:
     included (click's own hint can pick an unrelated visible flag)."""
     command = error.ctx.command if error.ctx else None
     names = [n for p in getattr(command, "params", []) for n in p.opts + p.secondary_opts if n.startswith("--")]
+    from . import one  # only for a misspelt option: its tables load nowhere else on optimize's path
+
     return one.did_you_mean(error.option_name, names) if names else ""
 
 

@@ -1,5 +1,5 @@
 """What `bnfold optimize --out-dir` shows: click's progress bar on stderr while it runs, driven
-by the batch's events (api.optimize_many's `on_event`), then the failures and the table.
+by the batch's events (batch.optimize_many's `on_event`), then the failures and the table.
 
     optimizing  [##########--------------]  14/33  00:00:02  0:05 elapsed, face/blaze.tflite: passes
 
@@ -24,19 +24,19 @@ import click
 if TYPE_CHECKING:
     from click._termui_impl import ProgressBar  # what click.progressbar() returns
 
-from . import api, text
+from . import batch, text
 from .errors import Finished, UsageError
 
 
 def optimize_many(paths, out_dir, chosen, quiet: bool, one_model_options: tuple, **keywords) -> int:
-    """`optimize --out-dir`: api.optimize_many with the bar on stderr when stderr is a terminal
+    """`optimize --out-dir`: batch.optimize_many with the bar on stderr when stderr is a terminal
     and not `quiet`, then each failure's line (stderr) and, unless `quiet`, the table (stdout).
     Returns the run's exit status. `one_model_options` (-i, -o, --in-place, --node-data*) are refused."""
     if any(one_model_options):
         raise UsageError("-i, -o, --in-place and --node-data* are for one model; --out-dir takes PATH...")
     show = BatchProgress(sys.stderr) if not quiet and sys.stderr.isatty() else None
     with show or contextlib.nullcontext():
-        many = api.optimize_many(paths, out_dir, chosen, on_event=show, **keywords)
+        many = batch.optimize_many(paths, out_dir, chosen, on_event=show, **keywords)
     for written in [m.output for m in many.models if m.status != "failed"]:
         Finished.note(written)  # the workers wrote them: a failed stdout then says they are complete
     for line in text.batch_problems(many):

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import os
 
-from . import __version__
 from .engine.report import Report
 from .errors import CheckFailed, UsageError
 from .io.paths import open_input
 from .ir.model import Model
 from .selection import Selection
+from .version import __version__
 
 
 def optimize_report(

@@ -9,7 +9,7 @@ import os
 import time
 from typing import TYPE_CHECKING
 
-from .io.formats import Format, format_from_extension
+from .io.formats import Format, format_from_extension, format_of
 from .io.reader import read_model
 from .io.writer import WriteInfo, save_model, serialize
 from .ir.invariants import gate
@@ -57,7 +57,7 @@ class Optimized:
         if self._data is None:
             gate(self.model)  # the writer's last gate (save() passes it in io.writer.save_model)
             out = io.BytesIO()
-            serialize(self.model, out, self.model.format)
+            serialize(self.model, out, format_of(self.model))
             self._data = out.getvalue()
         return self._data
 

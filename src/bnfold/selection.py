@@ -21,7 +21,6 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
-from . import one
 from .engine import registry
 from .errors import UsageError
 from .io.paths import open_input
@@ -66,10 +65,14 @@ class Selection(NamedTuple):
 
 def known_names() -> set[str]:
     """Every name a user may switch: bnfold's passes, ONE's options and groups."""
+    from . import one  # ONE's tables: only a run that names something consults them
+
     return set(registry.BY_NAME) | one.PASS_OPTIONS | set(one.UTILITY_OPTIONS) | set(one.GROUPS)
 
 
 def unknown_name_error(name: str, where: str = "", path: str | None = None) -> UsageError:
+    from . import one
+
     return UsageError(
         f"unknown pass or option {name!r}{where}{one.did_you_mean(name, known_names())} (see 'bnfold passes')", path
     )
@@ -100,6 +103,11 @@ def select(
             raise unknown_name_error(name)
     on = dict.fromkeys(named, True)
     on.update(switches)
+    if not on:  # nothing named: the default set (or none), without consulting ONE's tables
+        wanted = registry.default_passes() if passes is None and default else []
+        return Selection([spec.name for spec in registry.resolve(wanted)], [], {}, [])
+    from . import one
+
     off = {name for name, value in on.items() if not value}
     wanted, lacking, skipped, parameters = [], [], {}, []
     for name, value in on.items():
@@ -143,6 +151,8 @@ class Config(NamedTuple):
 
 def read_config(path: str) -> Config:
     import configparser  # only for --config: ~5 ms of start-up otherwise
+
+    from . import one
 
     try:
         with open_input(path, "a configuration file") as f:

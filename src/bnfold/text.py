@@ -97,8 +97,8 @@ def weak_check_line(note: dict) -> str | None:
     weak = [o for o in note.get("outputs", []) if o.get("strength", {}).get("level", "full") != "full"]
     if not weak:
         return None
+    from .check_names import describe
     from .values.h5io import ones_name
-    from .values.strength import describe
 
     listed = "; ".join(describe(ones_name(o["name"]), o["strength"]["level"], o["strength"]["why"]) for o in weak)
     entry = note.get("weak_outputs")
@@ -131,6 +131,7 @@ def lossy_warning(note: dict) -> str:
         f"bnfold: warning: {what} changed the model (LOSSY): max abs err {note['max_abs']:.3e}, max rel err "
         f"{note['max_rel']:.3e}, scaled err {note['scaled_err']:.3e} over {note['samples']} random input(s) "
         f"on {note['backend']}"
+        + (f", {note['max_steps']:.3g} quantization step(s) at a quantized output" if "max_steps" in note else "")
     )
 
 

@@ -8,12 +8,12 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 
 from . import arguments
+from .check_names import DEFAULT_ATOL, DEFAULT_RTOL
 from .errors import ModelError, UsageError
 from .io.atomic import written_together
 from .io.paths import refuse_numbered_clobber
 from .io.reader import read_model
 from .results import Ran
-from .values import DEFAULT_ATOL, DEFAULT_RTOL
 
 
 def check(

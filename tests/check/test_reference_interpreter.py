@@ -10,10 +10,11 @@ import pytest
 
 from bnfold.io.reader import read_model
 from bnfold.ir.const import NUMPY_DTYPES
+from bnfold.ir.shapes import pads
 from bnfold.recipe.chef import build
-from bnfold.values import interpreter, litert
-from bnfold.values.interpreter import UnsupportedOperator
-from bnfold.values.kernels import pads
+from bnfold.reference import interpreter
+from bnfold.reference.interpreter import UnsupportedOperator
+from bnfold.values import litert
 from conftest import DATA, FIXTURES, fixture_input
 
 RTOL = ATOL = 1e-5

@@ -156,7 +156,7 @@ def test_samples_are_generated_one_at_a_time():
 
 
 def test_while_loop_cap_and_timeout_stop_with_exit_4(tmp_path, capsys, monkeypatch):
-    from bnfold.values import kernels
+    from bnfold.reference import kernels
 
     loop = str(build_recipe("Foundation_While_000", tmp_path))
     monkeypatch.setattr(kernels, "MAX_WHILE_ITERATIONS", 1)

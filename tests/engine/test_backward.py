@@ -10,7 +10,7 @@ from bn_models import LAYERS as BUILDERS
 from bnfold.engine.backward import chain_after, fold_backward, fold_output_affine, layer_refusal
 from bnfold.engine.report import Refusal
 from bnfold.ir.ops import LAYERS
-from bnfold.values import interpreter
+from bnfold.reference import interpreter
 
 RNG = np.random.default_rng(11)
 

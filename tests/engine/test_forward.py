@@ -16,7 +16,7 @@ from bnfold.engine.forward import (
 )
 from bnfold.engine.report import Refusal
 from bnfold.ir.ops import LAYERS
-from bnfold.values import interpreter
+from bnfold.reference import interpreter
 
 RNG = np.random.default_rng(12)
 

@@ -366,3 +366,37 @@ def test_litert_confirmed_the_rules_of_the_kinds_passes_rewrite():
     wanted |= {"RESHAPE", "CONCATENATION", "MEAN", "PAD", "SLICE", "STRIDED_SLICE", "SPLIT", "SPLIT_V", "MUL", "ADD"}
     wanted |= {"SQUEEZE", "AVERAGE_POOL_2D"}
     assert wanted <= COVERED, sorted(wanted - COVERED)
+
+
+def test_the_gate_and_the_planner_look_again_only_at_a_graph_something_changed(monkeypatch, tmp_path):
+    """A model the passes leave as read (every graph still sound, no pass said it changed it) is
+    not swept again (the reader's checks hold) nor simulated a second time (its clobbers are the
+    input's); a model a pass folded is, and so is one library code changed before the run (its
+    edits are recorded by no pass: only the sweep holds them)."""
+    from bnfold.engine import manager, planner
+
+    calls = {"check_output": 0, "new_clobbers": 0}
+
+    def counted(name, function):
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return function(*args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(manager, "check_output", counted("check_output", manager.check_output))
+    monkeypatch.setattr(manager, "new_clobbers", counted("new_clobbers", planner.new_clobbers))
+    folded = tmp_path / "folded.tflite"
+    model = api.load(MODEL)  # its MUL and ADD fold into the conv
+    report = api.apply_passes(model)
+    assert report.folds and calls == {"check_output": 1, "new_clobbers": 1}
+    api.save(model, folded)
+    calls.update(check_output=0, new_clobbers=0)
+    unchanged = api.load(folded)
+    report = api.apply_passes(unchanged)
+    assert not report.folds and not unchanged.changed and calls == {"check_output": 0, "new_clobbers": 0}
+    edited = api.load(folded)
+    conv = edited.graphs[0].ops[0]
+    edited.graphs[0].set_input(conv, 0, conv.inputs[0])  # library code's edit, outside any pass
+    api.apply_passes(edited)
+    assert calls == {"check_output": 1, "new_clobbers": 1}

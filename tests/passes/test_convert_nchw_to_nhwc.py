@@ -217,7 +217,7 @@ def test_an_input_quantized_per_channel_keeps_its_layout():
     model = two_inputs().model()
     graph = model.graphs[0]
     graph.inputs[0].quantization = SimpleNamespace(scale=[0.5] * 5, zeroPoint=[0] * 5, quantizedDimension=1)
-    record = convert_nchw_to_nhwc.change_interface(graph, {"nchw_to_nhwc_input_shape"})
+    record = convert_nchw_to_nhwc.change_interface(graph, inputs=True, outputs=False)
     assert record["inputs"] == [] and record["kept"][0]["reason"] == "quantized per channel"
     assert list(graph.inputs[0].shape) == [2, 5, 7, 3]
 
@@ -240,3 +240,11 @@ def test_tico_exports_lose_every_transpose_with_an_nhwc_interface(name, counts):
     x, ref = np.load(DATA / f"{name}.input.npy"), np.load(DATA / f"{name}.ref.npy")
     (got,) = outputs_of(model, [nhwc(x)])
     np.testing.assert_allclose(got, nhwc(ref), rtol=1e-5, atol=1e-5)
+
+
+def test_the_registry_states_the_permutation_the_pass_applies():
+    """The manager holds the interface change to its spec's permutation (registry.Interface); the
+    module makes it: the two must say the same."""
+    from bnfold.engine import registry
+
+    assert registry.BY_NAME["convert_nchw_to_nhwc"].interface.permutation == convert_nchw_to_nhwc.TO_NHWC

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from bn_models import Net, optimize_and_compare
-from bnfold.values import interpreter
+from bnfold.reference import interpreter
 
 PASS = "fold_dwconv"
 

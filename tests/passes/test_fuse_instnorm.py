@@ -15,7 +15,8 @@ from bn_models import ATOL, RTOL, apply_for_no_target, inputs_for
 from bnfold import api
 from bnfold.io.formats import CIRCLE, TFLITE
 from bnfold.recipe.chef import build, load_recipe
-from bnfold.values import interpreter, litert
+from bnfold.reference import interpreter
+from bnfold.values import litert
 from conftest import RECIPES
 
 PASS = "fuse_instnorm"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from bn_models import Net, build_copy, inputs_for
 from bnfold import api
@@ -55,3 +56,16 @@ def test_cli_measures_and_reports_the_error(tmp_path, capsys):
     assert f"warning: {PASS} changed the model (LOSSY): max abs err" in capsys.readouterr().out
     [note] = json.loads(rep.read_text())["notes"]
     assert note["measured"] and 0 < note["max_abs"] <= 128 / 255 / 2 + 1e-5
+
+
+@pytest.mark.parametrize("low,high,bits", [(-1.0, 1.0, 8), (-0.3, 2.7, 4), (0.1, 5.0, 8), (-6.0, -0.5, 7)])
+def test_the_reference_interpreter_computes_fake_quant_as_litert(low, high, bits):
+    """So the per-rewrite check (values/local.py) runs models holding FAKE_QUANT."""
+    from bnfold.reference.interpreter import Interpreter
+
+    recipe = fake_quant_net(output_is_fake_quant=True).recipe()
+    [op] = [o for o in recipe["operation"] if o["type"] == "FAKE_QUANT"]
+    op["options"] = dict(min=low, max=high, num_bits=bits, narrow_range=False)
+    model = build(recipe)
+    xs = [np.random.default_rng(0).normal(0, 3, (2, 9, 4)).astype(np.float32)]
+    np.testing.assert_array_equal(Interpreter(model).run(xs)[0], litert.run(model, xs)[0])

@@ -76,3 +76,14 @@ def test_quantize_dequantize_of_any_float_stays_and_says_it_rounds():
         quantize_dequantize_net(on_grid=False).recipe(), [PASS], {"QUANTIZE": 1, "DEQUANTIZE": 1}
     )
     assert any("rounds its float input to the integer grid" in r for r in reasons(report)), reasons(report)
+
+
+def test_a_model_output_after_the_pair_is_written_by_the_first_dequantize():
+    n = QNet()
+    n.input("x", SHAPE)
+    n.op("QUANTIZE", ["x"], n.q("q", SHAPE, "INT8", 0.05, 3), SHAPE)
+    n.op("DEQUANTIZE", ["q"], "f", SHAPE)
+    n.op("QUANTIZE", ["f"], n.q("q2", SHAPE, "INT8", 0.05, 3), SHAPE)
+    n.outputs = [n.op("DEQUANTIZE", ["q2"], "f2", SHAPE)]
+    _, model, _ = optimize_quantized(n.recipe(), [PASS], {"QUANTIZE": 1, "DEQUANTIZE": 1})
+    assert [t.name for t in model.graphs[0].outputs] == ["f2"]

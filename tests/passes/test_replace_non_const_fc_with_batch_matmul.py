@@ -15,7 +15,8 @@ from bnfold.io.formats import CIRCLE
 from bnfold.io.reader import read_model
 from bnfold.io.writer import save_model
 from bnfold.recipe.chef import build
-from bnfold.values import interpreter, litert
+from bnfold.reference import interpreter
+from bnfold.values import litert
 
 PASS = "replace_non_const_fc_with_batch_matmul"
 U = 3

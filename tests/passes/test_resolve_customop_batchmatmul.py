@@ -14,7 +14,8 @@ from bnfold.io.formats import CIRCLE
 from bnfold.io.reader import read_model
 from bnfold.io.writer import save_model
 from bnfold.recipe.chef import build
-from bnfold.values import interpreter, litert
+from bnfold.reference import interpreter
+from bnfold.values import litert
 from custom_ops import resolve_and_compare
 
 PASS = "resolve_customop_batchmatmul"

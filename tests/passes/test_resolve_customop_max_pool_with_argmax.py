@@ -62,7 +62,7 @@ def test_max_pool_with_argmax_becomes_builtins(x_shape, out_hw, ksize, strides, 
 
 
 def test_reference_kernel_picks_the_first_maximum():
-    from bnfold.values import interpreter
+    from bnfold.reference import interpreter
 
     model = argmax_net([1, 2, 2, 1], [1, 1], [2, 2], [2, 2], "VALID", relu=False).model()
     _, idx = interpreter.run(model, [np.array([[[[1.0], [3.0]], [[3.0], [2.0]]]], np.float32)])

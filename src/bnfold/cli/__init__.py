@@ -8,29 +8,51 @@ traceback of an unexpected error.
 
 from __future__ import annotations
 
+import importlib
+
 import click
 
 from .. import exits
-from . import model, optimize, recipe, values
+
+# command name -> (its module in this package, the click command there)
+COMMANDS = {
+    "optimize": ("optimize", "optimize"),
+    "convert": ("model", "convert"),
+    "inspect": ("model", "inspect"),
+    "passes": ("model", "list_passes"),
+    "check": ("values", "check"),
+    "run": ("values", "run_model"),
+    "h5diff": ("values", "h5diff"),
+    "recipe": ("recipe", "recipe"),
+}
 
 
-@click.group(cls=exits.Group, context_settings={"help_option_names": ["-h", "--help"]})
+class Commands(exits.Group):
+    """The group builds only the command it runs: a command's module (and what it imports of the
+    library) is loaded when the command is looked up, so `bnfold optimize` loads nothing of
+    check's, run's or recipe's (tests/test_layers.py); `bnfold --help` looks up them all."""
+
+    def list_commands(self, ctx):
+        return sorted(COMMANDS)  # as click lists the commands of a group
+
+    def resolve_command(self, ctx, args):
+        if args and args[0] not in COMMANDS and not args[0].startswith("-") and not self.commands:
+            # click suggests a near name among the group's commands: every one is loaded for that
+            # (the run ends with the error)
+            self.commands = {name: self.get_command(ctx, name) for name in COMMANDS}
+        return super().resolve_command(ctx, args)
+
+    def get_command(self, ctx, cmd_name):
+        if cmd_name not in COMMANDS:
+            return None
+        module, name = COMMANDS[cmd_name]
+        return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+
+@click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="bnfold")
 def main():
     """Fold batch normalization and its neighbours into conv-like layers of TFLite and Circle models."""
-
-
-for command in (
-    optimize.optimize,
-    model.convert,
-    model.inspect,
-    model.list_passes,
-    values.check,
-    values.run_model,
-    values.h5diff,
-    recipe.recipe,
-):
-    main.add_command(command)
 
 
 def run(argv=None) -> int:

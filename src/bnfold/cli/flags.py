@@ -7,15 +7,20 @@ from __future__ import annotations
 
 import click
 
-from .. import api, one
+from .. import api
 
 PASS_NAMES = frozenset(spec.name for spec in api.PASSES)  # each has --no-<name>, which gives False
 PARAMETERS = {name: (spec.name, what) for spec in api.PASSES for name, what in spec.parameters.items()}
-# ONE's options bnfold does not implement: accepted (and warned about) as hidden flags of optimize
-NOT_IMPLEMENTED = {
-    f"--{name}": name
-    for name in sorted((one.PASS_OPTIONS | set(one.UTILITY_OPTIONS)) - {p.name for p in api.PASSES} - set(PARAMETERS))
-}
+
+
+def not_implemented() -> dict[str, str]:
+    """ONE's options bnfold does not implement, flag -> name: accepted (and warned about) as hidden
+    flags of optimize. Asked only when a command line holds an option click does not know, so a
+    plain run loads none of ONE's tables (one.py)."""
+    from .. import one
+
+    known = PASS_NAMES | set(PARAMETERS)
+    return {f"--{name}": name for name in sorted((one.PASS_OPTIONS | set(one.UTILITY_OPTIONS)) - known)}
 
 
 class Optimize(click.Command):
@@ -35,7 +40,7 @@ class Optimize(click.Command):
         except click.NoSuchOption:
             self.params += [
                 click.Option([flag, name], is_flag=True, default=False, hidden=True)
-                for flag, name in NOT_IMPLEMENTED.items()
+                for flag, name in not_implemented().items()
             ]
             self.one_flags_declared = True
             return super().parse_args(ctx, args)

@@ -7,7 +7,7 @@ import os
 
 import click
 
-from .. import api, one, text
+from .. import api, text
 from ..errors import EXIT_PRECEDENCE, CheckFailed, UsageError
 from .flags import PASS_NAMES, Optimize, pass_flags
 from .options import BACKEND, SAMPLES, SEED, TOLERANCE, echo_lines
@@ -190,6 +190,8 @@ def optimize(
     # the command line wins, as in ONE: a flag given (True), or a pass's --no-PASS (False; not given: None)
     switches.update({name: on for name, on in flags.items() if on or (on is False and name in PASS_NAMES)})
     if group is not None:
+        from .. import one  # ONE's tables: only -O consults them here
+
         if f"O{group}" not in one.GROUPS:
             raise UsageError(f"-O{group}: bnfold knows the group(s) {', '.join('-' + g for g in one.GROUPS)}")
         switches[f"O{group}"] = True

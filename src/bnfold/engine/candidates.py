@@ -48,9 +48,15 @@ def dtype_refusal(c: Candidate) -> str | None:
     if float_source(c.constant) is None:
         how = " behind a DEQUANTIZE" if c.dequantized else ""
         quantized = " (quantized)" if stored.is_quantized else ""
+        lossy = (
+            " (an int8 MUL -> ADD by per-channel constants: the lossy "
+            "replace_quantized_mul_add_with_depthwise_conv may take it)"
+            if stored.is_quantized and not c.dequantized
+            else ""
+        )
         return (
             f"its constant {stored.name!r} is {stored.dtype}{quantized}{how}; folds read float32 constants "
-            "(or float16 ones behind a DEQUANTIZE) only"
+            f"(or float16 ones behind a DEQUANTIZE) only{lossy}"
         )
     if data.dtype != "FLOAT32" or data.is_quantized:
         return f"its data {data.name!r} is {data.dtype}{' (quantized)' if data.is_quantized else ''}, not float32"

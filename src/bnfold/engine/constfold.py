@@ -1,7 +1,7 @@
 """Constant folding: an operator whose every input is a constant is computed once, while optimizing,
 and its outputs become constants (ONE's fold_* passes, one operator kind each).
 
-The values come from the reference interpreter's kernels (values/kernels.py, select_kernels.py),
+The values come from the reference interpreter's kernels (reference/kernels.py, select_kernels.py),
 the same code the value check runs, so a folded constant is what the check computes for the op:
 in the model's own precision (float32 kernels compute in float32; integer ones exactly), with
 LiteRT's semantics. An output keeps its tensor (name, type, quantization): only its producer goes
@@ -83,7 +83,7 @@ def _why_not(graph: Graph, op: Op) -> str | None:
 
 def compute(graph: Graph, op: Op) -> tuple[list[np.ndarray] | None, str | None]:
     """The op's outputs computed by the value check's kernel, or (None, why it cannot be)."""
-    from ..values.interpreter import Interpreter, kernel_for, op_name  # only a fold of constants needs them
+    from ..reference.interpreter import Interpreter, kernel_for, op_name  # only a fold of constants needs them
 
     kernel = kernel_for(op)
     if kernel is None:

@@ -3,7 +3,7 @@ element of its input through in order (an identity, or a RESHAPE in disguise), a
 computes its input is taken out of the graph.
 
 Whether a SLICE, STRIDED_SLICE or the like keeps every element in order is decided by running the
-value check's own kernel (values/select_kernels.py) on the positions 0 .. n-1 of a static input:
+value check's own kernel (reference/select_kernels.py) on the positions 0 .. n-1 of a static input:
 it keeps them all in order exactly when it returns those positions in that order. So the masks,
 negative indices, clamping and strides are read the way the runtime reads them, not re-derived
 (cost: one pass over n integers, asked only when the element counts already agree).
@@ -23,7 +23,7 @@ def keeps_every_element_in_order(graph: Graph, op: Op) -> bool:
     """`op` (data in input 0, index operands constant) outputs input 0's elements, all of them,
     in memory order, whatever its shape: the output is a RESHAPE of the input."""
     from ..errors import RunFailed  # only asked of slices whose counts agree
-    from ..values.interpreter import Interpreter, kernel_for
+    from ..reference.interpreter import Interpreter, kernel_for
 
     x, y = op.input(0), op.outputs[0]
     if x is None or -1 in x.signature or -1 in y.signature or math.prod(x.shape) != math.prod(y.shape):

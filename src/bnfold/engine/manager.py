@@ -17,7 +17,9 @@ pass); after the last round the model goes through the output gate (ir/invariant
 check_output), so a pass that broke the graph is an InternalError naming it (exit 3) before
 anything checks values or writes a file. The gate here also holds the passes to the model's
 interface: every graph input and output keeps its shape, except those the interface parameters
-made NHWC, each permuted exactly once (`check_interface`).
+made NHWC, each permuted exactly once (`check_interface`). A graph the passes left untouched
+(`untouched`: still sound since the reader, no pass said it changed it) has nothing new to check:
+the gate's sweep and the planner's second simulation are not run on it.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from __future__ import annotations
 from collections.abc import Set as AbstractSet
 
 from ..errors import BnfoldError, InternalError
+from ..ir.changes import Changes
 from ..ir.graph import Graph
-from ..ir.invariants import Changes, check_output, culprit
+from ..ir.invariants import check_output, culprit
 from ..ir.model import Model
 from .deadcode import orphan_buffers, remove_dead_code, sweep
 from .leftovers import explain, transposes_left
@@ -50,7 +53,7 @@ def run_passes(
 ) -> Report:
     """Run `specs` to a fixpoint for the runtime `target` ("litert", "onert", "any"; None: the
     input format's, targets.default_target); a pass named with its `parameters` first changes the
-    model's interface, once (its module's change_interface)."""
+    model's interface, once (its spec's change_interface)."""
     report = Report([s.name for s in specs])
     report.target = target or default_target(model.format.name)
     made_for = Target.of(report.target, model)
@@ -65,10 +68,10 @@ def run_passes(
         graph.changes = changes
     for spec in specs:
         named = set(parameters) & set(spec.parameters)
-        if named and model.graphs:
-            to_nhwc = spec.name, spec.module.TO_NHWC
+        if named and model.graphs and spec.interface is not None:
+            to_nhwc = spec.name, spec.interface.permutation
             recorders[0].running = spec.name
-            report.interface = {"parameters": sorted(named), **spec.module.change_interface(model.graphs[0], named)}
+            report.interface = {"parameters": sorted(named), **spec.change_interface(model.graphs[0], named)}
             model.changed |= bool(report.interface["inputs"] or report.interface["outputs"])
     for round_no in range(1, max_rounds + 1):
         report.rounds = round_no
@@ -110,7 +113,8 @@ def run_passes(
     moved = 0 if inherited is None else check_in_place(model, inherited)
     if moved:
         report.notes.append({"reordered": {"operators": moved, "why": REORDERED_WHY}})
-    check_output(model)
+    if not all(untouched(graph) for graph in model.graphs):
+        check_output(model)
     check_made(model)
     report.skips = explain(model, report.said, report.passes)
     report.transposes = transposes_left(model, report.said, report.passes)
@@ -125,7 +129,7 @@ def check_in_place(model: Model, inherited: list[Overwrites]) -> int:
     Returns how many ops were moved."""
     moved = 0
     for index, (graph, known) in enumerate(zip(model.graphs, inherited, strict=True)):
-        if not new_clobbers(graph, known):
+        if untouched(graph) or not new_clobbers(graph, known):
             continue
         moved += run_readers_first(graph, known)
         for clobber in new_clobbers(graph, known)[:1]:
@@ -134,6 +138,15 @@ def check_in_place(model: Model, inherited: list[Overwrites]) -> int:
     if moved:
         model.changed = True
     return moved
+
+
+def untouched(graph: Graph) -> bool:
+    """The graph is as the reader (or the last gate) left it: sound (no mutation method touched it
+    and no op left it since, ir/changes.py: Changes) and no pass said it changed it. Its
+    checks after the rounds are the ones it passed then: the gate's sweep and the planner's
+    simulation would find what they found on the input, so they are not run again."""
+    changes = graph.changes
+    return changes is not None and changes.sound and not changes.passes
 
 
 def _run(spec: PassSpec, graph: Graph, index: int):

@@ -66,6 +66,7 @@ from ..ir.ops import info
 from . import targets
 from .layout import transpose_perm
 from .permute import Crossing, Perm, compose, inverse, is_identity, keeps_data_order, moved_shape, reshape_target
+from .quantization import scale_count
 from .region import TRANSPOSE, Region, crossing_giving, feature_order, grow, quantization_problem
 from .report import PassResult, describe
 from .reshapes import (
@@ -491,7 +492,7 @@ def _moved_signature(t: Tensor, q: Perm) -> tuple[int, ...] | None:
 
 def _moved_quantization(quantization, q: Perm):
     """The quantization of t' for t carrying q: a per-channel axis d of t is axis q[d] of t'."""
-    if quantization is None or len(getattr(quantization, "scale", None) or []) <= 1:
+    if quantization is None or scale_count(quantization) <= 1:
         return quantization
     moved = copy.copy(quantization)
     moved.quantizedDimension = q[int(quantization.quantizedDimension or 0)]

@@ -2,9 +2,9 @@
 requantization (QUANTIZE, or a layer writing another scale) is the identity or can be merged
 without changing an integer, and taking a quantize/dequantize op out of the graph.
 
-LiteRT's integer arithmetic (values/quantized.py reproduces it bit for bit): real = s·(q - z);
+LiteRT's integer arithmetic (reference/quantized.py reproduces it bit for bit): real = s·(q - z);
 QUANTIZE from float is clamp(round(x / s) + z); from integers (a requantization) it is
-clamp(z_out + MBQM(q - z_in, s_in / s_out)), MBQM the fixed-point multiply of values/quantized.py,
+clamp(z_out + MBQM(q - z_in, s_in / s_out)), MBQM the fixed-point multiply of reference/quantized.py,
 and DEQUANTIZE is s·(q - z) in float32.
 
 Two facts every exactness argument here rests on:
@@ -21,6 +21,7 @@ Two facts every exactness argument here rests on:
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -44,6 +45,13 @@ class PerTensor(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.dtype} scale {float(self.scale):.9g} zero point {self.zero_point}"
+
+
+def scale_count(quantization) -> int:
+    """How many scales a quantization holds (0 when none; above 1 when per channel). The reader
+    gives numpy arrays, whose truth value is no test of emptiness."""
+    scale = getattr(quantization, "scale", None)
+    return 0 if scale is None else len(scale)
 
 
 def per_tensor(t: Tensor | None) -> PerTensor | str:
@@ -72,18 +80,29 @@ def same_parameters(a: Tensor, b: Tensor) -> str | None:
 
 
 def merged_requantize(first: PerTensor, second: PerTensor) -> str | None:
-    """None when requantizing to `first` and then to `second` gives, for every input, what
-    requantizing straight to `second` gives; else why not.
+    """None when requantizing to `first` and then to `second` gives, for every input and in every
+    LiteRT kernel, what requantizing straight to `second` gives; else why not.
 
-    With one scale (fact 2), the first gives clamp(r + z1) to its type's range [a1, b1], for r the
-    rounded value both would compute, and the second moves that to z2 and clamps to [a2, b2]: in
-    all, r + z2 clamped to [max(a1 - z1 + z2, a2), min(b1 - z1 + z2, b2)], which is the direct
-    [a2, b2] exactly when the first's range, moved to the second's zero point, covers it. Two
-    scales round twice: refused."""
+    With one scale (fact 2), the first gives clamp(r + z1) to its type's range [a1, b1], r the
+    value its kernel rounds to, and the second moves that to z2 and clamps to [a2, b2]: in all,
+    r + z2 clamped to [max(a1 - z1 + z2, a2), min(b1 - z1 + z2, b2)], which is the direct [a2, b2]
+    exactly when the first's range, moved to the second's zero point, covers it. But the direct
+    QUANTIZE must round as the first did, and only a kernel of the same input and output types is
+    sure to: XNNPACK (LiteRT's default) converts uint8 -> int8 otherwise than uint8 -> uint8 (one
+    step apart on seed 507 of the quantized fuzz), has no int16 kernel at all, and rounds ties
+    to even where the builtin kernels round them away from zero. So the types must be one, which
+    with one scale leaves equal parameters: the second QUANTIZE changes nothing. Two scales round
+    twice: refused."""
     if first.scale != second.scale:
         return (
             f"two scales ({float(first.scale):.9g} then {float(second.scale):.9g}) round twice; "
             "one requantization rounds once, which can differ by a step"
+        )
+    if first.dtype != second.dtype:
+        return (
+            f"the merged QUANTIZE would round to {second.dtype} where the first rounded to {first.dtype}: "
+            "another kernel, and LiteRT's kernels for the two do not round alike (XNNPACK's and the builtin "
+            "ones differ at ties; XNNPACK has no int16 kernel)"
         )
     (a1, b1), (a2, b2) = first.range, second.range
     shift = second.zero_point - first.zero_point
@@ -144,6 +163,37 @@ def output_requantize(layer: PerTensor, requantized: PerTensor, fused: str) -> s
             f"zero point {requantized.zero_point}"
         )
     return None
+
+
+def channel_axis_after(t: Tensor, layout: Op) -> int | None | str:
+    """Where the per-channel axis of `t` (input 0 of a TRANSPOSE or RESHAPE `layout`) lies in the
+    op's output: None when `t` has one scale for all (nothing to move), the axis, or why it
+    cannot be said (a RESHAPE that splits or merges the channel axis with others)."""
+    q = t.quantization
+    if scale_count(q) <= 1:
+        return None
+    axis, out = int(q.quantizedDimension or 0), layout.outputs[0].shape
+    if layout.kind == "TRANSPOSE":
+        perm = [int(p) for p in layout.operand(1).const_data.reshape(-1)]
+        return perm.index(axis % len(perm))
+    before = math.prod(t.shape[:axis])
+    for k, size in enumerate(out):  # the channel's elements keep their index when the axis and all before it do
+        if size == t.shape[axis] and math.prod(out[:k]) == before:
+            return k
+    return f"the RESHAPE to {list(out)} merges or splits {t.name!r}'s channel axis {axis} ({t.shape[axis]} channels)"
+
+
+def quantization_like(template, scales, zero_points, axis: int = 0):
+    """A copy of the quantization record `template` holding `scales` and `zero_points` along
+    `axis` (its min/max dropped: they described the template's values)."""
+    import copy
+
+    q = copy.copy(template)
+    q.scale = np.asarray(scales, np.float32).reshape(-1)
+    q.zeroPoint = np.asarray(zero_points, np.int64).reshape(-1)
+    q.quantizedDimension = axis
+    q.min = q.max = None
+    return q
 
 
 def stand_in(graph: Graph, y: Tensor, x: Tensor, chain: list[Op]) -> str | None:

@@ -13,6 +13,7 @@ from ..ir.graph import Graph, Op, Tensor
 from ..ir.ops import info
 from .layout import transpose_perm
 from .permute import Crossing, Perm, compose, cross, inverse, is_identity, moved_shape
+from .quantization import scale_count
 
 TRANSPOSE = "TRANSPOSE"
 
@@ -241,7 +242,7 @@ def quantization_problem(u: Op, crossing: Crossing) -> str | None:
         if const is None:
             continue
         q = const.quantization
-        if q is not None and len(getattr(q, "scale", None) or []) > 1:
+        if q is not None and scale_count(q) > 1:
             return f"its constant {const.name!r} is quantized per channel"
     return None
 

@@ -3,15 +3,17 @@ whether it runs by default, its parameters, the operator kinds it needs, and the
 in. CLI flags are generated from it.
 
 Each pass lives in `bnfold/passes/<name>.py` and exposes `run(graph) -> PassResult` (report.py),
-and `change_interface` if it has parameters. The table holds every fact about a pass that is asked
-for before it runs, so a pass's module is imported only when the pass runs (a run imports only
-the passes it selected).
+and `change_interface` if its parameters change the interface (its spec's `interface`); the
+registry and the manager reach a pass only through its spec, and a pass does not import them.
+The table holds every fact about a pass that is asked for before it runs, so a pass's module is
+imported only when the pass runs (a run imports only the passes it selected).
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from types import MappingProxyType
 from typing import NamedTuple
 
@@ -20,6 +22,18 @@ from ..ir.graph import Graph
 from ..ir.model import Model
 from ..ir.ops import AFFINE_KINDS, LAYERS, OPS, RANGE_ACTIVATIONS
 from .report import PassResult
+
+
+class Interface(NamedTuple):
+    """A pass's parameters that change the main subgraph's interface once, before the rounds: the
+    parameter that asks for the inputs, the one that asks for the outputs, and the permutation
+    each changed input or output's shape goes through (what the manager then holds the passes to:
+    manager.check_interface). The pass's module does the change: change_interface(graph,
+    inputs=, outputs=) -> what changed."""
+
+    inputs: str
+    outputs: str
+    permutation: tuple[int, ...]
 
 
 class PassSpec(NamedTuple):
@@ -34,9 +48,9 @@ class PassSpec(NamedTuple):
     # test_registry.py runs every pass on every recipe lacking its kinds
     needs: frozenset[str]
     # option names that only qualify this pass (ONE's "arguments" of a pass) -> what each does;
-    # they change the main subgraph's interface once, before the rounds (the module's
-    # change_interface(graph, named) -> what changed)
+    # they change the main subgraph's interface once, before the rounds (`interface`)
     parameters: Mapping[str, str] = MappingProxyType({})
+    interface: Interface | None = None
 
     @property
     def module(self):
@@ -45,6 +59,14 @@ class PassSpec(NamedTuple):
 
     def run(self, graph: Graph) -> PassResult:
         return self.module.run(graph)
+
+    def change_interface(self, graph: Graph, named: AbstractSet[str]) -> dict:
+        """The interface change the parameters `named` ask for, made on `graph` (the main
+        subgraph) by the pass's module; what changed (the report's `interface`, less the names)."""
+        if self.interface is None:
+            raise ValueError(f"pass {self.name} changes no interface")
+        inputs, outputs = self.interface.inputs in named, self.interface.outputs in named
+        return self.module.change_interface(graph, inputs=inputs, outputs=outputs)
 
 
 def _layers_of(backward_pass: str) -> frozenset[str]:
@@ -153,19 +175,34 @@ PASSES: tuple[PassSpec, ...] = (
     ),
     PassSpec(
         "remove_redundant_quantize",
-        "remove a QUANTIZE to the parameters its input has; merge QUANTIZE -> QUANTIZE of one scale where no "
-        "integer changes",
+        "remove a QUANTIZE to the parameters its input has; merge QUANTIZE -> QUANTIZE whose second writes what "
+        "the first wrote",
         True,
         False,
         needs=frozenset({"QUANTIZE"}),
     ),
     PassSpec(
         "remove_qdq_for_mpo",
-        "remove the first of two QUANTIZE/DEQUANTIZE pairs after FULLY_CONNECTED/BATCH_MATMUL where one "
-        "scale makes it change nothing",
+        "remove the first of two QUANTIZE/DEQUANTIZE pairs after FULLY_CONNECTED/BATCH_MATMUL where the second "
+        "writes what the first wrote",
         True,
         False,
         needs=frozenset({"DEQUANTIZE"}),
+    ),
+    PassSpec(
+        "fold_quantize",
+        "compute a QUANTIZE of a float32 constant to int8/uint8 once (refused where a value lies at a rounding tie)",
+        True,
+        False,
+        needs=frozenset({"QUANTIZE"}),
+    ),
+    PassSpec(
+        "fold_quantized_weight_layout",
+        "do a TRANSPOSE or RESHAPE of quantized constant weights (also behind their DEQUANTIZE) once on the "
+        "stored integers, the per-channel axis moved with it",
+        True,
+        False,
+        needs=frozenset({"TRANSPOSE", "RESHAPE"}),
     ),
     PassSpec(
         "fuse_output_requantize",
@@ -417,6 +454,14 @@ PASSES: tuple[PassSpec, ...] = (
         needs=frozenset({"MUL"}),
     ),
     PassSpec(
+        "replace_quantized_mul_add_with_depthwise_conv",
+        "replace an int8 MUL -> ADD by per-channel constants (a batch norm left in an integer graph) by one int8 "
+        "1x1 DEPTHWISE_CONV_2D (lossy: one rounding instead of three; the error is measured, in quantization steps)",
+        False,
+        False,
+        needs=frozenset({"MUL"}),
+    ),
+    PassSpec(
         "fuse_preactivation_batchnorm",
         "fold a batch norm + ReLU before conv/FC layers (ResNetV2): scale forward into the layers' "
         "input channels, shift back into the preceding bias",
@@ -472,6 +517,7 @@ PASSES: tuple[PassSpec, ...] = (
                 "nchw_to_nhwc_output_shape": "make the model's 4-D outputs NHWC (its interface changes)",
             }
         ),
+        interface=Interface("nchw_to_nhwc_input_shape", "nchw_to_nhwc_output_shape", (0, 2, 3, 1)),
     ),
     PassSpec(
         "remove_redundant_transpose",
@@ -562,5 +608,5 @@ def with_interface_of(model: Model, interface: dict | None) -> Model:
     else: what an optimized model whose inputs or outputs were made NHWC is compared with."""
     if interface is not None:
         named = interface["parameters"]
-        BY_NAME[PARAMETERS[named[0]]].module.change_interface(model.graphs[0], set(named))
+        BY_NAME[PARAMETERS[named[0]]].change_interface(model.graphs[0], set(named))
     return model

@@ -21,12 +21,12 @@ replace_non_const_fc_with_batch_matmul).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 from ..errors import InternalError, UsageError
 from ..ir.graph import Graph, Op
 from ..ir.model import Model
-from ..ir.runtimes import PROBED, RUNS
 
 TARGETS = ("litert", "onert", "any")
 FORMAT_TARGETS = {"tflite": "litert", "circle": "onert"}  # io/formats.py Format.name -> default target
@@ -54,7 +54,7 @@ class Target:
         variants = [v for v in op.runtime_variants() if v not in kept]
         if self.name == "any":
             variants = [v for v in variants if v != "NONE"]
-        return self._refused(op.kind, variants, tuple(RUNS) if self.name == "any" else (self.name,))
+        return self._refused(op.kind, variants, self._runtimes())
 
     def refusal(
         self,
@@ -69,22 +69,37 @@ class Target:
         constants at `constant_inputs`, making a first output of `rank` and `dtype`; or None."""
         if self.name == "any" and kind not in self.kinds:
             return f"the input has no {kind}, and the target is any (only operators the input already had)"
-        runtimes = tuple(RUNS) if self.name == "any" else (self.name,)
+        runtimes = self._runtimes()
         variants = [f"constant input {i}" for i in constant_inputs]
         variants += [] if activation == "NONE" and self.name == "any" else [activation]
         variants += [] if rank is None else [f"rank {rank}"]
         variants += [] if dtype is None else [f"type {dtype}"]
         return self._refused(kind, variants, runtimes)
 
+    def _runtimes(self) -> tuple[str, ...]:
+        """The runtimes this target must run on (every runtime of the table for "any")."""
+        return tuple(_table().RUNS) if self.name == "any" else (self.name,)
+
     def _refused(self, kind: str, variants: Iterable[str], runtimes: tuple[str, ...]) -> str | None:
+        table = _table()
         for variant in variants:
-            if (kind, variant) not in PROBED:
+            if (kind, variant) not in table.PROBED:
                 continue  # never asked: not refused
             for runtime in runtimes:
-                if (kind, variant) not in RUNS[runtime]:
+                if (kind, variant) not in table.RUNS[runtime]:
                     every = " (the target any takes only what every runtime runs)" if self.name == "any" else ""
                     return f"{runtime} does not run {_described(kind, variant)}{every}"
         return None
+
+
+@functools.cache
+def _table():
+    """ir/runtimes.py, imported when a target is first asked: a run where no pass is about to make
+    or change an op never loads the table. (Cached: an import statement per question would cost
+    ~1.4 us, thousands of times on an op-heavy graph.)"""
+    from ..ir import runtimes
+
+    return runtimes
 
 
 def _described(kind: str, variant: str) -> str:

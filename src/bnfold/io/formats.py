@@ -21,8 +21,12 @@ from __future__ import annotations
 import importlib
 from functools import cached_property
 from os.path import splitext
+from typing import TYPE_CHECKING
 
 from ..errors import ModelError, UsageError
+
+if TYPE_CHECKING:
+    from ..ir.model import Model
 
 PLACEHOLDER_FOR_GREATER_OP_CODES = 127
 
@@ -152,6 +156,12 @@ class Format:
 TFLITE = Format("tflite", b"TFL3", ".tflite", 3, "ai-edge-litert", "ai_edge_litert.schema_py_generated", False)
 CIRCLE = Format("circle", b"CIR0", ".circle", 0, "circle-schema", "circle_schema.v0_10.circle", True)
 FORMATS = (TFLITE, CIRCLE)
+
+
+def format_of(model: Model) -> Format:
+    """The Format `model` is in, as io/ knows it (the IR names it by a protocol, ir/model.py,
+    so that it imports nothing of io/; the object is the same)."""
+    return {f.name: f for f in FORMATS}[model.format.name]
 
 
 def format_from_identifier(identifier: bytes, path: str) -> Format:

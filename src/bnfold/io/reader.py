@@ -28,7 +28,7 @@ from ..errors import ModelError
 from ..ir.const import Buffer
 from ..ir.graph import Graph, Options, Tensor
 from ..ir.invariants import mark_sound, validate_model
-from ..ir.model import Metadata, Model, OpCode, Signature
+from ..ir.model import Metadata, Model, OpCode, Signature, Source
 from .formats import MODELED_FIELDS, Format, format_from_identifier
 from .gcpause import paused_gc
 from .paths import open_input
@@ -51,21 +51,6 @@ _DECODE_ERRORS = (
 _I32 = struct.Struct("<i").unpack_from
 _U16 = struct.Struct("<H").unpack_from
 _U32 = struct.Struct("<I").unpack_from
-
-
-class Source:
-    """The input file, kept open and mapped for the life of the model."""
-
-    def __init__(self, path: str, file, mapping: mmap.mmap):
-        self.path = path
-        self.file = file
-        self.mapping = mapping
-        self.size = len(mapping)
-        self.array = np.frombuffer(mapping, dtype=np.uint8)
-        self.offset_layout = False  # True when some buffer's bytes sit after the flatbuffer
-
-    def fileno(self) -> int:
-        return self.file.fileno()
 
 
 def open_source(path: str) -> Source:

@@ -16,7 +16,7 @@ inserted after an anchor are spliced in when `graph.ops` is next read (one sweep
 edits); membership is a set; new tensor names come from a set and a counter per base name.
 
 While a pass runs, every op it creates or changes is recorded as the change happens
-(`graph.changes`, an ir/invariants.py `Changes` the manager installs): `add_op`, `set_input`,
+(`graph.changes`, an ir/changes.py `Changes` the manager installs): `add_op`, `set_input`,
 `set_output`, `set_const_input`, assigning `op.options` or `op.fused_activation`, and a new
 `tensor.shape` (its producer and readers) all call `touch`. The output gate re-derives the shapes
 of exactly those ops, so checking a rewrite costs what the rewrite touched, never a graph diff.
@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -35,9 +35,41 @@ from .const import NUMPY_DTYPES, Buffer, Scaled, as_stored
 from .ops import FUSED_ACTIVATIONS, SIDE_EFFECT_KINDS, info
 
 if TYPE_CHECKING:
-    from ..engine.targets import Target
-    from .invariants import Changes
-    from .model import Model
+    from .changes import Changes
+
+
+class Owner(Protocol):
+    """What a graph and the passes ask of the model holding it (ir/model.py: Model, which imports
+    this module; named here by this protocol so that this module does not import it back)."""
+
+    graphs: list[Graph]
+    opcodes: list[Any]  # ir/model.py OpCode entries
+    format: Any  # ir/model.py Format
+
+    @property
+    def empty_buffer(self) -> Buffer: ...
+
+    def opcode(self, kind: str, version: int = 1, custom_code: bytes | None = None) -> Any: ...
+
+
+class Target(Protocol):
+    """What a pass asks of the runtime a graph is made for (engine/targets.py: Target, the one
+    implementation, which the manager sets; named here by this protocol so that the IR imports
+    nothing of engine/)."""
+
+    name: str
+
+    def refusal(
+        self,
+        kind: str,
+        activation: str = "NONE",
+        constant_inputs: Iterable[int] = (),
+        *,
+        rank: int | None = None,
+        dtype: str | None = None,
+    ) -> str | None: ...
+
+    def refusal_of(self, op: Op, kept: Iterable[str] = ()) -> str | None: ...
 
 
 class Options:
@@ -279,7 +311,7 @@ class Graph:
         self.inputs: list[Tensor] = []
         self.outputs: list[Tensor] = []
         self.pinned: set[Tensor] = set()  # tensors a signature names: never removed or renamed
-        self.model: Model | None = None  # set by Model.add_graph
+        self.model: Owner | None = None  # set by Model.add_graph
         self.target: Target | None = None  # the runtime it is made for, set by the manager for the passes
         self._order: list[Op] = []  # execution order; may still hold removed ops (see `ops`)
         self._members: set[Op] = set()
@@ -288,7 +320,7 @@ class Graph:
         self._dirty = False
         self._names: set[str] | None = None  # built on first use (the reader appends tensors directly)
         self._next_suffix: dict[str, int] = {}
-        # records the ops a pass creates or changes, as it does (ir/invariants.py: Changes, set by
+        # records the ops a pass creates or changes, as it does (ir/changes.py: Changes, set by
         # the pass manager); None while nothing is recording (reading, building a model)
         self.changes: Changes | None = None
 

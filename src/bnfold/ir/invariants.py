@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import InternalError, ModelError
+from .changes import Changes
 from .const import NUMPY_DTYPES
 from .ops import FUSED_ACTIVATIONS, OUTPUT_AXIS_KINDS, info
-from .shapes import shape_problem
 
 if TYPE_CHECKING:
     from .graph import Op
@@ -278,40 +278,6 @@ def _check_acyclic(graph, producers: dict[int, int], where: str, path: str | Non
 # ---- the output gate ---------------------------------------------------------------------------
 
 
-class Changes:
-    """The ops passes created or changed in one graph, each with the pass that last did, recorded
-    by the graph as the mutation happens (`Graph.touch`); `running` is the pass the manager runs
-    (None outside a pass: library code's own edits are not recorded, so only the reader's checks
-    hold them). `sound`: the graph passed the reader's checks or the gate and nothing has touched
-    it since (the writer's gate then has nothing new to check; any mutation method or a removed op
-    clears it)."""
-
-    def __init__(self, sound: bool = False) -> None:
-        self.sound = sound
-        self.running: str | None = None
-        self.ops: dict[Op, str | None] = {}  # op -> name of the pass that last created or changed it
-        # an op a pass changed (not created) -> its runtime variants before the first change: what
-        # the target gate lets it keep (engine/targets.py check_made)
-        self.was: dict[Op, list[str]] = {}
-        self.stale: set[Op] = set()  # ops read whose recorded shapes disagreed with their rule before any change
-        self.passes: dict[str, None] = {}  # the passes that said they changed the graph, in order
-
-    def created(self, op: Op) -> None:
-        self.sound = False
-        if self.running is not None:
-            self.ops[op] = self.running
-
-    def changed(self, op: Op) -> None:
-        self.sound = False
-        if self.running is None:
-            return
-        if op not in self.ops:
-            self.was[op] = op.runtime_variants()
-            if shape_problem(op, info(op.kind).shape) is not None:
-                self.stale.add(op)
-        self.ops[op] = self.running
-
-
 def mark_sound(model: Model) -> None:
     """`model` has just passed validate_model (the reader): record its graphs' changes from now on."""
     for graph in model.graphs:
@@ -333,6 +299,8 @@ def check_output(model: Model, path: str | None = None) -> None:
     except ModelError as e:
         op = getattr(e, "op", None)
         raise InternalError(f"{culprit(model, op)} left a model bnfold's reader refuses: {e.args[0]}", path) from None
+    from .shapes import shape_problem
+
     for g_index, graph in enumerate(model.graphs):
         changes = graph.changes
         if changes is None:

@@ -7,15 +7,47 @@ never removed or reordered, so subgraph indices inside options (IF, WHILE, CALL_
 
 from __future__ import annotations
 
+import mmap
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import Any, BinaryIO, Protocol
+
+import numpy as np
 
 from .const import Buffer
 from .graph import Graph, Tensor
 
-if TYPE_CHECKING:
-    from ..io.formats import Format
-    from ..io.reader import Source
+
+class Format(Protocol):
+    """What the IR and the passes ask of the format a model is in (io/formats.py: Format, the one
+    implementation; the IR names it by this protocol so that it imports nothing of io/)."""
+
+    name: str
+
+    @property
+    def op_codes(self) -> dict[str, int]: ...
+
+    @property
+    def dtype_codes(self) -> dict[str, int]: ...
+
+    def cls(self, name: str) -> Any: ...
+
+    def record(self, table: str) -> Any: ...
+
+
+class Source:
+    """The input file, kept open and mapped for the life of the model (io/reader.py opens it;
+    unchanged constants are views on `array`, and the writer copies their bytes from `file`)."""
+
+    def __init__(self, path: str, file: BinaryIO, mapping: mmap.mmap):
+        self.path = path
+        self.file = file
+        self.mapping = mapping
+        self.size = len(mapping)
+        self.array = np.frombuffer(mapping, dtype=np.uint8)
+        self.offset_layout = False  # True when some buffer's bytes sit after the flatbuffer
+
+    def fileno(self) -> int:
+        return self.file.fileno()
 
 
 class OpCode:
@@ -55,7 +87,7 @@ class Metadata:
 
 class Model:
     """`format`: the io.formats.Format the model was read from (or built for); `record`: the
-    ModelT as read, for fields the IR does not model; `source`: the io.reader.Source it was read
+    ModelT as read, for fields the IR does not model; `source`: the Source it was read
     from, for zero-copy writes; `changed`: set by the pass manager (the writer drops unused
     entries only then)."""
 

@@ -189,7 +189,16 @@ TABLE: tuple[OpInfo, ...] = (
         (2, 1),
         True,
         True,
-        Layer("fuse_batchnorm_with_dwconv", 1, 2, 4, out_axis=3, in_axis=3, input_channels="repeat"),
+        Layer(
+            "fuse_batchnorm_with_dwconv",
+            1,
+            2,
+            4,
+            out_axis=3,
+            in_axis=3,
+            input_channels="repeat",
+            versions=(("int8", 3),),  # int8 with per-channel weights (TFLite's op_version rules)
+        ),
         shape="depthwise_conv_2d",
     ),
     OpInfo(

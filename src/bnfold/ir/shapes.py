@@ -241,12 +241,30 @@ def gather(op) -> list[Shape]:
     return [params[:at] + indices[batch:] + params[at + 1 :]]
 
 
-def _window(size: int, filter_size: int, stride: int, dilation: int, padding: int) -> int:
-    """One spatial output size: SAME ceil(size / stride), VALID ceil((size - reach + 1) / stride)."""
-    reach = (filter_size - 1) * dilation + 1
+def out_size(size: int, k: int, stride: int, dilation: int, padding: int) -> int:
+    """TFLite's output length of a convolution or pool along one axis of `size`, for a window of
+    `k` taps `dilation` apart moved by `stride`: SAME (padding 0) ceil(size / stride), VALID
+    (padding 1) ceil((size - reach + 1) / stride), which is <= 0 when the window does not fit.
+    The one statement of the rule: the shape rules, the passes and the reference kernels ask it."""
+    reach = (k - 1) * dilation + 1
     if padding == PADDING_SAME:
         return -(-size // stride)
-    return max(0, -(-(size - reach + 1) // stride))
+    return -(-(size - reach + 1) // stride)
+
+
+def pads(size: int, k: int, stride: int, dilation: int, padding: int) -> tuple[int, int]:
+    """(before, after) padding along one axis, TFLite's rule: none for VALID; for SAME what the
+    windows of out_size need past the input, the odd one after."""
+    if padding != PADDING_SAME:
+        return 0, 0
+    out = out_size(size, k, stride, dilation, padding)
+    total = max((out - 1) * stride + (k - 1) * dilation + 1 - size, 0)
+    return total // 2, total - total // 2
+
+
+def _window(size: int, filter_size: int, stride: int, dilation: int, padding: int) -> int:
+    """One spatial output size (out_size; none when the window does not fit)."""
+    return max(0, out_size(size, filter_size, stride, dilation, padding))
 
 
 # the stride and dilation fields of each spatial axis, in the order of the input's axes

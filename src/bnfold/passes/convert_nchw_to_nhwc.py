@@ -36,15 +36,16 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..engine import registry, targets
+from ..engine import targets
 from ..engine.layout import transpose_perm
 from ..engine.propagation import propagate
+from ..engine.quantization import scale_count
 from ..engine.report import PassResult
 from ..engine.reshapes import in_place_hazard, input_hazard, reading_slots, same_quantization
 from ..ir.graph import Graph, Op, Options, Tensor
 
-# the parameters' names and what each does are in the registry's table (asked for before any pass runs)
-INPUT_PARAMETER, OUTPUT_PARAMETER = registry.BY_NAME["convert_nchw_to_nhwc"].parameters
+# the parameters' names, what each does and this permutation are in the registry's table (its
+# Interface, asked for before any pass runs); change_interface hears which sides were asked for
 TO_NHWC = (0, 2, 3, 1)
 TO_NCHW = (0, 3, 1, 2)
 
@@ -129,12 +130,12 @@ def _restore(graph: Graph, transpose: Op, reshape: Op) -> None:
     graph.remove_op(transpose)
 
 
-def change_interface(graph: Graph, named: set[str]) -> dict:
-    """Make the 4-D inputs and/or outputs NHWC (module docstring); what changed and what did not."""
+def change_interface(graph: Graph, *, inputs: bool, outputs: bool) -> dict:
+    """Make the 4-D `inputs` and/or `outputs` NHWC (module docstring); what changed and what did not."""
     record: dict[str, list] = {"inputs": [], "outputs": [], "kept": []}
     sides: list[tuple[str, list[Tensor], Callable[[Graph, Tensor], None]]] = []
-    sides += [("input", graph.inputs, _input_to_nhwc)] if INPUT_PARAMETER in named else []
-    sides += [("output", graph.outputs, _output_to_nhwc)] if OUTPUT_PARAMETER in named else []
+    sides += [("input", graph.inputs, _input_to_nhwc)] if inputs else []
+    sides += [("output", graph.outputs, _output_to_nhwc)] if outputs else []
     for side, tensors, convert in sides:
         for t in dict.fromkeys(tensors):  # a tensor listed twice is one tensor: converted once
             reason = _why_kept(graph, t, side)
@@ -161,7 +162,7 @@ def _why_kept(graph: Graph, t: Tensor, side: str) -> str | None:
             return "LiteRT would run its producer in place over a buffer another reader still needs"
     if side == "input" and input_hazard(graph, t):
         return "LiteRT would run an op in place over its buffer while another reader still needs it"
-    if len(getattr(t.quantization, "scale", None) or []) > 1:
+    if scale_count(t.quantization) > 1:
         return "quantized per channel"
     return targets.refusal(graph, "TRANSPOSE", rank=4, dtype=t.dtype)  # the TRANSPOSE it would get
 

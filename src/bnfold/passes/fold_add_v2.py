@@ -6,7 +6,7 @@ pass of that name: the shape arithmetic of exported models).
     after:   y (const INT32, a + b)
 
 Exact: integer addition with broadcasting, computed by the value check's kernel for it
-(values/interpreter.py: ADD's), wrapping as int32/int64 arithmetic does, as TensorFlow's kernel.
+(reference/interpreter.py: ADD's), wrapping as int32/int64 arithmetic does, as TensorFlow's kernel.
 Guards: custom code AddV2, exactly two inputs, both INT32 or both INT64 (ONE folds only these), and
 engine/constfold.py's.
 """

@@ -5,7 +5,7 @@ the TFLite converter stores sparse weights with a DENSIFY in front of the layer)
     after:   w' (const, dense)
 
 Exact: the stored values are placed where the sparsity parameters say, zeros elsewhere
-(values/sparse_kernels.py decodes TFLite's format, the runtime's DENSIFY does the same at load).
+(reference/sparse_kernels.py decodes TFLite's format, the runtime's DENSIFY does the same at load).
 The file grows by the zeros and the runtime no longer densifies at load. Refused: sparsity
 parameters that do not describe the tensor, and the guards of engine/constfold.py.
 """

@@ -5,7 +5,7 @@ that name).
              default (const scalar) -> SPARSE_TO_DENSE -> y
     after:   y (const: default everywhere, values[i] at indices[i])
 
-Exact: elements are placed, never computed (values/sparse_kernels.py, TFLite's rule). Refused: an
+Exact: elements are placed, never computed (reference/sparse_kernels.py, TFLite's rule). Refused: an
 index outside the output (LiteRT fails such a run), and the guards of engine/constfold.py.
 """
 

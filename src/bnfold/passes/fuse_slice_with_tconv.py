@@ -6,7 +6,7 @@
     after:   x -> TRANSPOSE_CONV(out [N, H', W', C'], padding P', filter rows c0 .. c0+C', bias the same) -> y
 
 Algebra: TRANSPOSE_CONV scatters x through the filter into a full map and crops it at the padding
-TFLite computes from the output size, kernel, stride and padding kind (values/kernels.py `pads`,
+TFLite computes from the output size, kernel, stride and padding kind (reference/kernels.py `pads`,
 the rule the value check runs): pad = P's before-padding of a convolution whose input is the
 output. The SLICE crops again at (h0, w0); so the fused op must crop at pad(H) + h0 and
 pad(W) + w0, which one of VALID / SAME must give for the new sizes H', W' (TFLite has no
@@ -31,7 +31,7 @@ from ..engine.match import float_const, is_plain_float, only_reader
 from ..engine.report import PassResult
 from ..ir.graph import Graph, Op, Tensor
 from ..ir.ops import PADDINGS
-from ..values.kernels import out_size, pads
+from ..ir.shapes import out_size, pads
 
 
 def run(graph: Graph) -> PassResult:

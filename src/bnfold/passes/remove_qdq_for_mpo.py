@@ -2,16 +2,19 @@
 (FULLY_CONNECTED or BATCH_MATMUL, computing in float), the first goes where that changes no value
 (ONE's RemoveQDQForMixedPrecisionOpPass, where it is exact).
 
-    before:  FC -> x -> QUANTIZE -> a [T1 s z1] -> DEQUANTIZE -> QUANTIZE -> b [T2 s z2] -> DEQUANTIZE -> y
-    after:   FC -> x -> QUANTIZE -> b [T2 s z2] -> DEQUANTIZE -> y
+    before:  FC -> x -> QUANTIZE -> a [T s z] -> DEQUANTIZE -> QUANTIZE -> b [T s z] -> DEQUANTIZE -> y
+    after:   FC -> x -> QUANTIZE -> b [T s z] -> DEQUANTIZE -> y
 
 Exact: with one scale, DEQUANTIZE then QUANTIZE is the requantization from (s, z1) to (s, z2)
 (engine/quantization.py, facts 1 and 2), so b = requantize(quantize(x)), which is quantize(x) to
-(s, z2) directly when the first range, moved to z2, covers T2's (`merged_requantize`).
+b's parameters directly when the second pair writes what the first wrote (`merged_requantize`:
+only the same kernel is sure to round as the first QUANTIZE did).
 
-Refused: two scales (x is rounded twice; once can land a step away: ONE drops the first pair
-anyway), a first type whose range would clamp what the second keeps, per-channel or 32-bit
-parameters. The first pair stays when something else reads it (only b's QUANTIZE is rewired).
+Refused, with the reason: two scales (x is rounded twice; once can land a step away), two types
+(ONE's int16 then int8 of one scale: the direct QUANTIZE to int8 would run in XNNPACK, which rounds
+ties otherwise than the builtin int16 kernel; ONE drops the first pair anyway), a zero point the
+first clamps, per-channel or 32-bit parameters. The first pair stays when something else reads it
+(only b's QUANTIZE is rewired).
 """
 
 from __future__ import annotations

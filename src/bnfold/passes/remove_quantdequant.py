@@ -36,7 +36,7 @@ def run(graph: Graph) -> PassResult:
         for op in [op for op in graph.ops if op.kind == second]:
             source = op.input(0)
             before = source.producer if source is not None else None
-            if before is None or before.kind != first or graph.is_unread(op.outputs[0]):
+            if not graph.contains(op) or before is None or before.kind != first or graph.is_unread(op.outputs[0]):
                 continue
             if op.kind == "QUANTIZE":
                 _dequantize_quantize(graph, result, before, op)

@@ -1,21 +1,22 @@
-"""remove_redundant_quantize: a requantization to the parameters it reads goes, and two
-requantizations in a row become one where that changes no integer (ONE's
+"""remove_redundant_quantize: a requantization to the parameters it reads goes, and a QUANTIZE
+that requantizes to what the QUANTIZE before it wrote reads that QUANTIZE's input instead (ONE's
 RemoveRedundantQuantizePass, where it is exact).
 
     identity:  q [int8 s z] -> QUANTIZE -> q' [int8 s z] -> readers        after: q -> readers
-    chain:     x -> QUANTIZE -> a [T1 s z1] -> QUANTIZE -> b [T2 s z2]      after: x -> QUANTIZE -> b
+    chain:     x -> QUANTIZE -> a [T s z] -> QUANTIZE -> b [T s z]         after: x -> QUANTIZE -> b
                (a keeps its QUANTIZE when something else reads it)
 
 Exact: a requantization between equal scales multiplies by exactly 1 and moves the zero point
-(engine/quantization.py, fact 2); with the same type and zero point it is the identity. In a chain
-of one scale, the first requantization loses nothing the second keeps when its range, moved to the
-second's zero point, covers the second's range (`merged_requantize`): then the second's clamp
-alone gives the same integers. The merged QUANTIZE reads x, of a type the second one already
-reads (x is float, or of the first one's type), so the runtime runs the same kind of conversion.
+(engine/quantization.py, fact 2); with the same type and zero point it is the identity, under
+every kernel. In a chain, the merged QUANTIZE must round as the first one did, which only the same
+kernel (input and output types) is sure to (`merged_requantize`): so the chain merges when the
+second writes what the first wrote.
 
-Refused: a chain through two scales (LiteRT rounds after each multiply; one multiply rounds once
-and can land a step away: ONE merges it anyway), a first requantization that clamps what the second
-would keep, per-channel or 32-bit parameters, a model output that cannot be renamed.
+Refused, with the reason: a chain through two scales (LiteRT rounds after each multiply; one
+multiply rounds once and can land a step away: ONE merges it anyway), through two types (int16
+then int8 of one scale: the merged QUANTIZE would run in another kernel, and XNNPACK's rounds ties
+otherwise than the builtin int16 one; uint8 -> int8 differs from uint8 -> uint8 in XNNPACK, found
+by the quantized fuzz), per-channel or 32-bit parameters, a model output that cannot be renamed.
 """
 
 from __future__ import annotations
@@ -45,8 +46,6 @@ def _merge_chain(graph: Graph, result: PassResult, first: Op, second: Op) -> boo
     assert x is not None
     p1, p2 = per_tensor(a), per_tensor(b)
     problem = p1 if isinstance(p1, str) else p2 if isinstance(p2, str) else merged_requantize(p1, p2)
-    if problem is None and x.dtype != "FLOAT32" and x.dtype != a.dtype:
-        problem = f"{x.name!r} is {x.dtype}: the merged QUANTIZE would convert {x.dtype} to {b.dtype}"
     if problem is not None:
         result.refuse_value(second, f"QUANTIZE -> QUANTIZE kept: {problem}")
         return False

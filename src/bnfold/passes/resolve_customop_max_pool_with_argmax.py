@@ -34,7 +34,7 @@ from ..ir.const import NUMPY_DTYPES
 from ..ir.custom import custom_code, custom_options
 from ..ir.graph import Graph, Op, Options, Tensor
 from ..ir.ops import PADDINGS
-from ..values.kernels import out_size, pads
+from ..ir.shapes import out_size, pads
 
 
 def run(graph: Graph) -> PassResult:

@@ -32,13 +32,26 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UsageError
-from ..io.formats import CIRCLE, TFLITE, Format
+from ..io.formats import CIRCLE, TFLITE, Format, format_of
 from ..io.paths import open_input
 from ..ir.const import NUMPY_DTYPES, Buffer
 from ..ir.graph import Graph, Options, Tensor
 from ..ir.invariants import MAX_ELEMENTS, validate_model
 from ..ir.model import Metadata, Model, Signature
 from ..ir.ops import FUSED_ACTIVATIONS, PADDINGS, info
+from .keys import (
+    DIMENSION_KEYS,
+    FILLER_KEYS,
+    GRAPH_KEYS,
+    METADATA_KEYS,
+    OPERAND_KEYS,
+    OPERATION_KEYS,
+    QUANT_KEYS,
+    RECIPE_KEYS,
+    SIGNATURE_KEYS,
+    SPARSITY_KEYS,
+    check_keys,
+)
 from .rules import expectation
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -163,30 +176,6 @@ def _shape(value, what: str, where: str) -> list[int]:
     return dims
 
 
-# Every key a recipe table may hold: anything else is a typo that would silently define nothing.
-GRAPH_KEYS = {"name", "operand", "operation", "input", "output"}
-RECIPE_KEYS = GRAPH_KEYS | {"description", "seed", "format", "subgraph", "signature", "metadata", "expect"}
-OPERAND_KEYS = {"name", "shape", "dtype", "filler", "quant", "sparsity"}
-OPERATION_KEYS = {"type", "inputs", "outputs", "options", "options_type", "version", "custom_code", "custom_options"}
-SIGNATURE_KEYS = {"key", "subgraph", "inputs", "outputs"}
-METADATA_KEYS = {"name", "text"}
-FILLER_KEYS = {"kind", "mean", "stddev", "low", "high", "value", "values"}
-QUANT_KEYS = {"scale", "zero_point", "quantized_dimension"}
-SPARSITY_KEYS = {"traversal_order", "block_map", "dim_metadata"}
-DIMENSION_KEYS = {"format", "dense_size", "array_segments", "array_indices"}
-
-
-def check_keys(table: dict, allowed: set, what: str) -> None:
-    """Refuse a key `allowed` lacks, naming it and the closest allowed one."""
-    import difflib
-
-    for key in sorted(set(table) - allowed):
-        close = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.6)
-        hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(sorted(allowed))})"
-        after = " (top-level keys must come before any [[table]])" if key in RECIPE_KEYS - allowed else ""
-        raise UsageError(f"{what}: unknown key {key!r}{hint}{after}"[:400])
-
-
 def _build_graph(model: Model, graph: Graph, spec: dict, rng, where: str) -> dict[str, Tensor]:
     """Fill `graph` from its recipe table; returns the operands by name."""
     known: dict[str, Tensor] = {}
@@ -202,7 +191,7 @@ def _build_graph(model: Model, graph: Graph, spec: dict, rng, where: str) -> dic
         if "filler" in operand:
             filler = _typed(operand["filler"], dict, f"operand {name!r} filler", where)
             sparse = (
-                _sparsity(model.format, operand["sparsity"], shape, f"{where} operand {name!r}")
+                _sparsity(format_of(model), operand["sparsity"], shape, f"{where} operand {name!r}")
                 if "sparsity" in operand
                 else None
             )
@@ -246,7 +235,7 @@ def _build_graph(model: Model, graph: Graph, spec: dict, rng, where: str) -> dic
         kind = _typed(op.get("type"), str, "operation type", where)
         if kind not in model.format.op_codes:
             raise UsageError(f"{where}: unknown operator {kind} for {model.format.name}")
-        options = _with_defaults(model.format, _options(kind, op, where), where)
+        options = _with_defaults(format_of(model), _options(kind, op, where), where)
         custom = op.get("custom_code")
         custom = None if custom is None else _typed(custom, str, f"{kind} custom_code", where).encode()
         version = _typed(op.get("version", 1), int, f"{kind} version", where)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from ..errors import UsageError
 from ..ir.model import Model
+from .keys import EXPECT_KEYS, check_keys
 
 
 @dataclass
@@ -24,14 +25,9 @@ class Expectation:
     atol: float = 1e-5
 
 
-EXPECT_KEYS = {"passes", "rules", "rtol", "atol"}
-
-
 def expectation(recipe: dict, where: str = "recipe") -> Expectation:
     """The recipe's [expect] table, refused unless well-formed: a misspelt key or operator would
     make a rule that can never fail."""
-    from .chef import check_keys
-
     spec = recipe.get("expect", {})
     if not isinstance(spec, dict):
         raise UsageError("recipe [expect] must be a table")

@@ -21,8 +21,8 @@ import numpy as np
 from ..errors import CannotVerify, ModelError, RunFailed, UsageError
 from ..io.formats import CIRCLE
 from ..ir.model import Model
+from ..reference import interpreter as reference
 from . import BACKENDS, litert, onert
-from . import interpreter as reference
 from .index_inputs import caveats
 
 RESOLVER_ORDER = ("plain", "default")  # litert.RESOLVERS keys, tried in this order

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..check_names import describe
 from ..errors import CheckFailed, ModelError, UsageError
 from ..ir.const import NUMPY_DTYPES
 from ..ir.graph import Graph, Tensor
@@ -40,7 +41,7 @@ from .backend import Backends
 from .deadline import Deadline
 from .h5io import ones_name
 from .index_inputs import index_uses
-from .strength import Spread, Strength, caveat, describe
+from .strength import Spread, Strength, caveat
 
 
 @dataclass(frozen=True)

@@ -33,8 +33,8 @@ import numpy as np
 from ..errors import CannotVerify, CheckFailed
 from ..ir.graph import Graph, Op, Tensor
 from ..ir.model import Model
+from ..reference.interpreter import Interpreter
 from .diff import OutputDiff, Tolerance, compare, random_input
-from .interpreter import Interpreter
 from .strength import Spread, Strength
 
 

@@ -41,6 +41,7 @@ def measure_lossy(
     except BnfoldError as e:
         note.update(measured=False, reason=str(e))
     else:
+        steps = {o.name: _in_steps(optimized, o.name, o.max_abs) for o in result.outputs}
         note.update(
             measured=True,
             backend=result.backend,
@@ -48,8 +49,35 @@ def measure_lossy(
             max_rel=max((o.max_rel for o in result.outputs), default=0.0),
             scaled_err=result.worst.scaled,
             outputs=[
-                {"name": o.name, "max_abs": o.max_abs, "max_rel": o.max_rel, "scaled_err": o.scaled}
+                {
+                    "name": o.name,
+                    "max_abs": o.max_abs,
+                    "max_rel": o.max_rel,
+                    "scaled_err": o.scaled,
+                    **({} if steps[o.name] is None else {"steps": steps[o.name]}),
+                }
                 for o in result.outputs
             ],
         )
+        known = [v for v in steps.values() if v is not None]
+        if known:
+            note["max_steps"] = max(known)
     return note
+
+
+def _in_steps(model: Model, name: str, max_abs: float) -> float | None:
+    """`max_abs` at output `name` in the output's quantization steps: an integer output's error is
+    already counted in steps (its scale's units); a float output a DEQUANTIZE of per-tensor
+    integers makes is divided by their scale. None for other outputs."""
+    graph = model.graphs[0]
+    t = next((t for t in graph.outputs if t.name == name), None)
+    if t is None:
+        return None
+    scale = getattr(t.quantization, "scale", None)
+    if t.dtype in ("INT8", "UINT8", "INT16") and scale is not None and len(scale) == 1:
+        return max_abs
+    source = t.producer.inputs[0] if t.producer is not None and t.producer.kind == "DEQUANTIZE" else None
+    scale = getattr(source.quantization, "scale", None) if source is not None else None
+    if scale is not None and len(scale) == 1 and float(scale[0]) > 0:
+        return max_abs / float(scale[0])
+    return None

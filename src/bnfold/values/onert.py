@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ModelError, RunFailed
+from ..io.formats import format_of
 from ..io.writer import serialize
 from ..ir.model import Model
 
@@ -55,9 +56,10 @@ class Session:
         os.environ.setdefault("NUM_THREADS", "1")
         self._dir = tempfile.mkdtemp(prefix="bnfold-onert-")
         weakref.finalize(self, shutil.rmtree, self._dir, True)
-        path = Path(self._dir) / f"model{model.format.extension}"
+        fmt = format_of(model)
+        path = Path(self._dir) / f"model{fmt.extension}"
         with open(path, "wb") as out:
-            serialize(model, out, model.format)
+            serialize(model, out, fmt)
         with _native_stderr_captured() as said:
             try:
                 self._session = infer.session(str(path), "cpu")

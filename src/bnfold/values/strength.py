@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..check_names import describe
+
 WEAK = 0.1
 
 
@@ -112,8 +114,3 @@ def caveat(strengths: list[Strength], spelling: Callable[[str], str] = str) -> s
     if not weak:
         return None
     return f"weak check: {'; '.join(describe(spelling(s.name), s.level, s.why) for s in weak)}"
-
-
-def describe(name: str, level: str, why: str) -> str:
-    """An output a check proved little about, in the words every command uses for it."""
-    return f"{name!r} {'proves nothing' if level == 'none' else 'barely varies'} ({why})"

@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import ModelError, RunFailed
 from ..ir.const import NUMPY_DTYPES
 from ..ir.custom import custom_code
-from ..ir.graph import Op, Tensor
+from ..ir.graph import Op, Owner, Tensor
 from ..ir.model import Model
 from . import kernels
 from .custom_kernels import CUSTOM_KERNELS, k_custom, k_gelu
@@ -70,7 +70,7 @@ def _integer_quantized(t) -> bool:
 class Interpreter:
     """Runs the subgraphs of one Model. Stateless between calls."""
 
-    def __init__(self, model: Model, *, deadline=None):
+    def __init__(self, model: Model | Owner, *, deadline=None):
         self.model = model
         self.deadline = deadline  # check.deadline.Deadline, checked before every operator
 

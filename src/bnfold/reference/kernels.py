@@ -27,6 +27,7 @@ from ..errors import CannotVerify, ModelError, RunFailed
 from ..ir.const import NUMPY_DTYPES
 from ..ir.graph import Op
 from ..ir.ops import FUSED_ACTIVATIONS as ACTIVATIONS
+from ..ir.shapes import out_size, pads
 
 # A WHILE loop that runs longer is taken to never end (documented in the README).
 MAX_WHILE_ITERATIONS = 100_000
@@ -74,23 +75,6 @@ def activation(x: np.ndarray, name: str) -> np.ndarray:
 def fused(op: Op, x: np.ndarray) -> np.ndarray:
     value = opt(op, "fusedActivationFunction", 0)
     return activation(x, ACTIVATIONS[value])
-
-
-def out_size(size: int, k: int, stride: int, dilation: int, padding: int) -> int:
-    """Output length of a convolution/pool along one axis; padding 0 = SAME, 1 = VALID."""
-    eff = (k - 1) * dilation + 1
-    if padding == 0:
-        return (size + stride - 1) // stride
-    return (size - eff + stride) // stride
-
-
-def pads(size: int, k: int, stride: int, dilation: int, padding: int) -> tuple[int, int]:
-    """(before, after) padding along one axis, TFLite's rule."""
-    if padding == 1:
-        return 0, 0
-    out = out_size(size, k, stride, dilation, padding)
-    total = max((out - 1) * stride + (k - 1) * dilation + 1 - size, 0)
-    return total // 2, total - total // 2
 
 
 def windows(x: np.ndarray, kernel, strides, dilations, padding: int, fill=0.0) -> np.ndarray:
@@ -481,6 +465,23 @@ def k_quantize(interp, op, index, args):
     return [np.clip(q, info.min, info.max).astype(dtype)]
 
 
+def k_fake_quant(interp, op, index, args):
+    """FAKE_QUANT as LiteRT computes it (reference_ops::FakeQuant), in float32: [min, max] nudged so
+    that zero is one of the 2^num_bits levels (narrow_range drops the lowest), x clamped to it and
+    rounded half away from zero to a level."""
+    f32, x = np.float32, float32_only(args[0], op, index)
+    low, high = f32(opt(op, "min", 0.0)), f32(opt(op, "max", 0.0))
+    q_min, q_max = f32(1 if opt(op, "narrowRange", False) else 0), f32((1 << int(opt(op, "numBits", 8))) - 1)
+    scale = (high - low) / (q_max - q_min)
+    zero = q_min - low / scale
+    zero = (
+        min(max(zero, q_min), q_max) if not q_min <= zero <= q_max else f32(np.sign(zero) * np.floor(abs(zero) + 0.5))
+    )
+    nudged_min, nudged_max = (q_min - zero) * scale, (q_max - zero) * scale
+    levels = (np.minimum(nudged_max, np.maximum(nudged_min, x)) - nudged_min) * (f32(1.0) / scale)
+    return [((np.sign(levels) * np.floor(np.abs(levels) + f32(0.5))).astype(f32) * scale + nudged_min).astype(f32)]
+
+
 def k_instance_norm(interp, op, index, args):
     """Circle INSTANCE_NORM over NHWC: normalize each (n, c) over H, W; then gamma, beta."""
     x, gamma, beta = float32_only(args[0], op, index), args[1], args[2]
@@ -573,6 +574,7 @@ KERNELS: dict[str, Callable] = {  # the interpreter adds select_kernels.SELECT_K
     "BATCH_TO_SPACE_ND": k_batch_to_space_nd,
     "DEQUANTIZE": k_dequantize,
     "QUANTIZE": k_quantize,
+    "FAKE_QUANT": k_fake_quant,
     "INSTANCE_NORM": k_instance_norm,
     "SHAPE": k_shape,
     "WHILE": k_while,

@@ -1,0 +1,58 @@
+"""The layout propagation on quantized graphs (issue 45's audit): int8 TRANSPOSEs around an int8 ADD
+of a per-tensor constant cancel and the constant is permuted, an NCHW flatten into an int8
+FULLY_CONNECTED whose weights are quantized per row moves into the weights' columns, both bit for
+bit in LiteRT; a per-channel quantized constant is not permuted (refused with the reason)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from quant_models import QNet, optimize_quantized
+
+PASS = "remove_redundant_transpose"
+NCHW, NHWC = [0, 3, 1, 2], [0, 2, 3, 1]
+X = [2, 5, 7, 3]
+T = [2, 3, 5, 7]
+Q = ("INT8", 0.05, -4)
+
+
+def add_net(const_scales=(0.02,)) -> QNet:
+    """x int8 [2,5,7,3] -> TRANSPOSE to NCHW -> ADD(int8 constant [1,3,1,1]) -> TRANSPOSE back -> y."""
+    n = QNet()
+    n.qinput("x", X, *Q)
+    n.op("TRANSPOSE", ["x", n.ints("p", NCHW)], n.q("t", T, *Q), T)
+    values = np.array([-50, 7, 90]).reshape(1, 3, 1, 1)
+    axis = 1 if len(const_scales) > 1 else 0
+    c = n.qconst("c", values, "INT8", list(const_scales), [0] * len(const_scales), axis)
+    n.op("ADD", ["t", c], n.q("a", T, "INT8", 0.07, 3), T)
+    n.outputs = [n.op("TRANSPOSE", ["a", n.ints("back", NHWC)], n.q("y", X, "INT8", 0.07, 3), X)]
+    return n
+
+
+def test_int8_transposes_cancel_around_an_add_of_a_per_tensor_constant():
+    optimize_quantized(add_net().recipe(), [PASS], {"TRANSPOSE": 0, "ADD": 1})
+
+
+def test_a_per_channel_constant_is_not_permuted():
+    _, _, report = optimize_quantized(add_net((0.02, 0.03, 0.04)).recipe(), [PASS], {"TRANSPOSE": 2}, exact=False)
+    assert any("quantized per channel" in t["reason"] for t in report.transposes), report.transposes
+
+
+def flatten_fc_net(weight_axis: int) -> QNet:
+    """x int8 [2,5,7,3] -> TRANSPOSE to NCHW -> RESHAPE [2, 105] -> FULLY_CONNECTED (int8 weights
+    [4, 105], per row when weight_axis is 0) -> y."""
+    n = QNet()
+    n.qinput("x", X, *Q)
+    n.op("TRANSPOSE", ["x", n.ints("p", NCHW)], n.q("t", T, *Q), T)
+    n.op("RESHAPE", ["t", n.ints("s", [2, 105])], n.q("flat", [2, 105], *Q), [2, 105], new_shape=[2, 105])
+    scales = [0.01, 0.015, 0.02, 0.025]
+    w = n.qconst("w", np.random.default_rng(2).integers(-127, 128, [4, 105]), "INT8", scales, [0] * 4, weight_axis)
+    b = n.qconst("b", np.array([10, -20, 30, -40]), "INT32", [0.05 * s for s in scales], [0] * 4, 0)
+    n.outputs = [n.op("FULLY_CONNECTED", ["flat", w, b], n.q("y", [2, 4], "INT8", 0.3, 1), [2, 4])]
+    return n
+
+
+def test_an_nchw_flatten_moves_into_per_row_quantized_fc_columns():
+    _, model, _ = optimize_quantized(flatten_fc_net(0).recipe(), [PASS], {"TRANSPOSE": 0})
+    [w] = [t for t in model.graphs[0].tensors if t.dtype == "INT8" and t.is_const]
+    assert w.quantization.quantizedDimension == 0
