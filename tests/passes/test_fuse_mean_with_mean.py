@@ -72,3 +72,18 @@ def test_means_without_options_tables_fuse():
     assert len(report.folds) == 1 and model.op_counts()["MEAN"] == 1
     assert report.folds[0]["axes"] == [1, 2]
     assert_values_agree(build(recipe), model)
+
+
+def test_a_mean_the_target_cannot_run_is_not_made():
+    """onert 0.1.0 runs no MEAN of rank 5: two rank-5 means stay two for onert, with the reason
+    (found by the O1 fuzzer: seed 30171 exited 3 at the output gate), and fuse for LiteRT."""
+    shape = [2, 3, 1, 4, 5]
+    n = Net()
+    n.input("x", shape)
+    m = n.op("MEAN", ["x", n.ints("a1", [1])], "m", [2, 1, 1, 4, 5], keep_dims=True)
+    n.outputs = [n.op("MEAN", [m, n.ints("a2", [3])], "y", [2, 1, 1, 1, 5], keep_dims=True)]
+    model = build(n.recipe())
+    report = api.apply_passes(model, [PASS], target="onert")
+    assert not report.folds and model.op_counts()["MEAN"] == 2
+    assert "onert does not run MEAN of rank 5" in report.unsupported[0]["reason"]
+    optimize_and_compare(n.recipe(), [PASS], {"MEAN": 1})

@@ -94,3 +94,15 @@ def test_circle_model_gets_circles_option_names(tmp_path):
     assert bmm.options.adjointRhs and not bmm.options.adjointLhs
     xs = inputs_for(original)
     np.testing.assert_allclose(interpreter.run(back, xs)[0], interpreter.run(original, xs)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_an_activation_the_target_cannot_run_on_its_own_keeps_the_fc():
+    """Without a bias the activation becomes its own op; onert 0.1.0 runs no standalone
+    RELU_N1_TO_1 (it ran the FC with the fused one): the FC stays, and the report says why. With a
+    bias the activation rides on the ADD, which onert runs. (Found by the O1 fuzzer: seed 20072.)"""
+    model = build(fc_net([2, 5], bias="none", act="RELU_N1_TO_1").recipe(), CIRCLE)
+    report = api.apply_passes(model, [PASS], target="onert")
+    assert not report.folds and model.op_counts()["FULLY_CONNECTED"] == 1
+    assert "onert does not run RELU_N1_TO_1" in report.unsupported[0]["reason"]
+    model, report = circle_optimize_and_compare(fc_net([2, 5], act="RELU_N1_TO_1").recipe(), {"ADD": 1})
+    assert len(report.folds) == 1

@@ -12,13 +12,16 @@ output axes: with keep_dims those are x's axes, without it x's axes the first op
 
 Guards: both float32, not quantized (an integer MEAN rounds each stage); both keep_dims alike;
 axes are constants within x's rank (negative ones counted from the end); x's rank is known; m has
-no reader but the second MEAN and is no graph output.
+no reader but the second MEAN and is no graph output; the target runs the MEAN made (onert 0.1.0
+runs no MEAN of rank 5: two such MEANs stay two, with the reason, rather than one it cannot run
+either).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..engine import targets
 from ..engine.match import collapse, is_plain_float, only_reader, read_elsewhere
 from ..engine.report import PassResult
 from ..ir.graph import Graph, Op
@@ -43,6 +46,11 @@ def run(graph: Graph) -> PassResult:
             continue
         axes = _merged_axes(first, second, len(x.shape))
         assert axes is not None  # _refusal said so
+        y = second.outputs[0]
+        unsupported = targets.refusal(graph, "MEAN", rank=len(y.shape), dtype=y.dtype)  # the one made
+        if unsupported:
+            result.not_for_target(second, unsupported)
+            continue
         c = graph.add_const(graph.unique_name(f"{second.outputs[0].name}/axes"), np.array(axes, np.int32), "INT32")
         collapse(graph, result, [first, second], [x, c], "MEAN", second.options_with(), axes=axes)
     return result
