@@ -47,18 +47,9 @@ def can_bypass(graph: Graph, op: Op, x: Tensor, y: Tensor) -> bool:
     """y (an output of `op`) may be replaced by x, which holds the same values: y's readers read x,
     or, when the outside sees y, x's producer writes y (x then must have no other reader and be
     seen by no one)."""
-    return bypass_refusal(graph, op, x, y) is None
-
-
-def bypass_refusal(graph: Graph, op: Op, x: Tensor, y: Tensor) -> str | None:
-    """Why y cannot be replaced by x (can_bypass), for the report; None when it can."""
     if not graph.is_observed(y):
-        return None
-    if x.producer is None:
-        return f"{y.name!r} is seen from outside and {x.name!r} has no producer to write it"
-    if not graph.has_single_use(x, op):
-        return f"{y.name!r} is seen from outside and {x.name!r} is read or seen elsewhere"
-    return None
+        return True
+    return x.producer is not None and graph.has_single_use(x, op)
 
 
 def bypass_refusal(graph: Graph, op: Op, x: Tensor, y: Tensor) -> str | None:
