@@ -55,6 +55,17 @@ def format_has(graph: Graph, kind: str) -> bool:
     return graph.model is not None and kind in graph.model.format.op_codes
 
 
+def fully_connected_options() -> Options:
+    """A plain FULLY_CONNECTED's options: no fused activation, float weights, the rows flattened."""
+    return Options(
+        "FullyConnectedOptions",
+        fusedActivationFunction=0,
+        weightsFormat=0,
+        keepNumDims=False,
+        asymmetricQuantizeInputs=False,
+    )
+
+
 def batch_matmul_options(graph: Graph, adj_x: bool, adj_y: bool) -> Options:
     """BATCH_MATMUL's options in the graph's format: TFLite names the flags adj_x / adj_y, Circle
     adjoint_lhs / adjoint_rhs (the same table otherwise)."""

@@ -19,9 +19,9 @@ float32 and unquantized; the target runs FULLY_CONNECTED and (when made) TRANSPO
 from __future__ import annotations
 
 from ..engine import targets
-from ..engine.match import is_plain_float, transposed_matrix
+from ..engine.match import fully_connected_options, is_plain_float, transposed_matrix
 from ..engine.report import PassResult
-from ..ir.graph import Graph, Op, Options, Tensor
+from ..ir.graph import Graph, Op, Tensor
 
 KINDS = frozenset({"BATCH_MATMUL"})
 
@@ -43,14 +43,7 @@ def run(graph: Graph) -> PassResult:
         graph.remove_op(op)
         lhs = transposed_matrix(graph, result, c, op) if adj_x else c
         weights = x if adj_y else transposed_matrix(graph, result, x, op)
-        fc_options = Options(
-            "FullyConnectedOptions",
-            fusedActivationFunction=0,
-            weightsFormat=0,
-            keepNumDims=False,
-            asymmetricQuantizeInputs=False,
-        )
-        result.made(graph.add_op("FULLY_CONNECTED", [lhs, weights, None], [y], fc_options, after=op))
+        result.made(graph.add_op("FULLY_CONNECTED", [lhs, weights, None], [y], fully_connected_options(), after=op))
     return result
 
 

@@ -17,10 +17,10 @@ transpose_b (absent: false) are booleans.
 from __future__ import annotations
 
 from ..engine import targets
-from ..engine.match import is_plain_float, transposed_matrix
+from ..engine.match import fully_connected_options, is_plain_float, transposed_matrix
 from ..engine.report import PassResult
 from ..ir.custom import custom_code, custom_options
-from ..ir.graph import Graph, Options
+from ..ir.graph import Graph
 
 
 def run(graph: Graph) -> PassResult:
@@ -56,12 +56,7 @@ def run(graph: Graph) -> PassResult:
         if flags[0]:
             a = transposed_matrix(graph, result, a, op)
         weights = b if flags[1] else transposed_matrix(graph, result, b, op)
-        fc_options = Options(
-            "FullyConnectedOptions",
-            fusedActivationFunction=0,
-            weightsFormat=0,
-            keepNumDims=False,
-            asymmetricQuantizeInputs=False,
+        result.made(
+            graph.add_op("FULLY_CONNECTED", [a, weights, None], op.outputs, fully_connected_options(), after=op)
         )
-        result.made(graph.add_op("FULLY_CONNECTED", [a, weights, None], op.outputs, fc_options, after=op))
     return result
