@@ -14,9 +14,9 @@ import pytest
 import bnfold
 from bnfold import api
 from bnfold.cli import run
-from conftest import DATA, build_recipe
+from conftest import DATA, ROOT, build_recipe
 
-SRC = Path(bnfold.__file__).parent
+SRC = ROOT / "src" / "bnfold"  # the checkout's sources (CI installs a copy; docs/ and scripts/ are beside src/)
 COMMANDS = (
     "optimize",
     "optimize_file",
