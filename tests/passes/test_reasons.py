@@ -18,16 +18,7 @@ HERE = Path(__file__).parent
 HELPERS = {"assert_said", "check_negative", "refuses_activation_on_layer"}  # each asserts the reported reason
 
 # pass -> why its test module asserts no reason
-SILENT: dict[str, str] = {
-    "exp_disable_sep_transposeconv_actfunc": "asks for what bnfold does already: it rewrites nothing, "
-    "so it has no candidate",
-    "expand_broadcast_const": "its near misses are other broadcasts (a constant varying along more than "
-    "the last axis): the pattern itself, not a condition on it",
-    "remove_duplicate_const": "two constants differ (bytes, shape, type, quantization) or are the same: no condition "
-    "beyond the match itself",
-    "remove_gather_guard": "a guard of another form (ADD and FLOOR_MOD by different N, another axis) is no guard of "
-    "ONE's pattern; the lossy pass's error is measured and reported instead",
-}
+SILENT: dict[str, str] = {}
 
 
 def asserts_a_reason(source: str) -> bool:

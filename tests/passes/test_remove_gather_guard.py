@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bn_models import Net, optimize_and_compare
+from bn_models import Net, assert_said, optimize_and_compare
 from bnfold.engine import registry
 
 PASS = "remove_gather_guard"
@@ -33,7 +33,15 @@ def test_guard_goes_and_gather_reads_the_indices():
     assert not registry.BY_NAME[PASS].exact  # a negative index would no longer be wrapped
 
 
-@pytest.mark.parametrize("case", [dict(n_add=10), dict(n_mod=7), dict(axis=1)])
-def test_other_guards_stay(case):
+@pytest.mark.parametrize(
+    ("case", "reason"),
+    [
+        (dict(n_add=10), "the guard adds 10 and takes the remainder by 11, not 11"),
+        (dict(n_mod=7), "the guard adds 11 and takes the remainder by 7, not 11"),
+        (dict(axis=1), "the guarded GATHER is not on axis 0"),
+    ],
+)
+def test_other_guards_stay(case, reason):
     _, report = optimize_and_compare(guarded(**case).recipe(), [PASS], {"GATHER": 1, "ADD": 1, "FLOOR_MOD": 1})
     assert report.folds == []
+    assert_said(report, PASS, reason)

@@ -29,18 +29,32 @@ def run(graph: Graph) -> PassResult:
             continue
         for index in (0, 1):
             c, x = op.operand(index), op.operand(1 - index)
-            if _expandable(c, x):
+            if not _depth_broadcast(c, x):
+                continue
+            reason = _refusal(c, x)
+            if reason is None:
                 _expand(graph, result, op, index, c, x)
-                break
+            else:
+                result.refuse_value(op, reason)
+            break
     return result
 
 
-def _expandable(c: Tensor, x: Tensor) -> bool:
-    if not c.is_const or x.is_const or c.dtype != "FLOAT32" or c.is_quantized or -1 in x.signature:
+def _depth_broadcast(c: Tensor, x: Tensor) -> bool:
+    """c broadcasts along x's last axis only: x's shape but 1 there, where x has more."""
+    if not c.is_const or x.is_const or len(c.shape) != len(x.shape) or not c.shape:
         return False
-    if len(c.shape) != len(x.shape) or not c.shape or c.shape[-1] != 1 or x.shape[-1] == 1:
-        return False
-    return c.shape[:-1] == x.shape[:-1]
+    return c.shape[-1] == 1 and x.shape[-1] != 1 and c.shape[:-1] == x.shape[:-1]
+
+
+def _refusal(c: Tensor, x: Tensor) -> str | None:
+    if c.dtype != "FLOAT32" or c.is_quantized:
+        return (
+            f"{c.name!r} is {c.dtype}{' quantized' if c.is_quantized else ''}: only float32 constants are written out"
+        )
+    if -1 in x.signature:
+        return f"{x.name!r} has a dynamic shape"
+    return None
 
 
 def _expand(graph: Graph, result: PassResult, op: Op, index: int, c: Tensor, x: Tensor) -> None:

@@ -27,6 +27,9 @@ def run(graph: Graph) -> PassResult:
         guarded = _guarded_indices(gather)
         if guarded is None:
             continue
+        if isinstance(guarded, str):
+            result.refuse_value(gather, guarded)
+            continue
         add, floor_mod = guarded
         if not shapes_hold(gather) or add.operand(0).shape != floor_mod.outputs[0].shape:
             result.refuse_value(gather, SHAPES_DISAGREE)
@@ -40,23 +43,27 @@ def run(graph: Graph) -> PassResult:
     return result
 
 
-def _guarded_indices(gather: Op) -> tuple[Op, Op] | None:
+def _guarded_indices(gather: Op) -> tuple[Op, Op] | str | None:
+    """(ADD, FLOOR_MOD) of GATHER(p, FLOOR_MOD(ADD(i, N), N)) on axis 0 with N = p's first
+    dimension; a reason where that guard is there but a condition fails; None where it is not."""
     params, indices = gather.input(0), gather.input(1)
-    if params is None or indices is None or getattr(gather.options, "axis", 0) != 0:
-        return None
-    if not params.shape or -1 in params.signature:
+    if params is None or indices is None:
         return None
     floor_mod = indices.producer
     if floor_mod is None or floor_mod.kind != "FLOOR_MOD" or len(floor_mod.inputs) != 2 or None in floor_mod.inputs:
         return None
     add = floor_mod.operand(0).producer
-    if add is None or add.kind != "ADD" or add.fused_activation != "NONE":
+    if add is None or add.kind != "ADD" or len(add.inputs) != 2 or None in add.inputs:
         return None
-    if len(add.inputs) != 2 or None in add.inputs:
-        return None
-    n = params.shape[0]
-    if _single_value(add.operand(1)) != n or _single_value(floor_mod.operand(1)) != n:
-        return None
+    if getattr(gather.options, "axis", 0) != 0:
+        return "the guarded GATHER is not on axis 0 (ONE's pattern)"
+    if not params.shape or -1 in params.signature:
+        return f"{params.name!r} has no static first dimension to guard"
+    if add.fused_activation != "NONE":
+        return f"the guard's ADD has a fused {add.fused_activation}"
+    n, added, modulus = params.shape[0], _single_value(add.operand(1)), _single_value(floor_mod.operand(1))
+    if added != n or modulus != n:
+        return f"the guard adds {added} and takes the remainder by {modulus}, not {n} (the gathered axis)"
     return add, floor_mod
 
 
