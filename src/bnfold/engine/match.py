@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Graph, Op, Options, Tensor
-from ..ir.ops import info
+from ..ir.ops import FUSED_ACTIVATIONS, PADDINGS, info
 from ..ir.shapes import shape_problem
 from .report import PassResult
 
@@ -63,6 +63,21 @@ def fully_connected_options() -> Options:
         weightsFormat=0,
         keepNumDims=False,
         asymmetricQuantizeInputs=False,
+    )
+
+
+def pointwise_depthwise_options(activation: str) -> Options:
+    """A 1x1 DEPTHWISE_CONV_2D's options (VALID, stride and dilation 1, one filter per channel)
+    with the fused `activation`: a per-channel scale and shift written as one layer."""
+    return Options(
+        "DepthwiseConv2DOptions",
+        padding=PADDINGS.index("VALID"),
+        strideW=1,
+        strideH=1,
+        depthMultiplier=1,
+        dilationWFactor=1,
+        dilationHFactor=1,
+        fusedActivationFunction=FUSED_ACTIVATIONS.index(activation),
     )
 
 

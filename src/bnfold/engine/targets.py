@@ -120,6 +120,12 @@ def _described(kind: str, variant: str) -> str:
     return f"{kind} with a fused {variant}"
 
 
+def first_refusal(graph: Graph, kinds: Iterable[str]) -> str | None:
+    """The first reason the target of `graph` gives against one of the operator `kinds` a rewrite
+    would make together (None: it runs them all)."""
+    return next(filter(None, (refusal(graph, kind) for kind in kinds)), None)
+
+
 def check_made(model: Model) -> None:
     """The output gate for the target: no op a pass created is one the target cannot run, and no
     op a pass changed gained what the target cannot run (a pass asks `refusal` before it rewrites;

@@ -61,4 +61,4 @@ def _why_not(graph: Graph, op: Op, c: Tensor, x: Tensor, y: Tensor) -> str | Non
     if not all(is_plain_float(t) for t in (c, x, y)):
         return "not float32, or quantized"
     made = ["FULLY_CONNECTED", *([] if _adjoints(op)[1] else ["TRANSPOSE"])]
-    return next(filter(None, (targets.refusal(graph, kind) for kind in made)), None)
+    return targets.first_refusal(graph, made)

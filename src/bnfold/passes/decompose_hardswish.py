@@ -41,7 +41,7 @@ def run(graph: Graph) -> PassResult:
         if x.dtype != "FLOAT32" or y.dtype != "FLOAT32" or x.is_quantized or y.is_quantized:
             result.refuse_value(hard_swish, f"hard swish of {y.dtype}, not float32 (left as ONE leaves it)")
             continue
-        unsupported = next(filter(None, (targets.refusal(graph, kind) for kind in ("ADD", "RELU6", "MUL"))), None)
+        unsupported = targets.first_refusal(graph, ("ADD", "RELU6", "MUL"))
         if unsupported:
             result.not_for_target(hard_swish, unsupported)
             continue

@@ -24,9 +24,10 @@ import numpy as np
 from ..engine import targets
 from ..engine.affine import AffineChain, chains_from_starts, finite
 from ..engine.backward import fold_output_affine, foldable_chain
+from ..engine.match import pointwise_depthwise_options
 from ..engine.report import PassResult, Refusal
-from ..ir.graph import Graph, Op, Options
-from ..ir.ops import FUSED_ACTIVATIONS, LAYERS, LAYOUT_KINDS, PADDINGS, RANGE_ACTIVATIONS
+from ..ir.graph import Graph, Op
+from ..ir.ops import LAYERS, LAYOUT_KINDS, RANGE_ACTIVATIONS
 
 MIN_CHAIN = 2  # ops; one op replaced by one op gains nothing
 
@@ -83,16 +84,7 @@ def _replace(graph: Graph, result: PassResult, chain: AffineChain) -> None:
         result.skip(chain.ops[0], "the scale or shift is not finite", output=chain.output.name)
         return
     name = chain.output.name
-    options = Options(
-        "DepthwiseConv2DOptions",
-        padding=PADDINGS.index("VALID"),
-        strideW=1,
-        strideH=1,
-        depthMultiplier=1,
-        dilationWFactor=1,
-        dilationHFactor=1,
-        fusedActivationFunction=FUSED_ACTIVATIONS.index(chain.activation),
-    )
+    options = pointwise_depthwise_options(chain.activation)
     last = chain.ops[-1]
     conv = graph.add_op(
         "DEPTHWISE_CONV_2D",

@@ -25,11 +25,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import targets
-from ..engine.match import const_operand
+from ..engine.match import const_operand, pointwise_depthwise_options
 from ..engine.quantization import per_tensor, quantization_like
 from ..engine.report import PassResult
-from ..ir.graph import Graph, Op, Options, Tensor
-from ..ir.ops import ACTIVATION_BOUNDS, FUSED_ACTIVATIONS, LAYERS, PADDINGS
+from ..ir.graph import Graph, Op, Tensor
+from ..ir.ops import ACTIVATION_BOUNDS, LAYERS
 
 KINDS = frozenset({"MUL"})
 LEVEL = 127  # |w_c|: the int8 weight holding γ_c, at full resolution
@@ -139,16 +139,7 @@ def _replace(
     b = graph.add_const(f"{name}/dw_bias", bias, "INT32")
     x_scale = float(np.asarray(x.quantization.scale).reshape(-1)[0])
     b.quantization = quantization_like(template, np.float32(x_scale) * scales, [0] * channels, axis=0)
-    options = Options(
-        "DepthwiseConv2DOptions",
-        padding=PADDINGS.index("VALID"),
-        strideW=1,
-        strideH=1,
-        depthMultiplier=1,
-        dilationWFactor=1,
-        dilationHFactor=1,
-        fusedActivationFunction=FUSED_ACTIVATIONS.index(add.fused_activation),
-    )
+    options = pointwise_depthwise_options(add.fused_activation)
     version = LAYERS["DEPTHWISE_CONV_2D"].version_for("int8")
     graph.add_op("DEPTHWISE_CONV_2D", [x, w, b], [y], options, after=add, version=version)
     graph.remove_op(add)

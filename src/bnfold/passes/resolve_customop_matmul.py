@@ -47,7 +47,7 @@ def run(graph: Graph) -> PassResult:
             continue
         transposed = (flags[0] and not a.is_const) or (not flags[1] and not b.is_const)  # a TRANSPOSE is made
         made = ["FULLY_CONNECTED", *(["TRANSPOSE"] if transposed else [])]
-        unsupported = next(filter(None, (targets.refusal(graph, kind) for kind in made)), None)
+        unsupported = targets.first_refusal(graph, made)
         if unsupported:
             result.not_for_target(op, unsupported)
             continue

@@ -63,7 +63,7 @@ MADE_KINDS = ("MAX_POOL_2D", "PADV2", "EQUAL", "SELECT_V2", "STRIDED_SLICE", "RE
 def _refusal(graph: Graph) -> str | None:
     """Why the target cannot run one of the kinds the resolution makes (checked all at once: the
     resolution is one rewrite)."""
-    return next(filter(None, (targets.refusal(graph, kind) for kind in MADE_KINDS)), None)
+    return targets.first_refusal(graph, MADE_KINDS)
 
 
 def _window(op: Op) -> tuple[tuple[int, int], tuple[int, int], int] | str | None:
