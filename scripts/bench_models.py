@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from bnfold.io.atomic import save_model
 from bnfold.io.formats import TFLITE
-from bnfold.io.writer import save_model
 from bnfold.ir.graph import Graph, Options
 from bnfold.ir.model import Model
 

@@ -80,8 +80,8 @@ def build_recipe(name: str, tmp_path: Path, ext: str | None = None, directory: P
     recipe = load_recipe(directory / f"{name}.toml")
     fmt = recipe_format(recipe)
     out = tmp_path / f"{name}{ext or fmt.extension}"
+    from bnfold.io.atomic import save_model
     from bnfold.io.formats import format_from_extension
-    from bnfold.io.writer import save_model
 
     target = format_from_extension(str(out))
     save_model(build(recipe, target), str(out), target)

@@ -178,7 +178,7 @@ def test_mutated_recipes_build_or_fail_in_one_line(tmp_path):
     ],
 )
 def test_what_the_long_fuzz_run_found_is_one_line_or_a_model(recipe, old, new, tmp_path):
-    from bnfold.io.writer import save_model
+    from bnfold.io.atomic import save_model
     from bnfold.recipe.chef import build, load_recipe
     from fuzzing import run_cli
 

@@ -8,8 +8,8 @@ import json
 import numpy as np
 
 from bnfold.cli import run
+from bnfold.io.atomic import save_model
 from bnfold.io.formats import TFLITE
-from bnfold.io.writer import save_model
 from bnfold.ir.graph import Graph, Options
 from bnfold.ir.model import Model
 from conftest import DATA, build_recipe

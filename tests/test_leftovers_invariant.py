@@ -16,8 +16,8 @@ import pytest
 
 from bnfold import api
 from bnfold.engine.candidates import candidates
+from bnfold.io.atomic import save_model
 from bnfold.io.reader import read_model
-from bnfold.io.writer import save_model
 from bnfold.recipe.chef import build, load_recipe, recipe_format
 from bnfold.recipe.rules import expectation
 from conftest import DATA, RECIPES

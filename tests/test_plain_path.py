@@ -86,7 +86,7 @@ def test_a_model_with_records_round_trips_exactly_through_the_bindings(ext, tmp_
     steps = _python(f"""
 import json, sys
 from bnfold.io.reader import read_model
-from bnfold.io.writer import save_model
+from bnfold.io.atomic import save_model
 before = {_IMPORTED}
 model = read_model({str(src)!r})
 records = sum(t.record is not None and hasattr(type(t.record), "InitFromObj") for g in model.graphs for t in g.tensors)

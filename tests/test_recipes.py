@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from bnfold.errors import CannotVerify
+from bnfold.io.atomic import save_model
 from bnfold.io.reader import read_model
-from bnfold.io.writer import save_model
 from bnfold.recipe import ci as recipe_ci
 from bnfold.recipe.chef import build, load_recipe, recipe_format
 from bnfold.reference import interpreter

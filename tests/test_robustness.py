@@ -17,7 +17,7 @@ from bnfold.engine import registry
 from bnfold.engine.leftovers import explain
 from bnfold.engine.report import Report
 from bnfold.errors import ModelError
-from bnfold.io import writer
+from bnfold.io import atomic, writer
 from bnfold.io.reader import read_model
 from conftest import DATA, ROOT, build_recipe, object_tree, run_litert, tree_diff, unpacked
 
@@ -187,7 +187,7 @@ def test_failure_after_writing_started_leaves_no_file(tmp_path, capsys, monkeypa
         raise ModelError("simulated failure while streaming weights")
 
     monkeypatch.setattr(writer._Sink, "write_buffer", fail)
-    monkeypatch.setattr(writer._Sink, "copy_all", fail)  # the fixture is unchanged by the passes: copied
+    monkeypatch.setattr(atomic, "copy_file", fail)  # the fixture is unchanged by the passes: copied
     code, lines = _run(capsys, "optimize", FIXTURE, tmp_path / "o.tflite")
     assert code == 1 and len(lines) == 1 and "simulated failure" in lines[0] and "o.tflite" in lines[0]
     assert _entries(tmp_path) == []
@@ -198,7 +198,7 @@ def test_interrupt_while_writing_exits_130_and_cleans_up(tmp_path, capsys, monke
         raise KeyboardInterrupt
 
     monkeypatch.setattr(writer._Sink, "write_buffer", interrupt)
-    monkeypatch.setattr(writer._Sink, "copy_all", interrupt)
+    monkeypatch.setattr(atomic, "copy_file", interrupt)
     code, lines = _run(capsys, "optimize", FIXTURE, tmp_path / "o.tflite", "--quiet")
     assert code == 130 and lines == ["bnfold: error: interrupted"]
     assert _entries(tmp_path) == []
@@ -796,7 +796,7 @@ def test_a_deep_graph_builds_and_folds_in_linear_time():
 def _with_infinite_scale(tmp_path):
     """bn_conv_valid with one channel of its batch-norm scale set to inf and a float32-overflowing
     value in another: folding would produce inf·0 and overflow."""
-    from bnfold.io.writer import save_model
+    from bnfold.io.atomic import save_model
 
     model = read_model(str(DATA / "bn_conv_valid.tflite"))
     mul = next(op for op in model.graphs[0].ops if op.kind == "MUL")
@@ -901,7 +901,7 @@ def test_recipe_test_refuses_a_malformed_expectation(tmp_path, capsys):
 def test_a_zero_sized_channel_axis_is_refused_not_divided_by(tmp_path, capsys):
     """Found by the file fuzzer: a flattened tensor of shape [1, 0] before a FULLY_CONNECTED made
     the forward fold take a modulo by zero (exit 3)."""
-    from bnfold.io.writer import save_model
+    from bnfold.io.atomic import save_model
 
     model = read_model(str(build_recipe("Net_Preactivation_NCHW_000", tmp_path)))
     pooled = next(t for t in model.graphs[0].tensors if t.name == "pooled")
@@ -915,7 +915,7 @@ def test_a_zero_sized_channel_axis_is_refused_not_divided_by(tmp_path, capsys):
 def test_reduction_axes_of_a_packed_type_are_not_read_as_axes(tmp_path, capsys):
     """Found by the file fuzzer: a MEAN whose axes tensor says INT4 had its raw bytes read as
     axes by the forward fold, which then scaled weights by an empty vector (exit 3)."""
-    from bnfold.io.writer import save_model
+    from bnfold.io.atomic import save_model
 
     model = read_model(str(build_recipe("Net_Preactivation_BN_000", tmp_path)))
     axes = next(t for t in model.graphs[0].tensors if t.name == "axes")
@@ -939,7 +939,7 @@ def test_reduction_axes_of_a_packed_type_are_not_read_as_axes(tmp_path, capsys):
     ],
 )
 def test_fuzzer_found_fold_inputs_are_refused(recipe, damage, tmp_path, capsys):
-    from bnfold.io.writer import save_model
+    from bnfold.io.atomic import save_model
 
     model = read_model(str(build_recipe(recipe, tmp_path)))
     graph = model.graphs[0]

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 from bnfold.errors import ModelError
+from bnfold.io.atomic import save_model
 from bnfold.io.formats import CIRCLE, TFLITE
 from bnfold.io.reader import read_model
-from bnfold.io.writer import BUFFER_LOCATION, OUTSIDE, save_model
+from bnfold.io.writer import BUFFER_LOCATION, OUTSIDE
 from conftest import (
     DATA,
     FIXTURES,

@@ -7,9 +7,9 @@ import shutil
 import pytest
 
 from bnfold.cli import run
+from bnfold.io.atomic import save_model
 from bnfold.io.formats import TFLITE
 from bnfold.io.reader import read_model
-from bnfold.io.writer import save_model
 from conftest import DATA, has_offset_buffers
 
 UNCHANGED = DATA / "conv_relu_bn.tflite"  # RELU between conv and BN: nothing folds

@@ -20,8 +20,9 @@ from bnfold import cli
 from bnfold.api import apply_passes
 from bnfold.errors import WriteFailed
 from bnfold.io import copier, writer
+from bnfold.io.atomic import save_model
 from bnfold.io.reader import read_model
-from bnfold.io.writer import save_model, serialize
+from bnfold.io.writer import serialize
 from conftest import DATA, build_recipe
 
 FIXTURES = sorted(p.name for p in DATA.glob("*.*") if p.suffix in (".tflite", ".circle"))

@@ -7,9 +7,9 @@ import mmap
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
+from bnfold.io.atomic import save_model
 from bnfold.io.formats import TFLITE
 from bnfold.io.reader import read_model
-from bnfold.io.writer import save_model
 from bnfold.ir.graph import Graph, Options
 from bnfold.ir.model import Model
 

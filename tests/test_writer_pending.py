@@ -11,9 +11,10 @@ import pytest
 
 from bnfold.engine.affine import scale_along
 from bnfold.io import writer
+from bnfold.io.atomic import save_model
 from bnfold.io.formats import TFLITE
 from bnfold.io.reader import read_model
-from bnfold.io.writer import save_model, serialize
+from bnfold.io.writer import serialize
 from bnfold.ir.graph import Graph, Options
 from bnfold.ir.model import Model
 

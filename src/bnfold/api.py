@@ -48,7 +48,7 @@ from .engine.report import Report
 from .engine.targets import TARGETS as TARGETS  # re-exported: the CLI offers them
 from .engine.targets import default_target
 from .errors import CheckFailed, InternalError, UsageError
-from .io.atomic import write_text, written_together
+from .io.atomic import WriteInfo, save_model, write_text, written_together
 from .io.formats import Format, format_from_extension
 from .io.paths import (
     refuse_input_overwrite,
@@ -57,7 +57,6 @@ from .io.paths import (
     refuse_unwritable,
 )
 from .io.reader import read_model
-from .io.writer import WriteInfo, save_model
 from .ir.model import Model
 from .results import Inspection, Optimized, Ran, refuse_model_write
 from .selection import Selection, read_config, select
@@ -127,7 +126,7 @@ def save(
     in_place: bool = False,
 ) -> WriteInfo:
     """Write `model` atomically (format from the extension unless `fmt`); with `keep_unchanged`, a
-    model nothing changed is kept as the input's bytes (see io.writer.save_model). The file it
+    model nothing changed is kept as the input's bytes (see io.atomic.save_model). The file it
     was read from is replaced only with `in_place`; a path the CLI would refuse is a UsageError."""
     path = os.fspath(path)
     refuse_model_write(model, path, in_place)

@@ -9,9 +9,9 @@ import os
 import time
 from typing import TYPE_CHECKING
 
+from .io.atomic import WriteInfo, save_model
 from .io.formats import Format, format_from_extension, format_of
 from .io.reader import read_model
-from .io.writer import WriteInfo, save_model, serialize
 from .ir.invariants import gate
 from .ir.model import Model
 
@@ -55,7 +55,9 @@ class Optimized:
     def data(self) -> bytes:
         """The optimized model as a file's bytes, in the input's format."""
         if self._data is None:
-            gate(self.model)  # the writer's last gate (save() passes it in io.writer.save_model)
+            from .io.writer import serialize  # only bytes asked for load the writer (a copied file does not)
+
+            gate(self.model)  # the writer's last gate (save() passes it in io.atomic.save_model)
             out = io.BytesIO()
             serialize(self.model, out, format_of(self.model))
             self._data = out.getvalue()
@@ -81,7 +83,7 @@ class Optimized:
         in_place: bool = False,
     ) -> WriteInfo:
         """Write to `path` (format from its extension unless `fmt`); the report records it. With
-        `keep_unchanged`, a model no pass changed is kept as the input's bytes (io.writer.save_model).
+        `keep_unchanged`, a model no pass changed is kept as the input's bytes (io.atomic.save_model).
         Refused (UsageError) as `bnfold optimize` refuses it: the input file without `in_place`, a
         path that cannot be written (a missing directory, a read-only file)."""
         path = os.fspath(path)

@@ -13,8 +13,8 @@ import pytest
 from bnfold import api
 from bnfold.cli import run
 from bnfold.errors import CannotVerify, UsageError
+from bnfold.io.atomic import save_model
 from bnfold.io.reader import read_model
-from bnfold.io.writer import save_model
 from bnfold.values import diff
 from bnfold.values.h5io import read_h5, write_h5
 from conftest import DATA, FIXTURES

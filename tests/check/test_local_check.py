@@ -12,7 +12,7 @@ import pytest
 from bnfold import api
 from bnfold.cli import run
 from bnfold.errors import CannotVerify, CheckFailed
-from bnfold.io.writer import save_model
+from bnfold.io.atomic import save_model
 from bnfold.recipe.chef import build
 from bnfold.values.diff import verify
 from bnfold.values.local import check_rewrites, find_regions

@@ -9,8 +9,8 @@ import pytest
 
 from bnfold.cli import run
 from bnfold.errors import CannotVerify
+from bnfold.io.atomic import save_model
 from bnfold.io.reader import read_model
-from bnfold.io.writer import save_model
 from bnfold.recipe.chef import build
 from bnfold.values import diff
 from bnfold.values.backend import Backends

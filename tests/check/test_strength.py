@@ -146,7 +146,7 @@ def test_a_wrong_fold_under_a_weak_output_still_fails(weak_model, tmp_path):
     """Only rounding is settled by the rewrites under a weak output: a fold whose bias is off by
     1e-3 fails the per-rewrite check too, so the whole check's failure stands."""
     from bnfold import api
-    from bnfold.io.writer import save_model
+    from bnfold.io.atomic import save_model
 
     model = api.load(weak_model)
     api.apply_passes(model)

@@ -214,7 +214,7 @@ def test_recipe_test_fails_a_recipe_whose_rules_break(tmp_path, capsys):
 def resnet_with_negative_scales(tmp_path):
     """resnet_v2_mini with the batch-norm scales of two channels of every other MUL negated (a
     real converter's ResNet where some BNs have negative gammas, the others fold exactly)."""
-    from bnfold.io.writer import save_model
+    from bnfold.io.atomic import save_model
 
     model = read_model(str(DATA / "resnet_v2_mini.tflite"))
     muls = [op for op in model.graphs[0].ops if op.kind == "MUL"]
@@ -265,7 +265,7 @@ def test_integers_compare_exactly_and_native_bools_match_numpy_bools():
 
 
 def test_bool_outputs_round_trip_through_hbool_files(tmp_path, capsys):
-    from bnfold.io.writer import save_model
+    from bnfold.io.atomic import save_model
     from bnfold.recipe.chef import build
 
     recipe = {

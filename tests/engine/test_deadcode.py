@@ -8,8 +8,8 @@ import numpy as np
 
 from bn_models import Net
 from bnfold.cli import run
+from bnfold.io.atomic import save_model
 from bnfold.io.reader import read_model
-from bnfold.io.writer import save_model
 from bnfold.ir.const import Buffer
 
 

@@ -10,9 +10,9 @@ from model_explorer.utils import convert_adapter_response  # noqa: E402
 
 from bnfold.explorer.graphs import graph_ids  # noqa: E402
 from bnfold.explorer.main import BnfoldAdapter  # noqa: E402
+from bnfold.io.atomic import save_model  # noqa: E402
 from bnfold.io.formats import CIRCLE  # noqa: E402
 from bnfold.io.reader import read_model  # noqa: E402
-from bnfold.io.writer import save_model  # noqa: E402
 from bnfold.recipe.chef import build, load_recipe  # noqa: E402
 from conftest import DATA, RECIPES  # noqa: E402
 

@@ -322,8 +322,8 @@ def _compare_with_litert(path: Path) -> None:
 def test_the_rules_compute_what_litert_computes(name, tmp_path):
     """Each recipe's model, written as TFLite."""
     from bnfold.errors import BnfoldError
+    from bnfold.io.atomic import save_model
     from bnfold.io.formats import TFLITE
-    from bnfold.io.writer import save_model
     from bnfold.recipe.chef import build, load_recipe, recipe_format
 
     recipe = load_recipe(RECIPES / f"{name}.toml")

@@ -115,7 +115,7 @@ def test_fixtures_keep_their_batch_norm_and_stay_exact(fixture, tmp_path):
 def test_report_json_from_the_cli(tmp_path):
     """`bnfold optimize --report` lists every fold (pass, subgraph, layer, removed ops, scale and
     shift absorbed, buffers) and every skip (where, why)."""
-    from bnfold.io.writer import save_model
+    from bnfold.io.atomic import save_model
 
     n, y = conv2d()
     bn = chain(n, y, mul_add(act="RELU"))

@@ -11,9 +11,9 @@ import pytest
 
 from bn_models import Net, assert_said, build_copy, inputs_for, optimize_and_compare
 from bnfold import api
+from bnfold.io.atomic import save_model
 from bnfold.io.formats import CIRCLE
 from bnfold.io.reader import read_model
-from bnfold.io.writer import save_model
 from bnfold.recipe.chef import build
 from bnfold.reference import interpreter
 from bnfold.values import litert

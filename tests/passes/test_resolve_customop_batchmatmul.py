@@ -10,9 +10,9 @@ import pytest
 import bnfold
 from bn_models import Net, assert_said, inputs_for
 from bnfold import api
+from bnfold.io.atomic import save_model
 from bnfold.io.formats import CIRCLE
 from bnfold.io.reader import read_model
-from bnfold.io.writer import save_model
 from bnfold.recipe.chef import build
 from bnfold.reference import interpreter
 from bnfold.values import litert

@@ -14,8 +14,8 @@ import pytest
 
 from bn_models import build_copy
 from bnfold import api
+from bnfold.io.atomic import save_model
 from bnfold.io.reader import read_model
-from bnfold.io.writer import save_model
 from bnfold.values import litert
 from conftest import DATA
 

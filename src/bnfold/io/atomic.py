@@ -1,4 +1,5 @@
-"""Every file bnfold writes (model, report, h5, JUnit) is written here, the same way.
+"""Every file bnfold writes (model, report, h5, JUnit) is written here, the same way; a model
+file (`save_model`) is a copy of the input when nothing changed it, else io/writer.py's.
 
     .bnfold-PID-N.tmp  --rename-->  target
 
@@ -38,8 +39,13 @@ import signal
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import NamedTuple
 
 from ..errors import CAUGHT_SIGNALS, Finished, Interrupted, ModelError, UsageError, WriteFailed
+from ..ir.invariants import gate
+from ..ir.model import Model
+from .copier import copy_file
+from .formats import TWO_GB, Format
 from .paths import refuse_unwritable
 
 try:
@@ -199,6 +205,65 @@ def reason(error: OSError) -> str:
 def write_text(path: str, text: str, error=ModelError) -> None:
     with atomic_file(path, "w", error, encoding="utf-8") as f:
         f.write(text)
+
+
+# ---- model files ------------------------------------------------------------------------------
+
+
+class WriteInfo(NamedTuple):
+    path: str
+    format: str
+    external: bool
+    size: int
+    unchanged: bool = False  # the output is the input's bytes (copied, or left in place)
+    written: bool = True  # False when the output is the input file itself, left untouched
+
+
+def save_model(
+    model: Model, path: str, fmt: Format, *, external: bool = False, keep_unchanged: bool = False
+) -> WriteInfo:
+    """Write `model` to `path` atomically (atomic_file: a temporary file beside it, then rename),
+    serialized by io/writer.py.
+
+    With `keep_unchanged`, a model no pass changed that would be written in its own format and
+    layout is not re-serialized: the output is a copy of the input's bytes (byte-identical, which
+    keeps caches and content-addressed stores valid), and nothing at all is written when the
+    output is the input file. Such a run loads nothing of the writer (tests/test_layers.py)."""
+    source = model.source if keep_unchanged and is_unchanged(model, fmt, external) else None  # to copy as it is
+    if source is not None and _same_file(source.path, path):
+        return WriteInfo(path, fmt.name, source.offset_layout, source.size, unchanged=True, written=False)
+    if source is None:
+        gate(model, path)  # the last gate: before any file (even a temporary one) exists
+    try:
+        with atomic_file(path) as out:
+            if source is not None:
+                copy_file(out, source)
+                return WriteInfo(path, fmt.name, source.offset_layout, source.size, unchanged=True)
+            from .writer import serialize  # only a model to serialize loads the writer: a copy does not
+
+            offset_layout, size = serialize(model, out, fmt, external=external)
+    except ModelError as e:
+        if e.path is None:
+            e.path = path
+        raise
+    return WriteInfo(path, fmt.name, offset_layout, size)
+
+
+def is_unchanged(model: Model, fmt: Format, external: bool) -> bool:
+    """True when writing `model` would only reproduce its input file: nothing changed it, the
+    format is the input's, and the layout asked for (offset buffers or not) is the input's."""
+    source = model.source
+    if source is None or model.changed or fmt is not model.format:
+        return False
+    wants_offsets = external or source.size >= TWO_GB
+    return wants_offsets == source.offset_layout
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def remove_stale_temps(directory: str) -> list[str]:

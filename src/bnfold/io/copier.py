@@ -56,6 +56,19 @@ def copy_range(src: int, dst: int, offset: int, n: int, at: int | None = None) -
     return done
 
 
+def copy_file(out, source) -> None:
+    """The whole input file (`source`, as the reader mapped it) into the open binary file `out`, in
+    sequence (copied by the kernel where it can, else written from the mapping): the output of a
+    model nothing changed (io/atomic.py: save_model)."""
+    out.flush()
+    try:
+        dst = out.fileno()
+    except (OSError, ValueError):  # no file: io.BytesIO and the like
+        dst = None
+    done = 0 if dst is None else copy_range(source.fileno(), dst, 0, source.size)
+    out.write(memoryview(source.array[done:]))
+
+
 class Copier:
     """One background thread copying `copies`, (input offset, size, output offset) each, from the
     input file `src` (mapped as `source`, for what the kernel does not copy) to the output `dst`."""

@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     from ..ir.model import Model
 
 PLACEHOLDER_FOR_GREATER_OP_CODES = 127
+# the most a standard flatbuffer of either format addresses: a model this large is written with its
+# buffers after the tables (the offset layout, io/writer.py)
+TWO_GB = 2**31 - 1
 
 # Fields of each table that the IR models: the reader lifts them, the writer rebuilds them from the
 # IR; every other field rides along in the object's `record`.

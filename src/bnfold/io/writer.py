@@ -24,24 +24,21 @@ import copy
 import os
 import struct
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import numpy as np
 
 from ..errors import ModelError
 from ..ir.const import Buffer
-from ..ir.invariants import gate
 from ..ir.model import Model
-from .atomic import atomic_file
-from .copier import Copier, copy_range
-from .formats import MODELED_FIELDS, Format
+from .copier import Copier
+from .formats import MODELED_FIELDS, TWO_GB, Format
 from .gcpause import paused_gc
 from .transcode import NotRepresentable, counterpart, same_value, transcode
 
 if TYPE_CHECKING:
     import flatbuffers
 
-TWO_GB = 2**31 - 1
 DATA_ALIGN = 16
 # Buffer table slots (same in both schemas): data:[ubyte] (force_align 16), offset:ulong, size:ulong.
 BUFFER_FIELDS, SLOT_DATA, SLOT_OFFSET, SLOT_SIZE = 3, 0, 1, 2
@@ -107,68 +104,15 @@ def _share_key(record):
     return type(record).__name__, tuple(fields), types, values
 
 
-class WriteInfo(NamedTuple):
-    path: str
-    format: str
-    external: bool
-    size: int
-    unchanged: bool = False  # the output is the input's bytes (copied, or left in place)
-    written: bool = True  # False when the output is the input file itself, left untouched
-
-
-def save_model(
-    model: Model, path: str, fmt: Format, *, external: bool = False, keep_unchanged: bool = False
-) -> WriteInfo:
-    """Write `model` to `path` atomically (io/atomic.py: a temporary file beside it, then rename).
-
-    With `keep_unchanged`, a model no pass changed that would be written in its own format and
-    layout is not re-serialized: the output is a copy of the input's bytes (byte-identical, which
-    keeps caches and content-addressed stores valid), and nothing at all is written when the
-    output is the input file."""
-    source = model.source if keep_unchanged and is_unchanged(model, fmt, external) else None  # to copy as it is
-    if source is not None and _same_file(source.path, path):
-        return WriteInfo(path, fmt.name, source.offset_layout, source.size, unchanged=True, written=False)
-    if source is None:
-        gate(model, path)  # the last gate: before any file (even a temporary one) exists
-    try:
-        with atomic_file(path) as out:
-            if source is not None:
-                _Sink(out, source).copy_all()
-                info = WriteInfo(path, fmt.name, source.offset_layout, source.size, unchanged=True)
-            else:
-                info = serialize(model, out, fmt, external=external)
-    except ModelError as e:
-        if e.path is None:
-            e.path = path
-        raise
-    return info._replace(path=path)
-
-
-def is_unchanged(model: Model, fmt: Format, external: bool) -> bool:
-    """True when writing `model` would only reproduce its input file: nothing changed it, the
-    format is the input's, and the layout asked for (offset buffers or not) is the input's."""
-    source = model.source
-    if source is None or model.changed or fmt is not model.format:
-        return False
-    wants_offsets = external or source.size >= TWO_GB
-    return wants_offsets == source.offset_layout
-
-
-def _same_file(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
-
-
-def serialize(model: Model, out, fmt: Format, *, external: bool = False) -> WriteInfo:
-    """Write the model to the open binary file `out` (`save_model` and `Optimized.data` put the
-    model through the output gate, ir/invariants.py: check_output, first)."""
+def serialize(model: Model, out, fmt: Format, *, external: bool = False) -> tuple[bool, int]:
+    """Write the model to the open binary file `out` (io/atomic.py's `save_model` and
+    `Optimized.data` put the model through the output gate, ir/invariants.py: check_output, first);
+    returns whether the buffers went in the offset layout, and the bytes written."""
     with paused_gc():
         return _serialize(model, out, fmt, external)
 
 
-def _serialize(model: Model, out, fmt: Format, external: bool) -> WriteInfo:
+def _serialize(model: Model, out, fmt: Format, external: bool) -> tuple[bool, int]:
     plan = _Plan(model, fmt)
     data_bytes = sum(_align(b.nbytes) + DATA_ALIGN for b in plan.buffers)
     if not external and data_bytes + plan.tables_estimate >= TWO_GB:
@@ -219,7 +163,7 @@ def _serialize(model: Model, out, fmt: Format, external: bool) -> WriteInfo:
                 sink.write(prefix)
             sink.write_buffer(buffer)
         sink.flush()
-    return WriteInfo("", fmt.name, external, sink.position)
+    return external, sink.position
 
 
 class _Sink:
@@ -306,14 +250,6 @@ class _Sink:
         else:
             for piece in pieces:
                 self.write(piece)
-
-    def copy_all(self) -> None:
-        """The whole input file, file to file, in sequence (io/copier.py says why)."""
-        self.out.flush()
-        dst = self._output_fd()
-        done = 0 if dst is None else copy_range(self.source.fileno(), dst, 0, self.source.size)
-        self.out.write(memoryview(self.source.array[done:]))
-        self.position = self.source.size
 
     def _output_fd(self) -> int | None:
         try:

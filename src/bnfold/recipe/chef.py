@@ -463,8 +463,8 @@ def _cast(values: np.ndarray, np_dtype: np.dtype, dtype: str, where: str) -> np.
 
 
 def build_file(recipe_path: str, out_path: str) -> Model:
+    from ..io.atomic import save_model
     from ..io.formats import format_from_extension
-    from ..io.writer import save_model
 
     fmt = format_from_extension(out_path)
     model = build(load_recipe(recipe_path), fmt, where=str(recipe_path))

@@ -18,9 +18,9 @@ from pathlib import Path
 from ..engine import registry
 from ..engine.manager import run_passes
 from ..errors import BnfoldError, CannotVerify, UsageError
+from ..io.atomic import save_model
 from ..io.paths import open_input
 from ..io.reader import read_model
-from ..io.writer import save_model
 from ..ir.model import Model
 from ..values.backend import Backends
 from ..values.diff import CheckResult, Tolerance, compare_to_expected, iter_random_inputs
