@@ -344,7 +344,7 @@ def test_optimize_start_up_defines_no_dataclass_and_loads_no_runtime(tmp_path):
 OPTIMIZE_PATH = {
     *("bnfold", "bnfold.version", "bnfold.errors", "bnfold.exits", "bnfold.check_names"),
     *("bnfold.cli", "bnfold.cli.optimize", "bnfold.cli.flags", "bnfold.cli.options"),
-    *("bnfold.api", "bnfold.arguments", "bnfold.selection", "bnfold.results", "bnfold.reports", "bnfold.text"),
+    *("bnfold.api", "bnfold.arguments", "bnfold.selection", "bnfold.results", "bnfold.text"),
     *("bnfold.ir", "bnfold.ir.graph", "bnfold.ir.const", "bnfold.ir.ops", "bnfold.ir.model"),
     *("bnfold.ir.changes", "bnfold.ir.invariants"),
     *("bnfold.io", "bnfold.io.reader", "bnfold.io.validate", "bnfold.io.tables", "bnfold.io.formats"),

@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from . import arguments, reports
+from . import arguments, results
 from .check_names import BACKENDS as BACKENDS  # re-exported: the CLI offers them
 from .check_names import CHECK_MODES as CHECK_MODES
 from .check_names import CRITERION as CRITERION
@@ -335,16 +335,16 @@ def _optimize_path(
             )
         except CheckFailed as e:  # the report still tells what ran and how the check failed
             times["check"] = time.perf_counter() - start
-            e.report = failed = reports.optimize_report(path, label, model, log, before, chosen, times)
+            e.report = failed = results.optimize_report(path, label, model, log, before, chosen, times)
             failed["check"] = {
                 "rtol": tolerance.rtol,
                 "atol": tolerance.atol,
                 "seed": check_seed,
-                **reports.failed_check(e),
+                **results.failed_check(e),
             }
             raise
         times["check"] = time.perf_counter() - start
-    report = reports.optimize_report(path, label, model, log, before, chosen, times)
+    report = results.optimize_report(path, label, model, log, before, chosen, times)
     if checked is not None:
         passed, seed = checked.passed, check_seed
         report["check"] = {"rtol": tolerance.rtol, "atol": tolerance.atol, "seed": seed, "passed": passed, **check_note}
@@ -405,7 +405,7 @@ def inspect(path: str | os.PathLike, *, leftovers: bool = False, report: str | d
     if report is not None and not leftovers:
         raise UsageError("a report goes with leftovers")
     if isinstance(report, str):
-        report = reports.read_report(report)
+        report = results.read_report(report)
     model = load(path)
     if not leftovers:
         return Inspection(model)
