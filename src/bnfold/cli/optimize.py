@@ -7,7 +7,7 @@ import os
 
 import click
 
-from .. import api, text
+from .. import api
 from ..errors import EXIT_PRECEDENCE, CheckFailed, UsageError
 from .flags import PASS_NAMES, Optimize, pass_flags
 from .options import BACKEND, SAMPLES, SEED, TOLERANCE, echo_lines
@@ -260,6 +260,8 @@ def optimize(
         raise
     except CheckFailed as e:  # what the passes did, then the check that refused it
         if e.report is not None and not quiet:
+            from .. import text  # the printed summaries: loaded only to print one
+
             echo_lines(text.what_passes_did(e.report), echo)
         if e.result is not None:
             click.echo(e.result.table(), err=to_stdout)
@@ -270,7 +272,11 @@ def optimize(
         raise
     if to_stdout:
         click.echo(result.to_json())
-    if quiet and result.lossy_note is not None:  # a lossy change is never silent
+    if quiet and result.lossy_note is None:
+        return  # nothing to print, nor text.py's summaries to load
+    from .. import text
+
+    if quiet:  # a lossy change is never silent
         click.echo(text.lossy_warning(result.lossy_note), err=True)
-    elif not quiet:
+    else:
         echo_lines(text.optimize_summary(result, input_path), echo)
