@@ -276,7 +276,7 @@ def optimize(
         return  # nothing to print, nor text.py's summaries to load
     from .. import text
 
-    if quiet:  # a lossy change is never silent
-        click.echo(text.lossy_warning(result.lossy_note), err=True)
-    else:
+    if not quiet:
         echo_lines(text.optimize_summary(result, input_path), echo)
+    elif result.lossy_note is not None:  # a lossy change is never silent
+        click.echo(text.lossy_warning(result.lossy_note), err=True)
