@@ -133,7 +133,7 @@ def test_quiet_optimize_prints_nothing_for_an_ignored_one_option(tmp_path, capsy
     out = tmp_path / "o.tflite"
     assert run(["optimize", SMALL, str(out), "--verbose", "-q", "--report", str(tmp_path / "r.json")]) == 0
     assert capsys.readouterr() == ("", "")
-    assert bnfold.api.reports.read_report(str(tmp_path / "r.json"))["ignored_options"] == ["verbose"]
+    assert bnfold.api.results.read_report(str(tmp_path / "r.json"))["ignored_options"] == ["verbose"]
     assert run(["optimize", SMALL, str(out), "--verbose"]) == 0
     assert "verbose is a ONE option bnfold does not implement; ignored" in capsys.readouterr().err
     assert run(["optimize", SMALL, str(out), "--verbose", "-q", "--strict"]) == 2
