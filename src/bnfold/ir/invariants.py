@@ -123,9 +123,16 @@ def _check_ops(graph, where: str, n_graphs: int, path: str | None) -> list[tuple
             raise
         calls += [(index, f"{at}: {name} = {index}") for name, index in found]
     sources = {id(t) for t in graph.inputs}
+    in_order = True  # every tensor read is produced earlier in the execution order
     for o_index, op in enumerate(graph.ops):
         for t in op.inputs:
-            if t is None or id(t) in producers or id(t) in sources or t.is_const or _is_variable(t) or _is_empty(t):
+            if t is None:
+                continue
+            made_at = producers.get(id(t))
+            if made_at is not None:
+                in_order = in_order and made_at < o_index
+                continue
+            if id(t) in sources or t.is_const or _is_variable(t) or _is_empty(t):
                 continue
             raise _about(
                 op,
@@ -133,7 +140,8 @@ def _check_ops(graph, where: str, n_graphs: int, path: str | None) -> list[tuple
                 "produces and which is neither an input, a constant nor a variable",
                 path,
             )
-    _check_acyclic(graph, producers, where, path)
+    if not in_order:  # every edge running forward in one order is proof of no cycle; else look
+        _check_acyclic(graph, producers, where, path)
     return calls
 
 
@@ -160,7 +168,7 @@ def _check_options(op, where: str, n_graphs: int, n_activations: int, path: str 
     """What ir/ops.py says of the operator's kind; returns the subgraphs its options name."""
     facts = info(op.kind)
     required, n_outputs = facts.arity or (0, None)
-    if len(op.inputs) < required or any(t is None for t in op.inputs[:required]):
+    if len(op.inputs) < required or None in op.inputs[:required]:
         raise ModelError(
             f"{where} needs {required} inputs, has {sum(t is not None for t in op.inputs[:required])}", path
         )
@@ -189,7 +197,7 @@ def _check_options(op, where: str, n_graphs: int, n_activations: int, path: str 
     expected = facts.options
     if expected is not None and options.type != expected:
         raise ModelError(f"{where} carries {options.type}, expected {expected}", path)
-    refs = list(_subgraph_refs(op))
+    refs = list(_subgraph_refs(op)) if any(map(_names_subgraph, vars(options))) else []
     for name, index in refs:
         if not 0 <= index < n_graphs:
             raise ModelError(f"{where}: {name} refers to subgraph {index}, but the model has {n_graphs}", path)
