@@ -92,15 +92,14 @@ class _Shared:
 
 
 _SHAREABLE = frozenset({int, float, bool, type(None)})
-_KEYABLE = _SHAREABLE | {str}  # an IR Options keeps its table's name among its fields
 
 
-def _share_key(record, plain: frozenset = _SHAREABLE):
-    """A key equal for tables with equal fields, or None when a field is not a `plain` scalar."""
+def _share_key(record):
+    """A key equal for tables with equal fields, or None when a field is not a plain scalar."""
     fields = vars(record)
     values = tuple(fields.values())
     types = tuple(map(type, values))
-    if not plain.issuperset(types):
+    if not _SHAREABLE.issuperset(types):
         return None
     if float in types:  # compared by their bytes: -0.0 is not 0.0 here
         values = tuple(struct.pack("<d", v) if type(v) is float else v for v in values)
@@ -336,7 +335,6 @@ class _Plan:
         self.opcode_index = {id(oc): i for i, oc in enumerate(self.opcodes)}
         self.metadata = list(model.metadata)
         self.shared: dict[tuple, _Shared] = {}
-        self.options_written: dict[tuple, _Shared] = {}  # an IR options table's fields -> its shared record
         n_tensors = sum(len(g.tensors) for g in model.graphs)
         n_ops = sum(len(g.ops) for g in model.graphs)
         small = sum(b.nbytes for b in self.buffers if b.nbytes < 64)
@@ -511,33 +509,18 @@ class _Plan:
             code = self.fmt.options_codes.get(op.options.type)
             if code is None:
                 self._refuse(f"{op.options.type} does not exist in {self.fmt.name}")
-            rec.builtinOptionsType, rec.builtinOptions = code, self._options_record(op.options)
+            options = self.fmt.record(op.options.type)
+            defaults = None
+            for name, value in op.options.fields().items():
+                name = counterpart(op.options.type, name, options)
+                if not hasattr(options, name):
+                    defaults = defaults or self.model.format.record(op.options.type)
+                    if same_value(value, getattr(defaults, name, None)):
+                        continue  # a field the target lacks, at its default: nothing is lost
+                    self._refuse(f"{op.options.type}.{name} does not exist in {self.fmt.name}")
+                setattr(options, name, self._convert(value))
+            rec.builtinOptionsType, rec.builtinOptions = code, self._shared(options)
         return rec
-
-    def _options_record(self, ir_options):
-        """The record written for an IR options table. Tables of plain fields equal in value and
-        type give equal records, which _shared makes one: that one is kept by their fields, so
-        the thousands of identical options of an op-heavy graph are converted once."""
-        key = _share_key(ir_options, _KEYABLE)
-        known = self.options_written.get(key) if key is not None else None
-        if known is None:
-            known = self._convert_options(ir_options)
-            if key is not None and isinstance(known, _Shared):
-                self.options_written[key] = known
-        return known
-
-    def _convert_options(self, ir_options):
-        options = self.fmt.record(ir_options.type)
-        defaults = None
-        for name, value in ir_options.fields().items():
-            name = counterpart(ir_options.type, name, options)
-            if not hasattr(options, name):
-                defaults = defaults or self.model.format.record(ir_options.type)
-                if same_value(value, getattr(defaults, name, None)):
-                    continue  # a field the target lacks, at its default: nothing is lost
-                self._refuse(f"{ir_options.type}.{name} does not exist in {self.fmt.name}")
-            setattr(options, name, self._convert(value))
-        return self._shared(options)
 
     def _shared(self, record):
         """One written table for all equal ones (see _Shared); other records as they are."""
