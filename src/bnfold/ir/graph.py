@@ -438,11 +438,13 @@ class Graph:
             if t is not None:
                 t._uses.append(op)
         for t in op.outputs:
+            if self.changes is not None:
+                self.changes.relinked(op, None, t)
             t.producer = op
 
     def remove_op(self, op: Op) -> None:
         if self.changes is not None:
-            self.changes.sound = False  # its readers may now read nothing: the gate looks again
+            self.changes.removed(op)  # its readers may now read nothing: the gate looks again
         self._members.remove(op)
         self._dirty = True
         for t in op.inputs:
@@ -501,6 +503,8 @@ class Graph:
         if old.producer is op:
             old.producer = None
         outputs[index] = tensor
+        if self.changes is not None:
+            self.changes.relinked(op, old, tensor)
         tensor.producer = op
         op.outputs = tuple(outputs)
 
