@@ -338,10 +338,9 @@ class Graph:
 
     def consumers(self, tensor: Tensor) -> list[Op]:
         """Ops reading `tensor`, each once, in execution order of their first read."""
-        seen: dict[int, Op] = {}
-        for op in tensor._uses:
-            seen.setdefault(id(op), op)
-        return list(seen.values())
+        if len(tensor._uses) < 2:  # most tensors: nothing to deduplicate
+            return list(tensor._uses)
+        return list({id(op): op for op in tensor._uses}.values())  # a key keeps its first place
 
     def is_observed(self, tensor: Tensor) -> bool:
         """A tensor the outside world can see: graph input or output, or named by a signature."""
