@@ -50,6 +50,7 @@ from .engine.targets import default_target
 from .errors import CheckFailed, InternalError, UsageError
 from .io.atomic import WriteInfo, save_model, write_text, written_together
 from .io.formats import Format, format_from_extension
+from .io.gcpause import collecting, paused_gc
 from .io.paths import (
     refuse_input_overwrite,
     refuse_run_files,
@@ -258,24 +259,27 @@ def optimize_file(
         check_output_path(path, model=False)
     fmt = format_from_extension(output_path)
     made_for = arguments.target(target) or default_target(fmt.name)
-    try:
-        result = _optimize_path(input_path, chosen, progress=progress, target=made_for, **checking)
-    except CheckFailed as e:  # no model, but the report a CI job needs then: the check's table and verdict
-        if report:
-            import json  # only a report asked for needs it (~3 ms of a start)
+    # one collector pause from reading to writing (_optimize_path says why; a check resumes it):
+    # the model is then walked at most once, by the first collection after it
+    with paused_gc():
+        try:
+            result = _optimize_path(input_path, chosen, progress=progress, target=made_for, **checking)
+        except CheckFailed as e:  # no model, but the report a CI job needs then: the check's table and verdict
+            if report:
+                import json  # only a report asked for needs it (~3 ms of a start)
 
-            write_text(report, json.dumps(e.report, indent=2), UsageError)
-        raise
-    original = load(input_path) if node_data_input else None  # before an in-place write replaces it
-    progress("writing")
-    with written_together():
-        result.save(output_path, fmt=fmt, external=external_buffers, keep_unchanged=True, in_place=in_place)
-        if report:
-            write_text(report, result.to_json(), UsageError)
-        if node_data:
-            write_text(node_data, result.node_data().to_json_string(indent=2), UsageError)
-        if node_data_input:
-            write_text(node_data_input, result.input_node_data(original).to_json_string(indent=2), UsageError)
+                write_text(report, json.dumps(e.report, indent=2), UsageError)
+            raise
+        original = load(input_path) if node_data_input else None  # before an in-place write replaces it
+        progress("writing")
+        with written_together():
+            result.save(output_path, fmt=fmt, external=external_buffers, keep_unchanged=True, in_place=in_place)
+            if report:
+                write_text(report, result.to_json(), UsageError)
+            if node_data:
+                write_text(node_data, result.node_data().to_json_string(indent=2), UsageError)
+            if node_data_input:
+                write_text(node_data_input, result.input_node_data(original).to_json_string(indent=2), UsageError)
     return result
 
 
@@ -296,24 +300,31 @@ def _optimize_path(
     """Read `path`, run the chosen passes, measure lossy changes, optionally value-check
     (values/verify.py); `label` names the input in the report; `progress(step)` hears each step."""
     times = {}
-    progress("reading")
-    start = time.perf_counter()
-    model = load(path)
-    times["read"] = time.perf_counter() - start
-    before = dict(model.op_counts())
-    progress("passes")
-    start = time.perf_counter()
-    try:
-        log = apply_passes(model, chosen.names(), target)
-    except InternalError as e:  # the gate names the pass; the input names the model (--out-dir lists many)
-        e.path = e.path or path
-        raise
-    times["passes"] = time.perf_counter() - start
+    # Reading and the passes run with the cyclic collector paused, as the reader and the writer do
+    # (io/gcpause.py): they allocate objects by the hundred thousand, all alive until the end or
+    # freed by their reference counts (a removed op drops its links), and each collection walked
+    # the whole IR again (~15% of the CPU of a 36k-operator graph's run). The value check and the
+    # lossy measurement, which run interpreters, keep it on.
+    with paused_gc():
+        progress("reading")
+        start = time.perf_counter()
+        model = load(path)
+        times["read"] = time.perf_counter() - start
+        before = dict(model.op_counts())
+        progress("passes")
+        start = time.perf_counter()
+        try:
+            log = apply_passes(model, chosen.names(), target)
+        except InternalError as e:  # the gate names the pass; the input names the model (--out-dir lists many)
+            e.path = e.path or path
+            raise
+        times["passes"] = time.perf_counter() - start
     lossy_passes = registry.lossy_passes_in(log.folds)
     if lossy_passes:  # their error, measured (values/: only a run a lossy pass changed loads it)
         from .values.lossy import measure_lossy
 
-        lossy = measure_lossy(lambda: load_reference(path, log), model, lossy_passes)
+        with collecting():  # it runs interpreters: their garbage is collected
+            lossy = measure_lossy(lambda: load_reference(path, log), model, lossy_passes)
         log.notes += [lossy] if lossy else []
     checked = None
     if check:
@@ -323,16 +334,17 @@ def _optimize_path(
         start = time.perf_counter()
         tolerance = check_tolerance(log.folds, rtol, atol)
         try:
-            checked, check_note = verify_optimized(
-                load_reference(path, log),
-                model,
-                check,
-                tolerance=tolerance,
-                mode=check_mode,
-                backend=check_backend,
-                folds=log.folds,
-                seed=check_seed,
-            )
+            with collecting():  # it runs interpreters: their garbage is collected
+                checked, check_note = verify_optimized(
+                    load_reference(path, log),
+                    model,
+                    check,
+                    tolerance=tolerance,
+                    mode=check_mode,
+                    backend=check_backend,
+                    folds=log.folds,
+                    seed=check_seed,
+                )
         except CheckFailed as e:  # the report still tells what ran and how the check failed
             times["check"] = time.perf_counter() - start
             e.report = failed = results.optimize_report(path, label, model, log, before, chosen, times)
@@ -344,7 +356,8 @@ def _optimize_path(
             }
             raise
         times["check"] = time.perf_counter() - start
-    report = results.optimize_report(path, label, model, log, before, chosen, times)
+    with paused_gc():  # one dict per fold and skip: no garbage, and collections would walk the IR
+        report = results.optimize_report(path, label, model, log, before, chosen, times)
     if checked is not None:
         passed, seed = checked.passed, check_seed
         report["check"] = {"rtol": tolerance.rtol, "atol": tolerance.atol, "seed": seed, "passed": passed, **check_note}

@@ -29,7 +29,7 @@ exit 3 naming the pass.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from ..ir.graph import Graph, Op, Tensor
 from .reshapes import ALIASING, IN_PLACE, shared_input
@@ -194,7 +194,7 @@ def _needed_before(readers: list[Op], at: int, position: dict[int, int]) -> list
 def _plan(graph: Graph, ops: list[Op]) -> tuple[dict[int, Tensor], list[tuple[int, Op, Tensor]]]:
     """LiteRT's in-place pass over `ops`: id(tensor) -> its root, and each op whose output shares a
     buffer, with its position and the root, in execution order."""
-    refs = _references(graph, ops)
+    count = _reference_counts(graph, ops)
     outputs = {id(t) for t in graph.outputs}
     fixed = {id(t) for t in graph.inputs}
 
@@ -202,7 +202,7 @@ def _plan(graph: Graph, ops: list[Op]) -> tuple[dict[int, Tensor], list[tuple[in
         return not s.is_const and id(s) not in fixed
 
     def one_reader(s: Tensor) -> bool:
-        return refs.get(id(s), 0) == 1
+        return count(s) == 1
 
     shared: dict[int, Tensor] = {}
     links = []
@@ -214,10 +214,23 @@ def _plan(graph: Graph, ops: list[Op]) -> tuple[dict[int, Tensor], list[tuple[in
         if source is None:
             continue
         root = shared.get(id(source), source)
-        if kind in ALIASING or refs.get(id(root), 0) <= 1:
+        if kind in ALIASING or count(root) <= 1:
             shared[id(op.outputs[0])] = root
             links.append((position, op, root))
     return shared, links
+
+
+def _reference_counts(graph: Graph, ops: list[Op]) -> Callable[[Tensor], int]:
+    """tensor -> its references when `ops` run: one per input slot reading it, one per listing
+    among the graph outputs. When `ops` are all the graph's ops, a tensor's `_uses` already holds
+    one entry per slot reading it (ir/graph.py keeps it so), and nothing is swept."""
+    if ops is graph.ops:
+        listed: dict[int, int] = {}
+        for t in graph.outputs:
+            listed[id(t)] = listed.get(id(t), 0) + 1
+        return lambda t: len(t._uses) + listed.get(id(t), 0)
+    refs = _references(graph, ops)
+    return lambda t: refs.get(id(t), 0)
 
 
 def _references(graph: Graph, ops: list[Op]) -> dict[int, int]:

@@ -12,13 +12,31 @@ from __future__ import annotations
 import gc
 from contextlib import contextmanager
 
+_WAS_ON: list[bool] = []  # for each pause entered and not left: whether the collector ran before it
+
 
 @contextmanager
 def paused_gc():
     enabled = gc.isenabled()
     gc.disable()
+    _WAS_ON.append(enabled)
     try:
         yield
     finally:
+        _WAS_ON.pop()
         if enabled:
             gc.enable()
+
+
+@contextmanager
+def collecting():
+    """The collector on again inside pauses that found it on, for a step that leaves cyclic
+    garbage (running an interpreter); paused again after it."""
+    resume = bool(_WAS_ON) and _WAS_ON[0] and not gc.isenabled()
+    if resume:
+        gc.enable()
+    try:
+        yield
+    finally:
+        if resume:
+            gc.disable()

@@ -89,6 +89,11 @@ class Scaled:
         array of at least one element's size; each block is valid until the next is asked for)."""
         itemsize = self.dtype.itemsize
         typed = scratch[: len(scratch) // itemsize * itemsize].view(self.dtype)
+        if 0 < self.size <= len(typed):  # one block (most weights): each vector broadcasts by its shape
+            out = typed[: self.size].reshape(self.shape)
+            self._product(self.weights, [v.reshape(self._laid(axis)) for v, axis in self.steps], out)
+            yield memoryview(out.reshape(-1).view(np.uint8))
+            return
         multipliers = self._multipliers()
         for key in _blocks(self.shape, len(typed)):
             block = self.weights[key]
@@ -99,12 +104,11 @@ class Scaled:
     def _multipliers(self) -> list[np.ndarray]:
         """Each step's vector broadcast to the weights' shape (views: nothing is allocated), so
         that any block of the weights finds its multipliers under the same index."""
-        multipliers = []
-        for vector, axis in self.steps:
-            shape = [1] * self.ndim
-            shape[axis] = len(vector)
-            multipliers.append(np.broadcast_to(vector.reshape(shape), self.shape))
-        return multipliers
+        return [np.broadcast_to(vector.reshape(self._laid(axis)), self.shape) for vector, axis in self.steps]
+
+    def _laid(self, axis: int) -> tuple[int, ...]:
+        """The shape a step's vector takes along `axis` of the weights (1 on every other axis)."""
+        return tuple(self.shape[axis] if i == axis else 1 for i in range(self.ndim))
 
     @staticmethod
     def _product(weights: np.ndarray, multipliers: list[np.ndarray], out: np.ndarray) -> None:

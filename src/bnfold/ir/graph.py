@@ -338,10 +338,9 @@ class Graph:
 
     def consumers(self, tensor: Tensor) -> list[Op]:
         """Ops reading `tensor`, each once, in execution order of their first read."""
-        seen: dict[int, Op] = {}
-        for op in tensor._uses:
-            seen.setdefault(id(op), op)
-        return list(seen.values())
+        if len(tensor._uses) < 2:  # most tensors: nothing to deduplicate
+            return list(tensor._uses)
+        return list({id(op): op for op in tensor._uses}.values())  # a key keeps its first place
 
     def is_observed(self, tensor: Tensor) -> bool:
         """A tensor the outside world can see: graph input or output, or named by a signature."""
@@ -438,11 +437,13 @@ class Graph:
             if t is not None:
                 t._uses.append(op)
         for t in op.outputs:
+            if self.changes is not None:
+                self.changes.relinked(op, None, t)
             t.producer = op
 
     def remove_op(self, op: Op) -> None:
         if self.changes is not None:
-            self.changes.sound = False  # its readers may now read nothing: the gate looks again
+            self.changes.removed(op)  # its readers may now read nothing: the gate looks again
         self._members.remove(op)
         self._dirty = True
         for t in op.inputs:
@@ -501,6 +502,8 @@ class Graph:
         if old.producer is op:
             old.producer = None
         outputs[index] = tensor
+        if self.changes is not None:
+            self.changes.relinked(op, old, tensor)
         tensor.producer = op
         op.outputs = tuple(outputs)
 

@@ -57,16 +57,28 @@ MAX_ELEMENTS = 2**31
 
 
 def validate_model(model, path: str | None):
-    """Semantic checks on a lifted model; returns it, or raises ModelError naming the problem."""
+    """Semantic checks on a lifted model; returns it, or raises ModelError naming the problem.
+    Each graph's `changes` learns whether its execution order runs every read after its write
+    (`in_order`, what the gate's look at the changes alone starts from: changes_hold)."""
     n_graphs = len(model.graphs)
     calls = []
+    orders = []
     for g_index, graph in enumerate(model.graphs):
         where = f"subgraph {g_index}"
-        for t_index, t in enumerate(graph.tensors):
-            _check_tensor(t, f"{where} tensor {t_index} ({t.name!r})", path)
-        calls.append(_check_ops(graph, where, n_graphs, path))
+        _check_tensors(graph, where, path)
+        found, in_order = _check_ops(graph, where, n_graphs, path)
+        calls.append(found)
+        orders.append(in_order)
     _check_subgraph_calls(calls, path)
+    for graph, in_order in zip(model.graphs, orders, strict=True):
+        graph.changes = graph.changes or Changes()
+        graph.changes.in_order = in_order
     return model
+
+
+def _check_tensors(graph, where: str, path: str | None) -> None:
+    for t_index, t in enumerate(graph.tensors):
+        _check_tensor(t, f"{where} tensor {t_index} ({t.name!r})", path)
 
 
 def _item_size(dtype: str) -> int | None:
@@ -102,10 +114,11 @@ def _check_tensor(t, where: str, path: str | None) -> None:
         )
 
 
-def _check_ops(graph, where: str, n_graphs: int, path: str | None) -> list[tuple[int, str]]:
+def _check_ops(graph, where: str, n_graphs: int, path: str | None) -> tuple[list[tuple[int, str]], bool]:
     """Each tensor written once; everything read is produced, an input, a constant or a variable;
     subgraph indices in options in range; fused activations known; no cycles. Returns the
-    subgraphs its operators call, each with where the call is."""
+    subgraphs its operators call, each with where the call is, and whether every read comes
+    after its write in the execution order."""
     producers: dict[int, int] = {}
     calls = []
     for o_index, op in enumerate(graph.ops):
@@ -123,9 +136,16 @@ def _check_ops(graph, where: str, n_graphs: int, path: str | None) -> list[tuple
             raise
         calls += [(index, f"{at}: {name} = {index}") for name, index in found]
     sources = {id(t) for t in graph.inputs}
+    in_order = True  # every tensor read is produced earlier in the execution order
     for o_index, op in enumerate(graph.ops):
         for t in op.inputs:
-            if t is None or id(t) in producers or id(t) in sources or t.is_const or _is_variable(t) or _is_empty(t):
+            if t is None:
+                continue
+            made_at = producers.get(id(t))
+            if made_at is not None:
+                in_order = in_order and made_at < o_index
+                continue
+            if id(t) in sources or t.is_const or _is_variable(t) or _is_empty(t):
                 continue
             raise _about(
                 op,
@@ -133,8 +153,9 @@ def _check_ops(graph, where: str, n_graphs: int, path: str | None) -> list[tuple
                 "produces and which is neither an input, a constant nor a variable",
                 path,
             )
-    _check_acyclic(graph, producers, where, path)
-    return calls
+    if not in_order:  # every edge running forward in one order is proof of no cycle; else look
+        _check_acyclic(graph, producers, where, path)
+    return calls, in_order
 
 
 def _about(op, message: str, path: str | None) -> ModelError:
@@ -160,7 +181,7 @@ def _check_options(op, where: str, n_graphs: int, n_activations: int, path: str 
     """What ir/ops.py says of the operator's kind; returns the subgraphs its options name."""
     facts = info(op.kind)
     required, n_outputs = facts.arity or (0, None)
-    if len(op.inputs) < required or any(t is None for t in op.inputs[:required]):
+    if len(op.inputs) < required or None in op.inputs[:required]:
         raise ModelError(
             f"{where} needs {required} inputs, has {sum(t is not None for t in op.inputs[:required])}", path
         )
@@ -189,7 +210,7 @@ def _check_options(op, where: str, n_graphs: int, n_activations: int, path: str 
     expected = facts.options
     if expected is not None and options.type != expected:
         raise ModelError(f"{where} carries {options.type}, expected {expected}", path)
-    refs = list(_subgraph_refs(op))
+    refs = list(_subgraph_refs(op)) if any(map(_names_subgraph, vars(options))) else []
     for name, index in refs:
         if not 0 <= index < n_graphs:
             raise ModelError(f"{where}: {name} refers to subgraph {index}, but the model has {n_graphs}", path)
@@ -281,7 +302,8 @@ def _check_acyclic(graph, producers: dict[int, int], where: str, path: str | Non
 def mark_sound(model: Model) -> None:
     """`model` has just passed validate_model (the reader): record its graphs' changes from now on."""
     for graph in model.graphs:
-        graph.changes = Changes(sound=True)
+        in_order = graph.changes is not None and graph.changes.in_order
+        graph.changes = Changes(sound=True, in_order=in_order, sources=tuple(graph.inputs), graphs=len(model.graphs))
 
 
 def gate(model: Model, path: str | None = None) -> None:
@@ -293,12 +315,15 @@ def gate(model: Model, path: str | None = None) -> None:
 def check_output(model: Model, path: str | None = None) -> None:
     """The last gate before `model` is written (module docstring): the reader's invariants, then
     the output shapes of every op a pass created or changed. Raises InternalError naming the pass;
-    costs one sweep of the model plus one shape rule per changed op."""
-    try:
-        validate_model(model, path)
-    except ModelError as e:
-        op = getattr(e, "op", None)
-        raise InternalError(f"{culprit(model, op)} left a model bnfold's reader refuses: {e.args[0]}", path) from None
+    costs one shape rule per changed op, plus the reader's checks of what the passes changed
+    (changes_hold), or of the whole model where the record cannot tell."""
+    if not all(changes_hold(model, graph) for graph in model.graphs):
+        try:
+            validate_model(model, path)
+        except ModelError as e:
+            op = getattr(e, "op", None)
+            by = culprit(model, op)
+            raise InternalError(f"{by} left a model bnfold's reader refuses: {e.args[0]}", path) from None
     from .shapes import shape_problem
 
     for g_index, graph in enumerate(model.graphs):
@@ -317,7 +342,86 @@ def check_output(model: Model, path: str | None = None) -> None:
                 )
     for graph in model.graphs:
         graph.changes = graph.changes or Changes()
-        graph.changes.sound = True
+        _checked(graph.changes, graph, len(model.graphs))
+
+
+def _checked(changes: Changes, graph, graphs: int) -> None:
+    """The graph passed the gate: what it recorded is checked, and a later gate starts from here
+    (in_order holds: validate_model found it, or changes_hold proved it)."""
+    changes.sound, changes.unrecorded = True, False
+    changes.orphaned.clear()
+    changes.displaced.clear()
+    changes.sources, changes.graphs = tuple(graph.inputs), graphs
+
+
+def changes_hold(model: Model, graph) -> bool:
+    """Whether the graph passes validate_model's checks, judged from what changed since it last
+    passed them (the reader or the gate) as `graph.changes` recorded it; False when the record
+    cannot tell (then the whole check runs, and names the problem if there is one).
+
+    Sound because every way a mutation method can break a check leaves a trace in the record:
+    - an op's own checks (arity, options, weights, axes, fused activation, subgraph indices) read
+      its inputs, outputs and options, which change only through methods that record the op
+      (created or changed; a tensor's new shape records its producer and readers);
+    - two writers of one tensor: the later one was created or given it (recorded), and the
+      earlier one either was too or was `displaced` (recorded when the tensor was relinked);
+    - a read of nothing: the reader was given the tensor (recorded), or the tensor's producer
+      left (`orphaned`: removed op's outputs, an output replaced);
+    - a cycle: the last whole check found every read after its write (`in_order`, else this
+      returns False); the order of ops no mutation recorded never changes (a move records the op)
+      and neither do the edges between them, so a cycle needs an edge at a recorded op running
+      backwards, which is looked for;
+    - a subgraph calling itself needs a recorded op naming a subgraph (then False).
+    Tensors are checked whole (their shape, signature and bytes are plain fields a pass may set
+    without a method; it is the cheap part). Mutations while no pass ran (`unrecorded`), another
+    set of graph inputs or another number of graphs: False."""
+    changes = graph.changes
+    if (
+        changes is None
+        or changes.unrecorded
+        or not changes.in_order
+        or changes.graphs != len(model.graphs)
+        or len(changes.sources) != len(graph.inputs)
+        or any(a is not b for a, b in zip(changes.sources, graph.inputs, strict=True))
+    ):
+        return False
+    touched = [op for op in changes.ops if graph.contains(op)]
+    try:
+        _check_tensors(graph, "", None)
+        for op in touched:
+            if _check_options(op, "", len(model.graphs), len(FUSED_ACTIVATIONS), None):
+                return False  # it names a subgraph: the calls are checked whole
+    except ModelError:
+        return False
+    suspects = touched + [op for op in changes.displaced if graph.contains(op)]
+    if any(t.producer is not op for op in suspects for t in op.outputs):
+        return False
+    sources = {id(t) for t in graph.inputs}
+
+    def produced(t) -> bool:
+        made = t.producer is not None and graph.contains(t.producer)
+        return made or id(t) in sources or t.is_const or _is_variable(t) or _is_empty(t)
+
+    if not all(produced(t) for op in touched for t in op.inputs if t is not None):
+        return False
+    if not all(produced(t) for t in changes.orphaned if t._uses):
+        return False
+    return _forward_at(graph, touched)
+
+
+def _forward_at(graph, ops: list) -> bool:
+    """Every read by or of the outputs of `ops` comes after its write in the execution order."""
+    if not ops:
+        return True
+    position = {id(op): i for i, op in enumerate(graph.ops)}
+    for op in ops:
+        at = position[id(op)]
+        for t in op.inputs:
+            if t is not None and t.producer is not None and position.get(id(t.producer), -1) >= at:
+                return False
+        if any(position.get(id(reader), at) <= at for t in op.outputs for reader in t._uses):
+            return False
+    return True
 
 
 def _by(name: str | None) -> str:
