@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from bnfold.errors import BnfoldError  # noqa: E402
 from bnfold.io.formats import CIRCLE  # noqa: E402
 from bnfold.ir.const import NUMPY_DTYPES  # noqa: E402
+from bnfold.ir.graph import reduction_form  # noqa: E402
 from bnfold.recipe.chef import build  # noqa: E402
 
 TABLE = ROOT / "src" / "bnfold" / "ir" / "runtimes.py"
@@ -120,6 +121,55 @@ SHAPED_PROBES = {
 }
 
 
+# The forms of the reductions a runtime may not prepare: a rank-4 input reduced without keep_dims
+# over one axis or two ("form rank_4_dropping_A[_B]"; onert 0.1.0 prepares only the channel axis or
+# the two spatial ones: runtime/onert/core/src/compiler/ShapeValidator.cc). A reduction of rank 4
+# over three axes, or keeping them, is the probes above.
+REDUCTIONS = ("MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN")
+REDUCED_SHAPE = [2, 3, 4, 5]
+DROPPED_AXES = [(a,) for a in range(4)] + [(a, b) for a in range(4) for b in range(a + 1, 4)]
+
+
+def _reduction(kind: str, axes: tuple[int, ...]) -> dict:
+    out = [d for i, d in enumerate(REDUCED_SHAPE) if i not in axes]
+    operation = {"type": kind, "inputs": ["x", "a"], "outputs": ["y"], "options": {"keep_dims": False}}
+    tensors = [
+        {"name": "x", "shape": REDUCED_SHAPE},
+        _const("a", [len(axes)], "INT32", list(axes)),
+        {"name": "y", "shape": out},
+    ]
+    return {"input": ["x"], "output": ["y"], "operand": tensors, "operation": [operation]}
+
+
+REDUCTION_PROBES = {
+    (kind, f"form {reduction_form(4, axes, False)}"): (kind, axes) for kind in REDUCTIONS for axes in DROPPED_AXES
+}
+
+
+# A graph output that another operator reads: "form reads_graph_output" of the reader's kind. The probe is
+# the kind's own one-op probe (PROBES, no fused activation) reading g = MUL(x, 1.5), a graph output, with a
+# TANH reading the kind's result; both g and the TANH's result are outputs. onert 0.1.0's Python API
+# allocates outputs inside the session and frees one after its last reader, so a later tensor can take its
+# memory: it returned the TANH's values in g, whatever the reader.
+OUTPUT_READERS = ("ADD", "MUL", "FULLY_CONNECTED", "CONV_2D", "RELU", "LOGISTIC", "TANH", "RESHAPE", "TRANSPOSE")
+OUTPUT_READERS += ("MEAN", "PAD", "CONCATENATION", "SQUEEZE", "STRIDED_SLICE", "SLICE", "ABS", "NEG")
+OUTPUT_READ_FORM = "form reads_graph_output"
+OUTPUT_READ_PROBES = {(kind, OUTPUT_READ_FORM): kind for kind in OUTPUT_READERS}
+
+
+def _reading_graph_output(kind: str) -> dict:
+    base = recipe(kind, "NONE")
+    x = next(t for t in base["operand"] if t["name"] == "x")
+    y = next(t for t in base["operand"] if t["name"] == "y")
+    operands = [{**t, "name": "g"} if t is x else t for t in base["operand"]]
+    operands += [{"name": "x", "shape": x["shape"]}, _const("k", [1], values=[1.5]), {"name": "t", "shape": y["shape"]}]
+    (reader,) = base["operation"]
+    reader = {**reader, "inputs": ["g" if i == "x" else i for i in reader["inputs"]]}
+    operations = [{"type": "MUL", "inputs": ["x", "k"], "outputs": ["g"]}, reader]
+    operations.append({"type": "TANH", "inputs": ["y"], "outputs": ["t"]})
+    return {"input": ["x"], "output": ["g", "t"], "operand": operands, "operation": operations}
+
+
 def _rope(table: list[int], mode: int) -> tuple[list[dict], list[str], dict]:
     sin = {"name": "s", "shape": table, "dtype": "FLOAT32", "filler": {"kind": "uniform", "low": -1, "high": 1}}
     cos = {**sin, "name": "c"}
@@ -162,6 +212,42 @@ PROBES = {
     # Circle's decoder operators (passes/fuse_rmsnorm.py, fuse_rope.py), and the forms of them a runtime
     # may not compute ("KIND:variant"): an RMS norm of a rank-2 input; a RoPE whose tables hold one row per
     # position (the kernel may read only the last axis); the interleaved (GPT-J) RoPE, mode 1
+    # a FULLY_CONNECTED keeping its input's leading axes (keep_num_dims on a rank-4 input: [1, 4, 4, 2]
+    # out, where the plain form flattens them to [16, 2]); what fuse_horizontal_fc_layers and the FC folds keep
+    "FULLY_CONNECTED:keep_num_dims": (
+        lambda: ([_const("w", [2, 3]), _const("b", [2])], ["x", "w", "b"], {"keep_num_dims": True}),
+        False,
+    ),
+    # what resolve_customop_splitv and substitute_splitv_to_split make (two outputs, on the channel axis)
+    "SPLIT_V": (
+        lambda: (
+            [_const("s", [2], "INT32", [1, 2]), _const("a", [], "INT32", [3])],
+            ["x", "s", "a"],
+            {"num_splits": 2},
+        ),
+        False,
+    ),
+    "SPLIT": (lambda: ([_const("a", [], "INT32", [0])], ["a", "x"], {"num_splits": 2}), False),
+    # readers of a graph output (OUTPUT_READ_PROBES) the kinds above do not cover
+    "ABS": (lambda: ([], ["x"], {}), False),
+    "NEG": (lambda: ([], ["x"], {}), False),
+    "SQUEEZE": (lambda: ([], ["x"], {"squeeze_dims": [0]}), False),
+    "STRIDED_SLICE": (
+        lambda: (
+            [_const(n, [4], "INT32", v) for n, v in (("b", [0, 0, 0, 0]), ("e", [1, 4, 4, 2]), ("s", [1, 1, 1, 1]))],
+            ["x", "b", "e", "s"],
+            {},
+        ),
+        False,
+    ),
+    "SLICE": (
+        lambda: (
+            [_const("b", [4], "INT32", [0, 1, 0, 0]), _const("n", [4], "INT32", [1, 2, 4, 3])],
+            ["x", "b", "n"],
+            {},
+        ),
+        False,
+    ),
     "RMS_NORM": (lambda: ([_const("g", [3])], ["x", "g"], {"epsilon": 1e-6}), False),
     "RMS_NORM:rank_2": (lambda: ([_const("g", [3])], ["x", "g"], {"epsilon": 1e-6}), False),
     "ROPE": (lambda: _rope([1, 1, 1, 4], 0), False),
@@ -183,6 +269,10 @@ INPUT = {
 
 OUTPUT = {
     "CONV_2D": [1, 4, 4, 2],
+    "FULLY_CONNECTED:keep_num_dims": [1, 4, 4, 2],
+    "SQUEEZE": [4, 4, 3],
+    "STRIDED_SLICE": [1, 4, 4, 2],
+    "SLICE": [1, 2, 4, 3],
     "FULLY_CONNECTED": [16, 2],
     "CONCATENATION": [1, 4, 4, 5],
     "RESHAPE": [1, 48],
@@ -194,6 +284,11 @@ OUTPUT = {
 }
 
 
+# kinds with more than one output: their outputs' shapes
+OUTPUTS = {"SPLIT_V": [[1, 4, 4, 1], [1, 4, 4, 2]], "SPLIT": [[1, 4, 4, 3], [1, 4, 4, 3]]}
+SPLIT_INPUT = [2, 4, 4, 3]  # SPLIT halves axis 0
+
+
 def probes() -> list[tuple[str, str]]:
     """(kind, variant) pairs, in table order: each kind with each fused activation it has (a form of
     a kind, "KIND:NAME" in PROBES, as the variant "form NAME"), then the constant operands, ranks
@@ -203,7 +298,9 @@ def probes() -> list[tuple[str, str]]:
         for kind, (_, has) in PROBES.items()
         for act in (ACTIVATIONS if has else ("NONE",))
     ]
-    return fused + list(CONSTANT_OPERAND_PROBES) + list(SHAPED_PROBES)
+    return (
+        fused + list(CONSTANT_OPERAND_PROBES) + list(SHAPED_PROBES) + list(REDUCTION_PROBES) + list(OUTPUT_READ_PROBES)
+    )
 
 
 def recipe(kind: str, variant: str) -> dict:
@@ -211,6 +308,10 @@ def recipe(kind: str, variant: str) -> dict:
     "KIND:NAME"), or the kind with `variant` as its fused activation."""
     if (kind, variant) in SHAPED_PROBES:
         return _shaped(*SHAPED_PROBES[kind, variant])
+    if (kind, variant) in REDUCTION_PROBES:
+        return _reduction(*REDUCTION_PROBES[kind, variant])
+    if (kind, variant) in OUTPUT_READ_PROBES:
+        return _reading_graph_output(kind)
     key = f"{kind}:{variant.removeprefix('form ')}" if variant.startswith("form ") else kind
     if (kind, variant) in CONSTANT_OPERAND_PROBES:
         constants, inputs, options = CONSTANT_OPERAND_PROBES[kind, variant]()
@@ -221,11 +322,14 @@ def recipe(kind: str, variant: str) -> dict:
         output = OUTPUT.get(key, x)
         if PROBES[key][1]:
             options = {**options, "fused_activation_function": variant}
-    operands = [{"name": "x", "shape": x}, *constants, {"name": "y", "shape": output}]
-    operation = {"type": kind, "inputs": inputs, "outputs": ["y"]}
+    shapes = OUTPUTS.get(key, [output])
+    names = ["y"] if len(shapes) == 1 else [f"y{i}" for i in range(len(shapes))]
+    x = SPLIT_INPUT if key == "SPLIT" else x
+    operands = [{"name": "x", "shape": x}, *constants, *({"name": n, "shape": s} for n, s in zip(names, shapes))]
+    operation = {"type": kind, "inputs": inputs, "outputs": names}
     if options:
         operation["options"] = options
-    return {"input": ["x"], "output": ["y"], "operand": operands, "operation": [operation]}
+    return {"input": ["x"], "output": names, "operand": operands, "operation": [operation]}
 
 
 def _runs(run, model) -> bool:
@@ -243,10 +347,16 @@ def _runs(run, model) -> bool:
         outputs = run(model, x)
     except (BnfoldError, RuntimeError, ValueError):
         return False
-    (expected,) = interpreter.run(model, [x])
-    if len(outputs) != 1 or outputs[0].shape != expected.shape:
+    expected = interpreter.run(model, [x])
+    if len(outputs) != len(expected):
         return False
-    error = np.abs(outputs[0].astype(np.float64) - expected).max(initial=0.0)
+    return all(_close(got, want) for got, want in zip(outputs, expected, strict=True))
+
+
+def _close(got: np.ndarray, expected: np.ndarray) -> bool:
+    if got.shape != expected.shape:
+        return False
+    error = np.abs(got.astype(np.float64) - expected).max(initial=0.0)
     return bool(error <= 1e-5 * max(1.0, float(np.abs(expected).max(initial=0.0))))
 
 
