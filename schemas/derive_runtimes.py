@@ -3,13 +3,16 @@
     python schemas/derive_runtimes.py           # rewrite the table from the installed runtimes
     python schemas/derive_runtimes.py --check   # exit 1 (with the differences) if they disagree with it
 
-For every probe below (an operator kind with one variant: a fused activation, or a constant operand
-where a runtime may refuse one) the recipe chef builds a one-op float32 Circle model; a runtime
-runs it when it loads the model and one run on normal(0, 2) inputs gives what bnfold's reference
-interpreter computes (so a fused activation a runtime loads and then ignores, as LiteRT 2.3 does
-TANH on CONV_2D, counts as not run). LiteRT (ai-edge-litert, builtin kernels without delegates,
-the model written as TFLite) and onert (pip `onert`, cpu backend, the Circle file) are asked. The
-probes are the operators and fused activations bnfold's passes make or keep (a pass that would
+For every probe below (an operator kind with one variant: a fused activation, a constant operand
+where a runtime may refuse one, a rank, a type, or a form: the op in a shape of its own, or in a
+graph around it, as a graph output's reader) the recipe chef builds a small float32 Circle model,
+one op where the variant allows; a runtime runs it when it loads the model and one run on
+normal(0, 2) inputs gives what bnfold's reference interpreter computes for every output (so a
+fused activation a runtime loads and then ignores, as LiteRT 2.3 does TANH on CONV_2D, counts as
+not run). LiteRT (ai-edge-litert, the model written as TFLite: its builtin kernels without
+delegates, and its default run with the XNNPACK delegate, which must agree) and onert (pip
+`onert`, cpu backend, the Circle file) are asked. The probes are
+the operators and fused activations bnfold's passes make or keep (a pass that would
 make one a target cannot run refuses, engine/targets.py), and their neighbours.
 tests/test_runtimes.py re-derives the table from the runtimes installed there (a missing onert
 skips its column) and fails on any difference, like tests/test_schemas.py for the bindings.
@@ -170,6 +173,29 @@ def _reading_graph_output(kind: str) -> dict:
     return {"input": ["x"], "output": ["g", "t"], "operand": operands, "operation": operations}
 
 
+# A graph output that a DEQUANTIZE of a float16 constant writes, read by an op of the kind: "form
+# reads_float16_dequantize_output". The probe is the kind's own one reading g = DEQUANTIZE(k), k float16,
+# with g and the kind's result y both outputs and ADD(y, x) the third (the probe's data input x). LiteRT's
+# default delegate (XNNPACK) takes a float16 constant's DEQUANTIZE into the op it delegates and then never
+# computes g: g is garbage where the reader is delegated (a RESHAPE), right where it is not.
+DEQUANTIZE_READ_FORM = "form reads_float16_dequantize_output"
+DEQUANTIZE_READ_PROBES = {(kind, DEQUANTIZE_READ_FORM): kind for kind in OUTPUT_READERS}
+
+
+def _reading_dequantized_output(kind: str) -> dict:
+    base = recipe(kind, "NONE")
+    x = next(t for t in base["operand"] if t["name"] == "x")
+    y = next(t for t in base["operand"] if t["name"] == "y")
+    k = {"name": "k", "shape": x["shape"], "dtype": "FLOAT16", "filler": {"kind": "uniform", "low": -2, "high": 2}}
+    operands = [{**t, "name": "g"} if t is x else t for t in base["operand"]]
+    operands += [k, {"name": "x", "shape": y["shape"]}, {"name": "t", "shape": y["shape"]}]
+    (reader,) = base["operation"]
+    reader = {**reader, "inputs": ["g" if i == "x" else i for i in reader["inputs"]]}
+    operations = [{"type": "DEQUANTIZE", "inputs": ["k"], "outputs": ["g"]}, reader]
+    operations.append({"type": "ADD", "inputs": ["y", "x"], "outputs": ["t"]})
+    return {"input": ["x"], "output": ["g", "y", "t"], "operand": operands, "operation": operations}
+
+
 def _rope(table: list[int], mode: int) -> tuple[list[dict], list[str], dict]:
     sin = {"name": "s", "shape": table, "dtype": "FLOAT32", "filler": {"kind": "uniform", "low": -1, "high": 1}}
     cos = {**sin, "name": "c"}
@@ -292,15 +318,15 @@ SPLIT_INPUT = [2, 4, 4, 3]  # SPLIT halves axis 0
 def probes() -> list[tuple[str, str]]:
     """(kind, variant) pairs, in table order: each kind with each fused activation it has (a form of
     a kind, "KIND:NAME" in PROBES, as the variant "form NAME"), then the constant operands, ranks
-    and types."""
+    and types, the reductions' forms, and the readers of a graph output (any, and a float16
+    constant's DEQUANTIZE's)."""
     fused = [
         (kind.split(":")[0], f"form {kind.split(':')[1]}" if ":" in kind else act)
         for kind, (_, has) in PROBES.items()
         for act in (ACTIVATIONS if has else ("NONE",))
     ]
-    return (
-        fused + list(CONSTANT_OPERAND_PROBES) + list(SHAPED_PROBES) + list(REDUCTION_PROBES) + list(OUTPUT_READ_PROBES)
-    )
+    shaped = list(SHAPED_PROBES) + list(REDUCTION_PROBES)
+    return fused + list(CONSTANT_OPERAND_PROBES) + shaped + list(OUTPUT_READ_PROBES) + list(DEQUANTIZE_READ_PROBES)
 
 
 def recipe(kind: str, variant: str) -> dict:
@@ -312,6 +338,8 @@ def recipe(kind: str, variant: str) -> dict:
         return _reduction(*REDUCTION_PROBES[kind, variant])
     if (kind, variant) in OUTPUT_READ_PROBES:
         return _reading_graph_output(kind)
+    if (kind, variant) in DEQUANTIZE_READ_PROBES:
+        return _reading_dequantized_output(kind)
     key = f"{kind}:{variant.removeprefix('form ')}" if variant.startswith("form ") else kind
     if (kind, variant) in CONSTANT_OPERAND_PROBES:
         constants, inputs, options = CONSTANT_OPERAND_PROBES[kind, variant]()
@@ -361,9 +389,14 @@ def _close(got: np.ndarray, expected: np.ndarray) -> bool:
 
 
 def _litert(model, x):
+    """LiteRT's builtin kernels, and its default run (the XNNPACK delegate) when they agree: a user's
+    LiteRT delegates by default, bnfold's own check does not, and both must compute the model."""
     from bnfold.values import litert
 
-    return litert.run(model, [x])
+    plain, default = litert.run(model, [x]), litert.run(model, [x], resolver="default")
+    if len(plain) != len(default) or not all(_close(a, b) for a, b in zip(default, plain, strict=True)):
+        raise RuntimeError("LiteRT's default delegate computes otherwise than its builtin kernels")
+    return plain
 
 
 def _onert(model, x):

@@ -118,13 +118,12 @@ def test_fuzzer_repro_is_exact(name, tmp_path):
 KNOWN = Path(__file__).resolve().parent / "data" / "o1_fuzz_known"
 
 
-@pytest.mark.xfail(strict=True, reason="open: XNNPACK, a float16 DEQUANTIZE's graph output under a RESHAPE")
+@pytest.mark.xfail(strict=True, reason="an open find of the O1 fuzzer")
 @pytest.mark.parametrize("name", sorted(p.stem for p in KNOWN.glob("*.tflite")))
 def test_known_fuzzer_find_still_fails(name, tmp_path):
-    """Open finds of the O1 fuzzer, kept as strict xfails (the fix makes them fail here: move the
-    repro to o1_fuzz_repros). s40801: a float16 constant's DEQUANTIZE is a graph output and a
-    STRIDED_SLICE of it becomes a RESHAPE; LiteRT's default run (XNNPACK) then returns garbage
-    for the DEQUANTIZE's output (1.8e25), the builtin kernels are right."""
+    """Open finds of the O1 fuzzer, kept as strict xfails in tests/data/o1_fuzz_known (the fix makes
+    them fail here: move the repro to o1_fuzz_repros). None is open: the last, s40801 (XNNPACK and a
+    float16 constant's DEQUANTIZE output under a RESHAPE), is in the runtime table since."""
     orc = file_oracle((KNOWN / f"{name}.tflite").read_bytes())
     outcome = run_config(_config_in(KNOWN, name), orc, tmp_path)
     assert outcome.kind == "exact", (outcome.kind, outcome.detail)

@@ -354,3 +354,26 @@ def test_the_output_gate_refuses_a_pass_that_gives_a_graph_output_a_reader(monke
     with pytest.raises(InternalError, match=r"pass remove_unnecessary_add left subgraph 0 so: onert may overwrite"):
         api.apply_passes(net(), ["remove_unnecessary_add"], "onert")
     assert api.apply_passes(net(), ["remove_unnecessary_add"], "litert").folds
+
+
+def test_litert_leaves_a_dequantized_float16_output_uncomputed_under_a_delegated_reader():
+    """LiteRT's default run (XNNPACK) takes a float16 constant's DEQUANTIZE into the op it delegates
+    and never writes the DEQUANTIZE's own output: a graph output read by a RESHAPE (delegated) is
+    garbage, one read by a SQUEEZE (not delegated) is right. Probed per reader kind; asked by
+    targets.unkept_output (engine/reshapes.py's replace_by_reshape: seed 40801's STRIDED_SLICE)."""
+    from bnfold.ir import runtimes
+
+    form = "form reads_float16_dequantize_output"
+    assert ("RESHAPE", form) in runtimes.PROBED and ("RESHAPE", form) not in runtimes.RUNS["litert"]
+    assert ("SQUEEZE", form) in runtimes.RUNS["litert"]
+    n = Net()
+    x = n.input("x", [3, 5])
+    d = n.op("DEQUANTIZE", [n.const("k", [1, 3, 5, 1], dtype="FLOAT16")], "d", [1, 3, 5, 1])
+    n.outputs = [d, n.op("ADD", [x, x], "y", [3, 5])]
+    model = build(n.recipe())
+    graph = model.graphs[0]
+    graph.target = Target("litert")
+    assert graph.target.unkept_output(graph) is None  # nothing reads d
+    reason = graph.target.unkept_output(graph, [(graph.outputs[0], "RESHAPE")])
+    assert reason is not None and "float16 constant's DEQUANTIZE writes ('d') once a RESHAPE" in reason
+    assert graph.target.unkept_output(graph, [(graph.outputs[0], "SQUEEZE")]) is None

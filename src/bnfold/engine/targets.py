@@ -35,6 +35,7 @@ from ..ir.model import Model
 
 TARGETS = ("litert", "onert", "any")
 OUTPUT_READ = "form reads_graph_output"  # the table's variant: a graph output that an op of the kind reads
+DEQUANTIZE_READ = "form reads_float16_dequantize_output"  # ... one a float16 constant's DEQUANTIZE writes
 FORMAT_TARGETS = {"tflite": "litert", "circle": "onert"}  # io/formats.py Format.name -> default target
 
 
@@ -100,14 +101,21 @@ class Target:
         return self.unkept_output(graph)
 
     def unkept_output(self, graph: Graph, readers: Iterable[tuple[Tensor, str]] = ()) -> str | None:
-        """Why the runtime may not keep a graph output of `graph` that another op reads, counting
-        the (output, reader kind) pairs a rewrite would add (`readers`); None when it keeps them."""
+        """Why the runtime may not keep a graph output of `graph` that another op reads (onert may
+        overwrite any; LiteRT's default XNNPACK run leaves one a float16 constant's DEQUANTIZE writes
+        uncomputed when it delegates the reader), counting the (output, reader kind) pairs a rewrite
+        would add (`readers`); None when it keeps them."""
         observed = set(graph.outputs)
         pairs = [(t, r.kind) for t in graph.outputs for r in graph.consumers(t)]
         for t, kind in [*pairs, *((t, k) for t, k in readers if t in observed)]:
             for runtime in self._runtimes():
-                if not _keeps_read_output(runtime, kind):
+                if not _keeps_read_output(runtime, kind, OUTPUT_READ):
                     return f"{runtime} may overwrite a graph output another op reads ({t.name!r}, read by {kind})"
+                if _dequantizes_float16_constant(t.producer) and not _keeps_read_output(runtime, kind, DEQUANTIZE_READ):
+                    return (
+                        f"{runtime}'s default delegate leaves uncomputed a graph output that a float16 constant's"
+                        f" DEQUANTIZE writes ({t.name!r}) once a {kind} it delegates reads it"
+                    )
         return None
 
     def _runtimes(self) -> tuple[str, ...]:
@@ -136,14 +144,20 @@ def _table():
     return runtimes
 
 
-def _keeps_read_output(runtime: str, kind: str) -> bool:
-    """Whether `runtime` keeps a graph output that an op of `kind` reads. The table probes it per
-    reader kind; a kind it did not probe counts as failing where every probed kind failed (then
-    the fault is the runtime's memory plan, not the reader's: onert 0.1.0's)."""
+def _keeps_read_output(runtime: str, kind: str, variant: str) -> bool:
+    """Whether `runtime` keeps a graph output that an op of `kind` reads (`variant`: any such output,
+    or one a float16 constant's DEQUANTIZE writes). The table probes it per reader kind; a kind it
+    did not probe counts as failing where every probed kind failed (then the fault is the runtime's
+    memory plan, not the reader's: onert 0.1.0's)."""
     table = _table()
-    if (kind, OUTPUT_READ) in table.PROBED:
-        return (kind, OUTPUT_READ) in table.RUNS[runtime]
-    return any((k, v) in table.RUNS[runtime] for k, v in table.PROBED if v == OUTPUT_READ)
+    if (kind, variant) in table.PROBED:
+        return (kind, variant) in table.RUNS[runtime]
+    return any((k, v) in table.RUNS[runtime] for k, v in table.PROBED if v == variant)
+
+
+def _dequantizes_float16_constant(op: Op | None) -> bool:
+    x = None if op is None or op.kind != "DEQUANTIZE" else op.input(0)
+    return x is not None and x.is_const and x.dtype == "FLOAT16"
 
 
 def _described(kind: str, variant: str) -> str:

@@ -176,6 +176,23 @@ PROBED = frozenset(
         ("SLICE", "form reads_graph_output"),
         ("ABS", "form reads_graph_output"),
         ("NEG", "form reads_graph_output"),
+        ("ADD", "form reads_float16_dequantize_output"),
+        ("MUL", "form reads_float16_dequantize_output"),
+        ("FULLY_CONNECTED", "form reads_float16_dequantize_output"),
+        ("CONV_2D", "form reads_float16_dequantize_output"),
+        ("RELU", "form reads_float16_dequantize_output"),
+        ("LOGISTIC", "form reads_float16_dequantize_output"),
+        ("TANH", "form reads_float16_dequantize_output"),
+        ("RESHAPE", "form reads_float16_dequantize_output"),
+        ("TRANSPOSE", "form reads_float16_dequantize_output"),
+        ("MEAN", "form reads_float16_dequantize_output"),
+        ("PAD", "form reads_float16_dequantize_output"),
+        ("CONCATENATION", "form reads_float16_dequantize_output"),
+        ("SQUEEZE", "form reads_float16_dequantize_output"),
+        ("STRIDED_SLICE", "form reads_float16_dequantize_output"),
+        ("SLICE", "form reads_float16_dequantize_output"),
+        ("ABS", "form reads_float16_dequantize_output"),
+        ("NEG", "form reads_float16_dequantize_output"),
     }
 )
 
@@ -325,6 +342,7 @@ RUNS = {
             ("SLICE", "form reads_graph_output"),
             ("ABS", "form reads_graph_output"),
             ("NEG", "form reads_graph_output"),
+            ("SQUEEZE", "form reads_float16_dequantize_output"),
         }
     ),
     "onert": frozenset(
