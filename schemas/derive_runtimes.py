@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from bnfold.errors import BnfoldError  # noqa: E402
 from bnfold.io.formats import CIRCLE  # noqa: E402
 from bnfold.ir.const import NUMPY_DTYPES  # noqa: E402
-from bnfold.ir.graph import reduction_form  # noqa: E402
+from bnfold.ir.ops import reduction_form  # noqa: E402
 from bnfold.recipe.chef import build  # noqa: E402
 
 TABLE = ROOT / "src" / "bnfold" / "ir" / "runtimes.py"

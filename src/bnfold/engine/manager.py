@@ -41,7 +41,7 @@ from .report import Report
 from .targets import Target, check_made, default_target
 
 MAX_ROUNDS = 50
-LEFT_WHY = "no pass ran on it: the target runs it as its own plan decides (engine/targets.py: left_as_is)"
+LEFT_WHY = "left as it is (the runtime computes it right only by the luck of a plan a rewrite may change)"
 REORDERED_WHY = "run earlier, so LiteRT reads their inputs before an op in place overwrites them (engine/planner.py)"
 KEPT_WHY = "their reads keep LiteRT from running another op in place over a buffer still read (engine/planner.py)"
 

@@ -61,8 +61,8 @@ import copy
 
 import numpy as np
 
-from ..ir.graph import Graph, Op, Options, Tensor, reduction_form
-from ..ir.ops import info
+from ..ir.graph import Graph, Op, Options, Tensor
+from ..ir.ops import info, reduction_form
 from . import targets
 from .layout import transpose_perm
 from .permute import (

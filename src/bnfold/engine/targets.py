@@ -32,10 +32,14 @@ from collections.abc import Iterable
 from ..errors import InternalError, UsageError
 from ..ir.graph import Graph, Op, Tensor
 from ..ir.model import Model
+from ..ir.ops import op_forms
 
 TARGETS = ("litert", "onert", "any")
 OUTPUT_READ = "form reads_graph_output"  # the table's variant: a graph output that an op of the kind reads
 DEQUANTIZE_READ = "form reads_float16_dequantize_output"  # ... one a float16 constant's DEQUANTIZE writes
+# forms a runtime that does not run them still loads, computing something else (onert's keep_num_dims: the
+# shape): a graph holding one may run by luck. One it refuses to prepare (a reduction) leaves nothing to keep.
+COMPUTED_OTHERWISE = frozenset({"keep_num_dims"})
 FORMAT_TARGETS = {"tflite": "litert", "circle": "onert"}  # io/formats.py Format.name -> default target
 
 
@@ -95,9 +99,10 @@ class Target:
         Whatever ran right on the input did so by the luck of that plan, which any rewrite can
         change, so the graph stays as it is."""
         for op in graph.ops:
-            reason = self._refused(op.kind, [f"form {f}" for f in op.forms()], self._runtimes())
+            forms = [f"form {f}" for f in op_forms(op) if f in COMPUTED_OTHERWISE]  # the table only for those
+            reason = self._refused(op.kind, forms, self._runtimes()) if forms else None
             if reason:
-                return f"{reason}, which {op.kind} {op.outputs[0].name!r} is"
+                return f"{reason} (output {op.outputs[0].name!r})"
         return self.unkept_output(graph)
 
     def unkept_output(self, graph: Graph, readers: Iterable[tuple[Tensor, str]] = ()) -> str | None:

@@ -32,20 +32,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from .const import NUMPY_DTYPES, Buffer, Scaled, as_stored
-from .ops import FUSED_ACTIVATIONS, SIDE_EFFECT_KINDS, info
+from .ops import FUSED_ACTIVATIONS, SIDE_EFFECT_KINDS, info, op_forms
 
 if TYPE_CHECKING:
     from .changes import Changes
-
-
-def reduction_form(rank: int, axes: Iterable[int], keep_dims: bool) -> str | None:
-    """The form a reduction of a rank-`rank` input over `axes` is probed apart in (ir/runtimes.py):
-    "rank_4_dropping_A[_B]" for a rank-4 input reduced over one or two axes without keep_dims
-    (onert prepares only some of them); None for any other."""
-    dropped = sorted({int(a) % rank for a in axes}) if rank else []
-    if rank != 4 or keep_dims or not 1 <= len(dropped) <= 2:
-        return None
-    return "rank_4_dropping_" + "_".join(str(a) for a in dropped)
 
 
 class Owner(Protocol):
@@ -255,28 +245,11 @@ class Op:
     def runtime_variants(self) -> list[str]:
         """What of this op a runtime may refuse beside its kind (ir/runtimes.py's variants): its
         fused activation ("NONE" without one), "constant input N" for each constant operand, its
-        first output's "rank N" and "type T", and the forms probed apart that it is in (`forms`)."""
+        first output's "rank N" and "type T", and the forms probed apart that it is in (ir/ops.py: op_forms)."""
         constants = [f"constant input {i}" for i, t in enumerate(self.inputs) if t is not None and t.is_const]
         shaped = [f"rank {len(self.outputs[0].shape)}", f"type {self.outputs[0].dtype}"] if self.outputs else []
-        forms = [f"form {f}" for f in self.forms()]
+        forms = [f"form {f}" for f in op_forms(self)]
         return [self.fused_activation if self.has_fused_activation_slot else "NONE", *constants, *shaped, *forms]
-
-    def forms(self) -> list[str]:
-        """The forms of this op the runtime table probes apart that follow from the op alone: a
-        FULLY_CONNECTED keeping the leading axes of an input of rank > 2 ("keep_num_dims"), a
-        reduction of a rank-4 input over one or two axes without keep_dims ("rank_4_dropping_A_B")."""
-        x = self.input(0)
-        if x is None:
-            return []
-        if self.kind == "FULLY_CONNECTED" and getattr(self.options, "keepNumDims", False) and len(x.shape) > 2:
-            return ["keep_num_dims"]
-        axes = self.input(1)
-        if info(self.kind).shape != "reduce" or axes is None or axes.data is None:
-            return []
-        form = reduction_form(
-            len(x.shape), np.asarray(axes.data).reshape(-1), bool(getattr(self.options, "keepDims", False))
-        )
-        return [] if form is None else [form]
 
     @property
     def has_fused_activation_slot(self) -> bool:

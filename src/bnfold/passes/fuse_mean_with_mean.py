@@ -24,8 +24,8 @@ import numpy as np
 from ..engine import targets
 from ..engine.match import collapse, is_plain_float, only_reader, read_elsewhere
 from ..engine.report import PassResult
-from ..ir.graph import Graph, Op, reduction_form
-from ..ir.ops import INDEX_DTYPES
+from ..ir.graph import Graph, Op
+from ..ir.ops import INDEX_DTYPES, reduction_form
 
 
 def run(graph: Graph) -> PassResult:
