@@ -37,6 +37,7 @@ from bnfold.ir.ops import reduction_form  # noqa: E402
 from bnfold.recipe.chef import build  # noqa: E402
 
 TABLE = ROOT / "src" / "bnfold" / "ir" / "runtimes.py"
+MISCOMPUTED = ROOT / "src" / "bnfold" / "ir" / "miscomputed.py"
 RUNTIMES = ("litert", "onert")
 ACTIVATIONS = ("NONE", "RELU", "RELU_N1_TO_1", "RELU6", "TANH")  # ir/ops.py FUSED_ACTIVATIONS but SIGN_BIT
 X = [1, 4, 4, 3]  # every probe's data input: NHWC, 3 channels
@@ -86,7 +87,7 @@ CONSTANT_OPERAND_OUTPUT = {("BATCH_MATMUL", "constant input 0"): [1, 4, 2, 3]}
 # The ranks and types a runtime may refuse for an operator the layout passes move or make: (kind,
 # "rank N" / "type T") -> the probe's recipe (onert 0.1.0 refuses a PAD or MEAN of rank 5, a
 # TRANSPOSE of INT64). Ranks up to 4 and float32 are the probes above.
-SHAPED_KINDS = ("TRANSPOSE", "RESHAPE", "PAD", "MEAN", "CONCATENATION", "ADD", "MUL")
+SHAPED_KINDS = ("TRANSPOSE", "RESHAPE", "PAD", "MEAN", "CONCATENATION", "ADD", "MUL", "MINIMUM", "MAXIMUM")
 SHAPES = {4: [2, 3, 1, 2], 5: [2, 3, 1, 2, 1], 6: [2, 3, 1, 2, 1, 2]}
 
 
@@ -105,7 +106,7 @@ def _shaped(kind: str, rank: int, dtype: str = "FLOAT32") -> dict:
         out = [1 if i == 1 else d for i, d in enumerate(shape)]
     elif kind == "CONCATENATION":
         operands, options, out = [_const("c", shape, dtype, [1] * count)], {"axis": 0}, [2 * shape[0], *shape[1:]]
-    else:  # ADD, MUL: by a constant broadcast along the last axis
+    else:  # ADD, MUL, MINIMUM, MAXIMUM: by a constant broadcast along the last axis
         operands, options, out = [_const("c", [shape[-1]], dtype, [1] * shape[-1])], {}, shape
     inputs = ["x", *(o["name"] for o in operands)]
     operation = {"type": kind, "inputs": inputs, "outputs": ["y"], **({"options": options} if options else {})}
@@ -363,6 +364,12 @@ def recipe(kind: str, variant: str) -> dict:
 def _runs(run, model) -> bool:
     """The runtime loads and runs `model` and computes what bnfold's reference interpreter does
     (scaled error <= 1e-5; a runtime that ignores a fused activation does not run it)."""
+    return _verdict(run, model) == "runs"
+
+
+def _verdict(run, model) -> str:
+    """ "runs" (as _runs), "fails" (the runtime refuses to load or run it) or "otherwise" (it runs
+    and computes something else: values or shapes)."""
     from bnfold.reference import interpreter
 
     (t,) = model.graphs[0].inputs
@@ -374,11 +381,10 @@ def _runs(run, model) -> bool:
     try:
         outputs = run(model, x)
     except (BnfoldError, RuntimeError, ValueError):
-        return False
+        return "fails"
     expected = interpreter.run(model, [x])
-    if len(outputs) != len(expected):
-        return False
-    return all(_close(got, want) for got, want in zip(outputs, expected, strict=True))
+    same = len(outputs) == len(expected) and all(_close(a, b) for a, b in zip(outputs, expected, strict=True))
+    return "runs" if same else "otherwise"
 
 
 def _close(got: np.ndarray, expected: np.ndarray) -> bool:
@@ -395,7 +401,7 @@ def _litert(model, x):
 
     plain, default = litert.run(model, [x]), litert.run(model, [x], resolver="default")
     if len(plain) != len(default) or not all(_close(a, b) for a, b in zip(default, plain, strict=True)):
-        raise RuntimeError("LiteRT's default delegate computes otherwise than its builtin kernels")
+        return [np.full(a.shape, np.nan) for a in plain]  # the two disagree: LiteRT computes otherwise
     return plain
 
 
@@ -405,15 +411,21 @@ def _onert(model, x):
     return onert.Session(model)([x])
 
 
-def derive(runtimes: tuple[str, ...] = RUNTIMES) -> dict[str, list[tuple[str, str]]]:
-    """runtime -> the probes it runs."""
+def derive(
+    runtimes: tuple[str, ...] = RUNTIMES, otherwise: dict[str, list[tuple[str, str]]] | None = None
+) -> dict[str, list[tuple[str, str]]]:
+    """runtime -> the probes it runs; into `otherwise` (runtime -> probes), those it runs computing
+    something else."""
     runners = {"litert": _litert, "onert": _onert}
     table: dict[str, list[tuple[str, str]]] = {r: [] for r in runtimes}
     for kind, variant in probes():
         model = build(recipe(kind, variant), CIRCLE, where=f"probe {kind} {variant}")
         for runtime in runtimes:
-            if _runs(runners[runtime], model):
+            verdict = _verdict(runners[runtime], model)
+            if verdict == "runs":
                 table[runtime].append((kind, variant))
+            elif verdict == "otherwise" and otherwise is not None:
+                otherwise.setdefault(runtime, []).append((kind, variant))
     return table
 
 
@@ -422,8 +434,9 @@ def source(table: dict[str, list[tuple[str, str]]]) -> str:
         '"""What each runtime runs: derived by schemas/derive_runtimes.py from the runtimes themselves (do not',
         "edit; tests/test_runtimes.py re-derives it). PROBED: every (operator kind, variant) asked, a variant",
         "being a fused activation, 'constant input N', 'rank N', 'type T' or 'form NAME' (a form of the",
-        "operator probed apart); RUNS[runtime]: those that loaded and ran as one-op models computing what",
-        "the reference interpreter does. engine/targets.py reads it.",
+        "operator, or of the graph around it, probed apart); RUNS[runtime]: those that loaded and ran as",
+        "small models computing what the reference interpreter does (ir/miscomputed.py: those that ran",
+        "computing something else). engine/targets.py reads it.",
         '"""',
         "",
         f"VERSIONS = {{'litert': {version('ai-edge-litert')!r}, 'onert': {version('onert')!r}}}",
@@ -444,18 +457,40 @@ def source(table: dict[str, list[tuple[str, str]]]) -> str:
     return "\n".join(lines).replace("'", '"')
 
 
+def otherwise_source(otherwise: dict[str, list[tuple[str, str]]]) -> str:
+    """ir/miscomputed.py: the probes each runtime loads and runs computing something else. Apart from
+    the table, and small: the manager asks it of every graph before any pass (engine/targets.py:
+    Target.left_as_is), so a run that changes nothing imports only this."""
+    lines = [
+        '"""The probes of ir/runtimes.py that a runtime loads and runs computing something else than the model',
+        "says (values or shapes): derived by schemas/derive_runtimes.py with the table (do not edit). A graph",
+        "holding one runs right there only by luck, so a target for that runtime leaves it as it is",
+        '(engine/targets.py: Target.left_as_is)."""',
+        "",
+        "OTHERWISE = {",
+    ]
+    for runtime in RUNTIMES:
+        lines += [f"    {runtime!r}: frozenset(", "        {"]
+        lines += [f"            ({k!r}, {a!r})," for k, a in otherwise.get(runtime, [])]
+        lines += ["        }", "    ),"]
+    lines += ["}", ""]
+    return "\n".join(lines).replace("'", '"')
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare with the table instead of writing it")
     args = parser.parse_args(argv)
-    text = source(derive())
+    otherwise: dict[str, list[tuple[str, str]]] = {}
+    texts = {TABLE: source(derive(otherwise=otherwise)), MISCOMPUTED: otherwise_source(otherwise)}
     if args.check:
-        if TABLE.read_text() != text:
-            print(f"{TABLE} differs from what the installed runtimes run", file=sys.stderr)
-            return 1
-        return 0
-    TABLE.write_text(text)
-    print(f"wrote {TABLE}")
+        differ = [path for path, text in texts.items() if path.read_text() != text]
+        for path in differ:
+            print(f"{path} differs from what the installed runtimes run", file=sys.stderr)
+        return 1 if differ else 0
+    for path, text in texts.items():
+        path.write_text(text)
+        print(f"wrote {path}")
     return 0
 
 

@@ -353,6 +353,7 @@ OPTIMIZE_PATH = {
     *("bnfold.engine", "bnfold.engine.registry", "bnfold.engine.pass_specs", "bnfold.engine.manager"),
     "bnfold.engine.report",
     *("bnfold.engine.targets", "bnfold.engine.deadcode", "bnfold.engine.planner", "bnfold.engine.reshapes"),
+    "bnfold.ir.miscomputed",  # asked of every graph before the passes (targets.Target.left_as_is)
     *("bnfold.engine.leftovers", "bnfold.engine.candidates"),  # the report's skips
     "bnfold.passes",
 }
@@ -406,8 +407,9 @@ def test_optimize_imports_only_what_it_uses(tmp_path):
     extra = again - OPTIMIZE_PATH - FOLDING - ran(folded)
     assert extra == set(), "an unchanged optimize loads more than it uses"
     assert CHANGED <= first and not CHANGED & again  # the split above is real: the folding run needs them
-    # 61 and 63 before issue 48; one more since the table and PassSpec are two modules (600 lines at most)
-    assert len(again) <= 56 and len(first) <= 60, (len(again), len(first))
+    # 61 and 63 before issue 48; one more since the table and PassSpec are two modules (600 lines at most),
+    # one more since the target asks every graph what its runtime computes otherwise (ir/miscomputed.py)
+    assert len(again) <= 57 and len(first) <= 61, (len(again), len(first))
 
 
 def test_the_group_that_loads_one_command_still_lists_and_suggests_them_all(capsys):

@@ -122,11 +122,8 @@ KNOWN = Path(__file__).resolve().parent / "data" / "o1_fuzz_known"
 @pytest.mark.parametrize("name", sorted(p.stem for p in KNOWN.glob("*.tflite")))
 def test_known_fuzzer_find_still_fails(name, tmp_path):
     """Open finds of the O1 fuzzer, kept as strict xfails in tests/data/o1_fuzz_known (the fix makes
-    them fail here: move the repro to o1_fuzz_repros). s70136 (-O1 --target onert): fuse_batchnorm_with_conv
-    folds a MUL and an ADD into a CONV_2D that then writes a graph output, in a graph that also holds a
-    rank-5 TRANSPOSE into a SUB and a MINIMUM -> RELU -> ABS chain; onert 0.1.0 returns the ABS output
-    with its last 9 of 20 values zero (the original runs right; moving the TRANSPOSE and SUB after the
-    other ops in the file also makes it right): a fault of onert's plan not yet reduced to a probe."""
+    them fail here: move the repro to o1_fuzz_repros). None is open: the last, s70136 (onert's MINIMUM
+    of rank 5, right on the original by the luck of its buffers), is in the runtime table since."""
     config = _config_in(KNOWN, name)
     onert = OnertWorker() if config == "O1_onert" and onert_available() else None
     if config == "O1_onert" and onert is None:

@@ -32,14 +32,11 @@ from collections.abc import Iterable
 from ..errors import InternalError, UsageError
 from ..ir.graph import Graph, Op, Tensor
 from ..ir.model import Model
-from ..ir.ops import op_forms
 
 TARGETS = ("litert", "onert", "any")
 OUTPUT_READ = "form reads_graph_output"  # the table's variant: a graph output that an op of the kind reads
 DEQUANTIZE_READ = "form reads_float16_dequantize_output"  # ... one a float16 constant's DEQUANTIZE writes
-# forms a runtime that does not run them still loads, computing something else (onert's keep_num_dims: the
-# shape): a graph holding one may run by luck. One it refuses to prepare (a reduction) leaves nothing to keep.
-COMPUTED_OTHERWISE = frozenset({"keep_num_dims"})
+PLANNED = ("rank ", "type ", "form ")  # the variants whose miscomputation left_as_is heeds
 FORMAT_TARGETS = {"tflite": "litert", "circle": "onert"}  # io/formats.py Format.name -> default target
 
 
@@ -94,15 +91,22 @@ class Target:
     def left_as_is(self, graph: Graph) -> str | None:
         """Why no pass may change `graph` for this target (None: they may). The runtime computes the
         input otherwise than the model says, in a way its own memory or shape plan decides: an op
-        in a form it was shown not to compute (onert: a FULLY_CONNECTED's keep_num_dims), or a
-        graph output another op reads (onert frees it after its last reader: `unkept_output`).
-        Whatever ran right on the input did so by the luck of that plan, which any rewrite can
-        change, so the graph stays as it is."""
+        in a variant it was shown to run computing something else (ir/miscomputed.py: onert's
+        keep_num_dims FULLY_CONNECTED, its MINIMUM of rank 5: a rank, type or form; an operator kind
+        or a fused activation computed otherwise is left to the passes, which may replace it; LiteRT
+        ignores a fused TANH whatever the plan), or a graph output another op
+        reads (onert frees it after its last reader: `unkept_output`). Whatever ran right on the
+        input did so by the luck of that plan, which any rewrite can change."""
+        from ..ir.miscomputed import OTHERWISE  # small: the table itself only where an output is read
+
         for op in graph.ops:
-            forms = [f"form {f}" for f in op_forms(op) if f in COMPUTED_OTHERWISE]  # the table only for those
-            reason = self._refused(op.kind, forms, self._runtimes()) if forms else None
-            if reason:
-                return f"{reason} (output {op.outputs[0].name!r})"
+            for variant in op.runtime_variants():
+                if not variant.startswith(PLANNED):
+                    continue  # a kind or a fused activation computed otherwise is so always: a pass may replace it
+                wrong = [r for r in self._runtimes() if (op.kind, variant) in OTHERWISE[r]]
+                if wrong:
+                    what = _described(op.kind, variant)
+                    return f"{wrong[0]} runs {what} computing something else (output {op.outputs[0].name!r})"
         return self.unkept_output(graph)
 
     def unkept_output(self, graph: Graph, readers: Iterable[tuple[Tensor, str]] = ()) -> str | None:

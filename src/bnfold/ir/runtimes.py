@@ -1,8 +1,9 @@
 """What each runtime runs: derived by schemas/derive_runtimes.py from the runtimes themselves (do not
 edit; tests/test_runtimes.py re-derives it). PROBED: every (operator kind, variant) asked, a variant
 being a fused activation, "constant input N", "rank N", "type T" or "form NAME" (a form of the
-operator probed apart); RUNS[runtime]: those that loaded and ran as one-op models computing what
-the reference interpreter does. engine/targets.py reads it.
+operator, or of the graph around it, probed apart); RUNS[runtime]: those that loaded and ran as
+small models computing what the reference interpreter does (ir/miscomputed.py: those that ran
+computing something else). engine/targets.py reads it.
 """
 
 VERSIONS = {"litert": "2.3.0", "onert": "0.1.0"}
@@ -107,6 +108,10 @@ PROBED = frozenset(
         ("ADD", "rank 6"),
         ("MUL", "rank 5"),
         ("MUL", "rank 6"),
+        ("MINIMUM", "rank 5"),
+        ("MINIMUM", "rank 6"),
+        ("MAXIMUM", "rank 5"),
+        ("MAXIMUM", "rank 6"),
         ("TRANSPOSE", "type INT32"),
         ("TRANSPOSE", "type INT64"),
         ("RESHAPE", "type INT32"),
@@ -119,6 +124,10 @@ PROBED = frozenset(
         ("ADD", "type INT64"),
         ("MUL", "type INT32"),
         ("MUL", "type INT64"),
+        ("MINIMUM", "type INT32"),
+        ("MINIMUM", "type INT64"),
+        ("MAXIMUM", "type INT32"),
+        ("MAXIMUM", "type INT64"),
         ("MEAN", "form rank_4_dropping_0"),
         ("MEAN", "form rank_4_dropping_1"),
         ("MEAN", "form rank_4_dropping_2"),
@@ -273,6 +282,10 @@ RUNS = {
             ("ADD", "rank 6"),
             ("MUL", "rank 5"),
             ("MUL", "rank 6"),
+            ("MINIMUM", "rank 5"),
+            ("MINIMUM", "rank 6"),
+            ("MAXIMUM", "rank 5"),
+            ("MAXIMUM", "rank 6"),
             ("TRANSPOSE", "type INT32"),
             ("TRANSPOSE", "type INT64"),
             ("RESHAPE", "type INT32"),
@@ -285,6 +298,10 @@ RUNS = {
             ("ADD", "type INT64"),
             ("MUL", "type INT32"),
             ("MUL", "type INT64"),
+            ("MINIMUM", "type INT32"),
+            ("MINIMUM", "type INT64"),
+            ("MAXIMUM", "type INT32"),
+            ("MAXIMUM", "type INT64"),
             ("MEAN", "form rank_4_dropping_0"),
             ("MEAN", "form rank_4_dropping_1"),
             ("MEAN", "form rank_4_dropping_2"),
@@ -423,6 +440,7 @@ RUNS = {
             ("ADD", "type INT64"),
             ("MUL", "type INT32"),
             ("MUL", "type INT64"),
+            ("MINIMUM", "type INT32"),
             ("MEAN", "form rank_4_dropping_3"),
             ("MEAN", "form rank_4_dropping_1_2"),
             ("SUM", "form rank_4_dropping_3"),
