@@ -89,14 +89,13 @@ class Target:
         return self._refused(kind, variants, runtimes)
 
     def left_as_is(self, graph: Graph) -> str | None:
-        """Why no pass may change `graph` for this target (None: they may). The runtime computes the
-        input otherwise than the model says, in a way its own memory or shape plan decides: an op
-        in a variant it was shown to run computing something else (ir/miscomputed.py: onert's
-        keep_num_dims FULLY_CONNECTED, its MINIMUM of rank 5: a rank, type or form; an operator kind
-        or a fused activation computed otherwise is left to the passes, which may replace it; LiteRT
-        ignores a fused TANH whatever the plan), or a graph output another op
-        reads (onert frees it after its last reader: `unkept_output`). Whatever ran right on the
-        input did so by the luck of that plan, which any rewrite can change."""
+        """Why no pass may change `graph` for this target (None: they may): the runtime computes the
+        input otherwise than the model says, in a way its own memory or shape plan decides, so what
+        ran right on it did so by luck a rewrite can change. Either an op in a rank, type or form
+        the runtime runs computing something else (ir/miscomputed.py: onert's keep_num_dims
+        FULLY_CONNECTED, its MINIMUM of rank 5), or a graph output another op reads (onert frees it
+        after its last reader: `unkept_output`). A kind or a fused activation computed otherwise is
+        so whatever the plan (LiteRT ignores a fused TANH): the passes may replace it."""
         from ..ir.miscomputed import OTHERWISE  # small: the table itself only where an output is read
 
         for op in graph.ops:
@@ -161,6 +160,12 @@ def _keeps_read_output(runtime: str, kind: str, variant: str) -> bool:
     table = _table()
     if (kind, variant) in table.PROBED:
         return (kind, variant) in table.RUNS[runtime]
+    return _some_reader_kept(runtime, variant)
+
+
+@functools.cache
+def _some_reader_kept(runtime: str, variant: str) -> bool:
+    table = _table()
     return any((k, v) in table.RUNS[runtime] for k, v in table.PROBED if v == variant)
 
 
