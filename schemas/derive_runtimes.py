@@ -3,13 +3,16 @@
     python schemas/derive_runtimes.py           # rewrite the table from the installed runtimes
     python schemas/derive_runtimes.py --check   # exit 1 (with the differences) if they disagree with it
 
-For every probe below (an operator kind with one variant: a fused activation, or a constant operand
-where a runtime may refuse one) the recipe chef builds a one-op float32 Circle model; a runtime
-runs it when it loads the model and one run on normal(0, 2) inputs gives what bnfold's reference
-interpreter computes (so a fused activation a runtime loads and then ignores, as LiteRT 2.3 does
-TANH on CONV_2D, counts as not run). LiteRT (ai-edge-litert, builtin kernels without delegates,
-the model written as TFLite) and onert (pip `onert`, cpu backend, the Circle file) are asked. The
-probes are the operators and fused activations bnfold's passes make or keep (a pass that would
+For every probe below (an operator kind with one variant: a fused activation, a constant operand
+where a runtime may refuse one, a rank, a type, or a form: the op in a shape of its own, or in a
+graph around it, as a graph output's reader) the recipe chef builds a small float32 Circle model,
+one op where the variant allows; a runtime runs it when it loads the model and one run on
+normal(0, 2) inputs gives what bnfold's reference interpreter computes for every output (so a
+fused activation a runtime loads and then ignores, as LiteRT 2.3 does TANH on CONV_2D, counts as
+not run). LiteRT (ai-edge-litert, the model written as TFLite: its builtin kernels without
+delegates, and its default run with the XNNPACK delegate, which must agree) and onert (pip
+`onert`, cpu backend, the Circle file) are asked. The probes are
+the operators and fused activations bnfold's passes make or keep (a pass that would
 make one a target cannot run refuses, engine/targets.py), and their neighbours.
 tests/test_runtimes.py re-derives the table from the runtimes installed there (a missing onert
 skips its column) and fails on any difference, like tests/test_schemas.py for the bindings.
@@ -30,9 +33,11 @@ sys.path.insert(0, str(ROOT / "src"))
 from bnfold.errors import BnfoldError  # noqa: E402
 from bnfold.io.formats import CIRCLE  # noqa: E402
 from bnfold.ir.const import NUMPY_DTYPES  # noqa: E402
+from bnfold.ir.ops import reduction_form  # noqa: E402
 from bnfold.recipe.chef import build  # noqa: E402
 
 TABLE = ROOT / "src" / "bnfold" / "ir" / "runtimes.py"
+MISCOMPUTED = ROOT / "src" / "bnfold" / "ir" / "miscomputed.py"
 RUNTIMES = ("litert", "onert")
 ACTIVATIONS = ("NONE", "RELU", "RELU_N1_TO_1", "RELU6", "TANH")  # ir/ops.py FUSED_ACTIVATIONS but SIGN_BIT
 X = [1, 4, 4, 3]  # every probe's data input: NHWC, 3 channels
@@ -82,7 +87,7 @@ CONSTANT_OPERAND_OUTPUT = {("BATCH_MATMUL", "constant input 0"): [1, 4, 2, 3]}
 # The ranks and types a runtime may refuse for an operator the layout passes move or make: (kind,
 # "rank N" / "type T") -> the probe's recipe (onert 0.1.0 refuses a PAD or MEAN of rank 5, a
 # TRANSPOSE of INT64). Ranks up to 4 and float32 are the probes above.
-SHAPED_KINDS = ("TRANSPOSE", "RESHAPE", "PAD", "MEAN", "CONCATENATION", "ADD", "MUL")
+SHAPED_KINDS = ("TRANSPOSE", "RESHAPE", "PAD", "MEAN", "CONCATENATION", "ADD", "MUL", "MINIMUM", "MAXIMUM")
 SHAPES = {4: [2, 3, 1, 2], 5: [2, 3, 1, 2, 1], 6: [2, 3, 1, 2, 1, 2]}
 
 
@@ -101,7 +106,7 @@ def _shaped(kind: str, rank: int, dtype: str = "FLOAT32") -> dict:
         out = [1 if i == 1 else d for i, d in enumerate(shape)]
     elif kind == "CONCATENATION":
         operands, options, out = [_const("c", shape, dtype, [1] * count)], {"axis": 0}, [2 * shape[0], *shape[1:]]
-    else:  # ADD, MUL: by a constant broadcast along the last axis
+    else:  # ADD, MUL, MINIMUM, MAXIMUM: by a constant broadcast along the last axis
         operands, options, out = [_const("c", [shape[-1]], dtype, [1] * shape[-1])], {}, shape
     inputs = ["x", *(o["name"] for o in operands)]
     operation = {"type": kind, "inputs": inputs, "outputs": ["y"], **({"options": options} if options else {})}
@@ -118,6 +123,78 @@ SHAPED_PROBES = {
         for dtype in ("INT32", "INT64")
     },
 }
+
+
+# The forms of the reductions a runtime may not prepare: a rank-4 input reduced without keep_dims
+# over one axis or two ("form rank_4_dropping_A[_B]"; onert 0.1.0 prepares only the channel axis or
+# the two spatial ones: runtime/onert/core/src/compiler/ShapeValidator.cc). A reduction of rank 4
+# over three axes, or keeping them, is the probes above.
+REDUCTIONS = ("MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN")
+REDUCED_SHAPE = [2, 3, 4, 5]
+DROPPED_AXES = [(a,) for a in range(4)] + [(a, b) for a in range(4) for b in range(a + 1, 4)]
+
+
+def _reduction(kind: str, axes: tuple[int, ...]) -> dict:
+    out = [d for i, d in enumerate(REDUCED_SHAPE) if i not in axes]
+    operation = {"type": kind, "inputs": ["x", "a"], "outputs": ["y"], "options": {"keep_dims": False}}
+    tensors = [
+        {"name": "x", "shape": REDUCED_SHAPE},
+        _const("a", [len(axes)], "INT32", list(axes)),
+        {"name": "y", "shape": out},
+    ]
+    return {"input": ["x"], "output": ["y"], "operand": tensors, "operation": [operation]}
+
+
+REDUCTION_PROBES = {
+    (kind, f"form {reduction_form(4, axes, False)}"): (kind, axes) for kind in REDUCTIONS for axes in DROPPED_AXES
+}
+
+
+# A graph output that another operator reads: "form reads_graph_output" of the reader's kind. The probe is
+# the kind's own one-op probe (PROBES, no fused activation) reading g = MUL(x, 1.5), a graph output, with a
+# TANH reading the kind's result; both g and the TANH's result are outputs. onert 0.1.0's Python API
+# allocates outputs inside the session and frees one after its last reader, so a later tensor can take its
+# memory: it returned the TANH's values in g, whatever the reader.
+OUTPUT_READERS = ("ADD", "MUL", "FULLY_CONNECTED", "CONV_2D", "RELU", "LOGISTIC", "TANH", "RESHAPE", "TRANSPOSE")
+OUTPUT_READERS += ("MEAN", "PAD", "CONCATENATION", "SQUEEZE", "STRIDED_SLICE", "SLICE", "ABS", "NEG")
+OUTPUT_READ_FORM = "form reads_graph_output"
+OUTPUT_READ_PROBES = {(kind, OUTPUT_READ_FORM): kind for kind in OUTPUT_READERS}
+
+
+def _reading_graph_output(kind: str) -> dict:
+    base = recipe(kind, "NONE")
+    x = next(t for t in base["operand"] if t["name"] == "x")
+    y = next(t for t in base["operand"] if t["name"] == "y")
+    operands = [{**t, "name": "g"} if t is x else t for t in base["operand"]]
+    operands += [{"name": "x", "shape": x["shape"]}, _const("k", [1], values=[1.5]), {"name": "t", "shape": y["shape"]}]
+    (reader,) = base["operation"]
+    reader = {**reader, "inputs": ["g" if i == "x" else i for i in reader["inputs"]]}
+    operations = [{"type": "MUL", "inputs": ["x", "k"], "outputs": ["g"]}, reader]
+    operations.append({"type": "TANH", "inputs": ["y"], "outputs": ["t"]})
+    return {"input": ["x"], "output": ["g", "t"], "operand": operands, "operation": operations}
+
+
+# A graph output that a DEQUANTIZE of a float16 constant writes, read by an op of the kind: "form
+# reads_float16_dequantize_output". The probe is the kind's own one reading g = DEQUANTIZE(k), k float16,
+# with g and the kind's result y both outputs and ADD(y, x) the third (the probe's data input x). LiteRT's
+# default delegate (XNNPACK) takes a float16 constant's DEQUANTIZE into the op it delegates and then never
+# computes g: g is garbage where the reader is delegated (a RESHAPE), right where it is not.
+DEQUANTIZE_READ_FORM = "form reads_float16_dequantize_output"
+DEQUANTIZE_READ_PROBES = {(kind, DEQUANTIZE_READ_FORM): kind for kind in OUTPUT_READERS}
+
+
+def _reading_dequantized_output(kind: str) -> dict:
+    base = recipe(kind, "NONE")
+    x = next(t for t in base["operand"] if t["name"] == "x")
+    y = next(t for t in base["operand"] if t["name"] == "y")
+    k = {"name": "k", "shape": x["shape"], "dtype": "FLOAT16", "filler": {"kind": "uniform", "low": -2, "high": 2}}
+    operands = [{**t, "name": "g"} if t is x else t for t in base["operand"]]
+    operands += [k, {"name": "x", "shape": y["shape"]}, {"name": "t", "shape": y["shape"]}]
+    (reader,) = base["operation"]
+    reader = {**reader, "inputs": ["g" if i == "x" else i for i in reader["inputs"]]}
+    operations = [{"type": "DEQUANTIZE", "inputs": ["k"], "outputs": ["g"]}, reader]
+    operations.append({"type": "ADD", "inputs": ["y", "x"], "outputs": ["t"]})
+    return {"input": ["x"], "output": ["g", "y", "t"], "operand": operands, "operation": operations}
 
 
 def _rope(table: list[int], mode: int) -> tuple[list[dict], list[str], dict]:
@@ -162,6 +239,42 @@ PROBES = {
     # Circle's decoder operators (passes/fuse_rmsnorm.py, fuse_rope.py), and the forms of them a runtime
     # may not compute ("KIND:variant"): an RMS norm of a rank-2 input; a RoPE whose tables hold one row per
     # position (the kernel may read only the last axis); the interleaved (GPT-J) RoPE, mode 1
+    # a FULLY_CONNECTED keeping its input's leading axes (keep_num_dims on a rank-4 input: [1, 4, 4, 2]
+    # out, where the plain form flattens them to [16, 2]); what fuse_horizontal_fc_layers and the FC folds keep
+    "FULLY_CONNECTED:keep_num_dims": (
+        lambda: ([_const("w", [2, 3]), _const("b", [2])], ["x", "w", "b"], {"keep_num_dims": True}),
+        False,
+    ),
+    # what resolve_customop_splitv and substitute_splitv_to_split make (two outputs, on the channel axis)
+    "SPLIT_V": (
+        lambda: (
+            [_const("s", [2], "INT32", [1, 2]), _const("a", [], "INT32", [3])],
+            ["x", "s", "a"],
+            {"num_splits": 2},
+        ),
+        False,
+    ),
+    "SPLIT": (lambda: ([_const("a", [], "INT32", [0])], ["a", "x"], {"num_splits": 2}), False),
+    # readers of a graph output (OUTPUT_READ_PROBES) the kinds above do not cover
+    "ABS": (lambda: ([], ["x"], {}), False),
+    "NEG": (lambda: ([], ["x"], {}), False),
+    "SQUEEZE": (lambda: ([], ["x"], {"squeeze_dims": [0]}), False),
+    "STRIDED_SLICE": (
+        lambda: (
+            [_const(n, [4], "INT32", v) for n, v in (("b", [0, 0, 0, 0]), ("e", [1, 4, 4, 2]), ("s", [1, 1, 1, 1]))],
+            ["x", "b", "e", "s"],
+            {},
+        ),
+        False,
+    ),
+    "SLICE": (
+        lambda: (
+            [_const("b", [4], "INT32", [0, 1, 0, 0]), _const("n", [4], "INT32", [1, 2, 4, 3])],
+            ["x", "b", "n"],
+            {},
+        ),
+        False,
+    ),
     "RMS_NORM": (lambda: ([_const("g", [3])], ["x", "g"], {"epsilon": 1e-6}), False),
     "RMS_NORM:rank_2": (lambda: ([_const("g", [3])], ["x", "g"], {"epsilon": 1e-6}), False),
     "ROPE": (lambda: _rope([1, 1, 1, 4], 0), False),
@@ -183,6 +296,10 @@ INPUT = {
 
 OUTPUT = {
     "CONV_2D": [1, 4, 4, 2],
+    "FULLY_CONNECTED:keep_num_dims": [1, 4, 4, 2],
+    "SQUEEZE": [4, 4, 3],
+    "STRIDED_SLICE": [1, 4, 4, 2],
+    "SLICE": [1, 2, 4, 3],
     "FULLY_CONNECTED": [16, 2],
     "CONCATENATION": [1, 4, 4, 5],
     "RESHAPE": [1, 48],
@@ -194,16 +311,23 @@ OUTPUT = {
 }
 
 
+# kinds with more than one output: their outputs' shapes
+OUTPUTS = {"SPLIT_V": [[1, 4, 4, 1], [1, 4, 4, 2]], "SPLIT": [[1, 4, 4, 3], [1, 4, 4, 3]]}
+SPLIT_INPUT = [2, 4, 4, 3]  # SPLIT halves axis 0
+
+
 def probes() -> list[tuple[str, str]]:
     """(kind, variant) pairs, in table order: each kind with each fused activation it has (a form of
     a kind, "KIND:NAME" in PROBES, as the variant "form NAME"), then the constant operands, ranks
-    and types."""
+    and types, the reductions' forms, and the readers of a graph output (any, and a float16
+    constant's DEQUANTIZE's)."""
     fused = [
         (kind.split(":")[0], f"form {kind.split(':')[1]}" if ":" in kind else act)
         for kind, (_, has) in PROBES.items()
         for act in (ACTIVATIONS if has else ("NONE",))
     ]
-    return fused + list(CONSTANT_OPERAND_PROBES) + list(SHAPED_PROBES)
+    shaped = list(SHAPED_PROBES) + list(REDUCTION_PROBES)
+    return fused + list(CONSTANT_OPERAND_PROBES) + shaped + list(OUTPUT_READ_PROBES) + list(DEQUANTIZE_READ_PROBES)
 
 
 def recipe(kind: str, variant: str) -> dict:
@@ -211,6 +335,12 @@ def recipe(kind: str, variant: str) -> dict:
     "KIND:NAME"), or the kind with `variant` as its fused activation."""
     if (kind, variant) in SHAPED_PROBES:
         return _shaped(*SHAPED_PROBES[kind, variant])
+    if (kind, variant) in REDUCTION_PROBES:
+        return _reduction(*REDUCTION_PROBES[kind, variant])
+    if (kind, variant) in OUTPUT_READ_PROBES:
+        return _reading_graph_output(kind)
+    if (kind, variant) in DEQUANTIZE_READ_PROBES:
+        return _reading_dequantized_output(kind)
     key = f"{kind}:{variant.removeprefix('form ')}" if variant.startswith("form ") else kind
     if (kind, variant) in CONSTANT_OPERAND_PROBES:
         constants, inputs, options = CONSTANT_OPERAND_PROBES[kind, variant]()
@@ -221,16 +351,25 @@ def recipe(kind: str, variant: str) -> dict:
         output = OUTPUT.get(key, x)
         if PROBES[key][1]:
             options = {**options, "fused_activation_function": variant}
-    operands = [{"name": "x", "shape": x}, *constants, {"name": "y", "shape": output}]
-    operation = {"type": kind, "inputs": inputs, "outputs": ["y"]}
+    shapes = OUTPUTS.get(key, [output])
+    names = ["y"] if len(shapes) == 1 else [f"y{i}" for i in range(len(shapes))]
+    x = SPLIT_INPUT if key == "SPLIT" else x
+    operands = [{"name": "x", "shape": x}, *constants, *({"name": n, "shape": s} for n, s in zip(names, shapes))]
+    operation = {"type": kind, "inputs": inputs, "outputs": names}
     if options:
         operation["options"] = options
-    return {"input": ["x"], "output": ["y"], "operand": operands, "operation": [operation]}
+    return {"input": ["x"], "output": names, "operand": operands, "operation": [operation]}
 
 
 def _runs(run, model) -> bool:
     """The runtime loads and runs `model` and computes what bnfold's reference interpreter does
     (scaled error <= 1e-5; a runtime that ignores a fused activation does not run it)."""
+    return _verdict(run, model) == "runs"
+
+
+def _verdict(run, model) -> str:
+    """ "runs" (as _runs), "fails" (the runtime refuses to load or run it) or "otherwise" (it runs
+    and computes something else: values or shapes)."""
     from bnfold.reference import interpreter
 
     (t,) = model.graphs[0].inputs
@@ -242,18 +381,28 @@ def _runs(run, model) -> bool:
     try:
         outputs = run(model, x)
     except (BnfoldError, RuntimeError, ValueError):
+        return "fails"
+    expected = interpreter.run(model, [x])
+    same = len(outputs) == len(expected) and all(_close(a, b) for a, b in zip(outputs, expected, strict=True))
+    return "runs" if same else "otherwise"
+
+
+def _close(got: np.ndarray, expected: np.ndarray) -> bool:
+    if got.shape != expected.shape:
         return False
-    (expected,) = interpreter.run(model, [x])
-    if len(outputs) != 1 or outputs[0].shape != expected.shape:
-        return False
-    error = np.abs(outputs[0].astype(np.float64) - expected).max(initial=0.0)
+    error = np.abs(got.astype(np.float64) - expected).max(initial=0.0)
     return bool(error <= 1e-5 * max(1.0, float(np.abs(expected).max(initial=0.0))))
 
 
 def _litert(model, x):
+    """LiteRT's builtin kernels, and its default run (the XNNPACK delegate) when they agree: a user's
+    LiteRT delegates by default, bnfold's own check does not, and both must compute the model."""
     from bnfold.values import litert
 
-    return litert.run(model, [x])
+    plain, default = litert.run(model, [x]), litert.run(model, [x], resolver="default")
+    if len(plain) != len(default) or not all(_close(a, b) for a, b in zip(default, plain, strict=True)):
+        return [np.full(a.shape, np.nan) for a in plain]  # the two disagree: LiteRT computes otherwise
+    return plain
 
 
 def _onert(model, x):
@@ -262,15 +411,21 @@ def _onert(model, x):
     return onert.Session(model)([x])
 
 
-def derive(runtimes: tuple[str, ...] = RUNTIMES) -> dict[str, list[tuple[str, str]]]:
-    """runtime -> the probes it runs."""
+def derive(
+    runtimes: tuple[str, ...] = RUNTIMES, otherwise: dict[str, list[tuple[str, str]]] | None = None
+) -> dict[str, list[tuple[str, str]]]:
+    """runtime -> the probes it runs; into `otherwise` (runtime -> probes), those it runs computing
+    something else."""
     runners = {"litert": _litert, "onert": _onert}
     table: dict[str, list[tuple[str, str]]] = {r: [] for r in runtimes}
     for kind, variant in probes():
         model = build(recipe(kind, variant), CIRCLE, where=f"probe {kind} {variant}")
         for runtime in runtimes:
-            if _runs(runners[runtime], model):
+            verdict = _verdict(runners[runtime], model)
+            if verdict == "runs":
                 table[runtime].append((kind, variant))
+            elif verdict == "otherwise" and otherwise is not None:
+                otherwise.setdefault(runtime, []).append((kind, variant))
     return table
 
 
@@ -279,8 +434,9 @@ def source(table: dict[str, list[tuple[str, str]]]) -> str:
         '"""What each runtime runs: derived by schemas/derive_runtimes.py from the runtimes themselves (do not',
         "edit; tests/test_runtimes.py re-derives it). PROBED: every (operator kind, variant) asked, a variant",
         "being a fused activation, 'constant input N', 'rank N', 'type T' or 'form NAME' (a form of the",
-        "operator probed apart); RUNS[runtime]: those that loaded and ran as one-op models computing what",
-        "the reference interpreter does. engine/targets.py reads it.",
+        "operator, or of the graph around it, probed apart); RUNS[runtime]: those that loaded and ran as",
+        "small models computing what the reference interpreter does (ir/miscomputed.py: those that ran",
+        "computing something else). engine/targets.py reads it.",
         '"""',
         "",
         f"VERSIONS = {{'litert': {version('ai-edge-litert')!r}, 'onert': {version('onert')!r}}}",
@@ -301,18 +457,40 @@ def source(table: dict[str, list[tuple[str, str]]]) -> str:
     return "\n".join(lines).replace("'", '"')
 
 
+def otherwise_source(otherwise: dict[str, list[tuple[str, str]]]) -> str:
+    """ir/miscomputed.py: the probes each runtime loads and runs computing something else. Apart from
+    the table, and small: the manager asks it of every graph before any pass (engine/targets.py:
+    Target.left_as_is), so a run that changes nothing imports only this."""
+    lines = [
+        '"""The probes of ir/runtimes.py that a runtime loads and runs computing something else than the model',
+        "says (values or shapes): derived by schemas/derive_runtimes.py with the table (do not edit). A graph",
+        "holding one runs right there only by luck, so a target for that runtime leaves it as it is",
+        '(engine/targets.py: Target.left_as_is)."""',
+        "",
+        "OTHERWISE = {",
+    ]
+    for runtime in RUNTIMES:
+        lines += [f"    {runtime!r}: frozenset(", "        {"]
+        lines += [f"            ({k!r}, {a!r})," for k, a in otherwise.get(runtime, [])]
+        lines += ["        }", "    ),"]
+    lines += ["}", ""]
+    return "\n".join(lines).replace("'", '"')
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare with the table instead of writing it")
     args = parser.parse_args(argv)
-    text = source(derive())
+    otherwise: dict[str, list[tuple[str, str]]] = {}
+    texts = {TABLE: source(derive(otherwise=otherwise)), MISCOMPUTED: otherwise_source(otherwise)}
     if args.check:
-        if TABLE.read_text() != text:
-            print(f"{TABLE} differs from what the installed runtimes run", file=sys.stderr)
-            return 1
-        return 0
-    TABLE.write_text(text)
-    print(f"wrote {TABLE}")
+        differ = [path for path, text in texts.items() if path.read_text() != text]
+        for path in differ:
+            print(f"{path} differs from what the installed runtimes run", file=sys.stderr)
+        return 1 if differ else 0
+    for path, text in texts.items():
+        path.write_text(text)
+        print(f"wrote {path}")
     return 0
 
 

@@ -9,6 +9,7 @@ from importlib.metadata import version
 
 import pytest
 
+from bnfold.ir.miscomputed import OTHERWISE
 from bnfold.ir.runtimes import PROBED, RUNS, VERSIONS
 from bnfold.values import onert
 from conftest import ROOT
@@ -20,7 +21,8 @@ RUNTIMES = ("litert",) if onert.missing() else ("litert", "onert")
 
 
 def test_the_table_is_what_the_installed_runtimes_run():
-    derived = derive_runtimes.derive(RUNTIMES)
+    otherwise: dict = {}
+    derived = derive_runtimes.derive(RUNTIMES, otherwise)
     for runtime in RUNTIMES:
         runs = set(derived[runtime])
         assert runs == set(RUNS[runtime]), (
@@ -28,6 +30,7 @@ def test_the_table_is_what_the_installed_runtimes_run():
             f"now runs {sorted(runs - RUNS[runtime])}, no longer {sorted(RUNS[runtime] - runs)}; "
             "re-run schemas/derive_runtimes.py"
         )
+        assert set(otherwise.get(runtime, [])) == OTHERWISE[runtime], "re-run schemas/derive_runtimes.py"
     assert PROBED == set(derive_runtimes.probes())
 
 

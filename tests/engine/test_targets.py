@@ -13,9 +13,12 @@ from bnfold.engine.report import PassResult
 from bnfold.engine.targets import Target, default_target
 from bnfold.errors import InternalError, UsageError
 from bnfold.io.formats import CIRCLE
+from bnfold.ir.runtimes import RUNS
 from bnfold.recipe.chef import build, load_recipe, recipe_format
 from bnfold.values import litert
 from conftest import DATA, FIXTURES, RECIPES
+
+RUNS_LITERT = RUNS["litert"]
 
 SHAPE = [1, 5, 7, 6]
 
@@ -236,3 +239,165 @@ def test_an_int64_input_stays_nchw_for_onert():
         {"name": "x", "side": "input", "shape": [1, 2, 3, 4], "reason": "onert does not run TRANSPOSE of INT64"}
     ]
     assert [r["name"] for r in api.apply_passes(build(recipe, CIRCLE), passes, "litert").interface["inputs"]] == ["x"]
+
+
+# ---- onert 0.1.0's faults that are not an operator kind (schemas/derive_runtimes.py probes them) ------------
+
+
+def test_onerts_faults_beside_the_kinds_are_in_the_table():
+    """Derived, not written: a graph output another op reads (every reader kind probed), keep_num_dims,
+    SPLIT_V, and the rank-4 reductions without keep_dims that onert prepares (the channel axis, or
+    the two spatial ones) and those it does not. LiteRT runs them all."""
+    from bnfold.ir import runtimes
+
+    readers = {k for k, v in runtimes.PROBED if v == "form reads_graph_output"}
+    assert {"RESHAPE", "STRIDED_SLICE", "SQUEEZE", "ABS", "ADD", "FULLY_CONNECTED"} <= readers
+    assert not any((k, "form reads_graph_output") in runtimes.RUNS["onert"] for k in readers)
+    assert all((k, "form reads_graph_output") in runtimes.RUNS["litert"] for k in readers)
+    onert_, litert_ = Target("onert"), Target("litert")
+    assert (
+        onert_.refusal("FULLY_CONNECTED", form="keep_num_dims") == "onert does not run FULLY_CONNECTED (keep num dims)"
+    )
+    assert onert_.refusal("SPLIT_V") == "onert does not run SPLIT_V" and onert_.refusal("SPLIT") is None
+    assert onert_.refusal("MEAN", form="rank_4_dropping_1") == "onert does not run MEAN (rank 4 dropping 1)"
+    for prepared in ("rank_4_dropping_3", "rank_4_dropping_1_2"):
+        assert onert_.refusal("MEAN", form=prepared) is None and onert_.refusal("SUM", form=prepared) is None
+    assert litert_.refusal("MEAN", form="rank_4_dropping_1") is None and litert_.refusal("SPLIT_V") is None
+
+
+def _output_read_net(reader: str = "RESHAPE") -> dict:
+    """y = MUL(x, w) is a graph output, read by a RESHAPE (or ABS) whose result a TANH reads: onert
+    0.1.0 returns the TANH's values in y (tests/data/tico_suite/onert_output_read_by_reshape)."""
+    n = Net()
+    x = n.input("x", [2, 3, 4])
+    y = n.op("MUL", [x, n.const("w", [4])], "y", [2, 3, 4])
+    if reader == "RESHAPE":
+        r = n.op("RESHAPE", [y, n.ints("s", [6, 4])], "r", [6, 4], new_shape=[6, 4])
+        n.outputs = [y, n.op("TANH", [r], "t", [6, 4])]
+    else:
+        r = n.op(reader, [y], "r", [2, 3, 4])
+        n.outputs = [y, n.op("TANH", [r], "t", [2, 3, 4])]
+    return n.recipe()
+
+
+@pytest.mark.parametrize("reader", ["RESHAPE", "ABS"])
+def test_onert_overwrites_a_graph_output_another_op_reads(reader):
+    """The fault the table's probe records, on a model bnfold never touched: onert differs from LiteRT."""
+    from bnfold.values import onert
+
+    if onert.missing():
+        pytest.skip(onert.missing())
+    model = build(_output_read_net(reader), CIRCLE)
+    xs = [np.random.default_rng(0).normal(0, 2, (2, 3, 4)).astype(np.float32)]
+    got, expected = onert.Session(model)(xs), litert.run(model, xs)
+    assert not np.allclose(got[0], expected[0]) and np.allclose(got[1], expected[1], atol=1e-6)
+
+
+def test_a_graph_with_a_graph_output_another_op_reads_is_left_as_it_is_for_onert():
+    """Whether onert keeps such an output is the luck of its memory plan, which any rewrite may change:
+    no pass runs on the graph for onert (nor any), the report's target says why; for LiteRT the passes run."""
+    n = Net()
+    x = n.input("x", [2, 3, 4])
+    y = n.op(
+        "ADD",
+        [n.op("MUL", [x, n.const("w", [4])], "m", [2, 3, 4]), n.const("z", [4], values=[0.0] * 4)],
+        "y",
+        [2, 3, 4],
+    )
+    n.outputs = [y, n.op("TANH", [n.op("ABS", [y], "r", [2, 3, 4])], "t", [2, 3, 4])]
+    for target in ("onert", "any"):
+        model = build(n.recipe(), CIRCLE)
+        report = api.apply_passes(model, ["remove_unnecessary_add"], target)
+        assert not report.folds and model.op_counts()["ADD"] == 1
+        [refused] = report.to_dict()["target"]["refused"]
+        assert refused["at"] == "subgraph 0"
+        assert "onert may overwrite a graph output another op reads ('y', read by ABS)" in refused["reason"]
+    model = build(n.recipe(), CIRCLE)
+    assert api.apply_passes(model, ["remove_unnecessary_add"], "litert").folds and "ADD" not in model.op_counts()
+
+
+def test_a_graph_with_a_keep_num_dims_fully_connected_is_left_as_it_is_for_onert():
+    """onert ignores keep_num_dims (it flattens [2, 3, 4] to [6, 2]): what it computes on the input is
+    not the model's, so no rewrite there; a rank-2 input (nothing to keep) leaves the passes free."""
+    for shape, left in (([2, 3, 4], True), ([6, 4], False)):
+        n = Net()
+        x = n.input("x", shape)
+        out = [*shape[:-1], 2] if left else [6, 2]
+        f = n.op("FULLY_CONNECTED", [x, n.const("w", [2, 4]), n.const("b", [2])], "f", out, keep_num_dims=left)
+        n.outputs = [n.op("ADD", [f, n.const("z", [2], values=[0.0, 0.0])], "y", out)]
+        report = api.apply_passes(build(n.recipe(), CIRCLE), ["fuse_add_with_fully_connected"], "onert")
+        refused = report.to_dict()["target"]["refused"]
+        if left:
+            assert (
+                not report.folds
+                and "onert runs FULLY_CONNECTED (keep num dims) computing something else (output 'f')"
+                in refused[0]["reason"]
+            )
+        else:
+            assert report.folds and refused == []
+
+
+def test_the_output_gate_refuses_a_pass_that_gives_a_graph_output_a_reader(monkeypatch):
+    """A pass that makes an op read a graph output for onert without asking (targets.unkept_output):
+    exit 3 naming it; for LiteRT it goes through."""
+    from bnfold.passes import remove_unnecessary_add
+
+    def careless(graph):
+        result = PassResult()
+        relu = next(op for op in graph.ops if op.kind == "RELU")
+        y = graph.outputs[0]
+        result.fold(relu, [relu], into=[relu])
+        graph.set_input(relu, 0, y)  # RELU now reads the graph output y
+        return result
+
+    def net():
+        n = Net()
+        x = n.input("x", [2, 3])
+        y = n.op("ADD", [x, n.const("c", [3])], "y", [2, 3])
+        n.outputs = [y, n.op("TANH", [n.op("RELU", [x], "r", [2, 3])], "t", [2, 3])]
+        return build(n.recipe(), CIRCLE)
+
+    monkeypatch.setattr(remove_unnecessary_add, "run", careless)
+    with pytest.raises(InternalError, match=r"pass remove_unnecessary_add left subgraph 0 so: onert may overwrite"):
+        api.apply_passes(net(), ["remove_unnecessary_add"], "onert")
+    assert api.apply_passes(net(), ["remove_unnecessary_add"], "litert").folds
+
+
+def test_litert_leaves_a_dequantized_float16_output_uncomputed_under_a_delegated_reader():
+    """LiteRT's default run (XNNPACK) takes a float16 constant's DEQUANTIZE into the op it delegates
+    and never writes the DEQUANTIZE's own output: a graph output read by a RESHAPE (delegated) is
+    garbage, one read by a SQUEEZE (not delegated) is right. Probed per reader kind; asked by
+    targets.unkept_output (engine/reshapes.py's replace_by_reshape: seed 40801's STRIDED_SLICE)."""
+    from bnfold.ir import runtimes
+
+    form = "form reads_float16_dequantize_output"
+    assert ("RESHAPE", form) in runtimes.PROBED and ("RESHAPE", form) not in runtimes.RUNS["litert"]
+    assert ("SQUEEZE", form) in runtimes.RUNS["litert"]
+    n = Net()
+    x = n.input("x", [3, 5])
+    d = n.op("DEQUANTIZE", [n.const("k", [1, 3, 5, 1], dtype="FLOAT16")], "d", [1, 3, 5, 1])
+    n.outputs = [d, n.op("ADD", [x, x], "y", [3, 5])]
+    model = build(n.recipe())
+    graph = model.graphs[0]
+    graph.target = Target("litert")
+    assert graph.target.unkept_output(graph) is None  # nothing reads d
+    reason = graph.target.unkept_output(graph, [(graph.outputs[0], "RESHAPE")])
+    assert reason is not None and "float16 constant's DEQUANTIZE writes ('d') once a RESHAPE" in reason
+    assert graph.target.unkept_output(graph, [(graph.outputs[0], "SQUEEZE")]) is None
+
+
+def test_a_graph_with_a_rank_5_minimum_is_left_as_it_is_for_onert():
+    """onert 0.1.0 runs a MINIMUM broadcasting a constant over rank 5 computing part of it only (the rest
+    is whatever its buffer held: seed 70136 ran right raw, wrong once a fold changed the plan): a graph
+    holding one gets no pass for onert; for LiteRT it does."""
+    from bnfold.ir.miscomputed import OTHERWISE
+
+    assert ("MINIMUM", "rank 5") in OTHERWISE["onert"] and ("MINIMUM", "rank 5") in RUNS_LITERT
+    n = Net()
+    x = n.input("x", [2, 1, 2, 5, 1])
+    m = n.op("MINIMUM", [x, n.const("k", [1], values=[6.5])], "m", [2, 1, 2, 5, 1])
+    n.outputs = [n.op("ADD", [m, n.const("z", [1], values=[0.0])], "y", [2, 1, 2, 5, 1])]
+    report = api.apply_passes(build(n.recipe(), CIRCLE), ["remove_unnecessary_add"], "onert")
+    [refused] = report.to_dict()["target"]["refused"]
+    assert not report.folds and "onert runs MINIMUM of rank 5 computing something else" in refused["reason"]
+    assert api.apply_passes(build(n.recipe(), CIRCLE), ["remove_unnecessary_add"], "litert").folds

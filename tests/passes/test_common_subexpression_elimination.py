@@ -54,3 +54,41 @@ def test_a_chain_of_twins_collapses_in_one_run():
 def test_ops_that_differ_or_are_seen_stay(case, reason):
     _, report = optimize_and_compare(twin_net(**case).recipe(), [PASS], {"MUL": 2})
     assert_said(report, PASS, reason)
+
+
+def _twin_of_a_graph_output() -> dict:
+    """x -> ABS -> a (a graph output nothing reads); x -> ABS -> b -> TANH -> t (b its twin)."""
+    n = Net()
+    x = n.input("x", SHAPE)
+    a = n.op("ABS", [x], "a", SHAPE)
+    b = n.op("ABS", [x], "b", SHAPE)
+    n.outputs = [a, n.op("TANH", [b], "t", SHAPE)]
+    return n.recipe()
+
+
+def test_a_twin_is_kept_for_onert_where_a_graph_output_would_gain_a_reader():
+    """Taking b out would make the TANH read the graph output a, which onert 0.1.0 may overwrite
+    (engine/targets.py, unkept_output): kept for onert with that reason, and onert computes the original;
+    for LiteRT the twin goes, with the same values."""
+    import numpy as np
+
+    from bnfold import api
+    from bnfold.io.formats import CIRCLE
+    from bnfold.recipe.chef import build
+    from bnfold.values import litert, onert
+
+    model = build(_twin_of_a_graph_output(), CIRCLE)
+    report = api.apply_passes(model, [PASS], "onert")
+    assert not report.folds and model.op_counts()["ABS"] == 2
+    [refused] = report.to_dict()["target"]["refused"]
+    assert refused["pass"] == PASS and refused["at"]["output"] == "b"
+    assert refused["reason"] == "onert may overwrite a graph output another op reads ('a', read by TANH)"
+    xs = [np.random.default_rng(0).normal(0, 2, SHAPE).astype(np.float32)]
+    expected = litert.run(model, xs)
+    if not onert.missing():
+        for got, want in zip(onert.Session(model)(xs), expected, strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+    for_litert = build(_twin_of_a_graph_output(), CIRCLE)
+    assert api.apply_passes(for_litert, [PASS], "litert").folds and for_litert.op_counts()["ABS"] == 1
+    for got, want in zip(litert.run(for_litert, xs), expected, strict=True):
+        np.testing.assert_array_equal(got, want)

@@ -97,7 +97,14 @@ def test_a_gamma_that_varies_along_another_axis_stays_a_mul_after_the_norm():
 )
 def test_other_functions_stay_silently(change):
     _, model, report = optimized(rms_net(**change), [PASS])
-    assert "RMS_NORM" not in model.op_counts() and not report["folds"] and not reasons(report)
+    said = reasons(report)
+    if "extra_output" in change:  # for onert the graph, a graph output read by an ADD, is not rewritten at all
+        assert said == [
+            "left as it is (the runtime computes it right only by the luck of a plan a rewrite may change): "
+            "onert may overwrite a graph output another op reads ('mean', read by ADD)"
+        ]
+        said = []
+    assert "RMS_NORM" not in model.op_counts() and not report["folds"] and not said
 
 
 def test_a_square_of_two_tensors_is_not_taken():

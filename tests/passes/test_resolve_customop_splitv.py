@@ -62,3 +62,19 @@ def test_sizes_computed_at_run_time_stay_and_say_why():
     report = api.apply_passes(model, [PASS])
     assert not report.folds and model.op_counts()["CUSTOM(SplitV)"] == 1
     assert_said(report, PASS, "the sizes or the axis are no constant integers")
+
+
+def test_no_split_v_is_made_for_onert():
+    """onert 0.1.0 computes SPLIT_V wrong (zeros or garbage: the table's probe, SPLIT is right), so for
+    onert the CUSTOM SplitV stays with the reason (seed 50661 of the O1 fuzzer); for LiteRT it goes."""
+    from bnfold import api
+    from bnfold.io.formats import CIRCLE
+    from bnfold.recipe.chef import build
+
+    model = build(splitv_net([2, 3, 4], 1).recipe(), CIRCLE)
+    report = api.apply_passes(model, [PASS], "onert")
+    assert not report.folds and model.op_counts() == {"CUSTOM(SplitV)": 1}
+    [refused] = report.to_dict()["target"]["refused"]
+    assert refused["pass"] == PASS and refused["reason"] == "onert does not run SPLIT_V"
+    for_litert = build(splitv_net([2, 3, 4], 1).recipe(), CIRCLE)
+    assert api.apply_passes(for_litert, [PASS], "litert").folds and for_litert.op_counts() == {"SPLIT_V": 1}

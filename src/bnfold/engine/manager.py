@@ -8,7 +8,9 @@ per batch-norm candidate left in the model, none for any other op, apart from it
 TRANSPOSE left (leftovers.py), and each fold names the ops of the output that took it in (`into`).
 A pass runs on a graph only where it finds an operator kind it needs (registry.PassSpec.needs).
 Every graph carries the Target the model is made for (targets.py): what a pass may introduce;
-the output gate refuses an op a pass made that the target cannot run (targets.check_made).
+the output gate refuses an op a pass made that the target cannot run (targets.check_made). A graph
+the target's runtime computes by the luck of its own plan (targets.Target.left_as_is: onert and a
+graph output another op reads) gets no pass at all, and the report's `target` says why.
 After the rounds, what no op reads any more goes from every graph (deadcode.py), once.
 A graph the input held without a LiteRT in-place clobber leaves without one (planner.py).
 
@@ -39,6 +41,7 @@ from .report import Report
 from .targets import Target, check_made, default_target
 
 MAX_ROUNDS = 50
+LEFT_WHY = "left as it is (the runtime computes it right only by the luck of a plan a rewrite may change)"
 REORDERED_WHY = "run earlier, so LiteRT reads their inputs before an op in place overwrites them (engine/planner.py)"
 KEPT_WHY = "their reads keep LiteRT from running another op in place over a buffer still read (engine/planner.py)"
 
@@ -59,6 +62,7 @@ def run_passes(
     made_for = Target.of(report.target, model)
     for graph in model.graphs:
         graph.target = made_for
+    left = {i: why for i, g in enumerate(model.graphs) if specs and (why := made_for.left_as_is(g))}
     orphans = orphan_buffers(model) if specs else 0  # before the passes: what the input brought dead
     inherited = [overwrites(graph) for graph in model.graphs] if specs else None
     interface = [_interface(graph) for graph in model.graphs]
@@ -79,7 +83,7 @@ def run_passes(
         report.not_folded.clear()
         report.unsupported.clear()
         changed = False
-        kinds = [op_kinds(graph) for graph in model.graphs]
+        kinds = [set() if index in left else op_kinds(graph) for index, graph in enumerate(model.graphs)]
         for spec in specs:
             for index, graph in enumerate(model.graphs):
                 # a pass without the kinds it needs in this graph has no candidate here: it would
@@ -107,6 +111,8 @@ def run_passes(
             report.notes.append({"dead_code_removed": dead})
         if kept:
             report.notes.append({"dead_code_kept": {"operators": kept, "why": KEPT_WHY}})
+    for index, why in left.items():
+        report.unsupported.append({"at": f"subgraph {index}", "reason": f"{LEFT_WHY}: {why}"})
     for changes in recorders:
         changes.running = None  # what library code changes from now on is not a pass's
     check_interface(model, interface, report.interface, to_nhwc)

@@ -62,7 +62,7 @@ import copy
 import numpy as np
 
 from ..ir.graph import Graph, Op, Options, Tensor
-from ..ir.ops import info
+from ..ir.ops import info, reduction_form
 from . import targets
 from .layout import transpose_perm
 from .permute import (
@@ -172,9 +172,20 @@ def _move(graph: Graph, seed: Op, scope, result: PassResult, reasons: dict[Op, s
 
 def _target_refusal(graph: Graph, region: Region) -> str | None:
     """Why the target cannot run a TRANSPOSE the rewrite of `region` would make (its rank or type:
-    onert has no TRANSPOSE of INT64), or None."""
+    onert has no TRANSPOSE of INT64) or a reduction it moves to other axes (onert prepares a rank-4
+    reduction without keep_dims over some axes only), or None."""
     made = (targets.refusal(graph, "TRANSPOSE", rank=len(t.shape), dtype=t.dtype) for t in region.transposed())
-    return next(filter(None, made), None)
+    moved = (_moved_reduction(graph, op, crossing) for op, crossing in region.crossed.items())
+    return next(filter(None, made), None) or next(filter(None, moved), None)
+
+
+def _moved_reduction(graph: Graph, op: Op, crossing: Crossing) -> str | None:
+    """Why the target cannot run the reduction `op` over the axes its crossing gives it, or None."""
+    x, axes = op.input(0), crossing.consts.get(1)
+    if info(op.kind).shape != "reduce" or x is None or axes is None:
+        return None
+    form = reduction_form(len(x.shape), axes.reshape(-1), bool(getattr(op.options, "keepDims", False)))
+    return None if form is None else targets.refusal(graph, op.kind, form=form)
 
 
 def _aliasing_hazard(graph: Graph, region: Region) -> bool:
@@ -285,6 +296,9 @@ def _remove_identity(graph: Graph, op: Op, result: PassResult) -> str | None:
         graph.remove_op(op)
         return None
     if producer is not None and not graph.is_observed(x):
+        unkept = targets.unkept_output(graph, [(y, r.kind) for r in graph.consumers(x) if r is not op])
+        if unkept:
+            return unkept  # x's other readers would read the graph output y
         result.fold(op, [op], into=[producer], identity=True)
         graph.remove_op(op)
         graph.replace_uses(x, y)

@@ -89,11 +89,12 @@ def add_reshape(graph: Graph, x: Tensor, y: Tensor, *, after: Op) -> Op:
 
 
 def replace_by_reshape(graph: Graph, result: PassResult, op: Op, x: Tensor, y: Tensor, **details) -> bool:
-    """Replace `op` (x -> y, moving no element) by a RESHAPE, if the target runs one, it reads the
-    bytes with y's quantization, and LiteRT's sharing of x's buffer adds no hazard (an op that
+    """Replace `op` (x -> y, moving no element) by a RESHAPE, if the target runs one (and keeps x,
+    a graph output, with a RESHAPE reading it: targets.unkept_output), it reads the bytes with y's
+    quantization, and LiteRT's sharing of x's buffer adds no hazard (an op that
     already shared it, ALIASING, adds none); else record why not in `result`. The one way the
     passes make an op a RESHAPE, so none forgets a check. Returns whether it replaced `op`."""
-    unsupported = targets.refusal(graph, "RESHAPE")
+    unsupported = targets.refusal(graph, "RESHAPE") or targets.unkept_output(graph, [(x, "RESHAPE")])
     if unsupported:
         result.not_for_target(op, unsupported)
         return False

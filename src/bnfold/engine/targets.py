@@ -14,7 +14,12 @@ refuse a constant operand: onert a BATCH_MATMUL's left one); a reason means the 
 with it (the report shows it). The manager hands each graph its Target (`graph.target`); a pass run
 on a graph without one (a unit test) may make anything. The manager's output gate (`check_made`)
 asks the same of every op a pass created or changed, so a pass that forgot to ask is bnfold's bug
-(exit 3, naming it), never a model the target refuses. A pass whose rewrite only one runtime wants
+(exit 3, naming it), never a model the target refuses. Some faults are about the graph around an
+op, not the op: onert (its Python API) may overwrite a graph output that another op reads. A graph
+that holds one, or an op in a form the runtime computes otherwise than the model says, is left as
+it is (`left_as_is`, asked by the manager before any pass: what the runtime computed on it was the
+luck of its plan); a rewrite that would add a reader to a graph output asks `unkept_output`, and the
+gate holds the passes that forgot to. A pass whose rewrite only one runtime wants
 (not a refusal: LiteRT runs both forms, slower) reads the target's name (`name_of`:
 replace_non_const_fc_with_batch_matmul).
 """
@@ -25,10 +30,13 @@ import functools
 from collections.abc import Iterable
 
 from ..errors import InternalError, UsageError
-from ..ir.graph import Graph, Op
+from ..ir.graph import Graph, Op, Tensor
 from ..ir.model import Model
 
 TARGETS = ("litert", "onert", "any")
+OUTPUT_READ = "form reads_graph_output"  # the table's variant: a graph output that an op of the kind reads
+DEQUANTIZE_READ = "form reads_float16_dequantize_output"  # ... one a float16 constant's DEQUANTIZE writes
+PLANNED = ("rank ", "type ", "form ")  # the variants whose miscomputation left_as_is heeds
 FORMAT_TARGETS = {"tflite": "litert", "circle": "onert"}  # io/formats.py Format.name -> default target
 
 
@@ -80,6 +88,44 @@ class Target:
         variants += [] if form is None else [f"form {form}"]
         return self._refused(kind, variants, runtimes)
 
+    def left_as_is(self, graph: Graph) -> str | None:
+        """Why no pass may change `graph` for this target (None: they may): the runtime computes the
+        input otherwise than the model says, in a way its own memory or shape plan decides, so what
+        ran right on it did so by luck a rewrite can change. Either an op in a rank, type or form
+        the runtime runs computing something else (ir/miscomputed.py: onert's keep_num_dims
+        FULLY_CONNECTED, its MINIMUM of rank 5), or a graph output another op reads (onert frees it
+        after its last reader: `unkept_output`). A kind or a fused activation computed otherwise is
+        so whatever the plan (LiteRT ignores a fused TANH): the passes may replace it."""
+        from ..ir.miscomputed import OTHERWISE  # small: the table itself only where an output is read
+
+        for op in graph.ops:
+            for variant in op.runtime_variants():
+                if not variant.startswith(PLANNED):
+                    continue  # a kind or a fused activation computed otherwise is so always: a pass may replace it
+                wrong = [r for r in self._runtimes() if (op.kind, variant) in OTHERWISE[r]]
+                if wrong:
+                    what = _described(op.kind, variant)
+                    return f"{wrong[0]} runs {what} computing something else (output {op.outputs[0].name!r})"
+        return self.unkept_output(graph)
+
+    def unkept_output(self, graph: Graph, readers: Iterable[tuple[Tensor, str]] = ()) -> str | None:
+        """Why the runtime may not keep a graph output of `graph` that another op reads (onert may
+        overwrite any; LiteRT's default XNNPACK run leaves one a float16 constant's DEQUANTIZE writes
+        uncomputed when it delegates the reader), counting the (output, reader kind) pairs a rewrite
+        would add (`readers`); None when it keeps them."""
+        observed = set(graph.outputs)
+        pairs = [(t, r.kind) for t in graph.outputs for r in graph.consumers(t)]
+        for t, kind in [*pairs, *((t, k) for t, k in readers if t in observed)]:
+            for runtime in self._runtimes():
+                if not _keeps_read_output(runtime, kind, OUTPUT_READ):
+                    return f"{runtime} may overwrite a graph output another op reads ({t.name!r}, read by {kind})"
+                if _dequantizes_float16_constant(t.producer) and not _keeps_read_output(runtime, kind, DEQUANTIZE_READ):
+                    return (
+                        f"{runtime}'s default delegate leaves uncomputed a graph output that a float16 constant's"
+                        f" DEQUANTIZE writes ({t.name!r}) once a {kind} it delegates reads it"
+                    )
+        return None
+
     def _runtimes(self) -> tuple[str, ...]:
         """The runtimes this target must run on (every runtime of the table for "any")."""
         return tuple(_table().RUNS) if self.name == "any" else (self.name,)
@@ -104,6 +150,28 @@ def _table():
     from ..ir import runtimes
 
     return runtimes
+
+
+def _keeps_read_output(runtime: str, kind: str, variant: str) -> bool:
+    """Whether `runtime` keeps a graph output that an op of `kind` reads (`variant`: any such output,
+    or one a float16 constant's DEQUANTIZE writes). The table probes it per reader kind; a kind it
+    did not probe counts as failing where every probed kind failed (then the fault is the runtime's
+    memory plan, not the reader's: onert 0.1.0's)."""
+    table = _table()
+    if (kind, variant) in table.PROBED:
+        return (kind, variant) in table.RUNS[runtime]
+    return _some_reader_kept(runtime, variant)
+
+
+@functools.cache
+def _some_reader_kept(runtime: str, variant: str) -> bool:
+    table = _table()
+    return any((k, v) in table.RUNS[runtime] for k, v in table.PROBED if v == variant)
+
+
+def _dequantizes_float16_constant(op: Op | None) -> bool:
+    x = None if op is None or op.kind != "DEQUANTIZE" else op.input(0)
+    return x is not None and x.is_const and x.dtype == "FLOAT16"
 
 
 def _described(kind: str, variant: str) -> str:
@@ -141,6 +209,23 @@ def check_made(model: Model) -> None:
                 raise InternalError(
                     f"pass {by} made subgraph {index} {op.kind} (output {op.outputs[0].name!r}): {reason}"
                 )
+        if graph.changes.passes:  # a graph no pass changed is the input's (or left as it is)
+            _check_outputs_kept(graph, index)
+
+
+def _check_outputs_kept(graph: Graph, index: int) -> None:
+    """No pass made a graph output another op reads where the runtime may not keep it (the input
+    had none: a graph with one is left as it is, Target.left_as_is). Names the pass that changed
+    the output's producer or a reader."""
+    assert graph.target is not None and graph.changes is not None
+    reason = graph.target.unkept_output(graph)
+    if reason is None:
+        return
+    ops = graph.changes.ops
+    outputs = [t for t in graph.outputs if graph.consumers(t)]
+    near = [op for t in outputs for op in (t.producer, *graph.consumers(t)) if op is not None and ops.get(op)]
+    by = ops[near[0]] if near else ", ".join(graph.changes.passes) or "a pass"
+    raise InternalError(f"pass {by} left subgraph {index} so: {reason}")
 
 
 def default_target(format_name: str) -> str:
@@ -173,3 +258,11 @@ def refusal(
     if target is None:
         return None
     return target.refusal(kind, activation, constant_inputs, rank=rank, dtype=dtype, form=form)
+
+
+def unkept_output(graph: Graph, readers: Iterable[tuple[Tensor, str]]) -> str | None:
+    """Why the runtime `graph` is made for may not keep its graph outputs once the (output, reader
+    kind) pairs `readers` read them too (onert may overwrite a graph output another op reads);
+    None: it keeps them, or the graph has no target."""
+    target = graph.target
+    return None if target is None else target.unkept_output(graph, readers)

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from .const import NUMPY_DTYPES, Buffer, Scaled, as_stored
-from .ops import FUSED_ACTIVATIONS, SIDE_EFFECT_KINDS, info
+from .ops import FUSED_ACTIVATIONS, SIDE_EFFECT_KINDS, info, op_forms
 
 if TYPE_CHECKING:
     from .changes import Changes
@@ -71,6 +71,8 @@ class Target(Protocol):
     ) -> str | None: ...
 
     def refusal_of(self, op: Op, kept: Iterable[str] = ()) -> str | None: ...
+
+    def unkept_output(self, graph: Graph, readers: Iterable[tuple[Tensor, str]] = ()) -> str | None: ...
 
 
 class Options:
@@ -242,11 +244,12 @@ class Op:
 
     def runtime_variants(self) -> list[str]:
         """What of this op a runtime may refuse beside its kind (ir/runtimes.py's variants): its
-        fused activation ("NONE" without one), "constant input N" for each constant operand, and
-        its first output's "rank N" and "type T"."""
+        fused activation ("NONE" without one), "constant input N" for each constant operand, its
+        first output's "rank N" and "type T", and the forms probed apart that it is in (ir/ops.py: op_forms)."""
         constants = [f"constant input {i}" for i, t in enumerate(self.inputs) if t is not None and t.is_const]
         shaped = [f"rank {len(self.outputs[0].shape)}", f"type {self.outputs[0].dtype}"] if self.outputs else []
-        return [self.fused_activation if self.has_fused_activation_slot else "NONE", *constants, *shaped]
+        forms = [f"form {f}" for f in op_forms(self)]
+        return [self.fused_activation if self.has_fused_activation_slot else "NONE", *constants, *shaped, *forms]
 
     @property
     def has_fused_activation_slot(self) -> bool:

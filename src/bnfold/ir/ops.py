@@ -54,7 +54,10 @@ the input channel (forward folds scale it):
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+import numpy as np
 
 # Enums the IR carries by name, in the schema's order (the same in TFLite and Circle).
 FUSED_ACTIVATIONS = ("NONE", "RELU", "RELU_N1_TO_1", "RELU6", "TANH", "SIGN_BIT")
@@ -394,3 +397,31 @@ LAYOUT_KINDS = frozenset(info.kind for info in TABLE if info.moves_elements)
 def info(kind: str) -> OpInfo:
     """The table's entry for `kind` (an empty one for kinds bnfold knows nothing about)."""
     return OPS.get(kind) or OpInfo(kind)
+
+
+def op_forms(op: Any) -> list[str]:
+    """The forms of `op` (an ir/graph.py Op) that the runtime table probes apart, as far as they follow
+    from the op alone: "keep_num_dims", a FULLY_CONNECTED keeping the leading axes of an input of
+    rank > 2 (onert 0.1.0 flattens them); "rank_4_dropping_A[_B]", a reduction of a rank-4 input
+    over one or two axes without keep_dims (onert 0.1.0 prepares only the channel axis or the two
+    spatial ones). engine/targets.py asks them of every op a pass made and of a graph it may leave."""
+    x = op.input(0)
+    if x is None:
+        return []
+    if op.kind == "FULLY_CONNECTED" and getattr(op.options, "keepNumDims", False) and len(x.shape) > 2:
+        return ["keep_num_dims"]
+    axes = op.input(1)
+    if info(op.kind).shape != "reduce" or axes is None or axes.data is None:
+        return []
+    keep_dims = bool(getattr(op.options, "keepDims", False))
+    form = reduction_form(len(x.shape), np.asarray(axes.data).reshape(-1), keep_dims)
+    return [] if form is None else [form]
+
+
+def reduction_form(rank: int, axes: Iterable[int], keep_dims: bool) -> str | None:
+    """The form a reduction of a rank-`rank` input over `axes` is probed apart in: "rank_4_dropping_A[_B]"
+    for a rank-4 input reduced over one or two axes without keep_dims; None for any other."""
+    dropped = sorted({int(a) % rank for a in axes}) if rank else []
+    if rank != 4 or keep_dims or not 1 <= len(dropped) <= 2:
+        return None
+    return "rank_4_dropping_" + "_".join(str(a) for a in dropped)

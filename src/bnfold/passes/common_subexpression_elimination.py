@@ -12,7 +12,9 @@ same input" is the same tensor, or two constants of the same type, shape, quanti
 (above 4 kB: the same buffer). The outputs must agree in type, shape and quantization too.
 
 Guards: LiteRT must not then run an op in place over a buffer another reader still needs
-(engine/reshapes.py: the kept op's outputs gain readers, the later op's inputs lose one); no
+(engine/reshapes.py: the kept op's outputs gain readers, the later op's inputs lose one); the
+target must keep a graph output the kept op writes once the later op's readers read it (onert may
+not: engine/targets.py, unkept_output); no
 output of the later op is seen from outside (a model output keeps its own producer);
 the later op's outputs are replaced, never the earlier's. Stricter than ONE here, deliberately: in
 ONE's CSE_Transpose_000 and CSE_Quantize_000 both twins' outputs are model outputs and ONE keeps
@@ -28,6 +30,7 @@ import hashlib
 
 import numpy as np
 
+from ..engine import targets
 from ..engine.report import PassResult
 from ..engine.reshapes import HAZARD, joined_hazard, references, release_hazard
 from ..ir.graph import Graph, Op, Tensor
@@ -61,12 +64,23 @@ def run(graph: Graph) -> PassResult:
         if _in_place_hazard(graph, first, op):
             result.refuse_value(op, HAZARD)
             continue
+        unkept = _unkept_output(graph, first, op)
+        if unkept:
+            result.not_for_target(op, unkept)
+            continue
         # context: the per-rewrite check runs the kept twin too (values/local.py)
         result.fold(first, [op], outputs=[t.name for t in op.outputs], context=[t.name for t in first.outputs])
         graph.remove_op(op)
         for mine, theirs in zip(op.outputs, first.outputs):
             graph.replace_uses(mine, theirs)
     return result
+
+
+def _unkept_output(graph: Graph, first: Op, op: Op) -> str | None:
+    """Why the target may not keep first's outputs that are graph outputs once op's readers read
+    them (engine/targets.py: onert may overwrite a graph output another op reads), or None."""
+    added = [(theirs, r.kind) for mine, theirs in zip(op.outputs, first.outputs) for r in graph.consumers(mine)]
+    return targets.unkept_output(graph, added)
 
 
 def _in_place_hazard(graph: Graph, first: Op, op: Op) -> bool:

@@ -25,7 +25,7 @@ from ..engine import targets
 from ..engine.match import collapse, is_plain_float, only_reader, read_elsewhere
 from ..engine.report import PassResult
 from ..ir.graph import Graph, Op
-from ..ir.ops import INDEX_DTYPES
+from ..ir.ops import INDEX_DTYPES, reduction_form
 
 
 def run(graph: Graph) -> PassResult:
@@ -47,7 +47,8 @@ def run(graph: Graph) -> PassResult:
         axes = _merged_axes(first, second, len(x.shape))
         assert axes is not None  # _refusal said so
         y = second.outputs[0]
-        unsupported = targets.refusal(graph, "MEAN", rank=len(y.shape), dtype=y.dtype)  # the one made
+        form = reduction_form(len(x.shape), axes, _keep(second))
+        unsupported = targets.refusal(graph, "MEAN", rank=len(y.shape), dtype=y.dtype, form=form)  # the one made
         if unsupported:
             result.not_for_target(second, unsupported)
             continue

@@ -15,9 +15,10 @@ kernel does. ONE builds the indices another way (a 1-hot CONV_2D, ARG_MAX, casts
 back, FLOOR), which goes through float and, it says, needs a rounding adjustment.
 
 Guards: x float32, rank 4, static shape, not quantized; ksize and strides [1, kh, kw, 1] and
-[1, sh, sw, 1]; padding SAME or VALID; idx INT32 or INT64; readable custom options. Where no window
-reaches past the input (no padding), no PADV2 is made; with padding, a window of -inf inputs only
-would give a padded tap's index (TF's kernel skips the padding). LiteRT runs the result; onert
+[1, sh, sw, 1]; padding SAME or VALID; idx INT32 or INT64; readable custom options; the target
+keeps the maximum when it is a graph output that the EQUALs read (onert may not: engine/targets.py).
+Where no window reaches past the input (no padding), no PADV2 is made; with padding, a window of
+-inf inputs only would give a padded tap's index (TF's kernel skips the padding). LiteRT runs the result; onert
 0.1.0 fails its inference (NNFW_STATUS_ERROR, measured), and crashes on the CUSTOM original.
 """
 
@@ -46,7 +47,7 @@ def run(graph: Graph) -> PassResult:
         if isinstance(window, str):
             result.refuse_value(op, window)
             continue
-        unsupported = _refusal(graph)
+        unsupported = _refusal(graph) or targets.unkept_output(graph, [(op.outputs[0], "EQUAL")])
         if unsupported:
             result.not_for_target(op, unsupported)
             continue
