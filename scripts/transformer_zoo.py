@@ -16,8 +16,9 @@ initializes RMS-norm weights to ones, which exporters fold away), eval mode, use
 
 `table` needs bnfold (this checkout) with LiteRT and onert, and `tico-circle` (`--tico-bin`, the bin
 directory of the env holding tico). Per model and per variant — the raw export, bnfold's defaults,
--O1, -O1 with the decoder passes (DECODER below; a Circle output's target is onert), and
-`tico-circle optimize --preset o1` — it records operators, TRANSPOSEs, RMS_NORM and ROPE ops, the wall
+ONE's own O1 group (`-O1` with bnfold's decoder additions switched off: one.py), bnfold's -O1 (ONE's
+O1 and the decoder fusions; a Circle output's target is onert), and `tico-circle optimize --preset
+o1` — it records operators, TRANSPOSEs, RMS_NORM and ROPE ops, the wall
 time of the optimizing command, the largest error against the raw export relative to its largest
 output on the stored input in onert (Circle) and LiteRT (TFLite, and Circle where LiteRT runs it),
 and paired speed against the raw export (scripts/zoo.py's paired_speed: alternating runs, one
@@ -41,15 +42,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 SEQ = 8  # prefill length
 VOCAB = 256
-DECODER = (
-    "fuse_rmsnorm",
-    "fuse_mul_with_rmsnorm",
-    "fuse_rope",
-    "fuse_rsqrt",
-    "transform_sqrt_div_to_rsqrt_mul",
-    "remove_unnecessary_mul",
-    "remove_unnecessary_div",
-)
 
 
 # ---------------------------------------------------------------- build (torch side)
@@ -188,7 +180,7 @@ def build(cache: Path, only: set[str] | None) -> None:
 
 # ---------------------------------------------------------------- table (bnfold side)
 
-VARIANTS = ("raw", "default", "O1", "O1+decoder", "tico-circle")
+VARIANTS = ("raw", "default", "ONE-O1", "O1", "tico-circle")
 KINDS = ("TRANSPOSE", "RESHAPE", "RMS_NORM", "ROPE", "BATCH_MATMUL")
 
 
@@ -197,7 +189,10 @@ def optimize(variant: str, path: Path, out: Path, bnfold_bin: Path, tico_bin: Pa
     if variant == "tico-circle":
         argv = [str(tico_bin / "tico-circle"), "optimize", str(path), "-o", str(out), "--preset", "o1"]
     else:
-        flags = {"default": [], "O1": ["-O1"], "O1+decoder": ["-O1", *(f"--{p}" for p in DECODER)]}[variant]
+        from bnfold.one import O1_DECODER_ADDITIONS
+
+        ones_o1 = ["-O1", *(f"--no-{p}" for p in O1_DECODER_ADDITIONS)]  # ONE's group alone
+        flags = {"default": [], "ONE-O1": ones_o1, "O1": ["-O1"]}[variant]
         argv = [str(bnfold_bin / "bnfold"), "optimize", str(path), str(out), "--quiet", "--force", *flags]
     start = time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, text=True)
