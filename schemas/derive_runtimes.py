@@ -160,12 +160,15 @@ PROBES = {
     # what fuse_rsqrt and transform_sqrt_div_to_rsqrt_mul make
     "RSQRT": (lambda: ([], ["x"], {}), False),
     # Circle's decoder operators (passes/fuse_rmsnorm.py, fuse_rope.py), and the forms of them a runtime
-    # may not compute ("KIND:variant"): an RMS norm of a rank-2 input; a RoPE whose tables hold one row per
-    # position (the kernel may read only the last axis); the interleaved (GPT-J) RoPE, mode 1
+    # may not compute ("KIND:variant"): an RMS norm of a rank-2 input; a RoPE whose sin/cos tables hold
+    # several rows that differ (here one per position, as a prefill export's: onert 0.1.0's kernel reads
+    # the first row for every position, cker RoPE.h's cos_table_data[i3], whichever axis the rows are
+    # on), where the plain probe's tables are one row broadcast over heads and positions; the
+    # interleaved (GPT-J) RoPE, mode 1 (onert 0.1.0 implements GPT-NeoX's mode 0 only)
     "RMS_NORM": (lambda: ([_const("g", [3])], ["x", "g"], {"epsilon": 1e-6}), False),
     "RMS_NORM:rank_2": (lambda: ([_const("g", [3])], ["x", "g"], {"epsilon": 1e-6}), False),
     "ROPE": (lambda: _rope([1, 1, 1, 4], 0), False),
-    "ROPE:position_tables": (lambda: _rope([1, 1, 3, 4], 0), False),
+    "ROPE:tables_of_several_rows": (lambda: _rope([1, 1, 3, 4], 0), False),
     "ROPE:interleaved": (lambda: _rope([1, 1, 1, 4], 1), False),
 }
 
@@ -176,7 +179,7 @@ POSITIVE_INPUT = frozenset({"RSQRT", "SQRT"})
 INPUT = {
     "RMS_NORM:rank_2": [16, 3],
     "ROPE": [1, 2, 3, 4],
-    "ROPE:position_tables": [1, 2, 3, 4],
+    "ROPE:tables_of_several_rows": [1, 2, 3, 4],
     "ROPE:interleaved": [1, 2, 3, 4],
 }
 

@@ -201,7 +201,7 @@ def optimize(variant: str, path: Path, out: Path, bnfold_bin: Path, tico_bin: Pa
 
 
 def runs_in(runtime: str, model, xs) -> bool:
-    from zoo import RUNNERS
+    from runners import RUNNERS
 
     try:
         RUNNERS[runtime](model)(xs)
@@ -211,7 +211,7 @@ def runs_in(runtime: str, model, xs) -> bool:
 
 
 def relative_error(runtime: str, original, optimized, xs) -> float:
-    from zoo import RUNNERS
+    from runners import RUNNERS
 
     a, b = RUNNERS[runtime](original)(xs), RUNNERS[runtime](optimized)(xs)
     worst = max(float(np.max(np.abs(p.astype(np.float64) - q))) for p, q in zip(a, b))
@@ -222,7 +222,8 @@ def relative_error(runtime: str, original, optimized, xs) -> float:
 def measure(path: Path, work: Path, bnfold_bin: Path, tico_bin: Path, rounds: int) -> dict:
     from bnfold.io.reader import read_model
     from bnfold.values.h5io import read_h5
-    from zoo import op_counts, paired_speed
+    from runners import paired_speed
+    from zoo import op_counts
 
     raw = read_model(str(path))
     xs = [np.asarray(v) for _, v in read_h5(str(path.with_suffix("")) + ".input.h5")]

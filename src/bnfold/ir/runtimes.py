@@ -82,7 +82,7 @@ PROBED = frozenset(
         ("RMS_NORM", "NONE"),
         ("RMS_NORM", "form rank_2"),
         ("ROPE", "NONE"),
-        ("ROPE", "form position_tables"),
+        ("ROPE", "form tables_of_several_rows"),
         ("ROPE", "form interleaved"),
         ("BATCH_MATMUL", "constant input 0"),
         ("TRANSPOSE", "rank 5"),
