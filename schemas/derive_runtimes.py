@@ -126,6 +126,16 @@ def _rope(table: list[int], mode: int) -> tuple[list[dict], list[str], dict]:
     return [sin, cos], ["x", "s", "c"], {"mode": mode}
 
 
+def _attention() -> tuple[list[dict], list[str], dict]:
+    """ATTENTION's eleven inputs as onert's newer source orders them (x [1, 4, 16], 4 heads of 4): the
+    q / k / v / o weights, cos and sin tables, mask, key and value caches and the position."""
+    constants = [_const(w, [16, 16]) for w in ("wq", "wk", "wv", "wo")]
+    constants += [_const("cos", [1, 4, 4]), _const("sin", [1, 4, 4]), _const("mask", [1, 1, 4, 4], values=[0] * 16)]
+    constants += [_const("kc", [1, 4, 4, 4], values=[0] * 64), _const("vc", [1, 4, 4, 4], values=[0] * 64)]
+    constants += [_const("pos", [1], "INT32", [0])]
+    return constants, ["x", *(c["name"] for c in constants)], {}
+
+
 # kind (or "KIND:variant", a form of it) -> (constants, input names, options without the activation) and
 # whether it has a fused activation; OUTPUT: the output's shape where it is not its input's
 PROBES = {
@@ -170,6 +180,9 @@ PROBES = {
     "ROPE": (lambda: _rope([1, 1, 1, 4], 0), False),
     "ROPE:tables_of_several_rows": (lambda: _rope([1, 1, 3, 4], 0), False),
     "ROPE:interleaved": (lambda: _rope([1, 1, 1, 4], 1), False),
+    # the decoder layer's attention (ONE #16227: not in onert 0.1.0), which no pass makes: asked so that
+    # the table says whether an attention fusion could be written for a runtime (passes/fuse_rope.py)
+    "ATTENTION": (_attention, False),
 }
 
 # kinds whose probe input is kept positive (a square root of a negative is NaN in every runtime)
@@ -181,6 +194,7 @@ INPUT = {
     "ROPE": [1, 2, 3, 4],
     "ROPE:tables_of_several_rows": [1, 2, 3, 4],
     "ROPE:interleaved": [1, 2, 3, 4],
+    "ATTENTION": [1, 4, 16],
 }
 
 

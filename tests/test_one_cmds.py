@@ -292,14 +292,15 @@ def test_closed_stdout_exits_quietly_with_0():
 
 def test_one_tables_agree_with_the_registry():
     # bnfold's own passes (not ONE options) are the batch-norm family's extensions, fuse_hardswish
-    # (ONE has only the inverse, decompose_hardswish) and remove_unnecessary_concat (named like
+    # (ONE has only the inverse, decompose_hardswish), fuse_attention (ONE has no such pass; it refuses
+    # every candidate) and remove_unnecessary_concat (named like
     # ONE's remove_unnecessary_split) and fuse_pad_with_conv (ONE has no such pass), two under TICO's
     # names (convert_lhs_const_mm_to_fc, fuse_output_requantize), and three for quantized graphs
     # (fold_quantize: ONE has fold_dequantize only; fold_quantized_weight_layout and the lossy
     # replace_quantized_mul_add_with_depthwise_conv, named like ONE's replace_cw_mul_add_...); the
     # rest keep ONE's spelling
     own = {"fuse_hardswish", "remove_unnecessary_concat", "fuse_pad_with_conv"}
-    own |= {"convert_lhs_const_mm_to_fc", "fuse_output_requantize"}
+    own |= {"convert_lhs_const_mm_to_fc", "fuse_output_requantize", "fuse_attention"}
     own |= {"fold_quantize", "fold_quantized_weight_layout", "replace_quantized_mul_add_with_depthwise_conv"}
     ours = set(registry.BY_NAME) - one.PASS_OPTIONS - own
     assert all(name.startswith("fuse_batchnorm_") for name in ours), ours

@@ -84,6 +84,7 @@ PROBED = frozenset(
         ("ROPE", "NONE"),
         ("ROPE", "form tables_of_several_rows"),
         ("ROPE", "form interleaved"),
+        ("ATTENTION", "NONE"),
         ("BATCH_MATMUL", "constant input 0"),
         ("TRANSPOSE", "rank 5"),
         ("TRANSPOSE", "rank 6"),
