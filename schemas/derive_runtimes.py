@@ -203,6 +203,16 @@ def _rope(table: list[int], mode: int) -> tuple[list[dict], list[str], dict]:
     return [sin, cos], ["x", "s", "c"], {"mode": mode}
 
 
+def _attention() -> tuple[list[dict], list[str], dict]:
+    """ATTENTION's eleven inputs as onert's newer source orders them (x [1, 4, 16], 4 heads of 4): the
+    q / k / v / o weights, cos and sin tables, mask, key and value caches and the position."""
+    constants = [_const(w, [16, 16]) for w in ("wq", "wk", "wv", "wo")]
+    constants += [_const("cos", [1, 4, 4]), _const("sin", [1, 4, 4]), _const("mask", [1, 1, 4, 4], values=[0] * 16)]
+    constants += [_const("kc", [1, 4, 4, 4], values=[0] * 64), _const("vc", [1, 4, 4, 4], values=[0] * 64)]
+    constants += [_const("pos", [1], "INT32", [0])]
+    return constants, ["x", *(c["name"] for c in constants)], {}
+
+
 # kind (or "KIND:variant", a form of it) -> (constants, input names, options without the activation) and
 # whether it has a fused activation; OUTPUT: the output's shape where it is not its input's
 PROBES = {
@@ -236,9 +246,6 @@ PROBES = {
     "BATCH_MATMUL:adjoint": (lambda: ([_const("w", [1, 4, 2, 3])], ["x", "w"], {"adjoint_rhs": True}), False),
     # what fuse_rsqrt and transform_sqrt_div_to_rsqrt_mul make
     "RSQRT": (lambda: ([], ["x"], {}), False),
-    # Circle's decoder operators (passes/fuse_rmsnorm.py, fuse_rope.py), and the forms of them a runtime
-    # may not compute ("KIND:variant"): an RMS norm of a rank-2 input; a RoPE whose tables hold one row per
-    # position (the kernel may read only the last axis); the interleaved (GPT-J) RoPE, mode 1
     # a FULLY_CONNECTED keeping its input's leading axes (keep_num_dims on a rank-4 input: [1, 4, 4, 2]
     # out, where the plain form flattens them to [16, 2]); what fuse_horizontal_fc_layers and the FC folds keep
     "FULLY_CONNECTED:keep_num_dims": (
@@ -275,11 +282,20 @@ PROBES = {
         ),
         False,
     ),
+    # Circle's decoder operators (passes/fuse_rmsnorm.py, fuse_rope.py), and the forms of them a runtime
+    # may not compute ("KIND:variant"): an RMS norm of a rank-2 input; a RoPE whose sin/cos tables hold
+    # several rows that differ (here one per position, as a prefill export's: onert 0.1.0's kernel reads
+    # the first row for every position, cker RoPE.h's cos_table_data[i3], whichever axis the rows are
+    # on), where the plain probe's tables are one row broadcast over heads and positions; the
+    # interleaved (GPT-J) RoPE, mode 1 (onert 0.1.0 implements GPT-NeoX's mode 0 only)
     "RMS_NORM": (lambda: ([_const("g", [3])], ["x", "g"], {"epsilon": 1e-6}), False),
     "RMS_NORM:rank_2": (lambda: ([_const("g", [3])], ["x", "g"], {"epsilon": 1e-6}), False),
     "ROPE": (lambda: _rope([1, 1, 1, 4], 0), False),
-    "ROPE:position_tables": (lambda: _rope([1, 1, 3, 4], 0), False),
+    "ROPE:tables_of_several_rows": (lambda: _rope([1, 1, 3, 4], 0), False),
     "ROPE:interleaved": (lambda: _rope([1, 1, 1, 4], 1), False),
+    # the decoder layer's attention (ONE #16227: not in onert 0.1.0), which no pass makes: asked so that
+    # the table says whether an attention fusion could be written for a runtime (passes/fuse_rope.py)
+    "ATTENTION": (_attention, False),
 }
 
 # kinds whose probe input is kept positive (a square root of a negative is NaN in every runtime)
@@ -289,8 +305,9 @@ POSITIVE_INPUT = frozenset({"RSQRT", "SQRT"})
 INPUT = {
     "RMS_NORM:rank_2": [16, 3],
     "ROPE": [1, 2, 3, 4],
-    "ROPE:position_tables": [1, 2, 3, 4],
+    "ROPE:tables_of_several_rows": [1, 2, 3, 4],
     "ROPE:interleaved": [1, 2, 3, 4],
+    "ATTENTION": [1, 4, 16],
 }
 
 

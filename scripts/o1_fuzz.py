@@ -1,5 +1,6 @@
-"""Long differential run of ONE's O1 passes: tests/o1_fuzzing.py's graphs (each pass's exact
-pattern and near misses in random contexts), bnfold run as a command under `-O1`,
+"""Long differential run of bnfold's -O1 passes (ONE's O1 and bnfold's decoder additions):
+tests/o1_fuzzing.py's graphs (each pass's exact pattern and near misses in random contexts), bnfold
+run as a command under `-O1`,
 `-O1 --target onert` and each planted pass alone, judged by LiteRT (and onert for the Circle
 output, when installed).
 

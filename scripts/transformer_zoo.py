@@ -4,7 +4,8 @@ hub download) through TICO (Circle) and litert-torch (TFLite), optimized by bnfo
 
     python scripts/transformer_zoo.py build --cache DIR [--only NAME,...]     # in an env with torch, tico,
                                                                               # transformers, litert-torch
-    python scripts/transformer_zoo.py table --cache DIR [--tico-bin DIR] [--rounds N] [--only NAME,...]
+    python scripts/transformer_zoo.py table --cache DIR [--tico-bin DIR] [--rounds N] [--clock wall|cpu]
+                                            [--only NAME,...]
 
 `build` makes, for each architecture below and each exporter, DIR/NAME.circle or .tflite and the
 input it was traced with, DIR/NAME.input.h5 (token ids; ONE's h5 layout, values/h5io.py): a Llama
@@ -16,14 +17,16 @@ initializes RMS-norm weights to ones, which exporters fold away), eval mode, use
 
 `table` needs bnfold (this checkout) with LiteRT and onert, and `tico-circle` (`--tico-bin`, the bin
 directory of the env holding tico). Per model and per variant — the raw export, bnfold's defaults,
--O1, -O1 with the decoder passes (DECODER below; a Circle output's target is onert), and
-`tico-circle optimize --preset o1` — it records operators, TRANSPOSEs, RMS_NORM and ROPE ops, the wall
+ONE's own O1 group (`-O1` with bnfold's decoder additions switched off: one.py), bnfold's -O1 (ONE's
+O1 and the decoder fusions; a Circle output's target is onert), and `tico-circle optimize --preset
+o1` — it records operators, TRANSPOSEs, RMS_NORM and ROPE ops, the wall
 time of the optimizing command, the largest error against the raw export relative to its largest
 output on the stored input in onert (Circle) and LiteRT (TFLite, and Circle where LiteRT runs it),
-and paired speed against the raw export (scripts/zoo.py's paired_speed: alternating runs, one
-thread, median of t_raw / t_variant; above 1 the variant is faster; the raw row is the raw export
-against itself, the noise floor) in onert and LiteRT, with the variant's median time per run. It prints a
-markdown table and writes DIR/transformer_zoo.md and .json.
+and paired speed against the raw export (scripts/runners.py's paired_speed: alternating runs, one
+thread, median of t_raw / t_variant, timed by wall time or, with --clock cpu, this process's CPU
+time; above 1 the variant is faster; the raw row is the raw export against itself, the noise floor)
+in onert and LiteRT, with the variant's median time per run. It prints a markdown table and writes
+DIR/transformer_zoo.md and .json (transformer_zoo_cpu.* with --clock cpu).
 """
 
 from __future__ import annotations
@@ -41,15 +44,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 SEQ = 8  # prefill length
 VOCAB = 256
-DECODER = (
-    "fuse_rmsnorm",
-    "fuse_mul_with_rmsnorm",
-    "fuse_rope",
-    "fuse_rsqrt",
-    "transform_sqrt_div_to_rsqrt_mul",
-    "remove_unnecessary_mul",
-    "remove_unnecessary_div",
-)
 
 
 # ---------------------------------------------------------------- build (torch side)
@@ -188,7 +182,10 @@ def build(cache: Path, only: set[str] | None) -> None:
 
 # ---------------------------------------------------------------- table (bnfold side)
 
-VARIANTS = ("raw", "default", "O1", "O1+decoder", "tico-circle")
+VARIANTS = ("raw", "default", "ONE-O1", "O1", "tico-circle")
+# what the paired runs are timed by: wall time, or this process's CPU time (less disturbed by other
+# processes on a loaded machine; both runtimes run one thread)
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 KINDS = ("TRANSPOSE", "RESHAPE", "RMS_NORM", "ROPE", "BATCH_MATMUL")
 
 
@@ -197,7 +194,10 @@ def optimize(variant: str, path: Path, out: Path, bnfold_bin: Path, tico_bin: Pa
     if variant == "tico-circle":
         argv = [str(tico_bin / "tico-circle"), "optimize", str(path), "-o", str(out), "--preset", "o1"]
     else:
-        flags = {"default": [], "O1": ["-O1"], "O1+decoder": ["-O1", *(f"--{p}" for p in DECODER)]}[variant]
+        from bnfold.one import O1_DECODER_ADDITIONS
+
+        ones_o1 = ["-O1", *(f"--no-{p}" for p in O1_DECODER_ADDITIONS)]  # ONE's group alone
+        flags = {"default": [], "ONE-O1": ones_o1, "O1": ["-O1"]}[variant]
         argv = [str(bnfold_bin / "bnfold"), "optimize", str(path), str(out), "--quiet", "--force", *flags]
     start = time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, text=True)
@@ -206,7 +206,7 @@ def optimize(variant: str, path: Path, out: Path, bnfold_bin: Path, tico_bin: Pa
 
 
 def runs_in(runtime: str, model, xs) -> bool:
-    from zoo import RUNNERS
+    from runners import RUNNERS
 
     try:
         RUNNERS[runtime](model)(xs)
@@ -216,7 +216,7 @@ def runs_in(runtime: str, model, xs) -> bool:
 
 
 def relative_error(runtime: str, original, optimized, xs) -> float:
-    from zoo import RUNNERS
+    from runners import RUNNERS
 
     a, b = RUNNERS[runtime](original)(xs), RUNNERS[runtime](optimized)(xs)
     worst = max(float(np.max(np.abs(p.astype(np.float64) - q))) for p, q in zip(a, b))
@@ -224,10 +224,11 @@ def relative_error(runtime: str, original, optimized, xs) -> float:
     return worst / scale if scale else worst
 
 
-def measure(path: Path, work: Path, bnfold_bin: Path, tico_bin: Path, rounds: int) -> dict:
+def measure(path: Path, work: Path, bnfold_bin: Path, tico_bin: Path, rounds: int, clock: str = "wall") -> dict:
     from bnfold.io.reader import read_model
     from bnfold.values.h5io import read_h5
-    from zoo import op_counts, paired_speed
+    from runners import paired_speed
+    from zoo import op_counts
 
     raw = read_model(str(path))
     xs = [np.asarray(v) for _, v in read_h5(str(path.with_suffix("")) + ".input.h5")]
@@ -252,7 +253,7 @@ def measure(path: Path, work: Path, bnfold_bin: Path, tico_bin: Path, rounds: in
                 continue
             entry[f"{runtime}_error"] = relative_error(runtime, raw, model, xs)
             # the raw export against itself: the noise floor of the row's speed figures (A/A)
-            ratio, ms_raw, ms = paired_speed(raw, model, xs, rounds, runtime=runtime)
+            ratio, ms_raw, ms = paired_speed(raw, model, xs, rounds, runtime=runtime, clock=CLOCKS[clock])
             entry[f"{runtime}_speed"] = round(ratio, 3)
             entry[f"{runtime}_ms"] = (round(ms_raw, 4), round(ms, 4))
         row["variants"][variant] = entry
@@ -293,16 +294,17 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def table(cache: Path, only: set[str] | None, tico_bin: Path, rounds: int) -> int:
+def table(cache: Path, only: set[str] | None, tico_bin: Path, rounds: int, clock: str = "wall") -> int:
     bnfold_bin = Path(sys.executable).parent
     work = cache / "optimized"
     work.mkdir(exist_ok=True)
     paths = sorted(p for p in [*cache.glob("*.circle"), *cache.glob("*.tflite")] if not only or p.stem in only)
-    rows = [measure(p, work, bnfold_bin, tico_bin, rounds) for p in paths]
+    rows = [measure(p, work, bnfold_bin, tico_bin, rounds, clock) for p in paths]
     text = markdown(rows)
     print(text)
-    (cache / "transformer_zoo.md").write_text(text)
-    (cache / "transformer_zoo.json").write_text(json.dumps(rows, indent=1))
+    stem = "transformer_zoo" if clock == "wall" else f"transformer_zoo_{clock}"
+    (cache / f"{stem}.md").write_text(text)
+    (cache / f"{stem}.json").write_text(json.dumps(rows, indent=1))
     return 0
 
 
@@ -313,12 +315,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--only", default="")
     parser.add_argument("--tico-bin", type=Path, default=Path(sys.executable).parent)
     parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--clock", choices=tuple(CLOCKS), default="wall", help="time the paired runs by")
     args = parser.parse_args(argv)
     only = {n for n in args.only.split(",") if n} or None
     if args.command == "build":
         build(args.cache, only)
         return 0
-    return table(args.cache, only, args.tico_bin, args.rounds)
+    return table(args.cache, only, args.tico_bin, args.rounds, args.clock)
 
 
 if __name__ == "__main__":

@@ -83,15 +83,16 @@ def rope_net(
     scale_act: str = "NONE",
     scale_vector: list[float] | None = None,
     negation: str = "NEG",
+    equal_rows: bool = False,
 ) -> Net:
     """y = x·cos + rotate(x)·sin, rotate the half rotation (Llama) or the interleaved one (GPT-J); the
-    tables one row ([1, 1, 1, D]) unless `table_shape` says otherwise."""
+    tables one row ([1, 1, 1, D]) unless `table_shape` says otherwise (`equal_rows`: its rows all one)."""
     n = Net(seed=11)
     x = n.input("x", shape)
     d, half = shape[-1], shape[-1] // 2
     table = list(table_shape or [1, 1, 1, d])
     rng = np.random.default_rng(5)
-    angles = rng.uniform(0, 6.28, table)
+    angles = np.broadcast_to(rng.uniform(0, 6.28, table[-1]), table) if equal_rows else rng.uniform(0, 6.28, table)
     cos = n.const("cos", table, values=np.cos(angles).astype(np.float32).ravel().tolist())
     sin = n.const("sin", table, values=np.sin(angles).astype(np.float32).ravel().tolist())
     xc = n.op("MUL", [x, cos], "x_cos", shape)

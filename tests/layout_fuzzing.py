@@ -52,6 +52,7 @@ DECODER_PASSES = (
     "fuse_rmsnorm",
     "fuse_mul_with_rmsnorm",
     "fuse_rope",
+    "fuse_attention",  # finds the generator's attentions (_attention) and refuses each: nothing may change
 )
 NCHW_IO = {"convert_nchw_to_nhwc": True, "nchw_to_nhwc_input_shape": True, "nchw_to_nhwc_output_shape": True}
 # ONE's other exact options whose patterns the generator makes (SUB by a constant, a depth-broadcast

@@ -1,5 +1,6 @@
-"""Differential fuzzing of ONE's O1 passes, shared by tests/test_o1_fuzz.py (a short seeded run)
-and scripts/o1_fuzz.py (the long run, coverage and shrinking).
+"""Differential fuzzing of bnfold's -O1 passes (ONE's O1 and bnfold's decoder additions, one.py),
+shared by tests/test_o1_fuzz.py (a short seeded run) and scripts/o1_fuzz.py (the long run, coverage
+and shrinking).
 
 For every O1 pass a generator plants its exact pattern, or one near miss per condition the pass
 checks (the pass's guards and ONE's: a fused activation where none may be, a constant that varies
@@ -40,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from bn_models import Net
-from layout_fuzzing import _close, _interpreter, _invoke
+from layout_fuzzing import Builder, _by_ones, _close, _interpreter, _invoke, _rms_norm, _rope, _sqrt_div
 
 BNFOLD = str(Path(sys.executable).with_name("bnfold"))
 ACTS = ("NONE", "NONE", "RELU", "RELU6", "RELU_N1_TO_1")
@@ -1145,6 +1146,25 @@ def p_replace_with_fc_gelu_fc(g: G, miss):
     return y, [f, f2, e, a, m]
 
 
+def _decoder_step(step, rank=None, pred=None):
+    """A pattern generator from one of tests/layout_fuzzing.py's decoder steps (bnfold's -O1 additions,
+    one.py): the step, given a float32 tensor of this graph, writes its pattern as exporters do and
+    draws its own variants (an RMS norm's square and root forms, γ or none; a RoPE's half or
+    interleaved rotation and one table row or a row per position; a fused activation on the DIV or
+    MUL; a constant of ones that broadcasts). The near misses are the common two."""
+
+    def gen(g: G, miss):
+        x = pre(g, g.src(g.rng.randint(1, 4) if rank is None else rank, pred=pred))
+        b = Builder(g.rng, g.net, {x: g.shape(x)}, g.count)
+        y = step(b)
+        g.count = b.count  # one name counter for the graph
+        made = [n for n in b.live if n != x]
+        g.live.update({n: (b.live[n], "FLOAT32") for n in made})
+        return None if y is None else (y, [n for n in made if n != y])
+
+    return gen
+
+
 def _twin(kind: str, inputs, **options) -> dict:
     return {"type": kind, "inputs": list(inputs), "outputs": None, "options": options, "version": 1}
 
@@ -1204,6 +1224,15 @@ PATTERNS = {
     "forward_transpose_op": (p_forward_transpose_op, ()),
     "replace_non_const_fc_with_batch_matmul": (p_replace_non_const_fc_with_batch_matmul, ("const_weights", "tanh")),
     "replace_with_fc_gelu_fc": (p_replace_with_fc_gelu_fc, ("not_scaled",)),
+    "transform_sqrt_div_to_rsqrt_mul": (_decoder_step(_sqrt_div), ()),
+    # bnfold's additions to -O1 (one.py O1_DECODER_ADDITIONS); RMS_NORM and ROPE are made in the Circle
+    # output for onert only (LiteRT has neither: the TFLite configurations keep the written-out form)
+    "fuse_rmsnorm": (_decoder_step(_rms_norm), ()),
+    "fuse_mul_with_rmsnorm": (_decoder_step(_rms_norm), ()),
+    "fuse_rope": (_decoder_step(_rope, 4, lambda s: s[-1] % 2 == 0), ()),
+    "fuse_rsqrt": (_decoder_step(_sqrt_div), ()),
+    "remove_unnecessary_div": (_decoder_step(_by_ones), ()),
+    "remove_unnecessary_mul": (_decoder_step(_by_ones), ()),
 }
 
 

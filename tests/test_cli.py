@@ -33,7 +33,8 @@ def test_passes_marks_every_one_option_implemented_or_not(capsys):
         assert ("not in bnfold" not in tag) == (implemented or name in one.REFUSED), rows[name]
         assert (tag == "refused") == (name in one.REFUSED), rows[name]
         assert tag.endswith(", O1") == (name in one.O1), rows[name]
-        assert implemented <= (tag.endswith(", ONE") or tag.endswith(", O1")), rows[name]
+        assert tag.endswith(", ONE, -O1") == (name in one.O1_DECODER_ADDITIONS), rows[name]  # bnfold's -O1
+        assert implemented <= (tag.endswith((", ONE", ", O1", ", -O1"))), rows[name]
     assert "[refused]" in rows["compress_weights_huffman"] and rows["fold_cast"].startswith("fold_cast ")
     assert rows["fuse_batchnorm_with_fc"].split("[", 1)[1].startswith("exact, default]")  # bnfold's own
 

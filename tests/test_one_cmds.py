@@ -292,14 +292,15 @@ def test_closed_stdout_exits_quietly_with_0():
 
 def test_one_tables_agree_with_the_registry():
     # bnfold's own passes (not ONE options) are the batch-norm family's extensions, fuse_hardswish
-    # (ONE has only the inverse, decompose_hardswish) and remove_unnecessary_concat (named like
+    # (ONE has only the inverse, decompose_hardswish), fuse_attention (ONE has no such pass; it refuses
+    # every candidate) and remove_unnecessary_concat (named like
     # ONE's remove_unnecessary_split) and fuse_pad_with_conv (ONE has no such pass), two under TICO's
     # names (convert_lhs_const_mm_to_fc, fuse_output_requantize), and three for quantized graphs
     # (fold_quantize: ONE has fold_dequantize only; fold_quantized_weight_layout and the lossy
     # replace_quantized_mul_add_with_depthwise_conv, named like ONE's replace_cw_mul_add_...); the
     # rest keep ONE's spelling
     own = {"fuse_hardswish", "remove_unnecessary_concat", "fuse_pad_with_conv"}
-    own |= {"convert_lhs_const_mm_to_fc", "fuse_output_requantize"}
+    own |= {"convert_lhs_const_mm_to_fc", "fuse_output_requantize", "fuse_attention"}
     own |= {"fold_quantize", "fold_quantized_weight_layout", "replace_quantized_mul_add_with_depthwise_conv"}
     ours = set(registry.BY_NAME) - one.PASS_OPTIONS - own
     assert all(name.startswith("fuse_batchnorm_") for name in ours), ours
@@ -309,6 +310,47 @@ def test_one_tables_agree_with_the_registry():
     )
     assert set(one.O1) <= one.PASS_OPTIONS and len(set(one.O1)) == len(one.O1)
     assert "fuse_preactivation_batchnorm" not in one.O1 and "make_batchnorm_gamma_positive" not in one.O1
+
+
+def test_bnfolds_o1_is_ones_o1_and_the_decoder_fusions_named_apart():
+    """ONE's group stays a fact (with transform_sqrt_div_to_rsqrt_mul, ONE PR 13396); bnfold's -O1
+    adds the exact decoder fusions ONE ships as switches, and nothing else."""
+    assert "transform_sqrt_div_to_rsqrt_mul" in one.O1
+    assert one.GROUPS["O1"] == one.O1 + one.O1_DECODER_ADDITIONS
+    assert set(one.O1_DECODER_ADDITIONS) == {
+        "fuse_rmsnorm",
+        "fuse_mul_with_rmsnorm",
+        "fuse_rope",
+        "fuse_rsqrt",
+        "remove_unnecessary_div",
+        "remove_unnecessary_mul",
+    }
+    assert not set(one.O1) & set(one.O1_DECODER_ADDITIONS)
+    assert all(registry.BY_NAME[name].exact for name in one.GROUPS["O1"] if name in registry.BY_NAME)
+
+
+@pytest.mark.parametrize("how", ["-O1", "O1=True", "include=O1"])
+@pytest.mark.parametrize("pattern, made", [("rms_norm", "RMS_NORM"), ("rope", "ROPE")])
+def test_every_spelling_of_o1_fuses_rms_norms_and_ropes_for_onert(how, pattern, made, tmp_path, monkeypatch):
+    """-O1, O1=True in [one-optimize] and [onecc] include=O1 are one group: on a Circle model holding an
+    RMS norm (x / SQRT(...)) or a RoPE written out, each writes the one fused operator (target onert)."""
+    from bnfold.io.writer import serialize
+    from bnfold.recipe.chef import build
+    from decoder_models import CIRCLE, rms_net, rope_net
+
+    net = rms_net(root="SQRT") if pattern == "rms_norm" else rope_net()
+    with open(tmp_path / "m.circle", "wb") as f:
+        serialize(build(net.recipe(), CIRCLE), f, CIRCLE)
+    monkeypatch.chdir(tmp_path)
+    if how == "-O1":
+        argv = ["optimize", "m.circle", "o.circle", "-O1"]
+    else:
+        lines = ["[one-optimize]", "input_path=m.circle", "output_path=o.circle"]
+        lines = ["[onecc]", "include=O1", *lines] if how == "include=O1" else [*lines, "O1=True"]
+        (tmp_path / "o1.cfg").write_text("\n".join(lines) + "\n")
+        argv = ["optimize", "--config", "o1.cfg"]
+    assert run([*argv, "--check", "2", "-q"]) == 0
+    assert dict(read_model(str(tmp_path / "o.circle")).op_counts()) == {made: 1}
 
 
 def test_every_one_option_is_implemented_or_refused():

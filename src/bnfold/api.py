@@ -3,7 +3,7 @@
     import bnfold
     result = bnfold.optimize("model.tflite")                          # the default passes
     result = bnfold.optimize(data, fuse_batchnorm_with_conv=True)     # bytes; one-optimize's keywords
-    result = bnfold.optimize("model.circle", O1=True, check=3)        # ONE's O1 group, value-checked
+    result = bnfold.optimize("model.circle", O1=True, check=3)        # bnfold's O1 (one.py GROUPS), value-checked
     data, report = result                                             # optimized bytes, report dict
     result.save("model.opt.circle")
 

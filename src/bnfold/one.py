@@ -17,10 +17,14 @@ Sources (facts only), read 2026-11-28 through the stored copies of Samsung/ONE:
 Every option named here is one of: a pass of the registry (engine/registry.py, under ONE's name),
 a parameter of one, or REFUSED (with the reason). tests/test_one_cmds.py fails on any other.
 
+`O1` below is ONE's group as ONE ships it (a fact). bnfold's `-O1` is that group plus
+`O1_DECODER_ADDITIONS`, bnfold's own decision and the one place it is made (`GROUPS`): ONE's
+exact decoder fusions, which ONE ships only as switches.
+
 How one-optimize reads a `[one-optimize]` section: option names are case-sensitive; a key it
 does not know is an error; an option is on unless its value is one of false / 0 / n (any case);
 `input_path` and `output_path` name the files; a section with nothing else switches on no
-optional pass. `-O1` (and `[onecc] include=O1`) adds the O1 group.
+optional pass. `-O1` (and `O1=True`, `[onecc] include=O1`) adds bnfold's O1 group, `GROUPS["O1"]`.
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ PATH_KEYS = ("input_path", "output_path")
 UTILITY_OPTIONS = ("generate_profile_data", "change_outputs", "verbose", "mute_warnings", "disable_validation")
 VALUE_OPTIONS = ("change_outputs",)  # takes a value (output names), not True/False
 
-# ONE's basic optimization group: passes that do not change the model's results.
+# ONE's basic optimization group: passes that do not change the model's results (ONE's list, with
+# transform_sqrt_div_to_rsqrt_mul, which ONE PR 13396 added to it).
 O1 = (
     "fold_add_v2",
     "fold_cast",
@@ -82,6 +87,21 @@ O1 = (
     "forward_transpose_op",
     "replace_non_const_fc_with_batch_matmul",
     "replace_with_fc_gelu_fc",
+    "transform_sqrt_div_to_rsqrt_mul",
+)
+
+# bnfold's additions to O1 (not ONE's; this is the one place bnfold decides them): ONE's decoder fusions
+# that ONE ships as circle2circle switches outside its O1. Each is exact as O1 requires (the values
+# change by float rounding only: each pass's docstring has the argument), and a fused RMS_NORM / ROPE is
+# written only where the target runs it (engine/targets.py), so -O1 cannot make a model the target
+# refuses. Without them -O1 changes nothing in the RMS norms and RoPEs every decoder model holds.
+O1_DECODER_ADDITIONS = (
+    "fuse_rmsnorm",
+    "fuse_mul_with_rmsnorm",
+    "fuse_rope",
+    "fuse_rsqrt",
+    "remove_unnecessary_div",
+    "remove_unnecessary_mul",
 )
 
 # Options bnfold refuses deliberately, and why (a warning names the reason when one is switched on).
@@ -132,13 +152,13 @@ PASS_OPTIONS = (
         "fuse_rope",
         "fuse_rsqrt",
         "fuse_mul_with_rmsnorm",
-        "transform_sqrt_div_to_rsqrt_mul",
         "remove_unnecessary_div",
         "remove_unnecessary_mul",
     }
 )
 
-GROUPS = {"O1": O1}  # the groups bnfold knows (`-O1`, `O1=True`, `[onecc] include=O1`)
+# the groups bnfold knows (`-O1`, `O1=True`, `[onecc] include=O1`): ONE's O1 and bnfold's additions
+GROUPS = {"O1": O1 + O1_DECODER_ADDITIONS}
 
 # How a configuration value is read. ONE itself treats anything but false/0/n as on; bnfold reads
 # only these words and calls anything else an error, so a typo cannot switch a pass on.

@@ -249,16 +249,23 @@ def leftovers(found, report_path: str | None) -> Iterator[str]:
             yield f"      stays: {r['reason'] or '(no entry in the report)'}"
 
 
-def pass_table(passes, o1, one_options=frozenset(), parameters=frozenset(), refused=None) -> Iterator[str]:
+def pass_table(
+    passes, o1, one_options=frozenset(), parameters=frozenset(), refused=None, o1_added=frozenset()
+) -> Iterator[str]:
     """`bnfold passes`: name, [exact/LOSSY, default, ONE or O1], summary, in aligned columns; then
     every ONE option (`one_options`) bnfold does not implement, marked so (O1 if in the group), and
     those it refuses deliberately (`refused`: name -> why) with the reason.
-    A pass or parameter under a ONE option name is ONE's option, implemented ("O1" says ONE too)."""
+    A pass or parameter under a ONE option name is ONE's option, implemented ("O1" says ONE too: ONE's
+    O1 group `o1`); "ONE, -O1" is a ONE option outside ONE's O1 that bnfold's -O1 adds (`o1_added`)."""
     refused = refused or {}
     registered = {p.name for p in passes}
 
     def origin(name: str) -> str:
-        return ", O1" if name in o1 else ", ONE" if name in one_options else ""
+        if name in o1:
+            return ", O1"
+        if name in o1_added:
+            return ", ONE, -O1"
+        return ", ONE" if name in one_options else ""
 
     tags = [f"[{'exact' if p.exact else 'LOSSY'}{', default' if p.default else ''}{origin(p.name)}]" for p in passes]
     missing = sorted(set(one_options) - registered - set(parameters))

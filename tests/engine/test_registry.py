@@ -84,8 +84,10 @@ def _folds(path, spec) -> list[dict]:
 
 
 # ONE options whose rewrite bnfold refuses (each candidate reported) or which ask for what bnfold
-# always does: they fold nowhere (tests/passes/test_fuse_bcq.py and its neighbours)
+# always does: they fold nowhere (tests/passes/test_fuse_bcq.py and its neighbours); fuse_attention,
+# bnfold's, reports each attention and writes none (no target runtime runs ATTENTION)
 NEVER_FOLDS = {
+    "fuse_attention",
     "fuse_bcq",
     "shuffle_weight_to_16x1float32",
     "exp_disable_sep_transposeconv_actfunc",

@@ -16,7 +16,7 @@ from bnfold.ir.ops import (
     info,
 )
 
-CIRCLE_ONLY = {"INSTANCE_NORM", "RMS_NORM", "ROPE"}
+CIRCLE_ONLY = {"INSTANCE_NORM", "RMS_NORM", "ROPE", "ATTENTION"}
 
 
 @pytest.mark.parametrize("fmt", [TFLITE, CIRCLE], ids=lambda f: f.name)

@@ -55,7 +55,7 @@ def inspect(model_path, operators, tensors, leftovers, report_path):
 
 @click.command(name="passes")
 def list_passes():
-    """List the passes, in the order they run: exact or lossy, on by default, ONE's option or in its O1
-    group; then ONE's options bnfold does not implement."""
+    """List the passes, in the order they run: exact or lossy, on by default, ONE's option, in its O1
+    group or added to -O1 by bnfold; then ONE's options bnfold does not implement."""
     parameters = {name for spec in api.PASSES for name in spec.parameters}
-    echo_lines(text.pass_table(api.PASSES, one.O1, one.PASS_OPTIONS, parameters, one.REFUSED))
+    echo_lines(text.pass_table(api.PASSES, one.O1, one.PASS_OPTIONS, parameters, one.REFUSED, one.O1_DECODER_ADDITIONS))

@@ -48,7 +48,8 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
     "group",
     default=None,
     metavar="1",
-    help="-O1: run the passes of ONE's O1 group that bnfold implements (the others are listed).",
+    help="-O1: run ONE's O1 group (the members bnfold implements; the others are listed) and ONE's exact "
+    "decoder fusions, which ONE ships outside O1 (one.py's O1_DECODER_ADDITIONS).",
 )
 @click.option(
     "-C",

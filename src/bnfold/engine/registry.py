@@ -232,6 +232,11 @@ PASSES: tuple[PassSpec, ...] = (
         "replace a rotary embedding written out (x·cos + rotate(x)·sin, half-rotation or interleaved) by one "
         "ROPE (Circle only)",
     ),
+    opt_in(
+        "fuse_attention",
+        {"SOFTMAX"},
+        "refused, each candidate said why: softmax(Q·Kᵀ·s + mask)·V as one ATTENTION (no target runtime runs it)",
+    ),
     opt_in("fuse_prelu", {"ABS"}, "replace relu(x) + α·(x - |x|)·0.5 (PReLU written with ABS) by one PRELU"),
     opt_in(
         "fuse_gelu", CUSTOM, "replace 0.5·x·(1 + erf(x/√2)) written with TensorFlow's Erf (a CUSTOM op) by one GELU"

@@ -76,7 +76,7 @@ class Target:
     ) -> str | None:
         """Why this target cannot take an operator `kind` with the fused `activation`, reading
         constants at `constant_inputs`, making a first output of `rank` and `dtype`, in the `form`
-        the table probes apart (a RoPE whose tables hold a row per position: "position_tables");
+        the table probes apart (a RoPE whose tables hold several rows that differ: "tables_of_several_rows");
         or None."""
         if self.name == "any" and kind not in self.kinds:
             return f"the input has no {kind}, and the target is any (only operators the input already had)"

@@ -385,6 +385,9 @@ TABLE: tuple[OpInfo, ...] = (
     # last axis, γ of one or C values; RoPE rotates pairs of the last axis by constant sin/cos tables
     OpInfo("RMS_NORM", "RmsNormOptions", (2, 1), shape="same"),
     OpInfo("ROPE", "RoPEOptions", (3, 1), shape="same"),
+    # Circle's attention of a decoder layer (no pass makes it; schemas/derive_runtimes.py probes it): x, the
+    # q / k / v / o weights, cos and sin tables, mask, key and value caches, position (onert's newer source)
+    OpInfo("ATTENTION", "AttentionOptions", (11, 1), shape="same"),
     OpInfo("WHILE", "WhileOptions"),
     OpInfo("IF", "IfOptions"),
 )

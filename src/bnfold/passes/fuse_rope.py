@@ -20,11 +20,13 @@ does (onert 0.1.0: identical on the probe).
 Guards: x float32 of rank 4 with D even and known; cos and sin float32 (constants or computed),
 broadcasting to x with D values along the last axis; every intermediate read only inside the
 pattern and no graph output; no fused activation. ROPE exists only in Circle (a TFLite model keeps
-the written-out form: the report's `not_folded`), and the target must run the form (engine/targets.py):
-onert 0.1.0 computes ROPE only with tables of one row (it reads the tables along the last axis
-alone, so a table with a row per position — a prefill export — comes out wrong: the table's
-"ROPE:position_tables") and only mode 0 ("ROPE:interleaved"); LiteRT has none. Such a candidate
-stays, the report's `target.refused` saying why. Constant tables of lower rank are given rank 4.
+the written-out form: the report's `not_folded`), and the target must run the form (engine/targets.py,
+the runtime table's probes): a table of several rows that differ — one per position, as a prefill
+export's — is the form "tables_of_several_rows" (onert 0.1.0 computes it wrong), mode 1 is
+"interleaved"; LiteRT has no ROPE. Such a candidate stays, the report's `target.refused` saying why
+and which tables. A constant table whose rows are bit for bit its first row is one row (a decode
+step's, or tables broadcast to every position): the ROPE reads that row alone, the same values
+broadcast, so it fuses for onert too. Constant tables of lower rank are given rank 4.
 
 A MUL by a one-element constant c that alone reads the result (PyTorch's SDPA export scales q and k
 by d^-1/4 each, right after their RoPE) joins the tables: x·(c·cos) + rotate(x)·(c·sin) — made
@@ -69,11 +71,12 @@ def run(graph: Graph) -> PassResult:
         if refusal:
             result.refuse_value(match.ops[-1], f"the RoPE stays: {refusal}")
             continue
-        tables = math.prod(match.cos.shape[:-1]) * math.prod(match.sin.shape[:-1])
-        variant = "interleaved" if match.mode == "interleaved" else ("position_tables" if tables > 1 else "")
-        unsupported = targets.refusal(graph, "ROPE", form=variant or None)
+        several_rows = max(_distinct_rows(match.cos), _distinct_rows(match.sin)) > 1
+        form = "interleaved" if match.mode == "interleaved" else "tables_of_several_rows" if several_rows else None
+        unsupported = targets.refusal(graph, "ROPE", form=form)
         if unsupported:
-            result.not_for_target(match.ops[-1], unsupported)
+            tables = f"cos {list(match.cos.shape)}, sin {list(match.sin.shape)}"
+            result.not_for_target(match.ops[-1], f"{unsupported}; {tables}" if several_rows else unsupported)
             continue
         _fuse(graph, result, match)
     return result
@@ -229,7 +232,24 @@ def _broadcast(a, b) -> tuple[int, ...] | None:
         return None
 
 
-def _rank_4(graph: Graph, table: Tensor) -> Tensor:
+def _distinct_rows(table: Tensor) -> int:
+    """The rows (vectors along the last axis) of a table, counting a constant's as one when every row
+    is its first bit for bit (broadcasting that one row gives the same values)."""
+    rows = math.prod(table.shape[:-1])
+    if rows > 1 and table.data is not None:
+        flat = np.ascontiguousarray(table.data).reshape(rows, -1).view(np.uint32)
+        if bool((flat == flat[:1]).all()):
+            return 1
+    return rows
+
+
+def _as_read(graph: Graph, table: Tensor) -> Tensor:
+    """The table as the ROPE reads it: of rank 4, a constant of one distinct row as that row alone (a
+    new constant: the old one may have other readers)."""
+    if math.prod(table.shape[:-1]) > 1 and _distinct_rows(table) == 1:
+        assert table.data is not None  # _distinct_rows: only a constant's rows are compared
+        row = table.data.reshape(-1, table.shape[-1])[:1].reshape(1, 1, 1, -1)
+        return graph.add_const(graph.unique_name(f"{table.name}/row"), np.array(row, dtype=np.float32))
     if len(table.shape) == 4:
         return table
     assert table.data is not None  # _refusal: a table of lower rank is a constant
@@ -240,7 +260,7 @@ def _rank_4(graph: Graph, table: Tensor) -> Tensor:
 def _fuse(graph: Graph, result: PassResult, match: Match) -> None:
     add = match.ops[-1]
     y = add.outputs[0]
-    sin, cos = _rank_4(graph, match.sin), _rank_4(graph, match.cos)
+    sin, cos = _as_read(graph, match.sin), _as_read(graph, match.cos)
     result.fold(add, match.ops, into=[], mode=match.mode)
     for op in match.ops:
         graph.remove_op(op)

@@ -1,8 +1,8 @@
 """Kernels of the reference interpreter for Circle's decoder operators, RMS_NORM and ROPE (the
 interpreter joins their table with kernels.py's). Same contract as kernels.py: f(interp, op, index,
 args) -> list of outputs. They compute the operators' functions as ONE defines them; what a runtime
-computes of them is the runtime table's business (ir/runtimes.py: onert 0.1.0 reads RoPE tables along
-the last axis only).
+computes of them is the runtime table's business (ir/runtimes.py: onert 0.1.0 reads the first row of
+RoPE tables for every position).
 """
 
 from __future__ import annotations
