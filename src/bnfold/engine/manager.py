@@ -77,6 +77,8 @@ def run_passes(
             recorders[0].running = spec.name
             report.interface = {"parameters": sorted(named), **spec.change_interface(model.graphs[0], named)}
             model.changed |= bool(report.interface["inputs"] or report.interface["outputs"])
+    # per graph, its state after a sweep that kept no dead op: the last sweep would find it clean
+    clean: list[tuple[int, int] | None] = [None] * len(model.graphs)
     for round_no in range(1, max_rounds + 1):
         report.rounds = round_no
         report.said.clear()
@@ -99,14 +101,16 @@ def run_passes(
                     recorders[index].passes[spec.name] = None
                     changed = True
                     model.changed = True
-                    sweep(graph)
+                    kept = sweep(graph)
+                    clean[index] = None if kept else _state(graph, recorders[index])
                     kinds[index] = op_kinds(graph)
         if not changed:
             break
     else:
         report.converged = False
     if specs:
-        dead, kept = remove_dead_code(model, orphans)
+        unchanged = {i for i, graph in enumerate(model.graphs) if clean[i] == _state(graph, recorders[i])}
+        dead, kept = remove_dead_code(model, orphans, swept=unchanged)
         if any(dead.values()):
             report.notes.append({"dead_code_removed": dead})
         if kept:
@@ -144,6 +148,12 @@ def check_in_place(model: Model, inherited: list[Overwrites]) -> int:
     if moved:
         model.changed = True
     return moved
+
+
+def _state(graph: Graph, changes: Changes) -> tuple[int, int]:
+    """What tells a graph unchanged since: the mutations its record counted, and its tensors (a
+    tensor added without an op is no recorded mutation, and the sweep would remove it)."""
+    return changes.edits, len(graph.tensors)
 
 
 def untouched(graph: Graph) -> bool:

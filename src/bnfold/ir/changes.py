@@ -43,6 +43,7 @@ class Changes:
         self.in_order, self.sources, self.graphs = in_order, sources, graphs
         self.orphaned: list[Any] = []  # tensors whose producer a mutation removed or unlinked
         self.displaced: list[Any] = []  # ops whose output tensor another op was linked to write
+        self.edits = 0  # mutations recorded so far (the manager tells a graph unchanged since a sweep)
         self.running: str | None = None
         self.ops: dict[Any, str | None] = {}  # op -> name of the pass that last created or changed it
         # an op a pass changed (not created) -> its runtime variants before the first change: what
@@ -53,6 +54,7 @@ class Changes:
 
     def created(self, op) -> None:
         self.sound = False
+        self.edits += 1
         if self.running is None:
             self.unrecorded = True
         else:
@@ -60,6 +62,7 @@ class Changes:
 
     def changed(self, op) -> None:
         self.sound = False
+        self.edits += 1
         if self.running is None:
             self.unrecorded = True
             return
@@ -72,6 +75,7 @@ class Changes:
     def removed(self, op) -> None:
         """`op` leaves the graph: what it wrote is produced no more."""
         self.sound = False
+        self.edits += 1
         self.unrecorded |= self.running is None
         self.orphaned.extend(op.outputs)
 
