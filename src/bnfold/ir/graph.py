@@ -243,13 +243,12 @@ class Op:
         self.options.fusedActivationFunction = FUSED_ACTIVATIONS.index(name)
 
     def runtime_variants(self) -> list[str]:
-        """What of this op a runtime may refuse beside its kind (ir/runtimes.py's variants): its
-        fused activation ("NONE" without one), "constant input N" for each constant operand, its
-        first output's "rank N" and "type T", and the forms probed apart that it is in (ir/ops.py: op_forms)."""
+        """What of this op a runtime may refuse beside its kind (ir/runtimes.py's variants): its fused activation
+        ("NONE" if none), "constant input N", its output's "rank N" and "type T", its "form F"s (ir/ops.py)."""
         constants = [f"constant input {i}" for i, t in enumerate(self.inputs) if t is not None and t.is_const]
         shaped = [f"rank {len(self.outputs[0].shape)}", f"type {self.outputs[0].dtype}"] if self.outputs else []
-        forms = [f"form {f}" for f in op_forms(self)]
-        return [self.fused_activation if self.has_fused_activation_slot else "NONE", *constants, *shaped, *forms]
+        activation = self.fused_activation if self.has_fused_activation_slot else "NONE"
+        return [activation, *constants, *shaped, *(f"form {f}" for f in op_forms(self))]
 
     @property
     def has_fused_activation_slot(self) -> bool:
@@ -341,9 +340,8 @@ class Graph:
 
     def consumers(self, tensor: Tensor) -> list[Op]:
         """Ops reading `tensor`, each once, in execution order of their first read."""
-        if len(tensor._uses) < 2:  # most tensors: nothing to deduplicate
-            return list(tensor._uses)
-        return list({id(op): op for op in tensor._uses}.values())  # a key keeps its first place
+        uses = tensor._uses  # most have one reader: nothing to deduplicate (a dict key keeps its first place)
+        return list(uses) if len(uses) < 2 else list({id(op): op for op in uses}.values())
 
     def is_observed(self, tensor: Tensor) -> bool:
         """A tensor the outside world can see: graph input or output, or named by a signature."""
