@@ -40,7 +40,7 @@ OTHERWISE = {
             ("CONCATENATION", "TANH"),
             ("FULLY_CONNECTED", "form keep_num_dims"),
             ("SPLIT_V", "NONE"),
-            ("ROPE", "form position_tables"),
+            ("ROPE", "form tables_of_several_rows"),
             ("MINIMUM", "rank 5"),
             ("MINIMUM", "rank 6"),
             ("MAXIMUM", "rank 5"),
