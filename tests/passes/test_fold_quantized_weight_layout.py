@@ -77,3 +77,55 @@ def test_a_reshape_merging_the_channel_axis_stays():
 def test_a_dequantize_read_elsewhere_stays():
     _, _, report = optimize_quantized(conv_net(share=True).recipe(), [PASS], {"TRANSPOSE": 1})
     assert any("read by other ops too" in r for r in reasons(report)), reasons(report)
+
+
+def pt2e_net(tie_steps: float | None = None, other_reader: bool = False) -> QNet:
+    """x [1,5,6,3] -> CONV_2D whose weights are float32 OIHW [4,3,2,2] -> QUANTIZE (per channel
+    along 0) -> DEQUANTIZE -> TRANSPOSE(0,2,3,1), as litert-torch writes a PT2E model; one weight
+    at `tie_steps` (a half step: fold_quantize leaves the QUANTIZE, kernels round it apart)."""
+    weights = np.random.default_rng(4).uniform(-1, 1, [4, 3, 2, 2])
+    if tie_steps is not None:
+        weights[1, 2, 0, 1] = tie_steps * SCALES[1]
+    n = QNet()
+    n.input("x", [1, 5, 6, 3])
+    n.const("w", [4, 3, 2, 2], values=[float(v) for v in weights.astype(np.float32).reshape(-1)])
+    n.op("QUANTIZE", ["w"], n.q("wq", [4, 3, 2, 2], "INT8", SCALES, [0] * 4, 0), [4, 3, 2, 2])
+    n.op("DEQUANTIZE", ["wq"], "wf", [4, 3, 2, 2])
+    n.op("TRANSPOSE", ["wf", n.ints("p", [0, 2, 3, 1])], "wt", [4, 2, 2, 3])
+    conv = dict(padding="VALID", stride_w=1, stride_h=1)
+    n.outputs = [n.op("CONV_2D", ["x", "wt", n.const("b", [4])], "y", [1, 4, 5, 4], **conv)]
+    if other_reader:
+        n.outputs.append(
+            n.op(
+                "MAX_POOL_2D",
+                ["wq"],
+                n.q("pooled", [4, 2, 1, 2], "INT8", 0.02),
+                [4, 2, 1, 2],
+                padding="VALID",
+                stride_w=1,
+                stride_h=1,
+                filter_width=2,
+                filter_height=2,
+            )
+        )
+    return n
+
+
+@pytest.mark.parametrize("steps", [-7.5, 2.5, -0.5])
+def test_a_quantize_left_at_a_half_step_has_its_float_weights_moved(steps):
+    """fold_quantize keeps the QUANTIZE (builtin kernels round the half step away from zero,
+    XNNPACK to even); the float32 weights are stored OHWI before it, and each kernel set still
+    computes what it computed, bit for bit."""
+    counts = {"QUANTIZE": 1, "DEQUANTIZE": 1, "TRANSPOSE": 0, "CONV_2D": 1}
+    _, model, report = optimize_quantized(pt2e_net(steps).recipe(), ["fold_quantize", PASS], counts)
+    assert [f["pass"] for f in report.folds] == [PASS]
+    [quantize] = [op for op in model.graphs[0].ops if op.kind == "QUANTIZE"]
+    assert quantize.inputs[0].shape == (4, 2, 2, 3) and quantize.inputs[0].dtype == "FLOAT32"
+    assert quantize.outputs[0].quantization.quantizedDimension == 0
+
+
+def test_a_quantized_weight_read_elsewhere_stays():
+    _, _, report = optimize_quantized(
+        pt2e_net(2.5, other_reader=True).recipe(), ["fold_quantize", PASS], {"TRANSPOSE": 1, "QUANTIZE": 1}
+    )
+    assert any("'wq' is read by other ops too" in r for r in reasons(report)), reasons(report)
