@@ -262,6 +262,89 @@ def _onert(model, x):
     return onert.Session(model)([x])
 
 
+# elementwise kernels that may compute an element by where it lies in the tensor (a vectorized body and
+# a scalar tail rounding apart): moving a permutation across one can change a value (engine/permute.py
+# asks); (kind, "from IN to OUT") for the (de)quantizations the layout passes could cross
+POSITION_PROBES = [
+    ("QUANTIZE", "from FLOAT32 to INT8"),
+    ("QUANTIZE", "from FLOAT32 to UINT8"),
+    ("QUANTIZE", "from FLOAT32 to INT16"),
+    ("QUANTIZE", "from INT8 to INT8"),
+    ("QUANTIZE", "from UINT8 to UINT8"),
+    ("QUANTIZE", "from INT16 to INT16"),
+    ("QUANTIZE", "from UINT8 to INT8"),
+    ("QUANTIZE", "from INT8 to UINT8"),
+    ("DEQUANTIZE", "from INT8 to FLOAT32"),
+    ("DEQUANTIZE", "from UINT8 to FLOAT32"),
+    ("DEQUANTIZE", "from INT16 to FLOAT32"),
+    ("QUANTIZE", "from FLOAT32 to INT8 per channel"),
+    ("QUANTIZE", "from FLOAT32 to UINT8 per channel"),
+    ("DEQUANTIZE", "from INT8 to FLOAT32 per channel"),
+]
+POSITION_LENGTH = 30  # no multiple of a vector width: a scalar tail follows the vectorized blocks
+QUANT = {"INT8": (0.01, 3), "UINT8": (0.01, 131), "INT16": (0.01, 0)}  # inputs' (scale, zero point)
+QUANT_OUT = {"INT8": (0.02, -5), "UINT8": (0.02, 120), "INT16": (0.02, 0)}  # outputs' (half-step ties)
+
+
+def position_recipe(kind: str, variant: str) -> dict:
+    """x [30] (IN) -> kind -> y [30] (OUT), integer tensors quantized so that an input value often
+    lies at half an output step (where roundings part); "per channel": [2, 30] along axis 0."""
+    source, target = variant.removeprefix("from ").removesuffix(" per channel").split(" to ")
+    channels = 2 if variant.endswith(" per channel") else 1  # [2, 30], quantized along axis 0
+    shape = [channels, POSITION_LENGTH] if channels > 1 else [POSITION_LENGTH]
+    x = {"name": "x", "shape": shape, "dtype": source}
+    y = {"name": "y", "shape": shape, "dtype": target}
+    if source != "FLOAT32":
+        scale, zero = QUANT[source]
+        x["quant"] = {"scale": [scale * (1 + c) for c in range(channels)], "zero_point": [zero] * channels}
+    if target != "FLOAT32":
+        scale, zero = QUANT_OUT[target]
+        y["quant"] = {"scale": [scale * (1 + c) for c in range(channels)], "zero_point": [zero] * channels}
+    operation = {"type": kind, "inputs": ["x"], "outputs": ["y"]}
+    return {"input": ["x"], "output": ["y"], "operand": [x, y], "operation": [operation]}
+
+
+def _by_position(run, model, trials: int = 40) -> bool:
+    """Whether the runtime gives some element another value when the input is permuted (the output
+    permuted alike otherwise); inputs: multiples of the input step near the ties."""
+    (t,) = model.graphs[0].inputs
+    rng = np.random.default_rng(0)
+    for _ in range(trials):
+        if t.dtype == "FLOAT32":
+            x = (np.float32(0.01) * rng.integers(-250, 250, t.shape).astype(np.float32)).astype(np.float32)
+        else:
+            info = np.iinfo(NUMPY_DTYPES[t.dtype])
+            x = rng.integers(max(info.min, -3000), min(info.max, 3000), t.shape, endpoint=True)
+            x = x.astype(NUMPY_DTYPES[t.dtype])
+        perm = rng.permutation(POSITION_LENGTH)  # along the last axis: within each channel
+        try:
+            before, after = run(model, x), run(model, x[..., perm])
+        except (BnfoldError, RuntimeError, ValueError):
+            return False  # not run at all: RUNS' business
+        if any(a[..., perm].tobytes() != b.tobytes() for a, b in zip(before, after)):
+            return True
+    return False
+
+
+def _litert_kernels(model, x):
+    """LiteRT's builtin kernels, then its default ones (XNNPACK): either computing by position counts."""
+    from bnfold.values import litert
+
+    return [*litert.run(model, [x]), *litert.run(model, [x], resolver="default")]
+
+
+def derive_by_position(runtimes: tuple[str, ...] = RUNTIMES) -> dict[str, list[tuple[str, str]]]:
+    """runtime -> the POSITION_PROBES it computes by position."""
+    runners = {"litert": _litert_kernels, "onert": _onert}
+    table: dict[str, list[tuple[str, str]]] = {r: [] for r in runtimes}
+    for kind, variant in POSITION_PROBES:
+        model = build(position_recipe(kind, variant), CIRCLE, where=f"probe {kind} {variant}")
+        for runtime in runtimes:
+            if _by_position(runners[runtime], model):
+                table[runtime].append((kind, variant))
+    return table
+
+
 def derive(runtimes: tuple[str, ...] = RUNTIMES) -> dict[str, list[tuple[str, str]]]:
     """runtime -> the probes it runs."""
     runners = {"litert": _litert, "onert": _onert}
@@ -274,13 +357,15 @@ def derive(runtimes: tuple[str, ...] = RUNTIMES) -> dict[str, list[tuple[str, st
     return table
 
 
-def source(table: dict[str, list[tuple[str, str]]]) -> str:
+def source(table: dict[str, list[tuple[str, str]]], by_position: dict[str, list[tuple[str, str]]]) -> str:
     lines = [
         '"""What each runtime runs: derived by schemas/derive_runtimes.py from the runtimes themselves (do not',
         "edit; tests/test_runtimes.py re-derives it). PROBED: every (operator kind, variant) asked, a variant",
         "being a fused activation, 'constant input N', 'rank N', 'type T' or 'form NAME' (a form of the",
         "operator probed apart); RUNS[runtime]: those that loaded and ran as one-op models computing what",
-        "the reference interpreter does. engine/targets.py reads it.",
+        "the reference interpreter does. engine/targets.py reads it. BY_POSITION[runtime]: the (de)quantizations",
+        "(POSITION_PROBED) it computes by where an element lies (a vectorized body and a scalar tail round",
+        "apart), which no permutation may cross (engine/permute.py).",
         '"""',
         "",
         f"VERSIONS = {{'litert': {version('ai-edge-litert')!r}, 'onert': {version('onert')!r}}}",
@@ -297,6 +382,16 @@ def source(table: dict[str, list[tuple[str, str]]]) -> str:
         lines += [f"    {runtime!r}: frozenset(", "        {"]
         lines += [f"            ({k!r}, {a!r})," for k, a in table[runtime]]
         lines += ["        }", "    ),"]
+    lines += ["}", "", "POSITION_PROBED = frozenset(", "    {"]
+    lines += [f"        ({k!r}, {a!r})," for k, a in POSITION_PROBES]
+    lines += ["    }", ")", "", "BY_POSITION = {"]
+    for runtime in RUNTIMES:
+        if not by_position[runtime]:
+            lines.append(f"    {runtime!r}: frozenset(),")
+            continue
+        lines += [f"    {runtime!r}: frozenset(", "        {"]
+        lines += [f"            ({k!r}, {a!r})," for k, a in by_position[runtime]]
+        lines += ["        }", "    ),"]
     lines += ["}", ""]
     return "\n".join(lines).replace("'", '"')
 
@@ -305,7 +400,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare with the table instead of writing it")
     args = parser.parse_args(argv)
-    text = source(derive())
+    text = source(derive(), derive_by_position())
     if args.check:
         if TABLE.read_text() != text:
             print(f"{TABLE} differs from what the installed runtimes run", file=sys.stderr)

@@ -79,7 +79,7 @@ def test_a_dequantize_read_elsewhere_stays():
     assert any("read by other ops too" in r for r in reasons(report)), reasons(report)
 
 
-def pt2e_net(tie_steps: float | None = None, other_reader: bool = False) -> QNet:
+def pt2e_net(tie_steps: float | None = None, other_reader: bool = False, per_channel: bool = True) -> QNet:
     """x [1,5,6,3] -> CONV_2D whose weights are float32 OIHW [4,3,2,2] -> QUANTIZE (per channel
     along 0) -> DEQUANTIZE -> TRANSPOSE(0,2,3,1), as litert-torch writes a PT2E model; one weight
     at `tie_steps` (a half step: fold_quantize leaves the QUANTIZE, kernels round it apart)."""
@@ -89,7 +89,8 @@ def pt2e_net(tie_steps: float | None = None, other_reader: bool = False) -> QNet
     n = QNet()
     n.input("x", [1, 5, 6, 3])
     n.const("w", [4, 3, 2, 2], values=[float(v) for v in weights.astype(np.float32).reshape(-1)])
-    n.op("QUANTIZE", ["w"], n.q("wq", [4, 3, 2, 2], "INT8", SCALES, [0] * 4, 0), [4, 3, 2, 2])
+    scales = SCALES if per_channel else [SCALES[1]]
+    n.op("QUANTIZE", ["w"], n.q("wq", [4, 3, 2, 2], "INT8", scales, [0] * len(scales), 0), [4, 3, 2, 2])
     n.op("DEQUANTIZE", ["wq"], "wf", [4, 3, 2, 2])
     n.op("TRANSPOSE", ["wf", n.ints("p", [0, 2, 3, 1])], "wt", [4, 2, 2, 3])
     conv = dict(padding="VALID", stride_w=1, stride_h=1)
@@ -129,3 +130,12 @@ def test_a_quantized_weight_read_elsewhere_stays():
         pt2e_net(2.5, other_reader=True).recipe(), ["fold_quantize", PASS], {"TRANSPOSE": 1, "QUANTIZE": 1}
     )
     assert any("'wq' is read by other ops too" in r for r in reasons(report)), reasons(report)
+
+
+def test_a_per_tensor_quantize_of_float_weights_stays():
+    """LiteRT computes a per-tensor QUANTIZE from float by where an element lies: moved weights could
+    round otherwise (ir/runtimes.py's BY_POSITION), so the TRANSPOSE stays, with the reason."""
+    _, _, report = optimize_quantized(
+        pt2e_net(2.5, per_channel=False).recipe(), ["fold_quantize", PASS], {"TRANSPOSE": 1, "QUANTIZE": 1}
+    )
+    assert any("compute an element by where it lies" in r for r in reasons(report)), reasons(report)

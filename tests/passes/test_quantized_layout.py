@@ -1,7 +1,8 @@
 """The layout propagation on quantized graphs (issue 45's audit): int8 TRANSPOSEs around an int8 ADD
 of a per-tensor constant cancel and the constant is permuted, an NCHW flatten into an int8
 FULLY_CONNECTED whose weights are quantized per row moves into the weights' columns, both bit for
-bit in LiteRT; a per-channel quantized constant is not permuted (refused with the reason)."""
+bit in LiteRT; a per-channel quantized constant is not permuted, and no transpose crosses a DEQUANTIZE or a QUANTIZE
+from float, which LiteRT computes by position (refused with the reason)."""
 
 from __future__ import annotations
 
@@ -56,3 +57,30 @@ def test_an_nchw_flatten_moves_into_per_row_quantized_fc_columns():
     _, model, _ = optimize_quantized(flatten_fc_net(0).recipe(), [PASS], {"TRANSPOSE": 0})
     [w] = [t for t in model.graphs[0].tensors if t.dtype == "INT8" and t.is_const]
     assert w.quantization.quantizedDimension == 0
+
+
+def requantize_net(through_float: bool) -> QNet:
+    """The layout fuzzer's seed 7, shrunk: x int8 [2,3,5,1] -> TRANSPOSE(1,2,0,3) -> [DEQUANTIZE ->
+    QUANTIZE | QUANTIZE] to (0.02, 20) -> TRANSPOSE(2,0,1,3) back -> y: of 30 elements, 6 past
+    LiteRT's vectorized blocks; values at half an output step (0.01 apart against 0.02)."""
+    n = QNet()
+    n.qinput("x", [2, 3, 5, 1], "INT8", 0.01, 94)
+    n.op("TRANSPOSE", ["x", n.ints("p", [1, 2, 0, 3])], n.q("t", [3, 5, 2, 1], "INT8", 0.01, 94), [3, 5, 2, 1])
+    source = n.op("DEQUANTIZE", ["t"], "f", [3, 5, 2, 1]) if through_float else "t"
+    n.op("QUANTIZE", [source], n.q("r", [3, 5, 2, 1], "INT8", 0.02, 20), [3, 5, 2, 1])
+    back = n.ints("back", [2, 0, 1, 3])
+    n.outputs = [n.op("TRANSPOSE", ["r", back], n.q("y", [2, 3, 5, 1], "INT8", 0.02, 20), [2, 3, 5, 1])]
+    return n
+
+
+def test_no_transpose_crosses_a_dequantize_litert_computes_by_position():
+    """LiteRT's DEQUANTIZE (and QUANTIZE from float) computes an element by where it lies: crossing
+    it moved an element from the vectorized body to the scalar tail and changed a step (the
+    layout fuzzer found it); the transposes stay, with the reason."""
+    _, _, report = optimize_quantized(requantize_net(through_float=True).recipe(), [PASS], {"TRANSPOSE": 2})
+    assert any("compute an element by where it lies" in t["reason"] for t in report.transposes), report.transposes
+
+
+def test_transposes_cancel_across_an_integer_requantize():
+    """QUANTIZE int8 -> int8 is integer arithmetic, the same at every position: they cancel."""
+    optimize_quantized(requantize_net(through_float=False).recipe(), [PASS], {"TRANSPOSE": 0, "QUANTIZE": 1})

@@ -19,6 +19,11 @@ reshape that ends the permutation).
                          anywhere): the same reshape of t', its groups in t' order
 
 Every function returns a `Crossing` or the reason the op cannot take the other layout.
+
+A permutation moves elements: an elementwise kernel that computes an element by where it lies (a
+vectorized body and a scalar tail rounding apart: LiteRT's QUANTIZE from float and DEQUANTIZE of
+8-bit integers, ir/runtimes.py's BY_POSITION) may then give a moved element another value, a step
+at an integer output. No permutation crosses such an op (by_position).
 """
 
 from __future__ import annotations
@@ -97,7 +102,35 @@ def cross(op: Op, t: Tensor, p: Perm) -> Crossing | str:
         return f"{op.kind} cannot take the other layout"
     if len(p) != len(t.shape):
         return f"{op.kind} reads a tensor of rank {len(t.shape)}"
+    if op.kind in POSITION_KINDS:
+        problem = by_position(op)
+        if problem:
+            return problem
     return CROSSINGS[behaviour](op, t, p)
+
+
+POSITION_KINDS = frozenset({"QUANTIZE", "DEQUANTIZE"})  # ir/runtimes.py's POSITION_PROBED kinds
+
+
+def by_position(op: Op) -> str | None:
+    """Why no permutation may cross `op`: a runtime computes its elements by where they lie (or it
+    was never asked); None when every runtime computes each element alike wherever it lies."""
+    from ..ir.runtimes import BY_POSITION, POSITION_PROBED  # only when a (de)quantization is crossed
+
+    x, y = op.input(0), op.outputs[0] if op.outputs else None
+    if x is None or y is None:
+        return f"{op.kind} has no input or output"
+    channels = max(len(t.quantization.scale) if t.is_quantized else 1 for t in (x, y))
+    variant = f"from {x.dtype} to {y.dtype}{' per channel' if channels > 1 else ''}"
+    if (op.kind, variant) not in POSITION_PROBED:
+        return f"{op.kind} {variant}: not known to compute an element alike wherever it lies"
+    runtimes = [runtime for runtime, probes in BY_POSITION.items() if (op.kind, variant) in probes]
+    if runtimes:
+        return (
+            f"{op.kind} {variant}: {' and '.join(runtimes)} compute an element by where it lies (a vectorized "
+            "body and a scalar tail round apart), so a moved element could change"
+        )
+    return None
 
 
 def _axis_values(op: Op, index: int) -> np.ndarray | str:

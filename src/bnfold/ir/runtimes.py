@@ -2,7 +2,9 @@
 edit; tests/test_runtimes.py re-derives it). PROBED: every (operator kind, variant) asked, a variant
 being a fused activation, "constant input N", "rank N", "type T" or "form NAME" (a form of the
 operator probed apart); RUNS[runtime]: those that loaded and ran as one-op models computing what
-the reference interpreter does. engine/targets.py reads it.
+the reference interpreter does. engine/targets.py reads it. BY_POSITION[runtime]: the (de)quantizations
+(POSITION_PROBED) it computes by where an element lies (a vectorized body and a scalar tail round
+apart), which no permutation may cross (engine/permute.py).
 """
 
 VERSIONS = {"litert": "2.3.0", "onert": "0.1.0"}
@@ -271,4 +273,36 @@ RUNS = {
             ("MUL", "type INT64"),
         }
     ),
+}
+
+POSITION_PROBED = frozenset(
+    {
+        ("QUANTIZE", "from FLOAT32 to INT8"),
+        ("QUANTIZE", "from FLOAT32 to UINT8"),
+        ("QUANTIZE", "from FLOAT32 to INT16"),
+        ("QUANTIZE", "from INT8 to INT8"),
+        ("QUANTIZE", "from UINT8 to UINT8"),
+        ("QUANTIZE", "from INT16 to INT16"),
+        ("QUANTIZE", "from UINT8 to INT8"),
+        ("QUANTIZE", "from INT8 to UINT8"),
+        ("DEQUANTIZE", "from INT8 to FLOAT32"),
+        ("DEQUANTIZE", "from UINT8 to FLOAT32"),
+        ("DEQUANTIZE", "from INT16 to FLOAT32"),
+        ("QUANTIZE", "from FLOAT32 to INT8 per channel"),
+        ("QUANTIZE", "from FLOAT32 to UINT8 per channel"),
+        ("DEQUANTIZE", "from INT8 to FLOAT32 per channel"),
+    }
+)
+
+BY_POSITION = {
+    "litert": frozenset(
+        {
+            ("QUANTIZE", "from FLOAT32 to INT8"),
+            ("QUANTIZE", "from FLOAT32 to UINT8"),
+            ("QUANTIZE", "from FLOAT32 to INT16"),
+            ("DEQUANTIZE", "from INT8 to FLOAT32"),
+            ("DEQUANTIZE", "from UINT8 to FLOAT32"),
+        }
+    ),
+    "onert": frozenset(),
 }

@@ -13,8 +13,11 @@ moved with its axis (the PT2E export's TRANSPOSE on every quantized conv weight,
 Exact: DEQUANTIZE is elementwise, each integer q of channel c giving s_c·(q - z_c) in float32, and a
 TRANSPOSE or RESHAPE only moves elements: moving the integers with their channel's axis first gives
 every element the same (q, s_c, z_c), so the same float32 bits. QUANTIZE is elementwise too: a
-float32 weight moved with its channel meets the same (s_c, z_c) and the same kernel, so becomes the
-same integer, however that kernel rounds a half step. A RESHAPE keeps each element's
+float32 weight moved with its channel meets the same (s_c, z_c), so becomes the same integer however
+a kernel rounds a half step, provided the kernel computes every element alike wherever it lies:
+LiteRT does for a per-channel QUANTIZE (PT2E's weights), not for a per-tensor one from float (a
+vectorized body and a scalar tail round apart: ir/runtimes.py's BY_POSITION), which is refused.
+A RESHAPE keeps each element's
 channel when the channel axis and the product of the axes before it stay (`channel_axis_after`).
 The layer's float weights are the same bits; but weights that are now a DEQUANTIZE of a constant
 let XNNPACK (LiteRT's default kernels) take a float layer the builtin kernel ran before, whose sums
@@ -32,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine.constfold import make_constant
+from ..engine.permute import by_position
 from ..engine.quantization import INTEGER_TYPES, channel_axis_after
 from ..engine.report import PassResult
 from ..engine.reshapes import same_quantization
@@ -93,6 +97,8 @@ def _refusal(graph: Graph, op: Op, weights: Tensor, dequantize: Op | None, quant
         return f"{dequantize.outputs[0].name!r} is read by other ops too"
     if quantize is not None and dequantize is not None and not graph.has_single_use(weights, dequantize):
         return f"{weights.name!r} is read by other ops too"
+    if quantize is not None:
+        return by_position(quantize)
     if dequantize is None and not same_quantization(_moved_like(weights, axis), y):
         return f"{y.name!r} is quantized otherwise than the moved weights"
     return None
