@@ -4,7 +4,7 @@ before/after, whether each runtime's outputs are bit-identical before/after, and
 makes of the original (runs it and agrees with LiteRT bit for bit, runs it and differs, or refuses
 it with its words): the derivation of which quantized kernels onert runs.
 
-    python scripts/one_quant_recipes.py [--out FILE]
+    python scripts/one_quant_table.py [--out FILE]
 
 The work is tests/one_quant_recipes.py's (tests/test_one_quant_recipes.py pins its findings).
 """

@@ -3,7 +3,7 @@
 Circle form in onert, each optimized model against its original bit for bit, on inputs covering
 each input's whole range (quant_models.quant_inputs). Also what onert 0.1.0 makes of each original:
 whether it loads and runs it, and whether its integers equal LiteRT's (the derivation of which
-quantized kernels onert runs; scripts/one_quant_recipes.py prints it as a table).
+quantized kernels onert runs; scripts/one_quant_table.py prints it as a table).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ with ONE's uint8 parameters, and the rule-bearing recipes of ONE's quantized-gra
 -O1 and every exact pass for quantized graphs: the TFLite form bit-identical in LiteRT, the Circle
 form bit-identical in onert wherever onert 0.1.0 runs the original and computes what LiteRT does.
 
-What onert 0.1.0 makes of the originals is pinned here as derived (scripts/one_quant_recipes.py
+What onert 0.1.0 makes of the originals is pinned here as derived (scripts/one_quant_table.py
 prints the whole table): the recipes it refuses, with its words, and those whose per-channel
 DEQUANTIZE it computes with the first channel's scale and zero point, where the optimized model
 (the DEQUANTIZE folded into float constants) gives LiteRT's outputs bit for bit instead.
@@ -21,7 +21,7 @@ from quant_models import quant_inputs
 
 NAMES = quantized_recipes()
 
-# recipe -> onert 0.1.0's words for not running its original (derived: scripts/one_quant_recipes.py)
+# recipe -> onert 0.1.0's words for not running its original (derived: scripts/one_quant_table.py)
 ONERT_REFUSES = {
     "CSE_Quantize_000": "Quantize: Unsupported  data type",  # uint8 -> uint8 requantize
     "CSE_Quantize_001": "Quantize: Unsupported  data type",
