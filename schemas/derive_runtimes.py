@@ -262,9 +262,10 @@ def _onert(model, x):
     return onert.Session(model)([x])
 
 
-# elementwise kernels that may compute an element by where it lies in the tensor (a vectorized body and
-# a scalar tail rounding apart): moving a permutation across one can change a value (engine/permute.py
-# asks); (kind, "from IN to OUT") for the (de)quantizations the layout passes could cross
+# kernels that may compute an element by where it lies in the tensor (a vectorized body and a scalar
+# tail rounding apart), or an integer reduction by which axes it reduces (another kernel path): moving a
+# permutation across one can change a value (engine/permute.py asks); (kind, "from IN to OUT") for the
+# (de)quantizations the layout passes could cross, (kind, "of T over moved axes") for the reductions
 POSITION_PROBES = [
     ("QUANTIZE", "from FLOAT32 to INT8"),
     ("QUANTIZE", "from FLOAT32 to UINT8"),
@@ -280,6 +281,12 @@ POSITION_PROBES = [
     ("QUANTIZE", "from FLOAT32 to INT8 per channel"),
     ("QUANTIZE", "from FLOAT32 to UINT8 per channel"),
     ("DEQUANTIZE", "from INT8 to FLOAT32 per channel"),
+    # an integer reduction over axes a permutation moved: the same sums, another kernel path?
+    ("MEAN", "of INT8 over moved axes"),
+    ("MEAN", "of UINT8 over moved axes"),
+    ("MEAN", "of INT16 over moved axes"),
+    ("SUM", "of INT8 over moved axes"),
+    ("SUM", "of UINT8 over moved axes"),
 ]
 POSITION_LENGTH = 30  # no multiple of a vector width: a scalar tail follows the vectorized blocks
 QUANT = {"INT8": (0.01, 3), "UINT8": (0.01, 131), "INT16": (0.01, 0)}  # inputs' (scale, zero point)
@@ -302,6 +309,47 @@ def position_recipe(kind: str, variant: str) -> dict:
         y["quant"] = {"scale": [scale * (1 + c) for c in range(channels)], "zero_point": [zero] * channels}
     operation = {"type": kind, "inputs": ["x"], "outputs": ["y"]}
     return {"input": ["x"], "output": ["y"], "operand": [x, y], "operation": [operation]}
+
+
+REDUCED = [1, 4, 3, 2]  # x, reduced over axes 1, 2 (keep_dims); the moved model reads x (0, 3, 1, 2) over 2, 3
+
+
+def moved_axes_recipes(kind: str, variant: str) -> tuple[dict, dict]:
+    """x [1,4,3,2] -> kind over axes (1, 2), and x transposed (0,3,1,2) -> kind over axes (2, 3):
+    each output element reduces the same integers."""
+    dtype = variant.removeprefix("of ").removesuffix(" over moved axes")
+    q_in = {"scale": [0.05], "zero_point": [0 if dtype == "INT16" else 3]}
+    q_out = {"scale": [0.07], "zero_point": [0 if dtype == "INT16" else -2 if dtype == "INT8" else 120]}
+
+    def one(shape: list[int], axes: list[int]) -> dict:
+        out = [1 if i in axes else d for i, d in enumerate(shape)]
+        operands = [
+            {"name": "x", "shape": shape, "dtype": dtype, "quant": q_in},
+            _const("axes", [2], "INT32", axes),
+            {"name": "y", "shape": out, "dtype": dtype, "quant": q_out},
+        ]
+        operation = {"type": kind, "inputs": ["x", "axes"], "outputs": ["y"], "options": {"keep_dims": True}}
+        return {"input": ["x"], "output": ["y"], "operand": operands, "operation": [operation]}
+
+    moved = [REDUCED[i] for i in (0, 3, 1, 2)]
+    return one(REDUCED, [1, 2]), one(moved, [2, 3])
+
+
+def _by_moved_axes(run, models, trials: int = 40) -> bool:
+    """Whether reducing the transposed input over the moved axes gives another integer somewhere."""
+    plain, moved = models
+    dtype = NUMPY_DTYPES[plain.graphs[0].inputs[0].dtype]
+    rng = np.random.default_rng(0)
+    info = np.iinfo(dtype)
+    for _ in range(trials):
+        x = rng.integers(max(info.min, -3000), min(info.max, 3000), REDUCED, endpoint=True).astype(dtype)
+        try:
+            before, after = run(plain, x), run(moved, np.ascontiguousarray(np.transpose(x, (0, 3, 1, 2))))
+        except (BnfoldError, RuntimeError, ValueError):
+            return False  # not run at all: RUNS' business
+        if any(a.reshape(-1).tobytes() != b.reshape(-1).tobytes() for a, b in zip(before, after)):
+            return True
+    return False
 
 
 def _by_position(run, model, trials: int = 40) -> bool:
@@ -338,9 +386,15 @@ def derive_by_position(runtimes: tuple[str, ...] = RUNTIMES) -> dict[str, list[t
     runners = {"litert": _litert_kernels, "onert": _onert}
     table: dict[str, list[tuple[str, str]]] = {r: [] for r in runtimes}
     for kind, variant in POSITION_PROBES:
-        model = build(position_recipe(kind, variant), CIRCLE, where=f"probe {kind} {variant}")
-        for runtime in runtimes:
-            if _by_position(runners[runtime], model):
+        where = f"probe {kind} {variant}"
+        if variant.endswith(" over moved axes"):
+            models = [build(r, CIRCLE, where=where) for r in moved_axes_recipes(kind, variant)]
+            moves = [_by_moved_axes(runners[runtime], models) for runtime in runtimes]
+        else:
+            model = build(position_recipe(kind, variant), CIRCLE, where=where)
+            moves = [_by_position(runners[runtime], model) for runtime in runtimes]
+        for runtime, changes in zip(runtimes, moves):
+            if changes:
                 table[runtime].append((kind, variant))
     return table
 

@@ -138,4 +138,4 @@ def test_a_per_tensor_quantize_of_float_weights_stays():
     _, _, report = optimize_quantized(
         pt2e_net(2.5, per_channel=False).recipe(), ["fold_quantize", PASS], {"TRANSPOSE": 1, "QUANTIZE": 1}
     )
-    assert any("compute an element by where it lies" in r for r in reasons(report)), reasons(report)
+    assert any("compute it by where an element lies" in r for r in reasons(report)), reasons(report)

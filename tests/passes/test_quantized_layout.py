@@ -78,9 +78,24 @@ def test_no_transpose_crosses_a_dequantize_litert_computes_by_position():
     it moved an element from the vectorized body to the scalar tail and changed a step (the
     layout fuzzer found it); the transposes stay, with the reason."""
     _, _, report = optimize_quantized(requantize_net(through_float=True).recipe(), [PASS], {"TRANSPOSE": 2})
-    assert any("compute an element by where it lies" in t["reason"] for t in report.transposes), report.transposes
+    assert any("compute it by where an element lies" in t["reason"] for t in report.transposes), report.transposes
 
 
 def test_transposes_cancel_across_an_integer_requantize():
     """QUANTIZE int8 -> int8 is integer arithmetic, the same at every position: they cancel."""
     optimize_quantized(requantize_net(through_float=False).recipe(), [PASS], {"TRANSPOSE": 0, "QUANTIZE": 1})
+
+
+def test_no_transpose_crosses_an_int8_mean_whose_axes_it_would_move():
+    """The layout fuzzer's seed 102: uint8 TRANSPOSE(0,3,2,1) -> MEAN over axes (2, 3): moved across,
+    the MEAN reduces axes (1, 2), which LiteRT computes by another kernel path that rounds a step
+    otherwise (ir/runtimes.py's BY_POSITION); the transpose stays, with the reason."""
+    n = QNet()
+    n.input("x", [1, 4, 3, 2])
+    n.op("QUANTIZE", ["x"], n.q("q", [1, 4, 3, 2], "UINT8", 0.05, 219), [1, 4, 3, 2])
+    n.op("TRANSPOSE", ["q", n.ints("p", [0, 3, 2, 1])], n.q("t", [1, 2, 3, 4], "UINT8", 0.05, 219), [1, 2, 3, 4])
+    u8 = ("UINT8", 0.05, 219)
+    n.op("MEAN", ["t", n.ints("axes", [2, 3])], n.q("m", [1, 2, 1, 1], *u8), [1, 2, 1, 1], keep_dims=True)
+    n.outputs = [n.op("RESHAPE", ["m", n.ints("s", [1, 2])], n.q("y", [1, 2], *u8), [1, 2], new_shape=[1, 2])]
+    _, _, report = optimize_quantized(n.recipe(), [PASS], {"TRANSPOSE": 1})
+    assert any("by which axes it reduces" in t["reason"] for t in report.transposes), report.transposes

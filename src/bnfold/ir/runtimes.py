@@ -291,6 +291,11 @@ POSITION_PROBED = frozenset(
         ("QUANTIZE", "from FLOAT32 to INT8 per channel"),
         ("QUANTIZE", "from FLOAT32 to UINT8 per channel"),
         ("DEQUANTIZE", "from INT8 to FLOAT32 per channel"),
+        ("MEAN", "of INT8 over moved axes"),
+        ("MEAN", "of UINT8 over moved axes"),
+        ("MEAN", "of INT16 over moved axes"),
+        ("SUM", "of INT8 over moved axes"),
+        ("SUM", "of UINT8 over moved axes"),
     }
 )
 
@@ -302,6 +307,8 @@ BY_POSITION = {
             ("QUANTIZE", "from FLOAT32 to INT16"),
             ("DEQUANTIZE", "from INT8 to FLOAT32"),
             ("DEQUANTIZE", "from UINT8 to FLOAT32"),
+            ("MEAN", "of INT8 over moved axes"),
+            ("MEAN", "of UINT8 over moved axes"),
         }
     ),
     "onert": frozenset(),
