@@ -281,6 +281,14 @@ POSITION_PROBES = [
     ("QUANTIZE", "from FLOAT32 to INT8 per channel"),
     ("QUANTIZE", "from FLOAT32 to UINT8 per channel"),
     ("DEQUANTIZE", "from INT8 to FLOAT32 per channel"),
+    # integer arithmetic that requantizes (x op x, x's parameters on both sides)
+    ("ADD", "of INT8"),
+    ("ADD", "of UINT8"),
+    ("ADD", "of INT16"),
+    ("SUB", "of INT8"),
+    ("MUL", "of INT8"),
+    ("MUL", "of UINT8"),
+    ("MUL", "of INT16"),
     # an integer reduction over axes a permutation moved: the same sums, another kernel path?
     ("MEAN", "of INT8 over moved axes"),
     ("MEAN", "of UINT8 over moved axes"),
@@ -290,13 +298,18 @@ POSITION_PROBES = [
 ]
 POSITION_LENGTH = 30  # no multiple of a vector width: a scalar tail follows the vectorized blocks
 QUANT = {"INT8": (0.01, 3), "UINT8": (0.01, 131), "INT16": (0.01, 0)}  # inputs' (scale, zero point)
-QUANT_OUT = {"INT8": (0.02, -5), "UINT8": (0.02, 120), "INT16": (0.02, 0)}  # outputs' (half-step ties)
+QUANT_OUT = {"INT8": -5, "UINT8": 120, "INT16": 0}  # outputs' zero points
+# outputs' scales: 0.02 puts inputs at half steps (ties), the others ask a multiplier that is no power of two
+OUT_SCALES = (0.02, 0.05, 0.07)
 
 
-def position_recipe(kind: str, variant: str) -> dict:
+def position_recipe(kind: str, variant: str, out_scale: float = OUT_SCALES[0]) -> dict:
     """x [30] (IN) -> kind -> y [30] (OUT), integer tensors quantized so that an input value often
     lies at half an output step (where roundings part); "per channel": [2, 30] along axis 0."""
-    source, target = variant.removeprefix("from ").removesuffix(" per channel").split(" to ")
+    if variant.startswith("of "):  # x op x: integer arithmetic of one type
+        source = target = variant.removeprefix("of ")
+    else:
+        source, target = variant.removeprefix("from ").removesuffix(" per channel").split(" to ")
     channels = 2 if variant.endswith(" per channel") else 1  # [2, 30], quantized along axis 0
     shape = [channels, POSITION_LENGTH] if channels > 1 else [POSITION_LENGTH]
     x = {"name": "x", "shape": shape, "dtype": source}
@@ -305,9 +318,10 @@ def position_recipe(kind: str, variant: str) -> dict:
         scale, zero = QUANT[source]
         x["quant"] = {"scale": [scale * (1 + c) for c in range(channels)], "zero_point": [zero] * channels}
     if target != "FLOAT32":
-        scale, zero = QUANT_OUT[target]
+        scale, zero = out_scale, QUANT_OUT[target]
         y["quant"] = {"scale": [scale * (1 + c) for c in range(channels)], "zero_point": [zero] * channels}
-    operation = {"type": kind, "inputs": ["x"], "outputs": ["y"]}
+    inputs = ["x", "x"] if variant.startswith("of ") else ["x"]
+    operation = {"type": kind, "inputs": inputs, "outputs": ["y"]}
     return {"input": ["x"], "output": ["y"], "operand": [x, y], "operation": [operation]}
 
 
@@ -391,8 +405,8 @@ def derive_by_position(runtimes: tuple[str, ...] = RUNTIMES) -> dict[str, list[t
             models = [build(r, CIRCLE, where=where) for r in moved_axes_recipes(kind, variant)]
             moves = [_by_moved_axes(runners[runtime], models) for runtime in runtimes]
         else:
-            model = build(position_recipe(kind, variant), CIRCLE, where=where)
-            moves = [_by_position(runners[runtime], model) for runtime in runtimes]
+            models = [build(position_recipe(kind, variant, scale), CIRCLE, where=where) for scale in OUT_SCALES]
+            moves = [any(_by_position(runners[runtime], model) for model in models) for runtime in runtimes]
         for runtime, changes in zip(runtimes, moves):
             if changes:
                 table[runtime].append((kind, variant))

@@ -36,10 +36,10 @@ def test_the_kernels_computing_by_position_are_what_the_installed_runtimes_do():
     for runtime in RUNTIMES:
         assert set(derived[runtime]) == set(BY_POSITION[runtime]), f"{runtime}: re-run schemas/derive_runtimes.py"
     assert POSITION_PROBED == set(derive_runtimes.POSITION_PROBES)
-    # the fact engine/permute.py relies on: LiteRT 2.3 rounds a float's QUANTIZE by position (the layout
-    # fuzzer's seed 7), an integer requantize alike everywhere
-    assert ("QUANTIZE", "from FLOAT32 to INT8") in BY_POSITION["litert"]
-    assert ("QUANTIZE", "from INT8 to INT8") not in BY_POSITION["litert"]
+    # the facts engine/permute.py relies on: LiteRT 2.3 rounds an 8-bit (re)quantization by position (the
+    # layout fuzzer's seeds 7 and 1207), a per-channel one (PT2E's weights) alike everywhere
+    assert {("QUANTIZE", "from FLOAT32 to INT8"), ("QUANTIZE", "from INT8 to INT8")} <= BY_POSITION["litert"]
+    assert ("QUANTIZE", "from FLOAT32 to INT8 per channel") not in BY_POSITION["litert"]
 
 
 @pytest.mark.parametrize("probe", [("HARD_SWISH", "NONE"), ("CONV_2D", "TANH"), ("CONCATENATION", "RELU")])

@@ -2,11 +2,13 @@
 of a per-tensor constant cancel and the constant is permuted, an NCHW flatten into an int8
 FULLY_CONNECTED whose weights are quantized per row moves into the weights' columns, both bit for
 bit in LiteRT; a per-channel quantized constant is not permuted, and no transpose crosses a DEQUANTIZE or a QUANTIZE
-from float, which LiteRT computes by position (refused with the reason)."""
+of 8-bit integers, which LiteRT computes by position, nor an int8 MEAN whose axes it would move
+(refused with the reason)."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from quant_models import QNet, optimize_quantized
 
@@ -59,31 +61,34 @@ def test_an_nchw_flatten_moves_into_per_row_quantized_fc_columns():
     assert w.quantization.quantizedDimension == 0
 
 
-def requantize_net(through_float: bool) -> QNet:
-    """The layout fuzzer's seed 7, shrunk: x int8 [2,3,5,1] -> TRANSPOSE(1,2,0,3) -> [DEQUANTIZE ->
-    QUANTIZE | QUANTIZE] to (0.02, 20) -> TRANSPOSE(2,0,1,3) back -> y: of 30 elements, 6 past
+def requantize_net(through_float: bool, dtype: str = "INT8") -> QNet:
+    """The layout fuzzer's seed 7, shrunk: x [2,3,5,1] -> TRANSPOSE(1,2,0,3) -> [DEQUANTIZE ->
+    QUANTIZE | QUANTIZE] to scale 0.02 -> TRANSPOSE(2,0,1,3) back -> y: of 30 elements, 6 past
     LiteRT's vectorized blocks; values at half an output step (0.01 apart against 0.02)."""
+    zero_in, zero_out = (94, 20) if dtype == "INT8" else (0, 0)
     n = QNet()
-    n.qinput("x", [2, 3, 5, 1], "INT8", 0.01, 94)
-    n.op("TRANSPOSE", ["x", n.ints("p", [1, 2, 0, 3])], n.q("t", [3, 5, 2, 1], "INT8", 0.01, 94), [3, 5, 2, 1])
+    n.qinput("x", [2, 3, 5, 1], dtype, 0.01, zero_in)
+    n.op("TRANSPOSE", ["x", n.ints("p", [1, 2, 0, 3])], n.q("t", [3, 5, 2, 1], dtype, 0.01, zero_in), [3, 5, 2, 1])
     source = n.op("DEQUANTIZE", ["t"], "f", [3, 5, 2, 1]) if through_float else "t"
-    n.op("QUANTIZE", [source], n.q("r", [3, 5, 2, 1], "INT8", 0.02, 20), [3, 5, 2, 1])
+    n.op("QUANTIZE", [source], n.q("r", [3, 5, 2, 1], dtype, 0.02, zero_out), [3, 5, 2, 1])
     back = n.ints("back", [2, 0, 1, 3])
-    n.outputs = [n.op("TRANSPOSE", ["r", back], n.q("y", [2, 3, 5, 1], "INT8", 0.02, 20), [2, 3, 5, 1])]
+    n.outputs = [n.op("TRANSPOSE", ["r", back], n.q("y", [2, 3, 5, 1], dtype, 0.02, zero_out), [2, 3, 5, 1])]
     return n
 
 
-def test_no_transpose_crosses_a_dequantize_litert_computes_by_position():
-    """LiteRT's DEQUANTIZE (and QUANTIZE from float) computes an element by where it lies: crossing
-    it moved an element from the vectorized body to the scalar tail and changed a step (the
-    layout fuzzer found it); the transposes stay, with the reason."""
-    _, _, report = optimize_quantized(requantize_net(through_float=True).recipe(), [PASS], {"TRANSPOSE": 2})
+@pytest.mark.parametrize("through_float", [True, False])
+def test_no_transpose_crosses_an_8_bit_requantize_litert_computes_by_position(through_float):
+    """LiteRT computes a DEQUANTIZE and a QUANTIZE to or from 8-bit integers by where an element lies:
+    crossing one moved an element from the vectorized body to the scalar tail and changed a step
+    (the layout fuzzer found both: seeds 7 and 1207); the transposes stay, with the reason."""
+    _, _, report = optimize_quantized(requantize_net(through_float).recipe(), [PASS], {"TRANSPOSE": 2})
     assert any("compute it by where an element lies" in t["reason"] for t in report.transposes), report.transposes
 
 
-def test_transposes_cancel_across_an_integer_requantize():
-    """QUANTIZE int8 -> int8 is integer arithmetic, the same at every position: they cancel."""
-    optimize_quantized(requantize_net(through_float=False).recipe(), [PASS], {"TRANSPOSE": 0, "QUANTIZE": 1})
+def test_transposes_cancel_across_an_int16_requantize():
+    """QUANTIZE int16 -> int16, which LiteRT computes alike at every position: they cancel."""
+    net = requantize_net(through_float=False, dtype="INT16")
+    optimize_quantized(net.recipe(), [PASS], {"TRANSPOSE": 0, "QUANTIZE": 1})
 
 
 def test_no_transpose_crosses_an_int8_mean_whose_axes_it_would_move():

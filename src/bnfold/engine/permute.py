@@ -21,8 +21,8 @@ reshape that ends the permutation).
 Every function returns a `Crossing` or the reason the op cannot take the other layout.
 
 A permutation moves elements: an elementwise kernel that computes an element by where it lies (a
-vectorized body and a scalar tail rounding apart: LiteRT's QUANTIZE from float and DEQUANTIZE of
-8-bit integers), or an integer reduction whose kernel path depends on the axes it reduces (LiteRT's
+vectorized body and a scalar tail rounding apart: LiteRT's per-tensor QUANTIZE to or from 8-bit
+integers and DEQUANTIZE of them), or an integer reduction whose kernel path depends on the axes it reduces (LiteRT's
 int8/uint8 MEAN), may then give a moved element another value, a step at an integer output
 (ir/runtimes.py's BY_POSITION). No permutation crosses such an op (by_position).
 """
@@ -110,7 +110,8 @@ def cross(op: Op, t: Tensor, p: Perm) -> Crossing | str:
     return CROSSINGS[behaviour](op, t, p)
 
 
-POSITION_KINDS = frozenset({"QUANTIZE", "DEQUANTIZE", "MEAN", "SUM"})  # ir/runtimes.py's POSITION_PROBED kinds
+# ir/runtimes.py's POSITION_PROBED kinds
+POSITION_KINDS = frozenset({"QUANTIZE", "DEQUANTIZE", "MEAN", "SUM", "ADD", "SUB", "MUL"})
 
 
 def position_variant(op: Op) -> str | None:
@@ -121,6 +122,8 @@ def position_variant(op: Op) -> str | None:
         return "without its input or output"
     if op.kind in ("MEAN", "SUM"):
         return f"of {x.dtype} over moved axes" if x.is_quantized else None
+    if op.kind in ("ADD", "SUB", "MUL"):
+        return f"of {y.dtype}" if y.is_quantized else None
     channels = max(len(t.quantization.scale) if t.is_quantized else 1 for t in (x, y))
     return f"from {x.dtype} to {y.dtype}{' per channel' if channels > 1 else ''}"
 
