@@ -281,6 +281,8 @@ POSITION_PROBES = [
     ("QUANTIZE", "from FLOAT32 to INT8 per channel"),
     ("QUANTIZE", "from FLOAT32 to UINT8 per channel"),
     ("DEQUANTIZE", "from INT8 to FLOAT32 per channel"),
+    ("DEQUANTIZE", "from INT8 to FLOAT32 zero point 0"),
+    ("DEQUANTIZE", "from UINT8 to FLOAT32 zero point 0"),
     # integer arithmetic that requantizes (x op x, x's parameters on both sides)
     ("ADD", "of INT8"),
     ("ADD", "of UINT8"),
@@ -305,17 +307,20 @@ OUT_SCALES = (0.02, 0.05, 0.07)
 
 def position_recipe(kind: str, variant: str, out_scale: float = OUT_SCALES[0]) -> dict:
     """x [30] (IN) -> kind -> y [30] (OUT), integer tensors quantized so that an input value often
-    lies at half an output step (where roundings part); "per channel": [2, 30] along axis 0."""
+    lies at half an output step (where roundings part); "per channel": [2, 30] along axis 0; "zero
+    point 0": the input's zero point 0 (a symmetric weight's)."""
     if variant.startswith("of "):  # x op x: integer arithmetic of one type
         source = target = variant.removeprefix("of ")
     else:
         source, target = variant.removeprefix("from ").removesuffix(" per channel").split(" to ")
+        target = target.removesuffix(" zero point 0")
     channels = 2 if variant.endswith(" per channel") else 1  # [2, 30], quantized along axis 0
     shape = [channels, POSITION_LENGTH] if channels > 1 else [POSITION_LENGTH]
     x = {"name": "x", "shape": shape, "dtype": source}
     y = {"name": "y", "shape": shape, "dtype": target}
     if source != "FLOAT32":
         scale, zero = QUANT[source]
+        zero = 0 if variant.endswith(" zero point 0") else zero
         x["quant"] = {"scale": [scale * (1 + c) for c in range(channels)], "zero_point": [zero] * channels}
     if target != "FLOAT32":
         scale, zero = out_scale, QUANT_OUT[target]

@@ -40,6 +40,7 @@ def test_the_kernels_computing_by_position_are_what_the_installed_runtimes_do():
     # layout fuzzer's seeds 7 and 1207), a per-channel one (PT2E's weights) alike everywhere
     assert {("QUANTIZE", "from FLOAT32 to INT8"), ("QUANTIZE", "from INT8 to INT8")} <= BY_POSITION["litert"]
     assert ("QUANTIZE", "from FLOAT32 to INT8 per channel") not in BY_POSITION["litert"]
+    assert ("DEQUANTIZE", "from INT8 to FLOAT32 zero point 0") not in BY_POSITION["litert"]
 
 
 @pytest.mark.parametrize("probe", [("HARD_SWISH", "NONE"), ("CONV_2D", "TANH"), ("CONCATENATION", "RELU")])

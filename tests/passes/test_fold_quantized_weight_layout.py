@@ -15,7 +15,7 @@ PASS = "fold_quantized_weight_layout"
 SCALES = [0.01, 0.02, 0.03, 0.04]
 
 
-def conv_net(axis: int = 3, per_channel: bool = True, share: bool = False) -> QNet:
+def conv_net(axis: int = 3, per_channel: bool = True, share: bool = False, zero: int = 0) -> QNet:
     """x [1,5,6,3] -> CONV_2D with weights int8 HWIO [2,2,3,4] (per channel along `axis`) ->
     DEQUANTIZE -> TRANSPOSE(3,0,1,2) to OHWI."""
     n = QNet()
@@ -23,7 +23,7 @@ def conv_net(axis: int = 3, per_channel: bool = True, share: bool = False) -> QN
     w_shape = [2, 2, 3, 4]
     scales = [SCALES[c % 4] * (1 + c) for c in range(w_shape[axis])] if per_channel else [0.02]
     values = np.random.default_rng(0).integers(-127, 128, w_shape)
-    n.qconst("w", values, "INT8", scales, [0] * len(scales), axis if per_channel else 0)
+    n.qconst("w", values, "INT8", scales, [zero] * len(scales), axis if per_channel else 0)
     n.op("DEQUANTIZE", ["w"], "wf", w_shape)
     n.op("TRANSPOSE", ["wf", n.ints("p", [3, 0, 1, 2])], "wt", [4, 2, 2, 3])
     conv = dict(padding="VALID", stride_w=1, stride_h=1)
@@ -139,3 +139,12 @@ def test_a_per_tensor_quantize_of_float_weights_stays():
         pt2e_net(2.5, per_channel=False).recipe(), ["fold_quantize", PASS], {"TRANSPOSE": 1, "QUANTIZE": 1}
     )
     assert any("compute it by where an element lies" in r for r in reasons(report)), reasons(report)
+
+
+def test_a_per_tensor_dequantize_of_a_nonzero_zero_point_stays():
+    """LiteRT dequantizes per-tensor int8 with a nonzero zero point by where an element lies (zero
+    point 0 alike everywhere: the per-tensor case above folds), so those integers are not moved."""
+    _, _, report = optimize_quantized(conv_net(per_channel=False, zero=5).recipe(), [PASS], {"TRANSPOSE": 1})
+    assert any("DEQUANTIZE from INT8 to FLOAT32: litert compute it by where" in r for r in reasons(report)), reasons(
+        report
+    )

@@ -125,7 +125,10 @@ def position_variant(op: Op) -> str | None:
     if op.kind in ("ADD", "SUB", "MUL"):
         return f"of {y.dtype}" if y.is_quantized else None
     channels = max(len(t.quantization.scale) if t.is_quantized else 1 for t in (x, y))
-    return f"from {x.dtype} to {y.dtype}{' per channel' if channels > 1 else ''}"
+    if channels > 1:
+        return f"from {x.dtype} to {y.dtype} per channel"
+    symmetric = op.kind == "DEQUANTIZE" and x.is_quantized and not np.any(x.quantization.zeroPoint)
+    return f"from {x.dtype} to {y.dtype}{' zero point 0' if symmetric else ''}"
 
 
 def by_position(op: Op) -> str | None:

@@ -291,6 +291,8 @@ POSITION_PROBED = frozenset(
         ("QUANTIZE", "from FLOAT32 to INT8 per channel"),
         ("QUANTIZE", "from FLOAT32 to UINT8 per channel"),
         ("DEQUANTIZE", "from INT8 to FLOAT32 per channel"),
+        ("DEQUANTIZE", "from INT8 to FLOAT32 zero point 0"),
+        ("DEQUANTIZE", "from UINT8 to FLOAT32 zero point 0"),
         ("ADD", "of INT8"),
         ("ADD", "of UINT8"),
         ("ADD", "of INT16"),

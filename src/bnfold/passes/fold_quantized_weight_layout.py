@@ -16,8 +16,9 @@ every element the same (q, s_c, z_c), so the same float32 bits. QUANTIZE is elem
 float32 weight moved with its channel meets the same (s_c, z_c), so becomes the same integer however
 a kernel rounds a half step, provided the kernel computes every element alike wherever it lies:
 LiteRT does for a per-channel QUANTIZE (PT2E's weights), not for a per-tensor one from float (a
-vectorized body and a scalar tail round apart: ir/runtimes.py's BY_POSITION), which is refused.
-A RESHAPE keeps each element's
+vectorized body and a scalar tail round apart: ir/runtimes.py's BY_POSITION), which is refused;
+so is a per-tensor DEQUANTIZE of a nonzero zero point, which LiteRT computes by position too (a
+symmetric or per-channel one it computes alike). A RESHAPE keeps each element's
 channel when the channel axis and the product of the axes before it stay (`channel_axis_after`).
 The layer's float weights are the same bits; but weights that are now a DEQUANTIZE of a constant
 let XNNPACK (LiteRT's default kernels) take a float layer the builtin kernel ran before, whose sums
@@ -101,6 +102,8 @@ def _refusal(graph: Graph, op: Op, weights: Tensor, dequantize: Op | None, quant
         return by_position(quantize)
     if dequantize is None and not same_quantization(_moved_like(weights, axis), y):
         return f"{y.name!r} is quantized otherwise than the moved weights"
+    if dequantize is not None:  # the integers move, the DEQUANTIZE stays: it must dequantize each alike
+        return by_position(dequantize)
     return None
 
 
