@@ -428,6 +428,162 @@ def _onert(model, x):
     return onert.Session(model)([x])
 
 
+# kernels that may compute an element by where it lies in the tensor (a vectorized body and a scalar
+# tail rounding apart), or an integer reduction by which axes it reduces (another kernel path): moving a
+# permutation across one can change a value (engine/permute.py asks); (kind, "from IN to OUT") for the
+# (de)quantizations the layout passes could cross, (kind, "of T over moved axes") for the reductions
+POSITION_PROBES = [
+    ("QUANTIZE", "from FLOAT32 to INT8"),
+    ("QUANTIZE", "from FLOAT32 to UINT8"),
+    ("QUANTIZE", "from FLOAT32 to INT16"),
+    ("QUANTIZE", "from INT8 to INT8"),
+    ("QUANTIZE", "from UINT8 to UINT8"),
+    ("QUANTIZE", "from INT16 to INT16"),
+    ("QUANTIZE", "from UINT8 to INT8"),
+    ("QUANTIZE", "from INT8 to UINT8"),
+    ("DEQUANTIZE", "from INT8 to FLOAT32"),
+    ("DEQUANTIZE", "from UINT8 to FLOAT32"),
+    ("DEQUANTIZE", "from INT16 to FLOAT32"),
+    ("QUANTIZE", "from FLOAT32 to INT8 per channel"),
+    ("QUANTIZE", "from FLOAT32 to UINT8 per channel"),
+    ("DEQUANTIZE", "from INT8 to FLOAT32 per channel"),
+    ("DEQUANTIZE", "from INT8 to FLOAT32 zero point 0"),
+    ("DEQUANTIZE", "from UINT8 to FLOAT32 zero point 0"),
+    # integer arithmetic that requantizes (x op x, x's parameters on both sides)
+    ("ADD", "of INT8"),
+    ("ADD", "of UINT8"),
+    ("ADD", "of INT16"),
+    ("SUB", "of INT8"),
+    ("MUL", "of INT8"),
+    ("MUL", "of UINT8"),
+    ("MUL", "of INT16"),
+    # an integer reduction over axes a permutation moved: the same sums, another kernel path?
+    ("MEAN", "of INT8 over moved axes"),
+    ("MEAN", "of UINT8 over moved axes"),
+    ("MEAN", "of INT16 over moved axes"),
+    ("SUM", "of INT8 over moved axes"),
+    ("SUM", "of UINT8 over moved axes"),
+]
+POSITION_LENGTH = 30  # no multiple of a vector width: a scalar tail follows the vectorized blocks
+QUANT = {"INT8": (0.01, 3), "UINT8": (0.01, 131), "INT16": (0.01, 0)}  # inputs' (scale, zero point)
+QUANT_OUT = {"INT8": -5, "UINT8": 120, "INT16": 0}  # outputs' zero points
+# outputs' scales: 0.02 puts inputs at half steps (ties), the others ask a multiplier that is no power of two
+OUT_SCALES = (0.02, 0.05, 0.07)
+
+
+def position_recipe(kind: str, variant: str, out_scale: float = OUT_SCALES[0]) -> dict:
+    """x [30] (IN) -> kind -> y [30] (OUT), integer tensors quantized so that an input value often
+    lies at half an output step (where roundings part); "per channel": [2, 30] along axis 0; "zero
+    point 0": the input's zero point 0 (a symmetric weight's)."""
+    if variant.startswith("of "):  # x op x: integer arithmetic of one type
+        source = target = variant.removeprefix("of ")
+    else:
+        source, target = variant.removeprefix("from ").removesuffix(" per channel").split(" to ")
+        target = target.removesuffix(" zero point 0")
+    channels = 2 if variant.endswith(" per channel") else 1  # [2, 30], quantized along axis 0
+    shape = [channels, POSITION_LENGTH] if channels > 1 else [POSITION_LENGTH]
+    x = {"name": "x", "shape": shape, "dtype": source}
+    y = {"name": "y", "shape": shape, "dtype": target}
+    if source != "FLOAT32":
+        scale, zero = QUANT[source]
+        zero = 0 if variant.endswith(" zero point 0") else zero
+        x["quant"] = {"scale": [scale * (1 + c) for c in range(channels)], "zero_point": [zero] * channels}
+    if target != "FLOAT32":
+        scale, zero = out_scale, QUANT_OUT[target]
+        y["quant"] = {"scale": [scale * (1 + c) for c in range(channels)], "zero_point": [zero] * channels}
+    inputs = ["x", "x"] if variant.startswith("of ") else ["x"]
+    operation = {"type": kind, "inputs": inputs, "outputs": ["y"]}
+    return {"input": ["x"], "output": ["y"], "operand": [x, y], "operation": [operation]}
+
+
+REDUCED = [1, 4, 3, 2]  # x, reduced over axes 1, 2 (keep_dims); the moved model reads x (0, 3, 1, 2) over 2, 3
+
+
+def moved_axes_recipes(kind: str, variant: str) -> tuple[dict, dict]:
+    """x [1,4,3,2] -> kind over axes (1, 2), and x transposed (0,3,1,2) -> kind over axes (2, 3):
+    each output element reduces the same integers."""
+    dtype = variant.removeprefix("of ").removesuffix(" over moved axes")
+    q_in = {"scale": [0.05], "zero_point": [0 if dtype == "INT16" else 3]}
+    q_out = {"scale": [0.07], "zero_point": [0 if dtype == "INT16" else -2 if dtype == "INT8" else 120]}
+
+    def one(shape: list[int], axes: list[int]) -> dict:
+        out = [1 if i in axes else d for i, d in enumerate(shape)]
+        operands = [
+            {"name": "x", "shape": shape, "dtype": dtype, "quant": q_in},
+            _const("axes", [2], "INT32", axes),
+            {"name": "y", "shape": out, "dtype": dtype, "quant": q_out},
+        ]
+        operation = {"type": kind, "inputs": ["x", "axes"], "outputs": ["y"], "options": {"keep_dims": True}}
+        return {"input": ["x"], "output": ["y"], "operand": operands, "operation": [operation]}
+
+    moved = [REDUCED[i] for i in (0, 3, 1, 2)]
+    return one(REDUCED, [1, 2]), one(moved, [2, 3])
+
+
+def _by_moved_axes(run, models, trials: int = 40) -> bool:
+    """Whether reducing the transposed input over the moved axes gives another integer somewhere."""
+    plain, moved = models
+    dtype = NUMPY_DTYPES[plain.graphs[0].inputs[0].dtype]
+    rng = np.random.default_rng(0)
+    info = np.iinfo(dtype)
+    for _ in range(trials):
+        x = rng.integers(max(info.min, -3000), min(info.max, 3000), REDUCED, endpoint=True).astype(dtype)
+        try:
+            before, after = run(plain, x), run(moved, np.ascontiguousarray(np.transpose(x, (0, 3, 1, 2))))
+        except (BnfoldError, RuntimeError, ValueError):
+            return False  # not run at all: RUNS' business
+        if any(a.reshape(-1).tobytes() != b.reshape(-1).tobytes() for a, b in zip(before, after)):
+            return True
+    return False
+
+
+def _by_position(run, model, trials: int = 40) -> bool:
+    """Whether the runtime gives some element another value when the input is permuted (the output
+    permuted alike otherwise); inputs: multiples of the input step near the ties."""
+    (t,) = model.graphs[0].inputs
+    rng = np.random.default_rng(0)
+    for _ in range(trials):
+        if t.dtype == "FLOAT32":
+            x = (np.float32(0.01) * rng.integers(-250, 250, t.shape).astype(np.float32)).astype(np.float32)
+        else:
+            info = np.iinfo(NUMPY_DTYPES[t.dtype])
+            x = rng.integers(max(info.min, -3000), min(info.max, 3000), t.shape, endpoint=True)
+            x = x.astype(NUMPY_DTYPES[t.dtype])
+        perm = rng.permutation(POSITION_LENGTH)  # along the last axis: within each channel
+        try:
+            before, after = run(model, x), run(model, x[..., perm])
+        except (BnfoldError, RuntimeError, ValueError):
+            return False  # not run at all: RUNS' business
+        if any(a[..., perm].tobytes() != b.tobytes() for a, b in zip(before, after)):
+            return True
+    return False
+
+
+def _litert_kernels(model, x):
+    """LiteRT's builtin kernels, then its default ones (XNNPACK): either computing by position counts."""
+    from bnfold.values import litert
+
+    return [*litert.run(model, [x]), *litert.run(model, [x], resolver="default")]
+
+
+def derive_by_position(runtimes: tuple[str, ...] = RUNTIMES) -> dict[str, list[tuple[str, str]]]:
+    """runtime -> the POSITION_PROBES it computes by position."""
+    runners = {"litert": _litert_kernels, "onert": _onert}
+    table: dict[str, list[tuple[str, str]]] = {r: [] for r in runtimes}
+    for kind, variant in POSITION_PROBES:
+        where = f"probe {kind} {variant}"
+        if variant.endswith(" over moved axes"):
+            models = [build(r, CIRCLE, where=where) for r in moved_axes_recipes(kind, variant)]
+            moves = [_by_moved_axes(runners[runtime], models) for runtime in runtimes]
+        else:
+            models = [build(position_recipe(kind, variant, scale), CIRCLE, where=where) for scale in OUT_SCALES]
+            moves = [any(_by_position(runners[runtime], model) for model in models) for runtime in runtimes]
+        for runtime, changes in zip(runtimes, moves):
+            if changes:
+                table[runtime].append((kind, variant))
+    return table
+
+
 def derive(
     runtimes: tuple[str, ...] = RUNTIMES, otherwise: dict[str, list[tuple[str, str]]] | None = None
 ) -> dict[str, list[tuple[str, str]]]:
@@ -446,14 +602,16 @@ def derive(
     return table
 
 
-def source(table: dict[str, list[tuple[str, str]]]) -> str:
+def source(table: dict[str, list[tuple[str, str]]], by_position: dict[str, list[tuple[str, str]]]) -> str:
     lines = [
         '"""What each runtime runs: derived by schemas/derive_runtimes.py from the runtimes themselves (do not',
         "edit; tests/test_runtimes.py re-derives it). PROBED: every (operator kind, variant) asked, a variant",
         "being a fused activation, 'constant input N', 'rank N', 'type T' or 'form NAME' (a form of the",
         "operator, or of the graph around it, probed apart); RUNS[runtime]: those that loaded and ran as",
         "small models computing what the reference interpreter does (ir/miscomputed.py: those that ran",
-        "computing something else). engine/targets.py reads it.",
+        "computing something else). engine/targets.py reads it. BY_POSITION[runtime]: the (de)quantizations",
+        "(POSITION_PROBED) it computes by where an element lies (a vectorized body and a scalar tail round",
+        "apart), which no permutation may cross (engine/permute.py).",
         '"""',
         "",
         f"VERSIONS = {{'litert': {version('ai-edge-litert')!r}, 'onert': {version('onert')!r}}}",
@@ -469,6 +627,16 @@ def source(table: dict[str, list[tuple[str, str]]]) -> str:
     for runtime in RUNTIMES:
         lines += [f"    {runtime!r}: frozenset(", "        {"]
         lines += [f"            ({k!r}, {a!r})," for k, a in table[runtime]]
+        lines += ["        }", "    ),"]
+    lines += ["}", "", "POSITION_PROBED = frozenset(", "    {"]
+    lines += [f"        ({k!r}, {a!r})," for k, a in POSITION_PROBES]
+    lines += ["    }", ")", "", "BY_POSITION = {"]
+    for runtime in RUNTIMES:
+        if not by_position[runtime]:
+            lines.append(f"    {runtime!r}: frozenset(),")
+            continue
+        lines += [f"    {runtime!r}: frozenset(", "        {"]
+        lines += [f"            ({k!r}, {a!r})," for k, a in by_position[runtime]]
         lines += ["        }", "    ),"]
     lines += ["}", ""]
     return "\n".join(lines).replace("'", '"')
@@ -499,7 +667,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--check", action="store_true", help="compare with the table instead of writing it")
     args = parser.parse_args(argv)
     otherwise: dict[str, list[tuple[str, str]]] = {}
-    texts = {TABLE: source(derive(otherwise=otherwise)), MISCOMPUTED: otherwise_source(otherwise)}
+    texts = {TABLE: source(derive(otherwise=otherwise), derive_by_position()), MISCOMPUTED: otherwise_source(otherwise)}
     if args.check:
         differ = [path for path, text in texts.items() if path.read_text() != text]
         for path in differ:

@@ -7,8 +7,10 @@ thousand, every option set, original vs optimized in LiteRT.
 --generator in_place makes the graphs of tests/layout_fuzzing.py's `in_place_graph` instead: chains of
 the ops LiteRT runs in place over a shared buffer (RESHAPE, SQUEEZE, EXPAND_DIMS, ADD/SUB/MUL/DIV,
 SOFTMAX), with second readers and dead ops, to stress the in-place rule (engine/reshapes.py, planner.py).
---generator quant makes `quantized_graph`s (requantizations, QUANTIZE/DEQUANTIZE pairs, int8 layers and
-TRANSPOSEs, dequantized int8 weights) under the quant option sets, compared bit for bit.
+--generator quant makes `quantized_graph`s (requantizations, QUANTIZE/DEQUANTIZE pairs, int8 layers,
+TRANSPOSEs, reshapes, MEANs and concatenations of quantized tensors, dequantized int8 weights) under
+the quant option sets (the quantized-graph passes, the layout passes, the NCHW conversion, O1),
+compared bit for bit.
 --generator decoder makes `decoder_graph`s: RMS norms and rotary embeddings written out as exporters write
 them, x / SQRT, MUL and DIV by ones, among transposes and FCs (the transformer passes' patterns; the
 `decoder` option set runs those passes).

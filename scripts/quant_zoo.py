@@ -2,7 +2,7 @@
 optimized by bnfold, checked bit for bit and timed in LiteRT.
 
     python scripts/quant_zoo.py build --cache DIR [--size N] [--only NAME,...]   # TensorFlow's venv
-    python scripts/quant_zoo.py table --cache DIR [--out FILE] [--only NAME,...] [--rounds N]  # bnfold's
+    python scripts/quant_zoo.py table --cache DIR [--out FILE] [--only NAME,...] [--rounds N] [--clock cpu]  # bnfold's
 
 `build` needs tensorflow-cpu, tf-keras and ai-edge-quantizer (an environment of their own; no
 torch), and for the PT2E models (`--only PT2E_ConvNet_int8,PT2E_ConvNet_qdq`) torch, torchao and
@@ -18,6 +18,15 @@ and the float model of one network through ai-edge-quantizer's static int8 recip
 (`aeq_int8`: weights and activations int8, calibrated on the same inputs). Models go to
 DIR/NAME.tflite; cached ones are kept.
 
+torchvision networks (TV_<net>_<mode>, torch's environment with torchvision importable: PyPI's
+torchvision 0.28.0 pins torch 2.13.0; its CUDA kernel library does not load beside torch's CPU
+build, see import_torchvision; weights=None, batch norms given random statistics, NCHW input of
+TORCHVISION[net] pixels), each
+- `pt2e_int8`: litert-torch's PT2E quantizer (int8, per-channel weights, 8 random calibration
+  inputs), converted with the quantizer as quant_config;
+- `pt2e_qdq`: the same PT2E graph converted without it (its QUANTIZE/DEQUANTIZE kept as operators);
+- `aeq_int8`: litert-torch's float export through ai-edge-quantizer's static int8 recipe.
+
 `table` needs bnfold (its CLI beside this Python). Per model it runs `bnfold optimize` with the
 default passes, with them plus the exact passes for quantized graphs (QUANT_PASSES), and on int8
 models holding a MUL also with the lossy LOSSY_PASS, and
@@ -25,8 +34,9 @@ reports operators before/after, whether every output is bit-identical in LiteRT'
 kernels on 3 inputs (integer inputs over their whole range, float inputs normal(0, 2); else the
 largest difference in the output's quantization steps) and under XNNPACK (else the scaled error:
 a float layer XNNPACK takes once its weights are constant), the passes' folds and refusals, and the
-paired LiteRT speed (scripts/zoo.py's paired_speed: default kernels, one thread, alternating
-runs; A/A is the original against itself). It writes a markdown table to --out (default
+paired LiteRT speed (scripts/runners.py's paired_speed: default kernels, one thread, alternating
+runs, by the wall clock or with --clock cpu this thread's CPU time; A/A is the original against
+itself). It writes a markdown table to --out (default
 DIR/quant_zoo.md) and prints it.
 """
 
@@ -58,10 +68,15 @@ CALIBRATION = 8
 
 
 PT2E = ["PT2E_ConvNet_int8", "PT2E_ConvNet_qdq"]  # torch's environment: litert-torch's PT2E quantization
+# torchvision networks (torch's environment, torchvision importable): PT2E with and without
+# quant_config, and the float export through ai-edge-quantizer
+TORCHVISION = {"resnet18": 96, "mobilenet_v2": 96}
+TV_MODES = ["pt2e_int8", "pt2e_qdq", "aeq_int8"]
+TV = [f"TV_{net}_{mode}" for net in TORCHVISION for mode in TV_MODES]
 
 
 def names() -> list[str]:
-    return [f"{app}_{mode}" for app in APPS for mode in MODES] + [f"{app}_aeq_int8" for app in AEQ_APPS] + PT2E
+    return [f"{app}_{mode}" for app in APPS for mode in MODES] + [f"{app}_aeq_int8" for app in AEQ_APPS] + PT2E + TV
 
 
 # ---- build (TensorFlow's environment) ---------------------------------------------------------
@@ -111,13 +126,19 @@ def convert(model, mode: str, size: int) -> bytes:
 
 def aeq_int8(model, size: int) -> bytes:
     """The float model through ai-edge-quantizer's static int8 recipe (weights and activations)."""
+    import tensorflow as tf
+
+    return aeq_quantize(tf.lite.TFLiteConverter.from_keras_model(model).convert(), calibration(size))
+
+
+def aeq_quantize(float_model: bytes, samples: list[np.ndarray]) -> bytes:
+    """A float .tflite through ai-edge-quantizer's static int8 recipe, calibrated on samples."""
     import tempfile
 
-    import tensorflow as tf
     from ai_edge_quantizer import quantizer, recipe
 
     float_path = Path(tempfile.mkdtemp()) / "float.tflite"
-    float_path.write_bytes(tf.lite.TFLiteConverter.from_keras_model(model).convert())
+    float_path.write_bytes(float_model)
     q = quantizer.Quantizer(str(float_path), recipe.static_wi8_ai8())
     signature = q.get_signature_keys()[0] if hasattr(q, "get_signature_keys") else "serving_default"
     from ai_edge_litert.interpreter import Interpreter
@@ -125,7 +146,7 @@ def aeq_int8(model, size: int) -> bytes:
     interp = Interpreter(model_path=str(float_path))
     runner = interp.get_signature_runner(signature)
     (name,) = runner.get_input_details()
-    data = {signature: [{name: x} for x in calibration(size)]}
+    data = {signature: [{name: x} for x in samples]}
     result = q.quantize(q.calibrate(data))
     return bytes(result.quantized_model)
 
@@ -137,14 +158,9 @@ def pt2e_convnet(with_quant_config: bool) -> bytes:
     litert_torch.convert: with the quantizer as its quant_config (the documented way), or
     without (the PT2E graph's QUANTIZE/DEQUANTIZE nodes kept as operators: what users of the
     exporters report, litert-torch #179)."""
-    import tempfile
 
-    import litert_torch
     import torch
-    from litert_torch.quantize import pt2e_quantizer
-    from litert_torch.quantize.quant_config import QuantConfig
     from torch import nn
-    from torchao.quantization.pt2e import quantize_pt2e
 
     class Block(nn.Module):
         def __init__(self, c: int):
@@ -172,18 +188,95 @@ def pt2e_convnet(with_quant_config: bool) -> bytes:
             module.running_var.uniform_(0.5, 2.0)
             module.weight.data.uniform_(0.5, 1.5)
             module.bias.data.normal_(0, 0.3)
-    args = (torch.randn(1, 3, 32, 32),)
+    return pt2e_quantize(model, 32, with_quant_config)
+
+
+def pt2e_quantize(model, size: int, with_quant_config: bool) -> bytes:
+    """A torch module through litert-torch's PT2E quantizer (int8, per-channel weights, calibrated
+    on CALIBRATION random NCHW inputs), converted with the quantizer as quant_config or without."""
+    import tempfile
+
+    import litert_torch
+    import torch
+    from litert_torch.quantize import pt2e_quantizer
+    from litert_torch.quantize.quant_config import QuantConfig
+    from torchao.quantization.pt2e import quantize_pt2e
+
+    args = (torch.randn(1, 3, size, size),)
     quantizer = pt2e_quantizer.PT2EQuantizer().set_global(
         pt2e_quantizer.get_symmetric_quantization_config(is_per_channel=True)
     )
     graph = quantize_pt2e.prepare_pt2e(torch.export.export(model, args).module(), quantizer)
     for _ in range(CALIBRATION):
-        graph(torch.randn(1, 3, 32, 32))
+        graph(torch.randn(1, 3, size, size))
     graph = quantize_pt2e.convert_pt2e(graph, fold_quantize=False)
     config = QuantConfig(pt2e_quantizer=quantizer) if with_quant_config else None
     path = Path(tempfile.mkdtemp()) / "pt2e.tflite"
     litert_torch.convert(graph, args, quant_config=config).export(str(path))
     return path.read_bytes()
+
+
+def import_torchvision():
+    """torchvision, importable beside torch's CPU build: PyPI's torchvision wheel (0.28.0 pins
+    torch 2.13.0) is the CUDA build, whose kernel library (nms, roi_align) does not load beside
+    torch 2.13.0+cpu, and its import then registers fake kernels for two operators never declared.
+    The classification networks use neither: declare the two schemas and import again."""
+    import torch
+
+    try:
+        import torchvision
+
+        return torchvision
+    except RuntimeError as e:
+        if "torchvision::nms" not in str(e):
+            raise
+    for name in [m for m in sys.modules if m == "torchvision" or m.startswith("torchvision.")]:
+        del sys.modules[name]  # the failed import's half-made modules
+    DECLARED.append(library := torch.library.Library("torchvision", "DEF"))  # alive while the process is
+    library.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+    library.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+    import torchvision
+
+    return torchvision
+
+
+DECLARED: list = []
+
+
+def torchvision_model(net: str):
+    """A torchvision classification network, weights=None (random, no download), its batch norms
+    given random inference statistics as the keras networks are."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    model = getattr(import_torchvision().models, net)(weights=None).eval()
+    for module in model.modules():
+        if isinstance(module, nn.BatchNorm2d):
+            module.running_mean.normal_(0, 0.3)
+            module.running_var.uniform_(0.5, 2.0)
+            module.weight.data.uniform_(0.5, 1.5)
+            module.bias.data.normal_(0, 0.3)
+    return model
+
+
+def torchvision_build(name: str) -> bytes:
+    """TV_<net>_<mode>: PT2E with the quantizer as quant_config (pt2e_int8), PT2E's QDQ export
+    without it (pt2e_qdq), or litert-torch's float export through ai-edge-quantizer (aeq_int8)."""
+    import tempfile
+
+    import litert_torch
+    import torch
+
+    net, mode = next((n, name[len(f"TV_{n}_") :]) for n in TORCHVISION if name.startswith(f"TV_{n}_"))
+    size, model = TORCHVISION[net], torchvision_model(net)
+    if mode.startswith("pt2e"):
+        return pt2e_quantize(model, size, with_quant_config=mode == "pt2e_int8")
+    path = Path(tempfile.mkdtemp()) / "float.tflite"
+    litert_torch.convert(model, (torch.randn(1, 3, size, size),)).export(str(path))
+    rng = np.random.default_rng(1)
+    samples = [rng.normal(0, 1, (1, 3, size, size)).astype(np.float32) for _ in range(CALIBRATION)]
+    return aeq_quantize(path.read_bytes(), samples)
 
 
 def build(cache: Path, wanted: list[str], size: int) -> None:
@@ -192,7 +285,12 @@ def build(cache: Path, wanted: list[str], size: int) -> None:
         data = pt2e_convnet(with_quant_config=name.endswith("int8"))
         (cache / f"{name}.tflite").write_bytes(data)
         print(f"built {name}: {len(data) / 2**20:.2f} MB", flush=True)
-    wanted = [n for n in wanted if n not in PT2E]
+    for name in [n for n in TV if n in wanted and not (cache / f"{n}.tflite").exists()]:
+        start = time.perf_counter()
+        data = torchvision_build(name)
+        (cache / f"{name}.tflite").write_bytes(data)
+        print(f"built {name}: {len(data) / 2**20:.2f} MB in {time.perf_counter() - start:.0f} s", flush=True)
+    wanted = [n for n in wanted if n not in PT2E + TV]
     for app in APPS + AEQ_APPS:
         todo = [n for n in wanted if n.startswith(f"{app}_") and not (cache / f"{n}.tflite").exists()]
         if not todo:
@@ -272,11 +370,11 @@ def optimize(bnfold: str, path: Path, out: Path, passes: list[str] | None) -> tu
     return json.loads(report_path.read_text()), ""
 
 
-def measure(path: Path, work: Path, bnfold: str, rounds: int) -> dict:
+def measure(path: Path, work: Path, bnfold: str, rounds: int, clock=time.perf_counter) -> dict:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from bnfold.engine.registry import default_passes
     from bnfold.io.reader import read_model
-    from zoo import paired_speed
+    from runners import paired_speed
 
     original = read_model(str(path))
     row: dict = {"model": path.stem, "ops_before": sum(len(g.ops) for g in original.graphs)}
@@ -307,13 +405,13 @@ def measure(path: Path, work: Path, bnfold: str, rounds: int) -> dict:
         try:
             entry.update(compare(original, optimized))
             entry["speed"], entry["ms_original"], entry["ms_optimized"] = paired_speed(
-                original, optimized, inputs_for(original, 0), rounds
+                original, optimized, inputs_for(original, 0), rounds, clock=clock
             )
         except Exception as e:  # a model LiteRT refuses is a finding, not a crash of the table
             entry["error"] = f"LiteRT: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
         row[label] = entry
     try:
-        row["speed_control"] = paired_speed(original, original, inputs_for(original, 0), rounds)[0]
+        row["speed_control"] = paired_speed(original, original, inputs_for(original, 0), rounds, clock=clock)[0]
     except Exception:
         row["speed_control"] = None
     return row
@@ -332,8 +430,9 @@ def cell(entry: dict) -> list[str]:
 
 def markdown(rows: list[dict], meta: dict) -> str:
     lines = [
-        f"Measured {meta['when']}, LiteRT {meta['litert']}, {meta['rounds']} paired rounds; speed = t_original / "
-        "t_optimized (above 1: faster), A/A = the original against itself.",
+        f"Measured {meta['when']}, LiteRT {meta['litert']}, {meta['rounds']} paired rounds "
+        f"({meta.get('clock', 'wall')} clock); speed = t_original / t_optimized (above 1: faster), "
+        "A/A = the original against itself.",
         "",
         "| model | ops | default passes: ops after (changed kinds) | bit-identical | speed | + quantized-graph passes: "
         "ops after (changed kinds) | bit-identical | speed | A/A |",
@@ -365,7 +464,10 @@ def markdown(rows: list[dict], meta: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def table(cache: Path, out: Path, wanted: list[str], bnfold: str, rounds: int) -> None:
+CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}  # cpu: this thread's CPU time (runners.py)
+
+
+def table(cache: Path, out: Path, wanted: list[str], bnfold: str, rounds: int, clock: str = "wall") -> None:
     from importlib.metadata import version
 
     work = cache / "optimized"
@@ -375,11 +477,11 @@ def table(cache: Path, out: Path, wanted: list[str], bnfold: str, rounds: int) -
         path = cache / f"{name}.tflite"
         if not path.exists():
             continue
-        row = measure(path, work, bnfold, rounds)
+        row = measure(path, work, bnfold, rounds, CLOCKS[clock])
         print(json.dumps(row), flush=True)
         rows.append(row)
     meta = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "litert": version("ai-edge-litert")}
-    meta["rounds"] = rounds
+    meta["rounds"], meta["clock"] = rounds, clock
     (out.with_suffix(".json")).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     text = markdown(rows, meta)
     out.write_text(text)
@@ -395,6 +497,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--size", type=int, default=96, help="input height and width for build (default 96)")
     parser.add_argument("--rounds", type=int, default=20, help="paired LiteRT rounds per model (default 20)")
     parser.add_argument(
+        "--clock", choices=sorted(CLOCKS), default="wall", help="time the paired runs by the wall clock or CPU time"
+    )
+    parser.add_argument(
         "--bnfold", default=str(Path(sys.executable).with_name("bnfold")), help="the bnfold command to measure"
     )
     args = parser.parse_args(argv)
@@ -405,7 +510,7 @@ def main(argv: list[str]) -> int:
     if args.stage == "build":
         build(args.cache, wanted, args.size)
     else:
-        table(args.cache, args.out or args.cache / "quant_zoo.md", wanted, args.bnfold, args.rounds)
+        table(args.cache, args.out or args.cache / "quant_zoo.md", wanted, args.bnfold, args.rounds, args.clock)
     return 0
 
 

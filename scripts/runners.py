@@ -45,6 +45,10 @@ def paired_speed(
     by `clock` (wall time; time.process_time: the CPU time of this process, which other processes on
     a loaded machine disturb less, the runtimes running one thread).
 
+    `clock`: wall-clock time by default; time.thread_time counts only the CPU time of this thread
+    (LiteRT and onert run one thread here, the caller's), which other processes on a busy machine
+    disturb less than the wall clock.
+
     One sample is `reps` back-to-back invocations, enough for about 20 ms, so that small models
     are not measured at the timer's resolution. The rounds run in `blocks`, each with a new pair
     of interpreters: one interpreter instance can be a few percent faster or slower than another
@@ -57,9 +61,9 @@ def paired_speed(
             for _ in range(3):
                 run(x)
         if reps is None:
-            start = time.perf_counter()
+            start = clock()
             runs[0](x)
-            reps = max(1, int(0.02 / max(time.perf_counter() - start, 1e-6)))
+            reps = max(1, int(0.02 / max(clock() - start, 1e-6)))
         for r in range(-(-rounds // blocks)):
             for which in (0, 1) if (r + block) % 2 == 0 else (1, 0):
                 start = clock()

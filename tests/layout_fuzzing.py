@@ -13,9 +13,11 @@ and the builtin kernels, both sharing buffers as LiteRT does. A graph LiteRT its
 (its own default run differs from the preserved one) or that the generator got wrong (a shape
 LiteRT infers otherwise) is not a case: it is counted apart.
 
-Quantized graphs (`quantized_graph`: requantizations, QUANTIZE/DEQUANTIZE pairs, int8 layers and
-TRANSPOSEs, dequantized int8 weights; QUANT_OPTION_SETS: the passes for quantized graphs) are
-compared bit for bit, each resolver against the original under the same resolver.
+Quantized graphs (`quantized_graph`: requantizations, QUANTIZE/DEQUANTIZE pairs, int8 layers,
+TRANSPOSEs, RESHAPE/EXPAND_DIMS/SQUEEZE, MEAN and CONCATENATION of quantized tensors, dequantized
+int8 weights; QUANT_OPTION_SETS: the passes for quantized graphs, the layout passes, the NCHW
+conversion and O1 with them) are compared bit for bit, each resolver against the original under
+the same resolver.
 
 Outcomes: "ok", "refused" (a BnfoldError: a one-line refusal, legal for bnfold but counted),
 "exit3" (an InternalError, the BnfoldError that is bnfold's bug, or anything else escaping
@@ -396,14 +398,19 @@ QUANT_PASSES = (
     "remove_quantdequant,remove_redundant_quantize,remove_qdq_for_mpo,fuse_output_requantize,"
     "fold_quantize,fold_quantized_weight_layout"
 )
+# the layout passes that move or drop TRANSPOSEs and RESHAPEs of quantized tensors (parameters carried)
+QUANT_LAYOUT = C_LAYOUT + ",substitute_squeeze_to_reshape,substitute_expand_dims_to_reshape"
 QUANT_OPTION_SETS: dict[str, tuple[str | None, dict]] = {
     "quant": (QUANT_PASSES.rsplit(",", 2)[0], {}),
     "quant_weights": ("fold_quantize,fold_quantized_weight_layout", {}),
     "quant_default": (None, {"remove_quantdequant": True, "remove_redundant_quantize": True}),
+    "quant_layout": (QUANT_LAYOUT, {}),
+    "quant_nchw": (None, {"convert_nchw_to_nhwc": True}),
+    "quant_O1": (QUANT_PASSES, {"O1": True}),
 }
 # a float layer whose weights become constant may move from the builtin kernel to XNNPACK, whose
 # float32 rounding differs (and can flip a quantized output a step): compared in the builtin kernels
-BUILTIN_ONLY = frozenset({"quant_weights"})
+BUILTIN_ONLY = frozenset({"quant_weights", "quant_O1"})
 ALL_OPTION_SETS = {**OPTION_SETS, **QUANT_OPTION_SETS}
 QUANT_TYPES = {"INT8": (-128, 127), "UINT8": (0, 255), "INT16": (0, 0)}  # zero point range (int16: 0)
 
@@ -458,12 +465,60 @@ def _q_dequantize_quantize(b: QBuilder) -> None:
 
 
 def _q_transpose(b: QBuilder) -> None:
+    """A TRANSPOSE of any quantized type (its parameters carried); sometimes the identity, its inverse
+    right after, or a MEAN over the moved axes (the layout passes' patterns)."""
     name, shape, p = b.last
     perm = list(range(len(shape)))
-    b.rng.shuffle(perm)
-    if p[0] != "INT8":
+    if b.rng.random() < 0.85:
+        b.rng.shuffle(perm)
+    moved = b.q("TRANSPOSE", [name, b.net.ints(b.name("p"), perm)], [shape[i] for i in perm], p)
+    choice = b.rng.random()
+    if choice < 0.3:
+        inverse = [perm.index(i) for i in range(len(perm))]
+        b.q("TRANSPOSE", [moved, b.net.ints(b.name("p"), inverse)], shape, p)
+    elif choice < 0.45 and len(shape) == 4:
+        axes = b.rng.choice(([1, 2], [2, 3], [1], [3]))
+        reduced = [1 if i in axes else d for i, d in enumerate(b.last[1])]
+        b.q("MEAN", [moved, b.net.ints(b.name("axes"), axes)], reduced, p, keep_dims=True)
+
+
+def _q_reshape(b: QBuilder) -> None:
+    """A unit axis added and dropped again by RESHAPE / EXPAND_DIMS then RESHAPE / SQUEEZE, or a
+    RESHAPE to the same shape, all with the input's parameters (what the reshape passes merge, drop
+    or substitute)."""
+    name, shape, p = b.last
+    if b.rng.random() < 0.2:  # to its own shape (remove_unnecessary_reshape's)
+        b.q("RESHAPE", [name, b.net.ints(b.name("shape"), shape)], shape, p, new_shape=list(shape))
         return
-    b.q("TRANSPOSE", [name, b.net.ints(b.name("p"), perm)], [shape[i] for i in perm], p)
+    axis = b.rng.randrange(len(shape) + 1)
+    wide = shape[:axis] + [1] + shape[axis:]
+    if b.rng.random() < 0.5:
+        up = b.q("EXPAND_DIMS", [name, b.net.ints(b.name("axis"), [axis])], wide, p)
+    else:
+        up = b.q("RESHAPE", [name, b.net.ints(b.name("shape"), wide)], wide, p, new_shape=wide)
+    if b.rng.random() < 0.5:
+        b.q("SQUEEZE", [up], shape, p, squeeze_dims=[axis])
+    else:
+        b.q("RESHAPE", [up, b.net.ints(b.name("shape"), shape)], shape, p, new_shape=list(shape))
+
+
+def _q_concat(b: QBuilder) -> None:
+    """A CONCATENATION of the tensor with itself (the same parameters), often of two TRANSPOSEs of it
+    (forward_transpose_op and remove_redundant_transpose move them through the concatenation)."""
+    name, shape, p = b.last
+    if len(shape) != 4:
+        return
+    parts = [name, name]
+    axis = b.rng.randrange(4)
+    out = list(shape)
+    if b.rng.random() < 0.6:
+        perm = [0, 3, 1, 2]
+        ints = b.net.ints(b.name("p"), perm)
+        moved = [shape[i] for i in perm]
+        parts = [b.q("TRANSPOSE", [name, ints], moved, p) for _ in range(2)]
+        out = list(moved)
+    out[axis] *= 2
+    b.q("CONCATENATION", parts, out, p, axis=axis)
 
 
 def _q_conv(b: QBuilder) -> None:
@@ -502,6 +557,9 @@ def _q_float_conv_of_moved_weights(b: QBuilder) -> None:
         stored = b.net.qconst(b.name("w"), values, "INT8", scales, [0] * len(scales), axis)
     else:  # PT2E's way: float32 weights quantized on every run
         floats = [b.rng.uniform(-1.3, 1.3) for _ in range(u * c)]
+        if b.rng.random() < 0.3:  # one at a half step: fold_quantize keeps the QUANTIZE (kernels round it apart)
+            k = b.rng.randrange(u * c)
+            floats[k] = (b.rng.randint(-20, 20) + 0.5) * scales[k % u if per_channel else 0]
         stored = b.name("q")
         b.net.q(stored, [1, 1, c, u], "INT8", scales, [0] * len(scales), axis)
         b.net.op("QUANTIZE", [b.net.const(b.name("wf"), [1, 1, c, u], values=floats)], stored, [1, 1, c, u])
@@ -536,7 +594,9 @@ def _q_mixed_precision(b: QBuilder) -> None:
 QUANT_STEPS = {
     _q_requantize: 3,
     _q_dequantize_quantize: 3,
-    _q_transpose: 2,
+    _q_transpose: 3,
+    _q_reshape: 1,
+    _q_concat: 1,
     _q_conv: 2,
     _q_float_conv_of_moved_weights: 1,
     _q_mixed_precision: 1,
@@ -545,10 +605,12 @@ QUANT_STEPS = {
 
 def quantized_graph(seed: int, max_ops: int = 8) -> dict:
     """A recipe dict: a float input [1-3, 2-5, 2-5, 1-4] quantized, then a chain of 1-max_ops steps
-    (requantizations, DEQUANTIZE -> QUANTIZE pairs, int8 TRANSPOSEs and per-channel int8 CONV_2Ds
-    with a QUANTIZE after, a float conv whose int8 weights (stored, or float32 quantized on every
-    run as PT2E writes them) are dequantized and transposed, FC ->
-    QUANTIZE -> DEQUANTIZE -> QUANTIZE), the last tensor dequantized or output as integers."""
+    (requantizations, DEQUANTIZE -> QUANTIZE pairs, TRANSPOSEs of every quantized type (with their
+    inverse, a MEAN, or into a CONCATENATION), unit-axis RESHAPE / EXPAND_DIMS / SQUEEZE pairs,
+    per-channel int8 CONV_2Ds with a QUANTIZE after, a float conv whose int8 weights (stored, or
+    float32 quantized on every run as PT2E writes them, sometimes one at a half step) are dequantized
+    and transposed, FC -> QUANTIZE -> DEQUANTIZE -> QUANTIZE), the last tensor dequantized or output
+    as integers."""
     from quant_models import QNet
 
     rng = random.Random(seed)

@@ -63,10 +63,13 @@ QUANT_GRAPHS = 60
 
 
 def test_seeded_quantized_graphs_optimize_bit_for_bit_in_litert():
-    """Quantized graphs under the passes for quantized graphs: every output bit for bit, and every
-    such pass folds somewhere in the run (the generator reaches what it is for)."""
+    """Quantized graphs under the passes for quantized graphs, the layout passes and the NCHW
+    conversion: every output bit for bit, and every such pass folds somewhere in the run (the
+    generator reaches what it is for)."""
     from bnfold import api
-    from layout_fuzzing import QUANT_OPTION_SETS, QUANT_PASSES, quantized_graph
+    from layout_fuzzing import QUANT_LAYOUT, QUANT_OPTION_SETS, QUANT_PASSES, quantized_graph
+
+    every = [*QUANT_PASSES.split(","), *QUANT_LAYOUT.split(","), "convert_nchw_to_nhwc"]
 
     failures, folded, fair = [], collections.Counter(), 0
     for seed in range(QUANT_GRAPHS):
@@ -78,11 +81,11 @@ def test_seeded_quantized_graphs_optimize_bit_for_bit_in_litert():
             outcome = run_case(content, option_set)
             if outcome.kind != "ok":
                 failures.append((seed, option_set, outcome.kind, outcome.detail))
-        for name in QUANT_PASSES.split(","):  # alone: together, remove_quantdequant takes mpo's pairs first
-            folded.update(f["pass"] for f in api.optimize(content, name).report["folds"])
+        for name in every:  # alone: together, remove_quantdequant takes mpo's pairs first
+            folded.update(f["pass"] for f in api.optimize(content, name).report["folds"] if f["pass"] == name)
     assert fair >= 0.9 * QUANT_GRAPHS, f"only {fair} of {QUANT_GRAPHS} generated graphs are fair cases"
     assert failures == [], failures[:10]
-    assert set(folded) == set(QUANT_PASSES.split(",")), folded
+    assert set(folded) == set(every), set(every) - set(folded)
 
 
 DECODER_GRAPHS = 120

@@ -10,7 +10,7 @@ from importlib.metadata import version
 import pytest
 
 from bnfold.ir.miscomputed import OTHERWISE
-from bnfold.ir.runtimes import PROBED, RUNS, VERSIONS
+from bnfold.ir.runtimes import BY_POSITION, POSITION_PROBED, PROBED, RUNS, VERSIONS
 from bnfold.values import onert
 from conftest import ROOT
 
@@ -32,6 +32,18 @@ def test_the_table_is_what_the_installed_runtimes_run():
         )
         assert set(otherwise.get(runtime, [])) == OTHERWISE[runtime], "re-run schemas/derive_runtimes.py"
     assert PROBED == set(derive_runtimes.probes())
+
+
+def test_the_kernels_computing_by_position_are_what_the_installed_runtimes_do():
+    derived = derive_runtimes.derive_by_position(RUNTIMES)
+    for runtime in RUNTIMES:
+        assert set(derived[runtime]) == set(BY_POSITION[runtime]), f"{runtime}: re-run schemas/derive_runtimes.py"
+    assert POSITION_PROBED == set(derive_runtimes.POSITION_PROBES)
+    # the facts engine/permute.py relies on: LiteRT 2.3 rounds an 8-bit (re)quantization by position (the
+    # layout fuzzer's seeds 7 and 1207), a per-channel one (PT2E's weights) alike everywhere
+    assert {("QUANTIZE", "from FLOAT32 to INT8"), ("QUANTIZE", "from INT8 to INT8")} <= BY_POSITION["litert"]
+    assert ("QUANTIZE", "from FLOAT32 to INT8 per channel") not in BY_POSITION["litert"]
+    assert ("DEQUANTIZE", "from INT8 to FLOAT32 zero point 0") not in BY_POSITION["litert"]
 
 
 @pytest.mark.parametrize("probe", [("HARD_SWISH", "NONE"), ("CONV_2D", "TANH"), ("CONCATENATION", "RELU")])

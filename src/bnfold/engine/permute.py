@@ -19,6 +19,12 @@ reshape that ends the permutation).
                          anywhere): the same reshape of t', its groups in t' order
 
 Every function returns a `Crossing` or the reason the op cannot take the other layout.
+
+A permutation moves elements: an elementwise kernel that computes an element by where it lies (a
+vectorized body and a scalar tail rounding apart: LiteRT's per-tensor QUANTIZE to or from 8-bit
+integers and DEQUANTIZE of them), or an integer reduction whose kernel path depends on the axes it reduces (LiteRT's
+int8/uint8 MEAN), may then give a moved element another value, a step at an integer output
+(ir/runtimes.py's BY_POSITION). No permutation crosses such an op (by_position).
 """
 
 from __future__ import annotations
@@ -97,7 +103,54 @@ def cross(op: Op, t: Tensor, p: Perm) -> Crossing | str:
         return f"{op.kind} cannot take the other layout"
     if len(p) != len(t.shape):
         return f"{op.kind} reads a tensor of rank {len(t.shape)}"
+    if op.kind in POSITION_KINDS:
+        problem = by_position(op)
+        if problem:
+            return problem
     return CROSSINGS[behaviour](op, t, p)
+
+
+# ir/runtimes.py's POSITION_PROBED kinds
+POSITION_KINDS = frozenset({"QUANTIZE", "DEQUANTIZE", "MEAN", "SUM", "ADD", "SUB", "MUL"})
+
+
+def position_variant(op: Op) -> str | None:
+    """op's variant among ir/runtimes.py's POSITION_PROBED, or None when it computes on floats alone
+    (a float reduction whose sums run in another order rounds within float32: any exact rewrite's)."""
+    x, y = op.input(0), op.outputs[0] if op.outputs else None
+    if x is None or y is None:
+        return "without its input or output"
+    if op.kind in ("MEAN", "SUM"):
+        return f"of {x.dtype} over moved axes" if x.is_quantized else None
+    if op.kind in ("ADD", "SUB", "MUL"):
+        return f"of {y.dtype}" if y.is_quantized else None
+    channels = max(len(t.quantization.scale) if t.is_quantized else 1 for t in (x, y))
+    if channels > 1:
+        return f"from {x.dtype} to {y.dtype} per channel"
+    symmetric = op.kind == "DEQUANTIZE" and x.is_quantized and not np.any(x.quantization.zeroPoint)
+    return f"from {x.dtype} to {y.dtype}{' zero point 0' if symmetric else ''}"
+
+
+def by_position(op: Op) -> str | None:
+    """Why no permutation may cross `op`: a runtime computes an element by where it lies, or an
+    integer reduction by which axes it reduces (or it was never asked); None when every runtime
+    computes each element alike after the move."""
+    from ..ir.runtimes import BY_POSITION, POSITION_PROBED  # only when a (de)quantization is crossed
+
+    variant = position_variant(op)
+    if variant is None:
+        return None
+    if (op.kind, variant) not in POSITION_PROBED:
+        return f"{op.kind} {variant}: not known to compute each element alike once it is moved"
+    runtimes = [runtime for runtime, probes in BY_POSITION.items() if (op.kind, variant) in probes]
+    if runtimes:
+        how = (
+            "by which axes it reduces (another kernel path)"
+            if op.kind in ("MEAN", "SUM")
+            else ("by where an element lies (a vectorized body and a scalar tail round apart)")
+        )
+        return f"{op.kind} {variant}: {' and '.join(runtimes)} compute it {how}, so a moved element could change"
+    return None
 
 
 def _axis_values(op: Op, index: int) -> np.ndarray | str:

@@ -151,7 +151,8 @@ PASSES: tuple[PassSpec, ...] = (
     PassSpec(
         "fold_quantized_weight_layout",
         "do a TRANSPOSE or RESHAPE of quantized constant weights (also behind their DEQUANTIZE) once on the "
-        "stored integers, the per-channel axis moved with it",
+        "stored integers, or on the float32 weights of a QUANTIZE fold_quantize left, the per-channel axis moved "
+        "with it",
         True,
         False,
         needs=frozenset({"TRANSPOSE", "RESHAPE"}),

@@ -3,7 +3,9 @@ edit; tests/test_runtimes.py re-derives it). PROBED: every (operator kind, varia
 being a fused activation, "constant input N", "rank N", "type T" or "form NAME" (a form of the
 operator, or of the graph around it, probed apart); RUNS[runtime]: those that loaded and ran as
 small models computing what the reference interpreter does (ir/miscomputed.py: those that ran
-computing something else). engine/targets.py reads it.
+computing something else). engine/targets.py reads it. BY_POSITION[runtime]: the (de)quantizations
+(POSITION_PROBED) it computes by where an element lies (a vectorized body and a scalar tail round
+apart), which no permutation may cross (engine/permute.py).
 """
 
 VERSIONS = {"litert": "2.3.0", "onert": "0.1.0"}
@@ -450,4 +452,56 @@ RUNS = {
             ("REDUCE_MAX", "form rank_4_dropping_1_2"),
         }
     ),
+}
+
+POSITION_PROBED = frozenset(
+    {
+        ("QUANTIZE", "from FLOAT32 to INT8"),
+        ("QUANTIZE", "from FLOAT32 to UINT8"),
+        ("QUANTIZE", "from FLOAT32 to INT16"),
+        ("QUANTIZE", "from INT8 to INT8"),
+        ("QUANTIZE", "from UINT8 to UINT8"),
+        ("QUANTIZE", "from INT16 to INT16"),
+        ("QUANTIZE", "from UINT8 to INT8"),
+        ("QUANTIZE", "from INT8 to UINT8"),
+        ("DEQUANTIZE", "from INT8 to FLOAT32"),
+        ("DEQUANTIZE", "from UINT8 to FLOAT32"),
+        ("DEQUANTIZE", "from INT16 to FLOAT32"),
+        ("QUANTIZE", "from FLOAT32 to INT8 per channel"),
+        ("QUANTIZE", "from FLOAT32 to UINT8 per channel"),
+        ("DEQUANTIZE", "from INT8 to FLOAT32 per channel"),
+        ("DEQUANTIZE", "from INT8 to FLOAT32 zero point 0"),
+        ("DEQUANTIZE", "from UINT8 to FLOAT32 zero point 0"),
+        ("ADD", "of INT8"),
+        ("ADD", "of UINT8"),
+        ("ADD", "of INT16"),
+        ("SUB", "of INT8"),
+        ("MUL", "of INT8"),
+        ("MUL", "of UINT8"),
+        ("MUL", "of INT16"),
+        ("MEAN", "of INT8 over moved axes"),
+        ("MEAN", "of UINT8 over moved axes"),
+        ("MEAN", "of INT16 over moved axes"),
+        ("SUM", "of INT8 over moved axes"),
+        ("SUM", "of UINT8 over moved axes"),
+    }
+)
+
+BY_POSITION = {
+    "litert": frozenset(
+        {
+            ("QUANTIZE", "from FLOAT32 to INT8"),
+            ("QUANTIZE", "from FLOAT32 to UINT8"),
+            ("QUANTIZE", "from FLOAT32 to INT16"),
+            ("QUANTIZE", "from INT8 to INT8"),
+            ("QUANTIZE", "from UINT8 to UINT8"),
+            ("QUANTIZE", "from UINT8 to INT8"),
+            ("QUANTIZE", "from INT8 to UINT8"),
+            ("DEQUANTIZE", "from INT8 to FLOAT32"),
+            ("DEQUANTIZE", "from UINT8 to FLOAT32"),
+            ("MEAN", "of INT8 over moved axes"),
+            ("MEAN", "of UINT8 over moved axes"),
+        }
+    ),
+    "onert": frozenset(),
 }

@@ -78,11 +78,30 @@ class Session:
         capture = _native_stderr_captured() if shapes != self._shapes else contextlib.nullcontext(lambda: "")
         with capture as said:
             try:
+                self._prepare_for_the_model_shapes(shapes)
                 outputs = self._session.infer(arrays)
             except Exception as e:  # compiling for these shapes, or a kernel, failed: not a difference
                 raise RunFailed(f"onert failed to run the model: {_reason(said(), e)}") from None
         self._shapes = shapes
         return [np.array(o, copy=True) for o in outputs]  # onert owns the output buffers
+
+    def _prepare_for_the_model_shapes(self, shapes: list[tuple[int, ...]]) -> None:
+        """Compile a session not yet compiled whose inputs have the model's own shapes without its
+        infer()'s step that sets each input's tensorinfo again: onert 0.1.0's setter cannot take
+        the type its getter names for a uint8 input ("Cannot convert string to NNFW_TYPE:
+        'uint8'", then a NameError in its handler), so no model with a uint8 input would run.
+        Other shapes take infer()'s own way."""
+        session = self._session
+        if getattr(session, "_prepared", True):
+            return
+        infos = session.get_inputs_tensorinfo()
+        if any(tuple(info.dims[: info.rank]) != shape for info, shape in zip(infos, shapes)):
+            return
+        from onert.native.libnnfw_api_pybind import prepare_config
+
+        session.session.set_prepare_config(prepare_config.ENABLE_INTERNAL_OUTPUT_ALLOC)
+        session.session.prepare()
+        session._prepared = True
 
 
 def _reason(printed: str, error: Exception) -> str:
