@@ -14,6 +14,7 @@ from test_fuse_gelu import gelu_net
 
 from bn_models import ATOL, RTOL, inputs_for
 from bnfold import api
+from bnfold.errors import ModelError
 from bnfold.io.formats import CIRCLE, TFLITE
 from bnfold.recipe.chef import build
 from bnfold.reference import interpreter
@@ -91,3 +92,20 @@ def test_the_library_call_writing_nothing_keeps_the_models_format(tmp_path, kind
         api.save(build(net().recipe(), fmt), source)
         result = api.optimize(source, [pass_name], target="onert")
         assert (kind in result.report["operators"]["after"]) is made, (fmt, result.report["operators"])
+
+
+def test_a_circle_only_op_is_never_converted_into_tflite(tmp_path):
+    """`convert` runs no pass: a Circle model that holds RMS_NORM is refused, one line, no file."""
+    _, made, _ = written(tmp_path, rms_net(), TFLITE, "rms.circle", ["fuse_rmsnorm"])
+    assert made.op_counts()["RMS_NORM"] == 1
+    with pytest.raises(ModelError, match="RMS_NORM does not exist in tflite"):
+        api.convert(tmp_path / "rms.circle", tmp_path / "back.tflite")
+    assert not (tmp_path / "back.tflite").exists()
+
+
+def test_the_check_of_a_tflite_written_as_circle_runs_the_model_made(tmp_path):
+    """The model checked is the IR, still in the input's format, that LiteRT cannot run with an
+    RMS_NORM: the whole-model check falls back to the reference interpreter, which runs both."""
+    _, model, report = written(tmp_path, rms_net(), TFLITE, "out.circle", ["fuse_rmsnorm"], check=2)
+    assert model.op_counts()["RMS_NORM"] == 1
+    assert report["check"]["passed"] and report["check"]["backend"] == "reference interpreter", report["check"]
