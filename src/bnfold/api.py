@@ -134,13 +134,17 @@ def save(
     return save_model(model, path, fmt or format_from_extension(path), external=external, keep_unchanged=keep_unchanged)
 
 
-def apply_passes(model: Model, passes: list[str] | None = None, target: str | None = None) -> Report:
+def apply_passes(
+    model: Model, passes: list[str] | None = None, target: str | None = None, writes: Format | None = None
+) -> Report:
     """Run `passes` (the default set when None; pass parameters such as nchw_to_nhwc_input_shape
     may be among them) over every subgraph of the IR `model` to a fixpoint, in place, for the
-    runtime `target` ("litert", "onert", "any"; None: the model's format's); the Report says what
-    folded and what was refused."""
+    runtime `target` ("litert", "onert", "any"; None: the format's) and the format the model will
+    be written in (`writes`: a Circle-only operator only where it is Circle; None: the model's
+    own); the Report says what folded and what was refused."""
     names = registry.default_passes() if passes is None else passes
-    return run_passes(model, registry.resolve(names), parameters=registry.parameters_in(names), target=target)
+    parameters = registry.parameters_in(names)
+    return run_passes(model, registry.resolve(names), parameters=parameters, target=target, writes=writes)
 
 
 def load_reference(path: str, report: Report) -> Model:
@@ -263,7 +267,7 @@ def optimize_file(
     # the model is then walked at most once, by the first collection after it
     with paused_gc():
         try:
-            result = _optimize_path(input_path, chosen, progress=progress, target=made_for, **checking)
+            result = _optimize_path(input_path, chosen, progress=progress, target=made_for, writes=fmt, **checking)
         except CheckFailed as e:  # no model, but the report a CI job needs then: the check's table and verdict
             if report:
                 import json  # only a report asked for needs it (~3 ms of a start)
@@ -295,10 +299,12 @@ def _optimize_path(
     check_seed: int = 0,
     check_backend: str = "auto",
     target: str | None = None,
+    writes: Format | None = None,
     progress=lambda step: None,
 ) -> Optimized:
-    """Read `path`, run the chosen passes, measure lossy changes, optionally value-check
-    (values/verify.py); `label` names the input in the report; `progress(step)` hears each step."""
+    """Read `path`, run the chosen passes for the format the result will be written in (`writes`;
+    None: the input's), measure lossy changes, optionally value-check (values/verify.py); `label`
+    names the input in the report; `progress(step)` hears each step."""
     times = {}
     # Reading and the passes run with the cyclic collector paused, as the reader and the writer do
     # (io/gcpause.py): they allocate objects by the hundred thousand, all alive until the end or
@@ -314,7 +320,7 @@ def _optimize_path(
         progress("passes")
         start = time.perf_counter()
         try:
-            log = apply_passes(model, chosen.names(), target)
+            log = apply_passes(model, chosen.names(), target, writes)
         except InternalError as e:  # the gate names the pass; the input names the model (--out-dir lists many)
             e.path = e.path or path
             raise

@@ -68,7 +68,7 @@ def test_litert_target_and_tflite_say_theirs():
     _, _, report = optimized(attention_net(), [PASS], target="litert")
     assert reasons(report) == ["the attention stays: litert does not run ATTENTION"]
     _, _, report = optimized(attention_net(), [PASS], fmt=TFLITE)
-    assert reasons(report) == ["the attention stays: the format has no ATTENTION (Circle only)"]
+    assert reasons(report) == ["the attention stays: the output format tflite has no ATTENTION (Circle only)"]
 
 
 def test_for_no_target_bnfold_says_it_writes_no_attention():

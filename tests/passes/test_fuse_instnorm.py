@@ -98,7 +98,7 @@ def test_other_forms_stay(change, reason):
 def test_tflite_model_gets_no_instance_norm():
     _, model, report = fused(recipe("Net_InstanceNorm_001"), TFLITE)
     assert not report.folds and model.op_counts()["MEAN"] == 2
-    assert_said(report, PASS, "the model's format has no INSTANCE_NORM (Circle only)")
+    assert_said(report, PASS, "the output format tflite has no INSTANCE_NORM (Circle only)")
 
 
 @pytest.mark.parametrize("target", [None, "onert", "litert", "any"])

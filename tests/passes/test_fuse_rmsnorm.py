@@ -64,7 +64,7 @@ def test_a_target_without_rms_norm_keeps_the_written_form(target, why):
 def test_tflite_has_no_rms_norm():
     _, model, report = optimized(rms_net(), [PASS], fmt=TFLITE)
     assert model.op_counts()["MEAN"] == 1
-    assert reasons(report) == ["the RMS norm stays: the format has no RMS_NORM (Circle only)"]
+    assert reasons(report) == ["the RMS norm stays: the output format tflite has no RMS_NORM (Circle only)"]
 
 
 def test_a_fused_activation_on_the_normalizing_op_keeps_it():

@@ -102,7 +102,7 @@ def test_litert_and_tflite_have_no_rope():
     assert reasons(report) == ["litert does not run ROPE"]
     _, model, report = optimized(rope_net(), [PASS], fmt=TFLITE)
     assert "ROPE" not in model.op_counts()
-    assert reasons(report) == ["the RoPE stays: the format has no ROPE (Circle only)"]
+    assert reasons(report) == ["the RoPE stays: the output format tflite has no ROPE (Circle only)"]
 
 
 def test_an_intermediate_the_outside_sees_keeps_it():
@@ -166,7 +166,7 @@ def test_litert_torch_negates_by_a_mul_and_its_tflite_rope_still_takes_the_scale
     net = rope_net(negation="MUL", scale=0.5)
     original, model, report = optimized(net, [PASS], fmt=TFLITE)
     assert model.op_counts() == {"MUL": 3, "ADD": 1, "STRIDED_SLICE": 2, "CONCATENATION": 1}
-    assert reasons(report) == ["the RoPE stays: the format has no ROPE (Circle only)"]
+    assert reasons(report) == ["the RoPE stays: the output format tflite has no ROPE (Circle only)"]
     assert_equal_in_runtime(original, model)
     _, fused, _ = optimized(net, [PASS])
     assert fused.op_counts() == {"ROPE": 1}

@@ -32,7 +32,7 @@ from ..errors import BnfoldError, InternalError
 from ..ir.changes import Changes
 from ..ir.graph import Graph
 from ..ir.invariants import check_output, culprit
-from ..ir.model import Model
+from ..ir.model import Format, Model
 from .deadcode import orphan_buffers, remove_dead_code, sweep
 from .leftovers import explain, transposes_left
 from .planner import Overwrites, new_clobbers, overwrites, run_readers_first
@@ -53,13 +53,15 @@ def run_passes(
     parameters: AbstractSet[str] = frozenset(),
     max_rounds: int = MAX_ROUNDS,
     target: str | None = None,
+    writes: Format | None = None,
 ) -> Report:
     """Run `specs` to a fixpoint for the runtime `target` ("litert", "onert", "any"; None: the
-    input format's, targets.default_target); a pass named with its `parameters` first changes the
-    model's interface, once (its spec's change_interface)."""
+    format's, targets.default_target) and the format the model will be written in (`writes`; None:
+    its own); a pass named with its `parameters` first changes the model's interface, once (its
+    spec's change_interface)."""
     report = Report([s.name for s in specs])
-    report.target = target or default_target(model.format.name)
-    made_for = Target.of(report.target, model)
+    report.target = target or default_target((writes or model.format).name)
+    made_for = Target.of(report.target, model, writes)
     for graph in model.graphs:
         graph.target = made_for
     left = {i: why for i, g in enumerate(model.graphs) if specs and (why := made_for.left_as_is(g))}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Graph, Op, Options, Tensor
+from ..ir.model import Format
 from ..ir.ops import FUSED_ACTIVATIONS, PADDINGS, info
 from ..ir.shapes import shape_problem
 from .report import PassResult
@@ -51,8 +52,25 @@ def is_plain_float(t: Tensor | None) -> bool:
 
 
 def format_has(graph: Graph, kind: str) -> bool:
-    """Whether the graph's model format has operator `kind` (INSTANCE_NORM: Circle only)."""
-    return graph.model is not None and kind in graph.model.format.op_codes
+    """Whether the format the graph's model will be written in has operator `kind` (INSTANCE_NORM,
+    RMS_NORM, ROPE: Circle only): the target's (a .tflite input written as .circle gets them), else,
+    for a graph without one (a unit test), the model's own."""
+    written = _written_format(graph)
+    return written is not None and kind in written.op_codes
+
+
+def format_lacks(graph: Graph, kind: str) -> str | None:
+    """Why no pass may make operator `kind` in `graph` for its format (`format_has`), or None."""
+    written = _written_format(graph)
+    if written is None or kind in written.op_codes:
+        return None
+    return f"the output format {written.name} has no {kind} (Circle only)"
+
+
+def _written_format(graph: Graph) -> Format | None:
+    if graph.target is not None and graph.target.writes is not None:
+        return graph.target.writes
+    return None if graph.model is None else graph.model.format
 
 
 def fully_connected_options() -> Options:

@@ -31,7 +31,7 @@ from collections.abc import Iterable
 
 from ..errors import InternalError, UsageError
 from ..ir.graph import Graph, Op, Tensor
-from ..ir.model import Model
+from ..ir.model import Format, Model
 
 TARGETS = ("litert", "onert", "any")
 OUTPUT_READ = "form reads_graph_output"  # the table's variant: a graph output that an op of the kind reads
@@ -41,17 +41,20 @@ FORMAT_TARGETS = {"tflite": "litert", "circle": "onert"}  # io/formats.py Format
 
 
 class Target:
-    """`name`: one of TARGETS; `kinds`: the input's operator kinds (for "any")."""
+    """`name`: one of TARGETS; `kinds`: the input's operator kinds (for "any"); `writes`: the format
+    the model will be written in (its operator kinds are what a pass may make: match.format_has),
+    None when that is the model's own."""
 
-    def __init__(self, name: str, kinds: frozenset[str] = frozenset()):
+    def __init__(self, name: str, kinds: frozenset[str] = frozenset(), writes: Format | None = None):
         if name not in TARGETS:
             raise UsageError(f"target must be one of {', '.join(TARGETS)}, not {name!r}")
-        self.name, self.kinds = name, kinds
+        self.name, self.kinds, self.writes = name, kinds, writes
 
     @classmethod
-    def of(cls, name: str, model: Model) -> Target:
-        """The target `name` for `model` as it is before any pass runs."""
-        return cls(name, frozenset(op.kind for g in model.graphs for op in g.ops))
+    def of(cls, name: str, model: Model, writes: Format | None = None) -> Target:
+        """The target `name` for `model` as it is before any pass runs, written in `writes` (None:
+        the model's own format)."""
+        return cls(name, frozenset(op.kind for g in model.graphs for op in g.ops), writes or model.format)
 
     def refusal_of(self, op: Op, kept: Iterable[str] = ()) -> str | None:
         """Why this target cannot run `op` as it is (its kind, fused activation, constant operands,

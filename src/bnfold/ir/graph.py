@@ -53,11 +53,11 @@ class Owner(Protocol):
 
 
 class Target(Protocol):
-    """What a pass asks of the runtime a graph is made for (engine/targets.py: Target, the one
-    implementation, which the manager sets; named here by this protocol so that the IR imports
-    nothing of engine/)."""
+    """What a pass asks of the runtime (and the format) a graph is made for: engine/targets.py's Target,
+    set by the manager; named here by this protocol so that the IR imports nothing of engine/."""
 
     name: str
+    writes: Any  # the ir/model.py Format the model will be written in; None: its own
 
     def refusal(
         self,

@@ -19,7 +19,7 @@ cannot run ATTENTION (the report's `target.refused`), else why bnfold writes non
 from __future__ import annotations
 
 from ..engine import targets
-from ..engine.match import format_has, only_reader
+from ..engine.match import format_lacks, only_reader
 from ..engine.report import PassResult
 from ..ir.graph import Graph, Op, Tensor
 
@@ -37,8 +37,9 @@ def run(graph: Graph) -> PassResult:
         out = _product_of(graph, softmax.outputs[0], depth=2)
         if out is None or not _from_scores(softmax.input(0), depth=4):
             continue
-        if not format_has(graph, "ATTENTION"):
-            result.refuse_value(out, "the attention stays: the format has no ATTENTION (Circle only)")
+        lacks = format_lacks(graph, "ATTENTION")
+        if lacks:
+            result.refuse_value(out, f"the attention stays: {lacks}")
             continue
         unsupported = targets.refusal(graph, "ATTENTION")
         if unsupported:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import targets
-from ..engine.match import const_operand, float_const, format_has, is_plain_float, only_reader, scalar
+from ..engine.match import const_operand, float_const, format_lacks, is_plain_float, only_reader, scalar
 from ..engine.report import PassResult
 from ..ir.graph import Graph, Op, Options, Tensor
 from ..ir.ops import FUSED_ACTIVATIONS, INDEX_DTYPES
@@ -38,8 +38,8 @@ from ..ir.ops import FUSED_ACTIVATIONS, INDEX_DTYPES
 
 def run(graph: Graph) -> PassResult:
     result = PassResult()
-    # a TFLite model cannot hold one: its instance norms are matched only to say so
-    no_kind = None if format_has(graph, "INSTANCE_NORM") else "the model's format has no INSTANCE_NORM (Circle only)"
+    # a model written as TFLite cannot hold one: its instance norms are matched only to say so
+    no_kind = format_lacks(graph, "INSTANCE_NORM")
     for mean in [op for op in graph.ops if op.kind == "MEAN"]:
         if not graph.contains(mean) or not _spatial_mean(mean):
             continue

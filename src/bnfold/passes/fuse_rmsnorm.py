@@ -37,7 +37,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..engine import targets
-from ..engine.match import collapse, const_operand, float_const, format_has, is_plain_float, only_reader, scalar
+from ..engine.match import collapse, const_operand, float_const, format_lacks, is_plain_float, only_reader, scalar
 from ..engine.report import PassResult
 from ..ir.graph import Graph, Op, Options, Tensor
 from ..ir.ops import INDEX_DTYPES
@@ -152,8 +152,9 @@ def _complete(graph: Graph, x: Tensor, ops: list[Op], eps: float, form: str) -> 
 
 def _not_here(graph: Graph, match: Match) -> str | None:
     x, y = match.x, match.ops[-1].outputs[0]
-    if not format_has(graph, "RMS_NORM"):
-        return "the format has no RMS_NORM (Circle only)"
+    lacks = format_lacks(graph, "RMS_NORM")
+    if lacks:
+        return lacks
     if not all(is_plain_float(op.outputs[0]) for op in match.ops) or not is_plain_float(x):
         return "not float32 throughout"
     if len(x.shape) not in (2, 3, 4):

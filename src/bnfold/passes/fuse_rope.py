@@ -42,7 +42,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..engine import targets
-from ..engine.match import const_operand, format_has, is_plain_float, only_reader, scalar
+from ..engine.match import const_operand, format_lacks, is_plain_float, only_reader, scalar
 from ..engine.report import PassResult
 from ..ir.graph import Graph, Op, Options, Tensor
 
@@ -208,8 +208,9 @@ def _rotate(x: np.ndarray, mode: str) -> np.ndarray:
 
 def _refusal(graph: Graph, match: Match) -> str | None:
     x, y = match.x, match.ops[-1].outputs[0]
-    if not format_has(graph, "ROPE"):
-        return "the format has no ROPE (Circle only)"
+    lacks = format_lacks(graph, "ROPE")
+    if lacks:
+        return lacks
     inner = [t for op in match.ops[:-1] for t in op.outputs]
     if any(only_reader(graph, t) is None for t in inner):
         return "an intermediate of it is read elsewhere or is a graph output"
