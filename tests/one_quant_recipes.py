@@ -16,9 +16,9 @@ import numpy as np
 
 from bnfold import api
 from bnfold.errors import BnfoldError
+from bnfold.io.atomic import save_model
 from bnfold.io.formats import format_from_extension
 from bnfold.io.reader import read_model
-from bnfold.io.atomic import save_model
 from bnfold.recipe.chef import build, load_recipe, recipe_format
 from bnfold.selection import select
 from bnfold.values import litert, onert
