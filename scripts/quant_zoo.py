@@ -28,8 +28,8 @@ TORCHVISION[net] pixels), each
 - `aeq_int8`: litert-torch's float export through ai-edge-quantizer's static int8 recipe.
 
 `table` needs bnfold (its CLI beside this Python). Per model it runs `bnfold optimize` with the
-default passes, with them plus the exact passes for quantized graphs (QUANT_PASSES), and on int8
-models holding a MUL also with the lossy LOSSY_PASS, and
+default passes, with them plus the exact passes for quantized graphs (engine/registry.py:
+QUANTIZED_GRAPH_PASSES), and on int8 models holding a MUL also with the lossy LOSSY_PASS, and
 reports operators before/after, whether every output is bit-identical in LiteRT's builtin
 kernels on 3 inputs (integer inputs over their whole range, float inputs normal(0, 2); else the
 largest difference in the output's quantization steps) and under XNNPACK (else the scaled error:
@@ -55,14 +55,6 @@ import numpy as np
 APPS = ["MobileNetV2", "ResNet50V2", "MobileNetV3Small", "EfficientNetB0"]
 MODES = ["int8", "int16x8", "dynamic"]
 AEQ_APPS = ["MobileNetV2"]
-QUANT_PASSES = [
-    "remove_quantdequant",
-    "remove_redundant_quantize",
-    "remove_qdq_for_mpo",
-    "fuse_output_requantize",
-    "fold_quantize",
-    "fold_quantized_weight_layout",
-]
 LOSSY_PASS = "replace_quantized_mul_add_with_depthwise_conv"  # measured apart: its error in steps
 CALIBRATION = 8
 
@@ -181,14 +173,7 @@ def pt2e_convnet(with_quant_config: bool) -> bytes:
             return self.fc(self.blocks(torch.relu(self.bn(self.stem(x)))).mean((2, 3)))
 
     torch.manual_seed(0)
-    model = ConvNet().eval()
-    for module in model.modules():
-        if isinstance(module, nn.BatchNorm2d):
-            module.running_mean.normal_(0, 0.3)
-            module.running_var.uniform_(0.5, 2.0)
-            module.weight.data.uniform_(0.5, 1.5)
-            module.bias.data.normal_(0, 0.3)
-    return pt2e_quantize(model, 32, with_quant_config)
+    return pt2e_quantize(with_random_batch_norms(ConvNet().eval()), 32, with_quant_config)
 
 
 def pt2e_quantize(model, size: int, with_quant_config: bool) -> bytes:
@@ -243,14 +228,11 @@ def import_torchvision():
 DECLARED: list = []
 
 
-def torchvision_model(net: str):
-    """A torchvision classification network, weights=None (random, no download), its batch norms
-    given random inference statistics as the keras networks are."""
-    import torch
+def with_random_batch_norms(model):
+    """`model` with random inference statistics in its batch norms (as the keras networks get), so
+    that folding them moves real values."""
     from torch import nn
 
-    torch.manual_seed(0)
-    model = getattr(import_torchvision().models, net)(weights=None).eval()
     for module in model.modules():
         if isinstance(module, nn.BatchNorm2d):
             module.running_mean.normal_(0, 0.3)
@@ -258,6 +240,15 @@ def torchvision_model(net: str):
             module.weight.data.uniform_(0.5, 1.5)
             module.bias.data.normal_(0, 0.3)
     return model
+
+
+def torchvision_model(net: str):
+    """A torchvision classification network, weights=None (random, no download), its batch norms
+    given random inference statistics."""
+    import torch
+
+    torch.manual_seed(0)
+    return with_random_batch_norms(getattr(import_torchvision().models, net)(weights=None).eval())
 
 
 def torchvision_build(name: str) -> bytes:
@@ -372,16 +363,16 @@ def optimize(bnfold: str, path: Path, out: Path, passes: list[str] | None) -> tu
 
 def measure(path: Path, work: Path, bnfold: str, rounds: int, clock=time.perf_counter) -> dict:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bnfold.engine.registry import default_passes
+    from bnfold.engine.registry import QUANTIZED_GRAPH_PASSES, default_passes
     from bnfold.io.reader import read_model
     from runners import paired_speed
 
     original = read_model(str(path))
     row: dict = {"model": path.stem, "ops_before": sum(len(g.ops) for g in original.graphs)}
     counts_before = Counter(op.kind for g in original.graphs for op in g.ops)
-    configs = [("default", None), ("quant", default_passes() + QUANT_PASSES)]
+    configs = [("default", None), ("quant", default_passes() + list(QUANTIZED_GRAPH_PASSES))]
     if counts_before.get("MUL") and path.stem.endswith("int8"):
-        configs.append(("lossy", default_passes() + QUANT_PASSES + [LOSSY_PASS]))
+        configs.append(("lossy", default_passes() + list(QUANTIZED_GRAPH_PASSES) + [LOSSY_PASS]))
     for label, passes in configs:
         out = work / f"{path.stem}.{label}.tflite"
         report, error = optimize(bnfold, path, out, passes)

@@ -38,6 +38,7 @@ import numpy as np
 
 from bn_models import Net
 from bnfold import api
+from bnfold.engine.registry import QUANTIZED_GRAPH_PASSES
 from bnfold.errors import BnfoldError, InternalError
 
 C_LAYOUT = (
@@ -394,10 +395,7 @@ def in_place_graph(seed: int, max_ops: int = 12) -> dict:
 # ---- quantized graphs ---------------------------------------------------------------------------
 
 # the passes for quantized graphs (exact), after the default ones; the cases compare bit for bit
-QUANT_PASSES = (
-    "remove_quantdequant,remove_redundant_quantize,remove_qdq_for_mpo,fuse_output_requantize,"
-    "fold_quantize,fold_quantized_weight_layout"
-)
+QUANT_PASSES = ",".join(QUANTIZED_GRAPH_PASSES)
 # the layout passes that move or drop TRANSPOSEs and RESHAPEs of quantized tensors (parameters carried)
 QUANT_LAYOUT = C_LAYOUT + ",substitute_squeeze_to_reshape,substitute_expand_dims_to_reshape"
 QUANT_OPTION_SETS: dict[str, tuple[str | None, dict]] = {

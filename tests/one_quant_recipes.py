@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from bnfold import api
+from bnfold.engine.registry import QUANTIZED_GRAPH_PASSES
 from bnfold.errors import BnfoldError
 from bnfold.io.atomic import save_model
 from bnfold.io.formats import format_from_extension
@@ -26,14 +27,7 @@ from quant_models import quant_inputs
 
 RECIPES = Path(__file__).resolve().parent.parent / "recipes"
 TEST_RECIPES = Path(__file__).resolve().parent / "data" / "recipes"  # where the reference interpreter lacks a kernel
-QUANT_PASSES = [  # the exact passes for quantized graphs (scripts/quant_zoo.py runs the same)
-    "remove_quantdequant",
-    "remove_redundant_quantize",
-    "remove_qdq_for_mpo",
-    "fuse_output_requantize",
-    "fold_quantize",
-    "fold_quantized_weight_layout",
-]
+QUANT_PASSES = list(QUANTIZED_GRAPH_PASSES)  # scripts/quant_zoo.py and tests/layout_fuzzing.py run the same
 SAMPLES = 3
 
 

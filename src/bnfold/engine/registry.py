@@ -539,6 +539,9 @@ PASSES: tuple[PassSpec, ...] = (
 BY_NAME = {p.name: p for p in PASSES}
 UNDOING = frozenset({"fuse_hardswish", "decompose_hardswish"})  # each undoes the other: a run takes one
 PARAMETERS = {name: p.name for p in PASSES for name in p.parameters}  # parameter -> the pass it qualifies
+# the exact passes for quantized graphs (none default: each is asked for), in their order of the table
+QUANTIZED_GRAPH_PASSES: tuple[str, ...] = ("remove_quantdequant", "remove_redundant_quantize", "remove_qdq_for_mpo")
+QUANTIZED_GRAPH_PASSES += ("fuse_output_requantize", "fold_quantize", "fold_quantized_weight_layout")
 assert all(p.exact for p in PASSES if p.default), "a default pass must be exact"
 
 
