@@ -703,27 +703,32 @@ def _rope(b: Builder) -> str | None:
     return b.out("ADD", [b.out("MUL", [t, cos], shape), b.out("MUL", [sin, rotated], shape)], shape)
 
 
-def _sqrt_div(b: Builder) -> str | None:
+def _sqrt_div(b: Builder, over_one: bool | None = None, exact: bool = False) -> str | None:
     """x / SQRT(exp(tanh(u))) or 1 / SQRT(exp(tanh(u))) (real and bounded: a square of an overflowing
-    value is where an RMS_NORM and its written-out form differ by design, passes/fuse_rmsnorm.py)."""
+    value is where an RMS_NORM and its written-out form differ by design, passes/fuse_rmsnorm.py);
+    `over_one` None draws the numerator; `exact`: no fused activation (the O1 fuzzer's exact pattern)."""
     t = b.pick()
     shape = b.live[t]
     root = b.out("SQRT", [b.out("EXP", [b.out("TANH", [t], shape)], shape)], shape)
     top = b.rng.choice([n for n, s in b.live.items() if s == shape and n != root])
-    if b.rng.random() < 0.4:
+    if over_one or (over_one is None and b.rng.random() < 0.4):
         top = b.net.const(b.name("one"), [], values=[1.0])
-    return b.out("DIV", [top, root], shape, fused_activation_function=b.rng.choice(ACTIVATIONS))
+    activation = "NONE" if exact else b.rng.choice(ACTIVATIONS)
+    return b.out("DIV", [top, root], shape, fused_activation_function=activation)
 
 
-def _by_ones(b: Builder) -> str | None:
-    """A MUL or DIV by a constant of ones (sometimes with a fused activation or a broadcast)."""
+def _by_ones(b: Builder, kind: str | None = None, exact: bool = False) -> str | None:
+    """A MUL or DIV (`kind`, else drawn) by a constant of ones; unless `exact` (the O1 fuzzer's exact
+    pattern: the ones no larger than the operand, no fused activation), sometimes with a fused
+    activation or ones that broadcast."""
     t = b.pick()
     shape = b.live[t]
-    kind = b.rng.choice(("MUL", "DIV"))
+    kind = kind or b.rng.choice(("MUL", "DIV"))
     cshape = b.rng.choice(([1], [shape[-1]], list(shape)))
     ones = b.net.const(b.name("ones"), cshape, values=[1.0] * int(np.prod(cshape)))
     inputs = [ones, t] if kind == "MUL" and b.rng.random() < 0.5 else [t, ones]
-    return b.out(kind, inputs, shape, fused_activation_function=b.rng.choice(ACTIVATIONS))
+    activation = "NONE" if exact else b.rng.choice(ACTIVATIONS)
+    return b.out(kind, inputs, shape, fused_activation_function=activation)
 
 
 def _attention(b: Builder) -> str | None:

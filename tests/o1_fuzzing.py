@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -1230,9 +1231,9 @@ PATTERNS = {
     "fuse_rmsnorm": (_decoder_step(_rms_norm), ()),
     "fuse_mul_with_rmsnorm": (_decoder_step(_rms_norm), ()),
     "fuse_rope": (_decoder_step(_rope, 4, lambda s: s[-1] % 2 == 0), ()),
-    "fuse_rsqrt": (_decoder_step(_sqrt_div), ()),
-    "remove_unnecessary_div": (_decoder_step(_by_ones), ()),
-    "remove_unnecessary_mul": (_decoder_step(_by_ones), ()),
+    "fuse_rsqrt": (_decoder_step(partial(_sqrt_div, over_one=True, exact=True)), ()),
+    "remove_unnecessary_div": (_decoder_step(partial(_by_ones, kind="DIV", exact=True)), ()),
+    "remove_unnecessary_mul": (_decoder_step(partial(_by_ones, kind="MUL", exact=True)), ()),
 }
 
 
