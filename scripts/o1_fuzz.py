@@ -12,8 +12,8 @@ Prints the graphs (and the ones that were no fair case, and why), per configurat
 holding its exact pattern, and in how many the pass fired: under -O1 and alone), how often each
 near miss made its pass fire, and the time. The first failure of each kind per configuration is
 shrunk (operators and outputs dropped while it fails the same way) and written to --repros as
-NAME.tflite + NAME.txt (the command, what happened, the graph, one input and the expected
-outputs). Exit status 1 if any case failed.
+NAME.tflite (NAME.circle for a graph given as Circle) + NAME.txt (the command, what happened, the
+graph, one input and the expected outputs). Exit status 1 if any case failed.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from o1_fuzzing import (  # noqa: E402
     run_graph,
     shrink,
     to_bytes,
+    with_circle,
 )
 
 _state: dict = {}
@@ -66,13 +67,14 @@ def _one(job):
     return seed, case.planted, orc.unfair, results
 
 
-def command(name: str, config: str) -> str:
-    base = f"bnfold optimize {name}.tflite {name}.opt"
+def command(name: str, config: str, fmt: str = "tflite") -> str:
+    out = "circle" if config == "O1_onert" else fmt
+    base = f"bnfold optimize {name}.{fmt} {name}.opt.{out}"
     if config == "O1_onert":
-        return base + ".circle -O1 --target onert"
+        return base + " -O1 --target onert"
     if config == "O1":
-        return base + ".tflite -O1"
-    return base + f".tflite --passes {config.removeprefix('P:')}"
+        return base + " -O1"
+    return base + f" --passes {config.removeprefix('P:')}"
 
 
 def write_repro(directory: Path, case: Case, config: str, kind: str, work: Path, onert) -> str:
@@ -81,17 +83,16 @@ def write_repro(directory: Path, case: Case, config: str, kind: str, work: Path,
     tag = config.removeprefix("P:")
     name = f"{kind}-{tag}-s{case.seed}"
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / f"{name}.tflite").write_bytes(orc.content or to_bytes(small.recipe) or b"")
+    (directory / f"{name}.{small.fmt}").write_bytes(orc.content or to_bytes(small.recipe, small.fmt) or b"")
     if orc.content is not None:
-        orc.circle = to_bytes(small.recipe, "circle") if onert else None
-        orc.ref_circle = to_bytes(small.reference, "circle") if onert and small.reference else None
+        with_circle(orc, small, onert)
         observed = run_config(config, orc, work, onert)
         observed_line = f"{observed.kind}: {observed.detail}"
     else:
         observed_line = "(the shrunk graph is no fair case)"
     lines = [
         f"kind: {kind} under config {config}",
-        f"command: {command(name, config)}",
+        f"command: {command(name, config, small.fmt)}",
         f"observed: {observed_line}",
         f"planted: {case.planted}",
         f"generator seed {case.seed} ({len(case.recipe['operation'])} ops), shrunk to"

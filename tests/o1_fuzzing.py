@@ -17,7 +17,10 @@ MaxPoolWithArgmax, Erf), which LiteRT cannot run, is replaced in the reference g
 builtin computing the same (its "twin", ops nothing needs then dropped); a graph whose reference
 keeps a CUSTOM op has no oracle (only exit codes and loading are judged). The Circle output runs
 in onert too (in a child process: onert can crash) when the original converted to Circle runs
-there; one that does not is no case for onert.
+there; one that does not is no case for onert. A graph holding an operator only Circle has
+(fuse_mul_with_rmsnorm's RMS_NORM) is given to bnfold as Circle and its outputs, under every
+configuration, are judged in onert; its reference spells the operator out in builtins, and
+LiteRT's run of that checks onert's run of the original first.
 
 Outcomes: "exact", "refused" (exit 1 or 2 with one line), "internal" (exit 3 or anything else),
 "load_fail" / "run_fail" (the output does not load or run where the original does),
@@ -63,6 +66,7 @@ class G:
     planted: list[tuple[str, str | None]] = field(default_factory=list)
     twins: dict[str, list[dict] | None] = field(default_factory=dict)  # op's first output -> ops
     count: int = 0
+    circle: bool = False  # holds an operator only Circle has: written as Circle, judged in onert
 
     def name(self, kind: str) -> str:
         self.count += 1
@@ -1147,6 +1151,54 @@ def p_replace_with_fc_gelu_fc(g: G, miss):
     return y, [f, f2, e, a, m]
 
 
+def p_fuse_mul_with_rmsnorm(g: G, miss):
+    """Circle's RMS_NORM, then a MUL by a constant of one value per element of the last axis (or one
+    value). RMS_NORM exists only in Circle: the graph is given to bnfold as Circle and judged in onert,
+    whose run of the original is checked against LiteRT on the reference, where the norm is spelt out
+    (x · rsqrt(mean(x²) + ε) · γ)."""
+    x = pre(g, g.src(g.rng.randint(3, 4), pred=(lambda s: s[-2] > 1) if miss == "varying" else None))
+    shape = g.shape(x)
+    c = shape[-1]
+    if miss == "gamma_computed":
+        gamma = g.input([c])
+    else:
+        gamma = g.const(g.rng.choice(([c], [c], [1])), low=0.5, high=1.5)
+    eps = g.rng.choice((1e-6, 1e-5))
+    n = g.op("RMS_NORM", [x, gamma], shape, epsilon=eps)
+    g.twins[n] = _rms_norm_spelt_out(g, x, gamma, eps)
+    g.circle = True
+    wshape = g.rng.choice(([c], [c], [1] * g.rng.randint(1, len(shape) - 1) + [c], [1], []))
+    if miss == "varying":
+        wshape = [shape[-2], c]
+    elif miss == "grows":
+        wshape = [2] + [1] * (len(shape) - 1) + [c]
+    w = g.input(wshape) if miss == "computed" else g.const(wshape, low=-1.5, high=1.5)
+    act = g.rng.choice(("RELU", "RELU6", "RELU_N1_TO_1")) if miss == "act" else "NONE"
+    out = list(np.broadcast_shapes(tuple(shape), tuple(wshape)))
+    y = g.op("MUL", [n, w] if g.rng.random() < 0.5 else [w, n], out, fused_activation_function=act)
+    return y, [n]
+
+
+def _rms_norm_spelt_out(g: G, x: str, gamma: str, eps: float) -> list[dict]:
+    """The builtin ops computing RMS_NORM(x, γ, ε) over the last axis, for LiteRT."""
+    shape = g.shape(x)
+    reduced = [*shape[:-1], 1]
+    steps = [
+        ("MUL", [x, x], shape, {}),
+        ("MEAN", [None, g.ints([len(shape) - 1])], reduced, {"keep_dims": True}),
+        ("ADD", [None, g.scalar(eps, rank=0)], reduced, {}),
+        ("RSQRT", [None], reduced, {}),
+        ("MUL", [x, None], shape, {}),
+    ]
+    ops, last = [], None
+    for kind, inputs, out_shape, options in steps:
+        op = _twin(kind, [last if i is None else i for i in inputs], **options)
+        op["outputs"] = [g.net.tensor(g.name("rms_" + kind), out_shape)]
+        last = op["outputs"][0]
+        ops.append(op)
+    return ops + [_twin("MUL", [last, gamma])]
+
+
 def _decoder_step(step, rank=None, pred=None):
     """A pattern generator from one of tests/layout_fuzzing.py's decoder steps (bnfold's -O1 additions,
     one.py): the step, given a float32 tensor of this graph, writes its pattern as exporters do and
@@ -1229,7 +1281,7 @@ PATTERNS = {
     # bnfold's additions to -O1 (one.py O1_DECODER_ADDITIONS); RMS_NORM and ROPE are made in the Circle
     # output for onert only (LiteRT has neither: the TFLite configurations keep the written-out form)
     "fuse_rmsnorm": (_decoder_step(_rms_norm), ()),
-    "fuse_mul_with_rmsnorm": (_decoder_step(_rms_norm), ()),
+    "fuse_mul_with_rmsnorm": (p_fuse_mul_with_rmsnorm, ("act", "varying", "grows", "computed", "gamma_computed")),
     "fuse_rope": (_decoder_step(_rope, 4, lambda s: s[-1] % 2 == 0), ()),
     "fuse_rsqrt": (_decoder_step(partial(_sqrt_div, over_one=True, exact=True)), ()),
     "remove_unnecessary_div": (_decoder_step(partial(_by_ones, kind="DIV", exact=True)), ()),
@@ -1243,9 +1295,10 @@ PATTERNS = {
 @dataclass
 class Case:
     seed: int
-    recipe: dict  # what bnfold is given (TFLite)
+    recipe: dict  # what bnfold is given
     reference: dict | None  # the same graph with CUSTOM ops replaced by builtins; None: no oracle
     planted: list[tuple[str, str | None]]
+    fmt: str = "tflite"  # "circle" when the recipe holds an operator only Circle has (onert judges)
 
 
 def o1_graph(seed: int, passes=None, max_patterns: int = 3) -> Case:
@@ -1288,7 +1341,7 @@ def o1_graph(seed: int, passes=None, max_patterns: int = 3) -> Case:
     ref = reference(recipe, g.twins)
     used = read | set(recipe["input"]) | {o for op in recipe["operation"] for o in op["outputs"]}
     recipe["operand"] = [o for o in recipe["operand"] if o["name"] in used]
-    return Case(seed, recipe, ref, g.planted)
+    return Case(seed, recipe, ref, g.planted, "circle" if g.circle else "tflite")
 
 
 def reference(recipe: dict, twins: dict) -> dict | None:
@@ -1386,14 +1439,26 @@ class Oracle:
     unfair: str = ""
     circle: bytes | None = None  # the original as Circle (for onert)
     ref_circle: bytes | None = None
+    fmt: str = "tflite"  # the format of `content`, what bnfold is given
+
+
+def with_circle(orc: Oracle, case: Case, onert) -> Oracle:
+    """The oracle with the original and its reference as Circle, for onert (when installed): a
+    Circle case's original is its content."""
+    if orc.content is not None and onert is not None:
+        orc.circle = orc.content if case.fmt == "circle" else to_bytes(case.recipe, "circle")
+        orc.ref_circle = to_bytes(case.reference, "circle") if case.reference else None
+    return orc
 
 
 def oracle(case: Case) -> Oracle:
-    content = to_bytes(case.recipe)
+    """LiteRT's outputs of the reference on sample inputs; for a Circle case, whose original LiteRT
+    cannot load, the reference spells its Circle operators out in builtins."""
+    content = to_bytes(case.recipe, case.fmt)
     if content is None:
         return Oracle(None, unfair="chef")
     if case.reference is None:
-        return Oracle(content)
+        return Oracle(content, fmt=case.fmt)
     ref = to_bytes(case.reference)
     if ref is None:
         return Oracle(None, unfair="chef")
@@ -1413,7 +1478,7 @@ def oracle(case: Case) -> Oracle:
         return Oracle(None, unfair="litert")
     if any(a.dtype.kind == "f" and not np.isfinite(a).all() for a in want):
         return Oracle(None, unfair="nonfinite")
-    return Oracle(content, xs, want)
+    return Oracle(content, xs, want, fmt=case.fmt)
 
 
 def file_oracle(content: bytes, onert=None) -> Oracle:
@@ -1458,9 +1523,11 @@ class Outcome:
 
 
 def run_config(config: str, orc: Oracle, work: Path, onert=None) -> Outcome:
-    src = work / "in.tflite"
+    """bnfold under `config`; a Circle output (-O1 for onert, or a Circle case under any config)
+    is judged in onert, a TFLite one in LiteRT."""
+    src = work / f"in.{orc.fmt}"
     src.write_bytes(orc.content)
-    ext = ".circle" if config == "O1_onert" else ".tflite"
+    ext = ".circle" if config == "O1_onert" or orc.fmt == "circle" else ".tflite"
     out, report = work / f"out{ext}", work / "report.json"
     for p in (out, report):
         p.unlink(missing_ok=True)
@@ -1480,7 +1547,7 @@ def run_config(config: str, orc: Oracle, work: Path, onert=None) -> Outcome:
     except (OSError, ValueError, KeyError) as e:
         return Outcome("internal", f"report unreadable: {e}")
     data = out.read_bytes()
-    if config == "O1_onert":
+    if ext == ".circle":
         outcome = judge_onert(data, orc, work, onert)
     else:
         outcome = judge_litert(data, orc)
@@ -1639,8 +1706,7 @@ def run_graph(case: Case, work: Path, onert=None, which=("O1", "O1_onert", "alon
     orc = oracle(case)
     if orc.content is None:
         return orc, {}
-    orc.circle = to_bytes(case.recipe, "circle") if onert else None
-    orc.ref_circle = to_bytes(case.reference, "circle") if onert and case.reference else None
+    with_circle(orc, case, onert)
     return orc, {c: run_config(c, orc, work, onert) for c in configs_for(case, which)}
 
 
@@ -1651,8 +1717,7 @@ def fails_alike(case: Case, config: str, kind: str, work: Path, onert=None) -> b
     orc = oracle(case)
     if orc.content is None:
         return False
-    orc.circle = to_bytes(case.recipe, "circle") if onert else None
-    orc.ref_circle = to_bytes(case.reference, "circle") if onert and case.reference else None
+    with_circle(orc, case, onert)
     return run_config(config, orc, work, onert).kind == kind
 
 
@@ -1701,7 +1766,7 @@ def _with_outputs(case: Case, outputs: list[str]) -> Case | None:
     ref = None
     if case.reference is not None:
         ref = _prune({**copy.deepcopy(case.reference), "output": outputs})
-    return Case(case.seed, recipe, ref, case.planted)
+    return Case(case.seed, recipe, ref, case.planted, case.fmt)
 
 
 def _without(case: Case, index: int) -> Case | None:
@@ -1736,7 +1801,7 @@ def _without(case: Case, index: int) -> Case | None:
                     o.pop("filler", None)
                     o.pop("quant", None)
             ref["input"] = pruned["input"]
-    return Case(case.seed, pruned, ref, case.planted)
+    return Case(case.seed, pruned, ref, case.planted, case.fmt)
 
 
 def describe(recipe: dict) -> str:

@@ -52,6 +52,30 @@ def test_seeded_o1_graphs_are_exact_in_litert(tmp_path):
     assert failures == [], failures[:10]
 
 
+def test_circle_cases_are_judged_in_onert(tmp_path):
+    """A graph holding an operator only Circle has (fuse_mul_with_rmsnorm's RMS_NORM) is given to
+    bnfold as Circle and judged in onert under every configuration: exact where its pattern is
+    exact, the pass firing; onert's run of the original agrees with LiteRT on the reference first."""
+    if not onert_available():
+        pytest.skip("onert is not installed")
+    onert = OnertWorker()
+    outcomes: collections.Counter = collections.Counter()
+    try:
+        for seed in range(6):
+            case = o1_graph(seed, ["fuse_mul_with_rmsnorm"], 1)
+            assert case.fmt == "circle"
+            orc, results = run_graph(case, tmp_path, onert)
+            assert orc.content is not None and orc.content[4:8] == b"CIR0"
+            for config, outcome in results.items():
+                outcomes[outcome.kind] += 1
+                assert outcome.kind in ("exact", "refused"), (seed, config, outcome.kind, outcome.detail)
+                fired = bool(outcome.fired.get("fuse_mul_with_rmsnorm"))
+                assert fired == (case.planted == [("fuse_mul_with_rmsnorm", None)]), (seed, config, case.planted)
+    finally:
+        onert.close()
+    assert outcomes["exact"] >= 12, outcomes
+
+
 @pytest.mark.parametrize("name", sorted(PATTERNS))
 def test_every_generator_makes_its_pattern(name):
     """Each pass's generator plants its exact pattern and each of its near misses in some seed."""
