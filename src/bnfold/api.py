@@ -33,9 +33,10 @@ folded, what was refused and why, operator counts before and after, and the time
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from . import arguments, results
@@ -145,6 +146,22 @@ def apply_passes(
     names = registry.default_passes() if passes is None else passes
     parameters = registry.parameters_in(names)
     return run_passes(model, registry.resolve(names), parameters=parameters, target=target, writes=writes)
+
+
+@contextlib.contextmanager
+def _as_written(model: Model, writes: Format | None) -> Iterator[Model]:
+    """`model` as OUT will hold it, for the value check: written in `writes` and read back when
+    that is another format than the model's (a TFLite model written as Circle is checked as the
+    Circle it becomes, so that onert, which runs Circle's own operators, can run it); else itself."""
+    if writes is None or writes.name == model.format.name:
+        yield model
+        return
+    import tempfile  # only a check across formats needs a scratch file
+
+    with tempfile.TemporaryDirectory(prefix="bnfold-check-") as scratch:
+        written = os.path.join(scratch, "out" + writes.extension)
+        save_model(model, written, writes)
+        yield read_model(written)
 
 
 def load_reference(path: str, report: Report) -> Model:
@@ -340,10 +357,10 @@ def _optimize_path(
         start = time.perf_counter()
         tolerance = check_tolerance(log.folds, rtol, atol)
         try:
-            with collecting():  # it runs interpreters: their garbage is collected
+            with collecting(), _as_written(model, writes) as written:  # interpreters: garbage collected
                 checked, check_note = verify_optimized(
                     load_reference(path, log),
-                    model,
+                    written,
                     check,
                     tolerance=tolerance,
                     mode=check_mode,

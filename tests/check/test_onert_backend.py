@@ -9,11 +9,15 @@ import pytest
 
 from bnfold import api
 from bnfold.cli import run
+from bnfold.io.formats import TFLITE
 from bnfold.io.reader import read_model
+from bnfold.io.writer import serialize
+from bnfold.recipe.chef import build
 from bnfold.values import onert
 from bnfold.values.backend import Backends
 from bnfold.values.h5io import read_h5
 from conftest import DATA, RECIPES, build_recipe
+from decoder_models import rms_net
 
 needs_onert = pytest.mark.skipif(onert.missing() is not None, reason=str(onert.missing()))
 CIRCLE = DATA / "torch_resblock_nchw.circle"  # TICO's export: NCHW, conv + batch norm + residual
@@ -47,6 +51,20 @@ def test_auto_runs_a_circle_comparison_in_onert_and_a_tflite_one_in_litert():
     assert Backends([circle, circle]).description == "onert (cpu backend)"
     tflite = read_model(str(DATA / "bn_conv_valid.tflite"))
     assert Backends([tflite, tflite]).description.startswith("litert")
+
+
+@needs_onert
+def test_a_tflite_model_optimized_into_circle_is_checked_in_onert(tmp_path, capsys):
+    """-O1 writing a TFLite RMS norm as Circle makes an RMS_NORM, which LiteRT cannot run: auto
+    compares the two in onert (which loads the TFLite original too), not in bnfold's interpreter."""
+    source = tmp_path / "rms.tflite"
+    with open(source, "wb") as f:
+        serialize(build(rms_net().recipe(), TFLITE), f, TFLITE)
+    out = tmp_path / "o.circle"
+    assert run(["optimize", str(source), str(out), "-O1", "--check", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert "RMS_NORM" in printed and "check: 2 sample(s) on onert (cpu backend)" in printed, printed
+    assert Backends([read_model(str(source)), read_model(str(out))]).description == "onert (cpu backend)"
 
 
 @needs_onert

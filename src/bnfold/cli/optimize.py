@@ -130,7 +130,8 @@ def _one_path(what: str, positional: str | None, option: str | None) -> str | No
     type=BACKEND,
     default="auto",
     show_default=True,
-    help="--check: who runs the models (auto: onert for Circle where it loads both, then LiteRT, then the reference).",
+    help="--check: who runs the models (auto: onert where IN or OUT is Circle and it loads both, then LiteRT, then"
+    " the reference).",
 )
 @click.option(
     "--target",

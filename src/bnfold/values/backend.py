@@ -4,9 +4,10 @@
 in LiteRT under the first resolver that loads and runs every model of the comparison: the builtin
 kernels without default delegates, then LiteRT's default resolver (the one deployed apps use:
 XNNPACK, which also implements some custom operators, such as Convolution2DTransposeBias).
-"reference" runs bnfold's numpy interpreter. "auto" runs a Circle comparison in onert first (the
-runtime Circle models are made for) when onert is installed and loads and runs every model, then
-in LiteRT, then in the reference interpreter; a TFLite comparison starts at LiteRT. One backend
+"reference" runs bnfold's numpy interpreter. "auto" runs a comparison that holds a Circle model
+in onert first (the runtime Circle models are made for; it loads TFLite too, so a TFLite model
+optimized into Circle is compared there) when onert is installed and loads and runs every model,
+then in LiteRT, then in the reference interpreter; a TFLite comparison starts at LiteRT. One backend
 (and one resolver) runs all models of a sample, so a difference is never a difference between
 runtimes; a backend that fails to run a model is not a difference either, but a reason to try the
 next (`Backends`), and when none runs it the check could not verify (exit 4).
@@ -40,9 +41,9 @@ DESCRIPTIONS = {
 
 
 def candidates(models: list[Model], backend: str) -> tuple[str, ...]:
-    """The backends to try for `models`, in order: "auto" puts onert first for Circle models,
-    where it is installed (a missing onert is then no reason to mention: LiteRT runs them)."""
-    if backend == "auto" and all(m.format is CIRCLE for m in models) and onert.missing() is None:
+    """The backends to try for `models`, in order: "auto" puts onert first where a model is Circle
+    and onert is installed (a missing onert is then no reason to mention: LiteRT runs them)."""
+    if backend == "auto" and any(m.format is CIRCLE for m in models) and onert.missing() is None:
         return ("onert", *CANDIDATES["auto"])
     return CANDIDATES[backend]
 
