@@ -84,6 +84,8 @@ def write_repro(directory: Path, case: Case, config: str, kind: str, work: Path,
     name = f"{kind}-{tag}-s{case.seed}"
     directory.mkdir(parents=True, exist_ok=True)
     (directory / f"{name}.{small.fmt}").write_bytes(orc.content or to_bytes(small.recipe, small.fmt) or b"")
+    if small.fmt == "circle" and small.reference is not None:  # what LiteRT runs as its oracle
+        (directory / f"{name}.reference.tflite").write_bytes(to_bytes(small.reference) or b"")
     if orc.content is not None:
         with_circle(orc, small, onert)
         observed = run_config(config, orc, work, onert)

@@ -1481,19 +1481,25 @@ def oracle(case: Case) -> Oracle:
     return Oracle(content, xs, want, fmt=case.fmt)
 
 
-def file_oracle(content: bytes, onert=None) -> Oracle:
+def file_oracle(content: bytes, onert=None, reference: bytes | None = None) -> Oracle:
     """The Oracle of a model file (a repro): LiteRT's outputs on sample 1, and the model as Circle
-    for onert."""
+    for onert. A Circle repro (a graph given as Circle) comes with its `reference` in TFLite, which
+    LiteRT runs."""
     import io
 
     from bnfold.io.formats import CIRCLE
     from bnfold.io.reader import read_model
     from bnfold.io.writer import serialize
 
-    preserved = _interpreter(content, preserve=True, resolver="BUILTIN_WITHOUT_DEFAULT_DELEGATES")
+    circle = content[4:8] == CIRCLE.identifier
+    preserved = _interpreter(
+        reference if circle else content, preserve=True, resolver="BUILTIN_WITHOUT_DEFAULT_DELEGATES"
+    )
     xs = sample_inputs(preserved, 1)
-    orc = Oracle(content, xs, _invoke(preserved, xs))
-    if onert is not None:
+    orc = Oracle(content, xs, _invoke(preserved, xs), fmt="circle" if circle else "tflite")
+    if circle:
+        orc.circle = content if onert is not None else None
+    elif onert is not None:
         with tempfile.TemporaryDirectory(prefix="o1fuzz-") as tmp:
             path = Path(tmp) / "model.tflite"
             path.write_bytes(content)

@@ -119,20 +119,35 @@ def _config_in(directory: Path, name: str) -> str:
     return first.split(" under config ")[1].strip()
 
 
-@pytest.mark.parametrize("name", sorted(p.stem for p in REPROS.glob("*.tflite")))
-def test_fuzzer_repro_is_exact(name, tmp_path):
-    """Each shrunk failure the O1 fuzzer found, fixed: under its configuration (and -O1 in LiteRT)
-    bnfold succeeds and the output runs and computes what the original does, in LiteRT and, for
-    -O1 --target onert, in onert (unjudged there only when onert cannot run the original)."""
+def _repros(directory: Path) -> list[str]:
+    """The repros' files: NAME.tflite, or NAME.circle (a graph given as Circle) with its LiteRT
+    reference NAME.reference.tflite."""
+    files = [p.name for p in directory.glob("*") if p.suffix in (".tflite", ".circle")]  # (none: no directory)
+    return sorted(f for f in files if ".reference." not in f)
+
+
+def _oracle(directory: Path, file: str, onert) -> Oracle:
+    reference = directory / file.replace(".circle", ".reference.tflite")
+    content = (directory / file).read_bytes()
+    return file_oracle(content, onert, reference.read_bytes() if file.endswith(".circle") else None)
+
+
+@pytest.mark.parametrize("file", _repros(REPROS))
+def test_fuzzer_repro_is_exact(file, tmp_path):
+    """Each shrunk failure the O1 fuzzer found, fixed: under its configuration (and -O1) bnfold
+    succeeds and the output runs and computes what the original does, in LiteRT for a TFLite
+    output and in onert for a Circle one (unjudged there only when onert cannot run the original)."""
+    name = file.rsplit(".", 1)[0]
     config = _config(name)
-    onert = OnertWorker() if config == "O1_onert" and onert_available() else None
+    circle = file.endswith(".circle")
+    onert = OnertWorker() if (config == "O1_onert" or circle) and onert_available() else None
     if config == "O1_onert" and onert is None:
         pytest.skip("onert is not installed")
     try:
-        orc = file_oracle((REPROS / f"{name}.tflite").read_bytes(), onert)
+        orc = _oracle(REPROS, file, onert)
         for each in dict.fromkeys([config, "O1"]):
             outcome = run_config(each, orc, tmp_path, onert)
-            fine = ("exact", "unjudged") if each == "O1_onert" else ("exact",)
+            fine = ("exact", "unjudged") if each == "O1_onert" or circle else ("exact",)
             assert outcome.kind in fine, (each, outcome.kind, outcome.detail)
     finally:
         if onert is not None:
@@ -143,17 +158,17 @@ KNOWN = Path(__file__).resolve().parent / "data" / "o1_fuzz_known"
 
 
 @pytest.mark.xfail(strict=True, reason="an open find of the O1 fuzzer")
-@pytest.mark.parametrize("name", sorted(p.stem for p in KNOWN.glob("*.tflite")))
-def test_known_fuzzer_find_still_fails(name, tmp_path):
+@pytest.mark.parametrize("file", _repros(KNOWN))
+def test_known_fuzzer_find_still_fails(file, tmp_path):
     """Open finds of the O1 fuzzer, kept as strict xfails in tests/data/o1_fuzz_known (the fix makes
     them fail here: move the repro to o1_fuzz_repros). None is open: the last, s70136 (onert's MINIMUM
     of rank 5, right on the original by the luck of its buffers), is in the runtime table since."""
-    config = _config_in(KNOWN, name)
-    onert = OnertWorker() if config == "O1_onert" and onert_available() else None
-    if config == "O1_onert" and onert is None:
+    config = _config_in(KNOWN, file.rsplit(".", 1)[0])
+    onert = OnertWorker() if (config == "O1_onert" or file.endswith(".circle")) and onert_available() else None
+    if onert is None and (config == "O1_onert" or file.endswith(".circle")):
         pytest.skip("onert is not installed")
     try:
-        orc = file_oracle((KNOWN / f"{name}.tflite").read_bytes(), onert)
+        orc = _oracle(KNOWN, file, onert)
         outcome = run_config(config, orc, tmp_path, onert)
     finally:
         if onert is not None:

@@ -20,7 +20,7 @@ from bn_models import (
     tconv,
 )
 from bnfold import api
-from bnfold.io.formats import CIRCLE
+from bnfold.io.formats import CIRCLE, TFLITE
 from bnfold.values import litert
 
 PASS = "fuse_batchnorm_with_tconv"
@@ -67,6 +67,31 @@ def test_activation_is_a_standalone_op_in_circle():
     assert report.folds[0]["standalone_activation"] == "bn"
     xs = inputs_for(original)
     np.testing.assert_allclose(litert.run(model, xs)[0], litert.run(original, xs)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_the_standalone_activation_is_made_only_where_the_target_runs_it():
+    """For onert a chain ending in RELU_N1_TO_1 stays, with the reason: Circle's fold would write it
+    as an op of its own, which onert does not run (found by the O1 fuzzer on a Circle input: the
+    output gate stopped it, exit 3); RELU6 folds. (onert 0.1.0 runs no TRANSPOSE_CONV at all,
+    "KernelGenerator: NYI": LiteRT computes the values.)"""
+    kept = build(positive(tconv, mul_add(act="RELU_N1_TO_1")), CIRCLE)
+    report = api.apply_passes(kept, [PASS], target="onert")
+    assert not report.folds and dict(kept.op_counts()) == {"TRANSPOSE_CONV": 1, "MUL": 1, "ADD": 1}
+    assert report.unsupported[0]["reason"] == "onert does not run RELU_N1_TO_1"
+    recipe = positive(tconv, mul_add(act="RELU6"))
+    original, model = build(recipe, CIRCLE), build(recipe, CIRCLE)
+    assert len(api.apply_passes(model, [PASS], target="onert").folds) == 1
+    xs = inputs_for(original)
+    np.testing.assert_allclose(litert.run(model, xs)[0], litert.run(original, xs)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_a_tflite_model_written_as_circle_gets_the_standalone_activation():
+    """What the output will be decides (the target's `writes`): a TFLite model written as Circle
+    gets Circle's standalone activation and no TFLite operator version."""
+    model = build(positive(tconv, mul_add(act="RELU6")), TFLITE)
+    report = api.apply_passes(model, [PASS], target="onert", writes=CIRCLE)  # what `m.tflite o.circle` makes
+    assert dict(model.op_counts()) == {"TRANSPOSE_CONV": 1, "RELU6": 1}
+    assert report.folds[0]["standalone_activation"] == "bn" and "opcode_version" not in report.folds[0]
 
 
 @pytest.mark.parametrize("form", FORMS)

@@ -36,7 +36,7 @@ import numpy as np
 
 from ..ir.const import Scaled
 from ..ir.graph import Graph, Op, Tensor, float_source
-from ..ir.ops import AFFINE_KINDS, LAYERS, LAYOUT_KINDS, Layer
+from ..ir.ops import ACTIVATION_KINDS, AFFINE_KINDS, LAYERS, LAYOUT_KINDS, Layer
 from . import targets
 from .affine import AffineChain, as_float32, finite, freed_constants, match_chain, remove_chain, scale_along
 from .candidates import candidate, chains, dtype_refusal
@@ -249,8 +249,10 @@ def apply_backward(graph: Graph, result: PassResult, layer: Op, spec: Layer, cha
     if not finite(new_w, new_b):
         result.skip(chain.ops[0], "the folded weights or bias would not be finite", layer=layer.outputs[0].name)
         return None
-    unsupported = chain.activation != layer.fused_activation and targets.refusal(graph, layer.kind, chain.activation)
-    if unsupported:  # the layer would take the chain's activation
+    unsupported = chain.activation != layer.fused_activation and _activation_refusal(
+        graph, layer, spec, chain.activation
+    )
+    if unsupported:  # the layer, or an op after it, would take the chain's activation
         result.not_for_target(chain.ops[0], unsupported)
         return None
     if not layer.has_fused_activation_slot:  # no options table (LiteRT runs it with defaults)
@@ -276,6 +278,23 @@ def apply_backward(graph: Graph, result: PassResult, layer: Op, spec: Layer, cha
     layer.fused_activation = chain.activation
     remove_chain(graph, chain)
     return record
+
+
+def splits_activation(graph: Graph, spec: Layer, activation: str) -> bool:
+    """Whether a fold that gives the layer `activation` writes it as an op of its own after the layer:
+    in Circle, whose runtimes run this layer kind without one (ir/ops.py: standalone_activation_in_circle;
+    the pass's `finish` makes the op)."""
+    written = targets.written_format(graph)
+    circle = written is not None and written.name == "circle"
+    return circle and spec.standalone_activation_in_circle and activation in ACTIVATION_KINDS
+
+
+def _activation_refusal(graph: Graph, layer: Op, spec: Layer, activation: str) -> str | None:
+    """Why the target cannot run the chain's activation where the fold puts it: fused on the layer,
+    or as a standalone op after it (`splits_activation`)."""
+    if splits_activation(graph, spec, activation):
+        return targets.refusal(graph, activation)
+    return targets.refusal(graph, layer.kind, activation)
 
 
 def _buffer_changes(graph: Graph, layer: Op, spec: Layer, freed: list[str]) -> dict:

@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Graph, Op, Options, Tensor
-from ..ir.model import Format
 from ..ir.ops import FUSED_ACTIVATIONS, PADDINGS, info
 from ..ir.shapes import shape_problem
 from .report import PassResult
+from .targets import written_format
 
 
 def only_reader(graph: Graph, t: Tensor) -> Op | None:
@@ -55,22 +55,16 @@ def format_has(graph: Graph, kind: str) -> bool:
     """Whether the format the graph's model will be written in has operator `kind` (INSTANCE_NORM,
     RMS_NORM, ROPE: Circle only): the target's (a .tflite input written as .circle gets them), else,
     for a graph without one (a unit test), the model's own."""
-    written = _written_format(graph)
+    written = written_format(graph)
     return written is not None and kind in written.op_codes
 
 
 def format_lacks(graph: Graph, kind: str) -> str | None:
     """Why no pass may make operator `kind` in `graph` for its format (`format_has`), or None."""
-    written = _written_format(graph)
+    written = written_format(graph)
     if written is None or kind in written.op_codes:
         return None
     return f"the output format {written.name} has no {kind} (Circle only)"
-
-
-def _written_format(graph: Graph) -> Format | None:
-    if graph.target is not None and graph.target.writes is not None:
-        return graph.target.writes
-    return None if graph.model is None else graph.model.format
 
 
 def fully_connected_options() -> Options:

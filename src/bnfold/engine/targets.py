@@ -236,6 +236,14 @@ def default_target(format_name: str) -> str:
     return FORMAT_TARGETS[format_name]
 
 
+def written_format(graph: Graph) -> Format | None:
+    """The format `graph`'s model will be written in: the manager's target's (a .tflite input
+    written as .circle is Circle), else, for a graph without one (a unit test), the model's own."""
+    if graph.target is not None and graph.target.writes is not None:
+        return graph.target.writes
+    return None if graph.model is None else graph.model.format
+
+
 def name_of(graph: Graph) -> str | None:
     """The target `graph` is made for: the manager's, else its model's format's (a pass run on its
     own, as in a unit test); None for a graph in no model."""

@@ -27,10 +27,11 @@ A filter shared with another op is copied, never edited.
 
 from __future__ import annotations
 
-from ..engine.backward import fold_backward
+from ..engine.backward import fold_backward, splits_activation
 from ..engine.report import PassResult
+from ..engine.targets import written_format
 from ..ir.graph import Graph, Op
-from ..ir.ops import ACTIVATION_KINDS, LAYERS
+from ..ir.ops import LAYERS
 
 SPEC = LAYERS["TRANSPOSE_CONV"]
 
@@ -43,12 +44,12 @@ def finish(graph: Graph, layer: Op) -> dict:
     """Give the folded layer an operator version (TFLite) or a standalone activation (Circle).
     Shared with fuse_add_with_tconv, which folds into the same layer."""
     details: dict[str, object] = {}
-    circle = graph.model is not None and graph.model.format.name == "circle"
     act = layer.fused_activation
-    if act != "NONE" and circle and SPEC.standalone_activation_in_circle and act in ACTIVATION_KINDS:
+    if splits_activation(graph, SPEC, act):
         details["standalone_activation"] = _split_activation(graph, layer, act).outputs[0].name
         act = "NONE"
-    if not circle and graph.model is not None:
+    written = written_format(graph)
+    if written is not None and written.name != "circle" and graph.model is not None:
         need = SPEC.version_for("activation" if act != "NONE" else "bias")
         if layer.opcode.version < need:
             details["opcode_version"] = [layer.opcode.version, need]
