@@ -51,6 +51,7 @@ from .errors import CheckFailed, InternalError, UsageError
 from .io.atomic import WriteInfo, save_model, write_text, written_together
 from .io.formats import Format, format_from_extension
 from .io.gcpause import collecting, paused_gc
+from .io.gcpause import pause_to_exit as pause_to_exit  # re-exported: the program's optimize (cli/optimize.py)
 from .io.paths import (
     refuse_input_overwrite,
     refuse_run_files,
