@@ -363,12 +363,13 @@ def _optimize_path(
             }
             raise
         times["check"] = time.perf_counter() - start
-    with paused_gc():  # one dict per fold and skip: no garbage, and collections would walk the IR
-        report = results.optimize_report(path, label, model, log, before, chosen, times)
+    check_entry = None
     if checked is not None:
         passed, seed = checked.passed, check_seed
-        report["check"] = {"rtol": tolerance.rtol, "atol": tolerance.atol, "seed": seed, "passed": passed, **check_note}
-    return Optimized(model, report, checked)
+        check_entry = {"rtol": tolerance.rtol, "atol": tolerance.atol, "seed": seed, "passed": passed, **check_note}
+    # the report is made when first asked for (results.Optimized.report)
+    report = results.deferred_report(path, label, model, log, before, chosen, times, check_entry)
+    return Optimized(model, report, checked, lossy=bool(lossy_passes))
 
 
 def _from_bytes(data: bytes, chosen: Selection, checking: dict) -> Optimized:
