@@ -43,7 +43,7 @@ from .check_names import BACKENDS as BACKENDS  # re-exported: the CLI offers the
 from .check_names import CHECK_MODES as CHECK_MODES
 from .check_names import CRITERION as CRITERION
 from .engine import registry
-from .engine.manager import run_passes
+from .engine.manager import InputPlanNeeded, run_passes
 from .engine.report import Report
 from .engine.targets import TARGETS as TARGETS  # re-exported: the CLI offers them
 from .engine.targets import default_target
@@ -136,16 +136,24 @@ def save(
 
 
 def apply_passes(
-    model: Model, passes: list[str] | None = None, target: str | None = None, writes: Format | None = None
+    model: Model,
+    passes: list[str] | None = None,
+    target: str | None = None,
+    writes: Format | None = None,
+    *,
+    plan_input: bool = True,
 ) -> Report:
     """Run `passes` (the default set when None; pass parameters such as nchw_to_nhwc_input_shape
     may be among them) over every subgraph of the IR `model` to a fixpoint, in place, for the
     runtime `target` ("litert", "onert", "any"; None: the format's) and the format the model will
     be written in (`writes`: a Circle-only operator only where it is Circle; None: the model's
-    own); the Report says what folded and what was refused."""
+    own); the Report says what folded and what was refused. `plan_input=False`: for a caller
+    that can run them again on the model as read (engine/manager.py: InputPlanNeeded)."""
     names = registry.default_passes() if passes is None else passes
     parameters = registry.parameters_in(names)
-    return run_passes(model, registry.resolve(names), parameters=parameters, target=target, writes=writes)
+    return run_passes(
+        model, registry.resolve(names), parameters=parameters, target=target, writes=writes, plan_input=plan_input
+    )
 
 
 def load_reference(path: str, report: Report) -> Model:
@@ -321,7 +329,11 @@ def _optimize_path(
         progress("passes")
         start = time.perf_counter()
         try:
-            log = apply_passes(model, chosen.names(), target, writes)
+            try:
+                log = apply_passes(model, chosen.names(), target, writes, plan_input=False)
+            except InputPlanNeeded:  # an output with a clobber (rare): again, on the input read anew, with its plan
+                model = load(path)
+                log = apply_passes(model, chosen.names(), target, writes)
         except InternalError as e:  # the gate names the pass; the input names the model (--out-dir lists many)
             e.path = e.path or path
             raise
