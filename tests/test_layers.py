@@ -392,8 +392,8 @@ def test_optimize_imports_only_what_it_uses(tmp_path):
     """`bnfold optimize --quiet` in a fresh interpreter, on a model the default passes fold and
     then on their output, which nothing changes: bnfold's modules it loads are exactly the path
     every run takes, the passes that ran (those whose kinds the model held before or after) and
-    the engine they use; the unchanged run neither the shape rules, the runtime table nor the
-    writer (a copy of the input is the output). Nothing of values/, reference/, recipe/,
+    the engine they use; the unchanged run neither the shape rules, the runtime table, LiteRT's
+    planner nor the writer (a copy of the input is the output). Nothing of values/, reference/, recipe/,
     explorer/, the other commands, batch runs, ONE's tables or the printed summaries (text.py:
     --quiet prints nothing). A count and a list, not a time: it cannot flake."""
     from bnfold.engine import registry
