@@ -151,6 +151,36 @@ def test_the_modules_load_without_collections_and_are_frozen(tmp_path):
     assert done.returncode == 0 and int(collections) < 10 and int(frozen) > 10_000 and enabled == "True"
 
 
+COLLECTIONS_IN_OPTIMIZE = """
+import atexit, gc
+from bnfold import api
+seen = []
+gc.callbacks.append(lambda phase, info: phase == "start" and seen.append(info["generation"]))
+optimize_file = api.optimize_file
+def counted(*args, **kwargs):
+    seen.clear()  # the collections from here on: the command's
+    return optimize_file(*args, **kwargs)
+api.optimize_file = counted
+atexit.register(lambda: print(len(seen), gc.isenabled()))
+"""
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_one_models_optimize_keeps_the_collector_paused_to_the_exit(check, tmp_path):
+    """The program optimizing one model keeps the collector paused from reading to its exit
+    (api.pause_to_exit): no collection walks the model's objects, all alive until the process
+    ends, for nothing; --check still runs its interpreters with it on (io/gcpause.collecting). A
+    Python program running the command line (cli.run) gets it back on."""
+    argv = ["optimize", FIXTURE, "o.tflite", "--quiet", *(["--check", "2"] if check else [])]
+    done = _program(COLLECTIONS_IN_OPTIMIZE, argv, tmp_path, stdout=subprocess.PIPE)
+    collections, enabled = done.stdout.decode().split()
+    assert done.returncode == 0 and enabled == "False", done.stderr
+    assert (int(collections) > 0) == check  # only the check's interpreters: with it on
+    library = COLLECTIONS_IN_OPTIMIZE + f"\nfrom bnfold import cli\ncli.run({argv!r})\n"
+    done = subprocess.run([sys.executable, "-c", library], cwd=tmp_path, capture_output=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.decode().split()[1] == "True", done.stderr
+
+
 @pytest.mark.parametrize("signum", ["SIGINT", "SIGTERM", "SIGHUP"])
 def test_a_signal_while_the_program_leaves_changes_nothing(signum, tmp_path):
     """Ctrl-C or SIGTERM once the command has finished (here: from an atexit handler, as the

@@ -6,7 +6,9 @@ The modules are loaded with the garbage collector paused, and what they created 
 (left out of every later collection): a start creates ~40k objects the collector tracks (functions,
 classes, numpy's and click's tables), all alive until the process ends, and the collections the
 imports started walked them again and again for no garbage (~10 ms of CPU). The command itself runs
-with the collector on (`optimize` pauses it again from reading to writing: api.py, io/gcpause.py).
+with the collector on, except that `optimize` pauses it from reading to writing (api.py,
+io/gcpause.py) and, optimizing one model, keeps it paused to the exit (cli/optimize.py:
+api.pause_to_exit), so that no collection walks the model's objects after the pause to free none.
 
 Before numpy loads, OpenBLAS's worker threads are told to sleep as soon as they have nothing to do
 (OPENBLAS_THREAD_TIMEOUT, unless the user set it): by default each spins for ~0.1 s after numpy's

@@ -44,7 +44,7 @@ from .check_names import BACKENDS as BACKENDS  # re-exported: the CLI offers the
 from .check_names import CHECK_MODES as CHECK_MODES
 from .check_names import CRITERION as CRITERION
 from .engine import registry
-from .engine.manager import run_passes
+from .engine.manager import InputPlanNeeded, run_passes
 from .engine.report import Report
 from .engine.targets import TARGETS as TARGETS  # re-exported: the CLI offers them
 from .engine.targets import default_target
@@ -52,6 +52,7 @@ from .errors import CheckFailed, InternalError, UsageError
 from .io.atomic import WriteInfo, save_model, write_text, written_together
 from .io.formats import Format, format_from_extension
 from .io.gcpause import collecting, paused_gc
+from .io.gcpause import pause_to_exit as pause_to_exit  # re-exported: the program's optimize (cli/optimize.py)
 from .io.paths import (
     refuse_input_overwrite,
     refuse_run_files,
@@ -136,16 +137,24 @@ def save(
 
 
 def apply_passes(
-    model: Model, passes: list[str] | None = None, target: str | None = None, writes: Format | None = None
+    model: Model,
+    passes: list[str] | None = None,
+    target: str | None = None,
+    writes: Format | None = None,
+    *,
+    plan_input: bool = True,
 ) -> Report:
     """Run `passes` (the default set when None; pass parameters such as nchw_to_nhwc_input_shape
     may be among them) over every subgraph of the IR `model` to a fixpoint, in place, for the
     runtime `target` ("litert", "onert", "any"; None: the format's) and the format the model will
     be written in (`writes`: a Circle-only operator only where it is Circle; None: the model's
-    own); the Report says what folded and what was refused."""
+    own); the Report says what folded and what was refused. `plan_input=False`: for a caller
+    that can run them again on the model as read (engine/manager.py: InputPlanNeeded)."""
     names = registry.default_passes() if passes is None else passes
     parameters = registry.parameters_in(names)
-    return run_passes(model, registry.resolve(names), parameters=parameters, target=target, writes=writes)
+    return run_passes(
+        model, registry.resolve(names), parameters=parameters, target=target, writes=writes, plan_input=plan_input
+    )
 
 
 @contextlib.contextmanager
@@ -337,7 +346,11 @@ def _optimize_path(
         progress("passes")
         start = time.perf_counter()
         try:
-            log = apply_passes(model, chosen.names(), target, writes)
+            try:
+                log = apply_passes(model, chosen.names(), target, writes, plan_input=False)
+            except InputPlanNeeded:  # an output with a clobber (rare): again, on the input read anew, with its plan
+                model = load(path)
+                log = apply_passes(model, chosen.names(), target, writes)
         except InternalError as e:  # the gate names the pass; the input names the model (--out-dir lists many)
             e.path = e.path or path
             raise
@@ -379,12 +392,13 @@ def _optimize_path(
             }
             raise
         times["check"] = time.perf_counter() - start
-    with paused_gc():  # one dict per fold and skip: no garbage, and collections would walk the IR
-        report = results.optimize_report(path, label, model, log, before, chosen, times)
+    check_entry = None
     if checked is not None:
         passed, seed = checked.passed, check_seed
-        report["check"] = {"rtol": tolerance.rtol, "atol": tolerance.atol, "seed": seed, "passed": passed, **check_note}
-    return Optimized(model, report, checked)
+        check_entry = {"rtol": tolerance.rtol, "atol": tolerance.atol, "seed": seed, "passed": passed, **check_note}
+    # the report is made when first asked for (results.Optimized.report)
+    report = results.deferred_report(path, label, model, log, before, chosen, times, check_entry)
+    return Optimized(model, report, checked, lossy=bool(lossy_passes))
 
 
 def _from_bytes(data: bytes, chosen: Selection, checking: dict) -> Optimized:

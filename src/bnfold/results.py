@@ -9,12 +9,14 @@ from __future__ import annotations
 import io
 import os
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .engine.report import Report
 from .errors import CheckFailed, UsageError
 from .io.atomic import WriteInfo, save_model
 from .io.formats import Format, format_from_extension, format_of
+from .io.gcpause import paused_gc
 from .io.paths import open_input, refuse_input_overwrite, refuse_unwritable
 from .io.reader import read_model
 from .ir.invariants import gate
@@ -44,15 +46,39 @@ def optimize_report(
 ) -> dict:
     """The report of one optimization of `path` (named `label` when given): what ran and folded,
     the operators before and after, the ignored options, the times."""
-    return {
-        "bnfold": __version__,
-        "input": {"path": label or path, "format": model.format.name, "bytes": os.path.getsize(path)},
-        **log.to_dict(),
-        "operators": {"before": before, "after": dict(model.op_counts())},
-        "ignored_options": chosen.not_implemented,
-        "group_members_not_implemented": chosen.group_skipped,
-        "seconds": {**{k: round(v, 6) for k, v in times.items()}, "total": round(sum(times.values()), 6)},
-    }
+    return deferred_report(path, label, model, log, before, chosen, times)()
+
+
+def deferred_report(
+    path: str,
+    label: str | None,
+    model: Model,
+    log: Report,
+    before: dict,
+    chosen: Selection,
+    times: dict,
+    check: dict | None = None,
+) -> Callable[[], dict]:
+    """optimize_report (with the `check` entry, if any), made when called: what it says of the
+    input file and of the model is taken now (an in-place write replaces the file), the JSON-ready
+    copy of what the passes did (Report.to_dict) then, with the collector paused (one dict per fold
+    and skip: no garbage, and collections would walk the IR)."""
+    size, after, seconds = os.path.getsize(path), dict(model.op_counts()), dict(times)
+
+    def made() -> dict:
+        with paused_gc():
+            report = {
+                "bnfold": __version__,
+                "input": {"path": label or path, "format": model.format.name, "bytes": size},
+                **log.to_dict(),
+                "operators": {"before": before, "after": after},
+                "ignored_options": chosen.not_implemented,
+                "group_members_not_implemented": chosen.group_skipped,
+                "seconds": {**{k: round(v, 6) for k, v in seconds.items()}, "total": round(sum(seconds.values()), 6)},
+            }
+        return report if check is None else {**report, "check": check}
+
+    return made
 
 
 def failed_check(error: CheckFailed) -> dict:
@@ -83,14 +109,48 @@ def read_report(path: str) -> dict:
     return report
 
 
-class Optimized:
-    """The optimized model and its report. Unpacks (and indexes) as `data, report`."""
+def _record_save(report: dict, path: str, info: WriteInfo, seconds_taken: float) -> None:
+    """`report` records the output file Optimized.save wrote and the time it took."""
+    report["output"] = {
+        "path": path,
+        "format": info.format,
+        "bytes": info.size,
+        "layout": "offset buffers" if info.external else "standard",
+        "unchanged": info.unchanged,
+    }
+    seconds = report["seconds"]
+    seconds["write"] = round(seconds_taken, 6)
+    seconds["total"] = round(sum(v for k, v in seconds.items() if k != "total"), 6)
 
-    def __init__(self, model: Model, report: dict, check: CheckResult | LocalResult | None = None):
-        self.model, self.report = model, report
+
+class Optimized:
+    """The optimized model and its report. Unpacks (and indexes) as `data, report`. The report may
+    come as a function (deferred_report) that makes it when it is first asked for: the JSON-ready
+    copy of 12k folds costs ~0.07 s, which `bnfold optimize -q` without --report never asks for.
+    `lossy`: whether the report may hold a note on lossy passes (lossy_note needs no report then)."""
+
+    def __init__(
+        self,
+        model: Model,
+        report: dict | Callable[[], dict],
+        check: CheckResult | LocalResult | None = None,
+        *,
+        lossy: bool = True,
+    ):
+        self.model, self._report, self._lossy = model, report, lossy
         self.check = check  # the CheckResult of `check=N`
         self.written: WriteInfo | None = None  # set by save(): what happened to the output file
+        self._saved: tuple[str, WriteInfo, float] | None = None  # save()'s path, file and seconds
         self._data: bytes | None = None
+
+    @property
+    def report(self) -> dict:
+        if callable(self._report):
+            made = self._report()
+            if self._saved is not None:
+                _record_save(made, *self._saved)
+            self._report = made
+        return self._report
 
     def __repr__(self) -> str:
         r = self.report
@@ -143,17 +203,9 @@ class Optimized:
         info = save_model(
             self.model, path, fmt or format_from_extension(path), external=external, keep_unchanged=keep_unchanged
         )
-        self.report["output"] = {
-            "path": path,
-            "format": info.format,
-            "bytes": info.size,
-            "layout": "offset buffers" if info.external else "standard",
-            "unchanged": info.unchanged,
-        }
-        seconds = self.report["seconds"]
-        seconds["write"] = round(time.perf_counter() - start, 6)
-        seconds["total"] = round(sum(v for k, v in seconds.items() if k != "total"), 6)
-        self.written = info
+        self.written, self._saved = info, (path, info, time.perf_counter() - start)
+        if isinstance(self._report, dict):  # else when the report is made
+            _record_save(self._report, *self._saved)
         return info
 
     def to_json(self) -> str:
@@ -164,6 +216,8 @@ class Optimized:
     @property
     def lossy_note(self) -> dict | None:
         """The report's note on the error lossy passes caused, None when none changed the model."""
+        if not self._lossy:
+            return None  # no lossy pass changed the model: the report need not be made to say so
         return next((n for n in self.report["notes"] if "lossy_passes" in n), None)
 
     def pass_counts(self) -> dict[str, tuple[int, int]]:

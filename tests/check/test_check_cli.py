@@ -193,8 +193,8 @@ def test_check_options_without_check_are_refused_before_anything_is_written(tmp_
 def test_optimize_check_failure_writes_no_model_but_its_report(tmp_path, capsys, monkeypatch):
     real = api.apply_passes
 
-    def breaking_optimize(model, passes=None, target=None, writes=None):  # a "pass" that changes one weight
-        report = real(model, passes, target, writes)
+    def breaking_optimize(model, passes=None, target=None, writes=None, **how):  # a "pass" that changes one weight
+        report = real(model, passes, target, writes, **how)
         t = next(op for op in model.graphs[0].ops if op.kind == "CONV_2D").inputs[1]
         w = t.data.copy()
         w.flat[0] += 1.0

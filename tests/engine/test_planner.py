@@ -19,6 +19,7 @@ from bnfold.io.reader import read_model
 from bnfold.io.writer import serialize
 from bnfold.ir.graph import Graph
 from bnfold.recipe.chef import build
+from conftest import DATA
 from layout_fuzzing import _close, _interpreter, _invoke, in_place_graph, run_case, sample_inputs
 
 BUILTIN = "BUILTIN_WITHOUT_DEFAULT_DELEGATES"
@@ -157,6 +158,26 @@ def test_a_clobber_order_cannot_undo_is_exit_3_naming_the_pass(monkeypatch, tmp_
     said = capsys.readouterr().err.strip().splitlines()
     assert len(said) == 1 and f"pass {PASS} left subgraph 0 unsafe" in said[0], said
     assert "SOFTMAX (writing soft) in place over m, read after it by ADD" in said[0] and not out.exists()
+
+
+def test_optimize_plans_the_input_only_for_an_output_left_with_a_clobber(monkeypatch, tmp_path):
+    """optimize runs the passes without simulating LiteRT's plan of the input first (engine/
+    manager.py: check_in_place): an output without a clobber has no new one, whatever the input
+    had; one left with a clobber (InputPlanNeeded) has them run again on the input read anew, with
+    the plan, and the output is the one a run with the plan from the start makes."""
+    from bnfold.engine import planner
+
+    plans = []
+    simulate = planner.overwrites
+    monkeypatch.setattr(planner, "overwrites", lambda graph: plans.append(graph) or simulate(graph))
+    assert api.optimize(str(DATA / "bn_conv_valid.tflite")).report["folds"] and plans == []
+    src = _rewired(tmp_path, monkeypatch, after_the_writer=False)
+    result = api.optimize_file(src, tmp_path / "out.tflite", PASS)
+    assert len(plans) == 1 and any("reordered" in note for note in result.report["notes"])
+    planned = api.load(str(src))
+    api.apply_passes(planned, [PASS])  # the plan first, as every library caller's run takes it
+    api.save(planned, tmp_path / "planned.tflite")
+    assert (tmp_path / "out.tflite").read_bytes() == (tmp_path / "planned.tflite").read_bytes()
 
 
 @pytest.mark.parametrize("dead_reader", [True, False])

@@ -385,7 +385,7 @@ def test_the_gate_and_the_planner_look_again_only_at_a_graph_something_changed(m
         return wrapper
 
     monkeypatch.setattr(manager, "check_output", counted("check_output", manager.check_output))
-    monkeypatch.setattr(manager, "new_clobbers", counted("new_clobbers", planner.new_clobbers))
+    monkeypatch.setattr(planner, "new_clobbers", counted("new_clobbers", planner.new_clobbers))
     folded = tmp_path / "folded.tflite"
     model = api.load(MODEL)  # its MUL and ADD fold into the conv
     report = api.apply_passes(model)

@@ -60,6 +60,16 @@ def run(argv=None) -> int:
     return exits.run(main, argv)
 
 
+_PROGRAM: list[bool] = []  # set by entry: the process ends with the command
+
+
+def ends_process() -> bool:
+    """Whether the command runs in the program (entry), whose process ends with it: what a
+    library caller must have undone after a command, the program may leave to its exit."""
+    return bool(_PROGRAM)
+
+
 def entry() -> None:
     """The `bnfold` program: the process ends with the command's exit code (exits.leave)."""
+    _PROGRAM.append(True)
     exits.leave(exits.run(main, process=True))

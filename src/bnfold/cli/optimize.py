@@ -9,6 +9,7 @@ import click
 
 from .. import api
 from ..errors import EXIT_PRECEDENCE, CheckFailed, UsageError
+from . import ends_process
 from .flags import PASS_NAMES, Optimize, pass_flags
 from .options import BACKEND, SAMPLES, SEED, TOLERANCE, echo_lines
 
@@ -244,6 +245,8 @@ def optimize(
             "need IN and OUT (as arguments, -i/-o, or input_path/output_path in --config); "
             "several models, -j, --shard: --out-dir"
         )
+    if ends_process():  # one model, then the exit: no collection walks its IR for nothing (api.pause_to_exit)
+        api.pause_to_exit()
     try:
         result = api.optimize_file(
             input_path,

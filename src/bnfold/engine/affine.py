@@ -253,7 +253,8 @@ def freed_constants(graph: Graph, chain: AffineChain) -> list[str]:
 
 def finite(*arrays: np.ndarray | Scaled) -> bool:
     """Whether every value of every array is finite. min and max propagate NaN, so both finite
-    means all are: two passes that allocate nothing, where isfinite would write a bool copy.
+    means all are: two passes that allocate nothing, where isfinite would write a bool copy (a
+    fold asks it of every layer's few weights: the two scalars are judged by math, not numpy).
     Folded weights not computed yet are judged by their bound (Scaled.provably_finite) and
     computed only when it cannot tell (values near the dtype's largest)."""
     return all(_finite(a) for a in arrays)
@@ -262,7 +263,7 @@ def finite(*arrays: np.ndarray | Scaled) -> bool:
 def _finite(a: np.ndarray | Scaled) -> bool:
     if isinstance(a, Scaled):
         return a.provably_finite() or _finite(a.values())
-    return a.size == 0 or bool(np.isfinite(a.min()) and np.isfinite(a.max()))
+    return a.size == 0 or (math.isfinite(a.min()) and math.isfinite(a.max()))  # (math: ~1 us less a scalar)
 
 
 def scale_along(weights: np.ndarray | Scaled, vector: np.ndarray, axis: int) -> Scaled:

@@ -19,7 +19,6 @@ from collections.abc import Set as AbstractSet
 
 from ..ir.graph import Graph
 from ..ir.model import Model
-from .planner import masking_ops
 
 
 def remove_dead_code(model: Model, orphans: int, swept: AbstractSet[int] = frozenset()) -> tuple[dict[str, int], int]:
@@ -51,7 +50,11 @@ def sweep(graph: Graph) -> int:
     """Graph.cleanup, keeping the dead readers whose reference LiteRT's planner needs to keep an op
     from running in place over a buffer still read (planner.py: masking_ops); how many it kept."""
     dead = graph.dead_ops()
-    keep = masking_ops(graph, dead)
+    keep = set()
+    if dead:  # (a graph without dead ops, nearly every one, does without the planner's import)
+        from .planner import masking_ops
+
+        keep = masking_ops(graph, dead)
     graph.cleanup(keep=keep, dead=dead)
     return len(keep)
 

@@ -101,14 +101,15 @@ class Target:
         so whatever the plan (LiteRT ignores a fused TANH): the passes may replace it."""
         from ..ir.miscomputed import OTHERWISE  # small: the table itself only where an output is read
 
+        runtimes = self._runtimes()
+        anywhere = frozenset().union(*(OTHERWISE[r] for r in runtimes))  # one look-up a variant (every op is asked)
         for op in graph.ops:
             for variant in op.runtime_variants():
-                if not variant.startswith(PLANNED):
+                if (op.kind, variant) not in anywhere or not variant.startswith(PLANNED):
                     continue  # a kind or a fused activation computed otherwise is so always: a pass may replace it
-                wrong = [r for r in self._runtimes() if (op.kind, variant) in OTHERWISE[r]]
-                if wrong:
-                    what = _described(op.kind, variant)
-                    return f"{wrong[0]} runs {what} computing something else (output {op.outputs[0].name!r})"
+                wrong = next(r for r in runtimes if (op.kind, variant) in OTHERWISE[r])
+                what = _described(op.kind, variant)
+                return f"{wrong} runs {what} computing something else (output {op.outputs[0].name!r})"
         return self.unkept_output(graph)
 
     def unkept_output(self, graph: Graph, readers: Iterable[tuple[Tensor, str]] = ()) -> str | None:

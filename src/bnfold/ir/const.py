@@ -136,7 +136,7 @@ class Scaled:
         if self.size == 0:
             return True
         low, high = self.weights.min(), self.weights.max()
-        if not (np.isfinite(low) and np.isfinite(high)):
+        if not (math.isfinite(low) and math.isfinite(high)):
             return False
         bound = max(-float(low), float(high))
         with np.errstate(over="ignore", invalid="ignore"):
