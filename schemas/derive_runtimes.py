@@ -252,6 +252,12 @@ PROBES = {
         lambda: ([_const("w", [2, 3]), _const("b", [2])], ["x", "w", "b"], {"keep_num_dims": True}),
         False,
     ),
+    # a FULLY_CONNECTED reading a rank-1 input as one row ([3] in, [1, 2] out): what remove_unnecessary_reshape
+    # makes of a RESHAPE to [1, K] between a rank-1 tensor and the layer (onert 0.1.0's ShapeValidator refuses it)
+    "FULLY_CONNECTED:input_rank_1": (
+        lambda: ([_const("w", [2, 3]), _const("b", [2])], ["x", "w", "b"], {"keep_num_dims": False}),
+        False,
+    ),
     # what resolve_customop_splitv and substitute_splitv_to_split make (two outputs, on the channel axis)
     "SPLIT_V": (
         lambda: (
@@ -303,6 +309,7 @@ POSITIVE_INPUT = frozenset({"RSQRT", "SQRT"})
 
 # the data input's shape where it is not X
 INPUT = {
+    "FULLY_CONNECTED:input_rank_1": [3],
     "RMS_NORM:rank_2": [16, 3],
     "ROPE": [1, 2, 3, 4],
     "ROPE:tables_of_several_rows": [1, 2, 3, 4],
@@ -314,6 +321,7 @@ INPUT = {
 OUTPUT = {
     "CONV_2D": [1, 4, 4, 2],
     "FULLY_CONNECTED:keep_num_dims": [1, 4, 4, 2],
+    "FULLY_CONNECTED:input_rank_1": [1, 2],
     "SQUEEZE": [4, 4, 3],
     "STRIDED_SLICE": [1, 4, 4, 2],
     "SLICE": [1, 2, 4, 3],

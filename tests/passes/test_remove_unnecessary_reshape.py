@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bn_models import Net, assert_said, optimize_and_compare
+from bn_models import Net, assert_said, build, optimize_and_compare
+from bnfold import api
+from bnfold.io.formats import CIRCLE
 
 PASS = "remove_unnecessary_reshape"
 SHAPE = [3, 7, 5]
@@ -169,3 +171,23 @@ def test_a_repeated_key_reshape_is_made_to_keep_the_batch_axes():
     model, _ = optimize_and_compare(n.recipe(), [PASS], {"RESHAPE": 1, "BATCH_MATMUL": 1, "BROADCAST_TO": 1})
     (reshape,) = [op for op in model.graphs[0].ops if op.kind == "RESHAPE"]
     assert reshape.outputs[0].shape == (1, 4, 4, 6)
+
+
+def row_net() -> Net:
+    """x [5] -> ADD(c) -> h -> RESHAPE([1, 5]) -> row -> FULLY_CONNECTED(W [3, 5]) -> y [1, 3]."""
+    n = Net()
+    n.input("x", [5])
+    h = n.op("ADD", ["x", n.const("c", [5])], "h", [5])
+    row = n.op("RESHAPE", [h, n.ints("new_shape", [1, 5])], "row", [1, 5], new_shape=[1, 5])
+    n.outputs = [n.op("FULLY_CONNECTED", [row, n.const("w", [3, 5]), n.const("b", [3])], "y", [1, 3])]
+    return n
+
+
+def test_a_row_made_of_a_rank_1_tensor_goes_where_the_target_runs_the_layer_on_it():
+    """LiteRT's FULLY_CONNECTED reads a rank-1 input as one row, onert 0.1.0 refuses to prepare it
+    ("ShapeValidator failed"; the O1 fuzzer's seed 143739): for onert the RESHAPE stays, said."""
+    optimize_and_compare(row_net().recipe(), [PASS], {"RESHAPE": 0, "FULLY_CONNECTED": 1, "ADD": 1})
+    model = build(row_net().recipe(), CIRCLE)
+    report = api.apply_passes(model, [PASS], target="onert")
+    assert not report.folds and model.op_counts()["RESHAPE"] == 1
+    assert report.unsupported[0]["reason"] == "onert does not run FULLY_CONNECTED (input rank 1)"

@@ -405,7 +405,8 @@ def info(kind: str) -> OpInfo:
 def op_forms(op: Any) -> list[str]:
     """The forms of `op` (an ir/graph.py Op) that the runtime table probes apart, as far as they follow
     from the op alone: "keep_num_dims", a FULLY_CONNECTED keeping the leading axes of an input of
-    rank > 2 (onert 0.1.0 flattens them); "rank_4_dropping_A[_B]", a reduction of a rank-4 input
+    rank > 2 (onert 0.1.0 flattens them); "input_rank_1", one reading a rank-1 input as one row
+    (onert 0.1.0 refuses it); "rank_4_dropping_A[_B]", a reduction of a rank-4 input
     over one or two axes without keep_dims (onert 0.1.0 prepares only the channel axis or the two
     spatial ones). engine/targets.py asks them of every op a pass made and of a graph it may leave."""
     x = op.input(0)
@@ -413,6 +414,8 @@ def op_forms(op: Any) -> list[str]:
         return []
     if op.kind == "FULLY_CONNECTED" and getattr(op.options, "keepNumDims", False) and len(x.shape) > 2:
         return ["keep_num_dims"]
+    if op.kind == "FULLY_CONNECTED" and len(x.shape) == 1:
+        return ["input_rank_1"]
     axes = op.input(1)
     if info(op.kind).shape != "reduce" or axes is None or axes.data is None:
         return []

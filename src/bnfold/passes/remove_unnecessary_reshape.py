@@ -18,7 +18,8 @@ which needs x to have no other reader and to be seen by no one; otherwise the RE
 
 Guards for the flatten: y is [N, K] with K the weights' columns of every reader; a static N only
 from a static x (a dynamic x's size is checked by the RESHAPE);
-the same quantization on both sides; y no graph output.
+the same quantization on both sides; y no graph output; a rank-1 x (one row) only for a target that
+runs a FULLY_CONNECTED reading it (onert 0.1.0 does not: ir/runtimes.py's form input_rank_1).
 
 And the RESHAPEs around a BATCH_MATMUL that only merge its batch axes (TICO's attention: rank 4 to 3
 and back), as BATCH_MATMUL takes any batch rank itself:
@@ -51,6 +52,7 @@ from __future__ import annotations
 
 import math
 
+from ..engine import targets
 from ..engine.match import only_reader
 from ..engine.report import PassResult
 from ..engine.reshapes import HAZARD, bypass_hazard, same_quantization
@@ -71,6 +73,10 @@ def run(graph: Graph) -> PassResult:
         if shape is not None and not shape.is_const:
             continue
         if _only_flattening_layers_read(graph, x, y) and same_quantization(x, y):
+            unsupported = len(x.shape) == 1 and targets.refusal(graph, "FULLY_CONNECTED", form="input_rank_1")
+            if unsupported:  # the layers would read x, a single row, as it is
+                result.not_for_target(op, unsupported)
+                continue
             fcs = graph.consumers(y)
             result.fold(op, [op], into=fcs, flattened_by=[fc.outputs[0].name for fc in fcs])
             for fc in fcs:
