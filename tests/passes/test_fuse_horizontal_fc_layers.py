@@ -72,3 +72,18 @@ def test_layers_without_options_tables_fuse():
     report = api.apply_passes(model, [PASS])
     assert len(report.folds) == 1 and model.op_counts()["FULLY_CONNECTED"] == 1
     assert_values_agree(build(recipe), model)
+
+
+def test_layers_of_a_rank_1_input_become_one_only_for_a_target_that_runs_it():
+    """Two layers of a rank-1 x (LiteRT reads it as one row) fuse for LiteRT; onert 0.1.0 runs no
+    FULLY_CONNECTED reading a rank-1 input, so for it the made layer would be new: the ADD stays,
+    said (the O1 fuzzer's seed 160147 exited 3 at the target gate)."""
+    n = Net()
+    n.input("x", [K])
+    outs = [n.op("FULLY_CONNECTED", ["x", n.const(f"w{i}", [U, K])], f"p{i}", [1, U]) for i in range(2)]
+    n.outputs = [n.op("ADD", outs, "y", [1, U])]
+    optimize_and_compare(n.recipe(), [PASS], {"FULLY_CONNECTED": 1, "ADD": 0})
+    model = build(n.recipe())
+    report = api.apply_passes(model, [PASS], target="onert")
+    assert not report.folds and dict(model.op_counts()) == {"FULLY_CONNECTED": 2, "ADD": 1}
+    assert report.unsupported[0]["reason"] == "onert does not run FULLY_CONNECTED (input rank 1)"

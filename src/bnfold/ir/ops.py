@@ -412,16 +412,23 @@ def op_forms(op: Any) -> list[str]:
     x = op.input(0)
     if x is None:
         return []
-    if op.kind == "FULLY_CONNECTED" and getattr(op.options, "keepNumDims", False) and len(x.shape) > 2:
-        return ["keep_num_dims"]
-    if op.kind == "FULLY_CONNECTED" and len(x.shape) == 1:
-        return ["input_rank_1"]
+    if op.kind == "FULLY_CONNECTED":
+        form = fully_connected_form(len(x.shape), bool(getattr(op.options, "keepNumDims", False)))
+        return [] if form is None else [form]
     axes = op.input(1)
     if info(op.kind).shape != "reduce" or axes is None or axes.data is None:
         return []
     keep_dims = bool(getattr(op.options, "keepDims", False))
     form = reduction_form(len(x.shape), np.asarray(axes.data).reshape(-1), keep_dims)
     return [] if form is None else [form]
+
+
+def fully_connected_form(input_rank: int, keep_num_dims: bool) -> str | None:
+    """The form a FULLY_CONNECTED reading an input of `input_rank` is probed apart in (`op_forms`), or
+    None: a pass about to make one asks the target with it."""
+    if keep_num_dims and input_rank > 2:
+        return "keep_num_dims"
+    return "input_rank_1" if input_rank == 1 else None
 
 
 def reduction_form(rank: int, axes: Iterable[int], keep_dims: bool) -> str | None:

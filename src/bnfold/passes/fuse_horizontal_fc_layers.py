@@ -13,17 +13,19 @@ A missing bias counts as zero (ONE refuses one-sided biases).
 Guards: float32 everywhere, none quantized; both layers without fused activation, with the same
 options and constant weights of one shape in the default format; constant biases (or none);
 p and q read only by the ADD and no graph outputs; the ADD's activation one FULLY_CONNECTED
-applies (NONE, RELU, RELU_N1_TO_1, RELU6).
+applies (NONE, RELU, RELU_N1_TO_1, RELU6); a target that runs the layer made with it (onert
+0.1.0 runs none reading a rank-1 input: ir/runtimes.py's form input_rank_1).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..engine import targets
 from ..engine.match import collapse, float_const, is_plain_float, no_activation, only_reader, read_elsewhere
 from ..engine.report import PassResult
 from ..ir.graph import Graph, Op
-from ..ir.ops import FUSED_ACTIVATIONS, RANGE_ACTIVATIONS
+from ..ir.ops import FUSED_ACTIVATIONS, RANGE_ACTIVATIONS, fully_connected_form
 
 
 def run(graph: Graph) -> PassResult:
@@ -44,6 +46,10 @@ def run(graph: Graph) -> PassResult:
         if why:
             result.refuse_value(add, why)
             continue
+        unsupported = _target_refusal(graph, left, add)
+        if unsupported:
+            result.not_for_target(add, unsupported)
+            continue
         _fuse(graph, result, left, right, add)
     return result
 
@@ -58,6 +64,13 @@ def _refusal(left: Op, right: Op, add: Op) -> str | None:
     if not is_plain_float(add.outputs[0]):
         return f"{add.outputs[0].name!r} is not float32 (or is quantized)"
     return None
+
+
+def _target_refusal(graph: Graph, left: Op, add: Op) -> str | None:
+    """Why the target cannot run the layer made: the left one with the ADD's activation, in the form
+    its input gives it (ir/ops.py: onert 0.1.0 refuses one reading a rank-1 input)."""
+    form = fully_connected_form(len(left.operand(0).shape), bool(getattr(left.options, "keepNumDims", False)))
+    return targets.refusal(graph, "FULLY_CONNECTED", add.fused_activation, form=form)
 
 
 def _not_plain_fc(graph: Graph, fc: Op, add: Op) -> str | None:

@@ -57,6 +57,7 @@ from ..engine.match import only_reader
 from ..engine.report import PassResult
 from ..engine.reshapes import HAZARD, bypass_hazard, same_quantization
 from ..ir.graph import Graph, Op, Tensor
+from ..ir.ops import fully_connected_form
 
 
 def run(graph: Graph) -> PassResult:
@@ -73,8 +74,9 @@ def run(graph: Graph) -> PassResult:
         if shape is not None and not shape.is_const:
             continue
         if _only_flattening_layers_read(graph, x, y) and same_quantization(x, y):
-            unsupported = len(x.shape) == 1 and targets.refusal(graph, "FULLY_CONNECTED", form="input_rank_1")
-            if unsupported:  # the layers would read x, a single row, as it is
+            form = fully_connected_form(len(x.shape), keep_num_dims=False)
+            unsupported = form and targets.refusal(graph, "FULLY_CONNECTED", form=form)
+            if unsupported:  # the layers would read x as it is (a single row: onert refuses it)
                 result.not_for_target(op, unsupported)
                 continue
             fcs = graph.consumers(y)
