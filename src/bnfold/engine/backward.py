@@ -284,8 +284,7 @@ def splits_activation(graph: Graph, spec: Layer, activation: str) -> bool:
     """Whether a fold that gives the layer `activation` writes it as an op of its own after the layer:
     in Circle, whose runtimes run this layer kind without one (ir/ops.py: standalone_activation_in_circle;
     the pass's `finish` makes the op)."""
-    written = targets.written_format(graph)
-    circle = written is not None and written.name == "circle"
+    circle = targets.writes_circle(graph)
     return circle and spec.standalone_activation_in_circle and activation in ACTIVATION_KINDS
 
 

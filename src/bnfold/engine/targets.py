@@ -245,6 +245,12 @@ def written_format(graph: Graph) -> Format | None:
     return None if graph.model is None else graph.model.format
 
 
+def writes_circle(graph: Graph) -> bool:
+    """Whether `graph`'s model will be written as Circle (`written_format`)."""
+    written = written_format(graph)
+    return written is not None and written.name == "circle"
+
+
 def name_of(graph: Graph) -> str | None:
     """The target `graph` is made for: the manager's, else its model's format's (a pass run on its
     own, as in a unit test); None for a graph in no model."""

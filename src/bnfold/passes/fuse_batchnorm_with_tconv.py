@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from ..engine.backward import fold_backward, splits_activation
 from ..engine.report import PassResult
-from ..engine.targets import written_format
+from ..engine.targets import writes_circle
 from ..ir.graph import Graph, Op
 from ..ir.ops import LAYERS
 
@@ -48,8 +48,7 @@ def finish(graph: Graph, layer: Op) -> dict:
     if splits_activation(graph, SPEC, act):
         details["standalone_activation"] = _split_activation(graph, layer, act).outputs[0].name
         act = "NONE"
-    written = written_format(graph)
-    if written is not None and written.name != "circle" and graph.model is not None:
+    if graph.model is not None and not writes_circle(graph):
         need = SPEC.version_for("activation" if act != "NONE" else "bias")
         if layer.opcode.version < need:
             details["opcode_version"] = [layer.opcode.version, need]
