@@ -48,7 +48,7 @@ from .engine.manager import InputPlanNeeded, run_passes
 from .engine.report import Report
 from .engine.targets import TARGETS as TARGETS  # re-exported: the CLI offers them
 from .engine.targets import default_target
-from .errors import CheckFailed, InternalError, UsageError
+from .errors import CheckFailed, InternalError, ModelError, UsageError
 from .io.atomic import WriteInfo, save_model, write_text, written_together
 from .io.formats import Format, format_from_extension
 from .io.gcpause import collecting, paused_gc
@@ -158,10 +158,11 @@ def apply_passes(
 
 
 @contextlib.contextmanager
-def _as_written(model: Model, writes: Format | None) -> Iterator[Model]:
-    """`model` as OUT will hold it, for the value check: written in `writes` and read back when
-    that is another format than the model's (a TFLite model written as Circle is checked as the
-    Circle it becomes, so that onert, which runs Circle's own operators, can run it); else itself."""
+def _as_written(model: Model, writes: Format | None, output: str | None) -> Iterator[Model]:
+    """`model` as OUT (`output`) will hold it, for the value check: written in `writes` and read
+    back when that is another format than the model's (a TFLite model written as Circle is checked
+    as the Circle it becomes, so that onert, which runs Circle's own operators, can run it); else
+    itself. What OUT's format cannot hold is said of OUT, as the write would say it."""
     if writes is None or writes.name == model.format.name:
         yield model
         return
@@ -169,7 +170,11 @@ def _as_written(model: Model, writes: Format | None) -> Iterator[Model]:
 
     with tempfile.TemporaryDirectory(prefix="bnfold-check-") as scratch:
         written = os.path.join(scratch, "out" + writes.extension)
-        save_model(model, written, writes)
+        try:
+            save_model(model, written, writes)
+        except ModelError as e:
+            e.path = output or e.path
+            raise
         yield read_model(written)
 
 
@@ -293,7 +298,9 @@ def optimize_file(
     # the model is then walked at most once, by the first collection after it
     with paused_gc():
         try:
-            result = _optimize_path(input_path, chosen, progress=progress, target=made_for, writes=fmt, **checking)
+            result = _optimize_path(
+                input_path, chosen, progress=progress, target=made_for, writes=fmt, output=output_path, **checking
+            )
         except CheckFailed as e:  # no model, but the report a CI job needs then: the check's table and verdict
             if report:
                 import json  # only a report asked for needs it (~3 ms of a start)
@@ -326,11 +333,13 @@ def _optimize_path(
     check_backend: str = "auto",
     target: str | None = None,
     writes: Format | None = None,
+    output: str | None = None,
     progress=lambda step: None,
 ) -> Optimized:
     """Read `path`, run the chosen passes for the format the result will be written in (`writes`;
-    None: the input's), measure lossy changes, optionally value-check (values/verify.py); `label`
-    names the input in the report; `progress(step)` hears each step."""
+    None: the input's), measure lossy changes, optionally value-check (values/verify.py) the model
+    as OUT (`output`, which an error then names) will hold it; `label` names the input in the
+    report; `progress(step)` hears each step."""
     times = {}
     # Reading and the passes run with the cyclic collector paused, as the reader and the writer do
     # (io/gcpause.py): they allocate objects by the hundred thousand, all alive until the end or
@@ -370,7 +379,7 @@ def _optimize_path(
         start = time.perf_counter()
         tolerance = check_tolerance(log.folds, rtol, atol)
         try:
-            with collecting(), _as_written(model, writes) as written:  # interpreters: garbage collected
+            with collecting(), _as_written(model, writes, output) as written:  # interpreters: garbage collected
                 checked, check_note = verify_optimized(
                     load_reference(path, log),
                     written,

@@ -14,6 +14,7 @@ from test_fuse_gelu import gelu_net
 
 from bn_models import ATOL, RTOL, inputs_for
 from bnfold import api
+from bnfold.cli import run
 from bnfold.errors import ModelError
 from bnfold.io.formats import CIRCLE, TFLITE
 from bnfold.recipe.chef import build
@@ -101,6 +102,22 @@ def test_a_circle_only_op_is_never_converted_into_tflite(tmp_path):
     with pytest.raises(ModelError, match="RMS_NORM does not exist in tflite"):
         api.convert(tmp_path / "rms.circle", tmp_path / "back.tflite")
     assert not (tmp_path / "back.tflite").exists()
+
+
+@pytest.mark.parametrize("check", [None, 2])
+def test_a_circle_only_op_that_stays_is_refused_as_tflite_naming_out(tmp_path, capsys, check):
+    """A Circle model whose RMS_NORM no pass can undo, optimized into .tflite: one line naming OUT
+    (the check's scratch copy is never named), exit 1, no file, with or without --check."""
+    _, made, _ = written(tmp_path, rms_net(), TFLITE, "rms.circle", ["fuse_rmsnorm"])
+    assert made.op_counts()["RMS_NORM"] == 1
+    out = tmp_path / "back.tflite"
+    capsys.readouterr()
+    code = run(["optimize", str(tmp_path / "rms.circle"), str(out), *(["--check", str(check)] if check else [])])
+    said = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and said == [
+        f"bnfold: error: {out}: cannot be written as tflite: operator RMS_NORM does not exist in tflite"
+    ]
+    assert not out.exists()
 
 
 def test_the_check_of_a_tflite_written_as_circle_runs_the_model_made(tmp_path):
