@@ -48,7 +48,7 @@ from .engine.manager import InputPlanNeeded, run_passes
 from .engine.report import Report
 from .engine.targets import TARGETS as TARGETS  # re-exported: the CLI offers them
 from .engine.targets import default_target
-from .errors import CheckFailed, InternalError, ModelError, UsageError
+from .errors import BnfoldError, CheckFailed, InternalError, UsageError
 from .io.atomic import WriteInfo, save_model, write_text, written_together
 from .io.formats import Format, format_from_extension
 from .io.gcpause import collecting, paused_gc
@@ -172,8 +172,9 @@ def _as_written(model: Model, writes: Format | None, output: str | None) -> Iter
         written = os.path.join(scratch, "out" + writes.extension)
         try:
             save_model(model, written, writes)
-        except ModelError as e:
-            e.path = output or e.path
+        except BnfoldError as e:  # what the write of OUT would say, of OUT
+            if e.path == written:
+                e.path = output or e.path
             raise
         yield read_model(written)
 
