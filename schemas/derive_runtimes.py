@@ -161,14 +161,22 @@ OUTPUT_READ_FORM = "form reads_graph_output"
 OUTPUT_READ_PROBES = {(kind, OUTPUT_READ_FORM): kind for kind in OUTPUT_READERS}
 
 
-def _reading_graph_output(kind: str) -> dict:
+def _reader_of_g(kind: str) -> tuple[list[dict], dict, list[int], list[int]]:
+    """The kind's own one-op probe (no fused activation) reading g where it read its data input x:
+    its operands (x renamed g), the op, and x's and its result y's shapes, for a probe to give g a
+    producer and y a reader."""
     base = recipe(kind, "NONE")
     x = next(t for t in base["operand"] if t["name"] == "x")
     y = next(t for t in base["operand"] if t["name"] == "y")
     operands = [{**t, "name": "g"} if t is x else t for t in base["operand"]]
-    operands += [{"name": "x", "shape": x["shape"]}, _const("k", [1], values=[1.5]), {"name": "t", "shape": y["shape"]}]
     (reader,) = base["operation"]
     reader = {**reader, "inputs": ["g" if i == "x" else i for i in reader["inputs"]]}
+    return operands, reader, x["shape"], y["shape"]
+
+
+def _reading_graph_output(kind: str) -> dict:
+    operands, reader, x_shape, y_shape = _reader_of_g(kind)
+    operands += [{"name": "x", "shape": x_shape}, _const("k", [1], values=[1.5]), {"name": "t", "shape": y_shape}]
     operations = [{"type": "MUL", "inputs": ["x", "k"], "outputs": ["g"]}, reader]
     operations.append({"type": "TANH", "inputs": ["y"], "outputs": ["t"]})
     return {"input": ["x"], "output": ["g", "t"], "operand": operands, "operation": operations}
@@ -184,14 +192,9 @@ DEQUANTIZE_READ_PROBES = {(kind, DEQUANTIZE_READ_FORM): kind for kind in OUTPUT_
 
 
 def _reading_dequantized_output(kind: str) -> dict:
-    base = recipe(kind, "NONE")
-    x = next(t for t in base["operand"] if t["name"] == "x")
-    y = next(t for t in base["operand"] if t["name"] == "y")
-    k = {"name": "k", "shape": x["shape"], "dtype": "FLOAT16", "filler": {"kind": "uniform", "low": -2, "high": 2}}
-    operands = [{**t, "name": "g"} if t is x else t for t in base["operand"]]
-    operands += [k, {"name": "x", "shape": y["shape"]}, {"name": "t", "shape": y["shape"]}]
-    (reader,) = base["operation"]
-    reader = {**reader, "inputs": ["g" if i == "x" else i for i in reader["inputs"]]}
+    operands, reader, x_shape, y_shape = _reader_of_g(kind)
+    k = {"name": "k", "shape": x_shape, "dtype": "FLOAT16", "filler": {"kind": "uniform", "low": -2, "high": 2}}
+    operands += [k, {"name": "x", "shape": y_shape}, {"name": "t", "shape": y_shape}]
     operations = [{"type": "DEQUANTIZE", "inputs": ["k"], "outputs": ["g"]}, reader]
     operations.append({"type": "ADD", "inputs": ["y", "x"], "outputs": ["t"]})
     return {"input": ["x"], "output": ["g", "y", "t"], "operand": operands, "operation": operations}
