@@ -25,7 +25,7 @@ from ..engine import targets
 from ..engine.match import collapse, float_const, is_plain_float, no_activation, only_reader, read_elsewhere
 from ..engine.report import PassResult
 from ..ir.graph import Graph, Op
-from ..ir.ops import FUSED_ACTIVATIONS, RANGE_ACTIVATIONS, fully_connected_form
+from ..ir.ops import FUSED_ACTIVATIONS, RANGE_ACTIVATIONS, op_forms
 
 
 def run(graph: Graph) -> PassResult:
@@ -67,10 +67,10 @@ def _refusal(left: Op, right: Op, add: Op) -> str | None:
 
 
 def _target_refusal(graph: Graph, left: Op, add: Op) -> str | None:
-    """Why the target cannot run the layer made: the left one with the ADD's activation, in the form
-    its input gives it (ir/ops.py: onert 0.1.0 refuses one reading a rank-1 input)."""
-    form = fully_connected_form(len(left.operand(0).shape), bool(getattr(left.options, "keepNumDims", False)))
-    return targets.refusal(graph, "FULLY_CONNECTED", add.fused_activation, form=form)
+    """Why the target cannot run the layer made: the left one (its input and options, so its form:
+    ir/ops.py op_forms; onert 0.1.0 refuses one reading a rank-1 input) with the ADD's activation."""
+    forms = op_forms(left)
+    return targets.refusal(graph, "FULLY_CONNECTED", add.fused_activation, form=forms[0] if forms else None)
 
 
 def _not_plain_fc(graph: Graph, fc: Op, add: Op) -> str | None:
