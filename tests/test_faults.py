@@ -207,6 +207,21 @@ def test_file_size_limit_fails_the_write_not_the_process(sigxfsz_default, tmp_pa
     assert src.read_bytes() == FOLDED.read_bytes()
 
 
+def test_file_size_limit_on_the_checks_copy_for_onert(tmp_path):
+    """`--check` in onert writes a copy of each model for onert to load: over RLIMIT_FSIZE that
+    write fails as any write does (exit 5, one line), never as bnfold's bug, and no OUT is written."""
+    from bnfold.values import onert
+
+    if onert.missing():
+        pytest.skip(onert.missing())
+    out = tmp_path / "o.circle"
+    circle = DATA / "torch_resblock_nchw.circle"  # 7.8 kB
+    code, lines = bnfold("optimize", circle, out, "--check", "2", "--backend", "onert", limit=4000)
+    assert code == 5 and len(lines) == 1, (code, lines)
+    assert "cannot write the model's copy for onert: File too large" in lines[0], lines
+    assert entries(tmp_path) == []
+
+
 def test_file_size_limit_report(tmp_path):
     """A model under the limit, a report over it: neither is written."""
     out, report = tmp_path / "o.tflite", tmp_path / "r.json"

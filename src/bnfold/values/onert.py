@@ -25,7 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ModelError, RunFailed
+from ..errors import ModelError, RunFailed, WriteFailed
+from ..io.atomic import reason
 from ..io.formats import format_of
 from ..io.writer import serialize
 from ..ir.model import Model
@@ -45,9 +46,9 @@ class Session:
     """One model loaded in onert, run repeatedly."""
 
     def __init__(self, model: Model):
-        reason = missing()
-        if reason:
-            raise ModelError(reason)
+        absent = missing()
+        if absent:
+            raise ModelError(absent)
         from onert import infer
 
         # onert reads its settings from the environment as a session is made: one thread unless the user
@@ -58,8 +59,11 @@ class Session:
         weakref.finalize(self, shutil.rmtree, self._dir, True)
         fmt = format_of(model)
         path = Path(self._dir) / f"model{fmt.extension}"
-        with open(path, "wb") as out:
-            serialize(model, out, fmt)
+        try:
+            with open(path, "wb") as out:
+                serialize(model, out, fmt)
+        except OSError as e:  # a full disk, a file-size limit: the check's copy, not the user's file
+            raise WriteFailed(f"cannot write the model's copy for onert: {reason(e)}", str(path)) from None
         with _native_stderr_captured() as said:
             try:
                 self._session = infer.session(str(path), "cpu")
