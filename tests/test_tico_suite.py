@@ -79,6 +79,19 @@ def test_layernorm_output_sliced_after_O1_is_exact_in_litert(tmp_path):
     _assert_close(_onert_outputs(source, _sample()), _litert_outputs(source, _sample()))  # the raw plan is lucky
 
 
+def test_a_graph_left_as_it_is_is_said_in_the_summary(tmp_path, capsys):
+    """The printed summary names a graph the target left as it is (no pass names it: a report entry
+    without "pass"); it was an internal error (KeyError) after the model was written."""
+    source, out = DATA / "layernorm_output_sliced.circle", tmp_path / "o1.circle"
+    capsys.readouterr()
+    assert cli.run(["optimize", "-O1", str(source), str(out)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    said = [line for line in printed if line.startswith("subgraph 0 for target onert: left as it is")]
+    assert len(said) == 1 and said[0].endswith(
+        "onert may overwrite a graph output another op reads ('y', read by STRIDED_SLICE)"
+    )
+
+
 def test_layernorm_output_sliced_after_O1_in_onert(tmp_path):
     """For onert (the default target of a .circle output) a graph holding a model output another op reads
     is left as it is, with the reason in the report's target section: onert computes it as before."""

@@ -72,10 +72,15 @@ def what_passes_did(report: dict) -> Iterator[str]:
 
 
 def target_refusals(target: dict) -> Iterator[str]:
-    """One line per pass and reason that the target runtime refused a rewrite for."""
+    """One line per pass and reason that the target runtime refused a rewrite for, and one per
+    graph the target left as it is before any pass ran (engine/manager.py: no pass names it)."""
     from collections import Counter
 
-    for (name, reason), count in Counter((r["pass"], r["reason"]) for r in target["refused"]).items():
+    for r in target["refused"]:
+        if "pass" not in r:
+            yield f"{r['at']} for target {target['name']}: {r['reason']}"
+    by_pass = Counter((r["pass"], r["reason"]) for r in target["refused"] if "pass" in r)
+    for (name, reason), count in by_pass.items():
         yield f"{name}: {count} not made for target {target['name']}: {reason}"
 
 
